@@ -1,0 +1,33 @@
+/**
+ * A model instance as the scheduler sees it (main thread): it runs one
+ * execution at a time. Implementations: worker-instance.ts (a worker thread
+ * running an in-process backend such as onnxruntime); later a child-process
+ * instance for the Python backend.
+ */
+import type { InferRequest, InferResponse } from '../scheduler/request';
+
+export interface ExecuteTimings {
+  /** Wall-clock ns (clock.ts): execution started in the instance. */
+  computeStartNs: number;
+  /** Inputs gathered, backend about to run. */
+  computeInputEndNs: number;
+  /** Backend run finished. */
+  computeInferEndNs: number;
+  /** Outputs written to the arena. */
+  computeEndNs: number;
+}
+
+export interface ExecuteResult {
+  /** One response per request, in the order of the requests. */
+  responses: InferResponse[];
+  timings: ExecuteTimings;
+}
+
+export interface ModelInstance {
+  /** `<group name>_<index>` as Triton names instances. */
+  readonly name: string;
+  /** Run one batch. Never rejects: failures come back as error responses. */
+  execute(requests: InferRequest[]): Promise<ExecuteResult>;
+  /** Finalize the backend and end the thread or process. Idempotent. */
+  stop(): Promise<void>;
+}

@@ -1,0 +1,50 @@
+/**
+ * What flows through the data path once a frontend has decoded and validated
+ * a request: tensors are references into the shared tensor arena
+ * (src/instances/arena.ts), never copies. These objects are small and cross
+ * threads as ring messages (src/instances/protocol.ts).
+ */
+import type { DataType } from '../datatypes';
+import type { ErrorInfo } from '../errors';
+
+/** A tensor whose bytes live in the shared tensor arena. */
+export interface TensorRef {
+  name: string;
+  datatype: DataType;
+  /** Full shape, including the batch dimension for batching models. */
+  shape: number[];
+  /** Byte offset of the data in the arena (as returned by Arena.alloc). */
+  offset: number;
+  /** Bytes of data; BYTES tensors hold Triton's 4-byte-length-prefixed elements. */
+  byteSize: number;
+}
+
+export type ParamValue = string | number | boolean;
+
+export interface InferRequest {
+  /** Client request id; '' when the request had none. */
+  id: string;
+  model: string;
+  /** Resolved version (never -1 here). */
+  version: number;
+  /** Leading batch dimension; 1 for models with max_batch_size 0. */
+  batchSize: number;
+  inputs: TensorRef[];
+  /** Output names the client asked for, in request order; null = every output of the config. */
+  requestedOutputs: string[] | null;
+  /** Custom and reserved request parameters (sequence_id, priority, timeout, ...). */
+  parameters: Record<string, ParamValue>;
+  /** Wall-clock ns (see clock.ts) when the frontend received the request. */
+  arrivalNs: number;
+}
+
+export interface InferResponse {
+  /** Outputs in the arena, in the order the backend produced them. The receiver frees them. */
+  outputs: TensorRef[];
+  parameters?: Record<string, ParamValue>;
+  error?: ErrorInfo;
+  /** False only for non-final responses of decoupled models. */
+  final: boolean;
+}
+
+export type Respond = (response: InferResponse) => void;

@@ -1,0 +1,20 @@
+/**
+ * The Scheduler interface: every request of a model version enters here, from
+ * any frontend, and only the scheduler decides batches and which instance runs
+ * them (DESIGN.md "The scheduler is central"). One implementation per config
+ * scheduling block, chosen by create-scheduler.ts.
+ */
+import type { InferRequest, Respond } from './request';
+
+export interface Scheduler {
+  /**
+   * Admit a request. `respond` is called exactly once per response; the last
+   * call has `final: true`. Errors (queue full, stopped, execution failure)
+   * arrive as a response with `error` set, never as a throw.
+   */
+  enqueue(request: InferRequest, respond: Respond): void;
+  /** Requests admitted and not yet finally responded to. */
+  inflightCount(): number;
+  /** Stop admitting (later enqueues get UNAVAILABLE), resolve when in-flight work is done. Idempotent. */
+  stop(): Promise<void>;
+}
