@@ -1,0 +1,342 @@
+/**
+ * tritonserver's command line (protocol.md §6) turned into typed
+ * ServerOptions: Triton's defaults, value checks and cross-flag rules, with
+ * Triton's error texts. The flag table and tokeniser live in cli-flags.ts.
+ */
+import os from 'node:os';
+import { FLAGS, Reader, tokenize } from './cli-flags';
+import {
+  CliError, parseBoolValue, parseChoice, parseFloatValue, parseGpuValues, parseGroupSetting,
+  parseGroupSettings, parseIntOrBool, parseIntValue, parseRateLimitResource, parseRestricted,
+  type RateLimitResource, type RestrictedGroup,
+} from './cli-values';
+import { resolveTraceConfig, type TraceConfig } from './cli-trace-config';
+
+export { CliError } from './cli-values';
+export { FLAGS, formatCliError, usageText } from './cli-flags';
+export type { RateLimitResource, RestrictedGroup } from './cli-values';
+export type { TraceConfig, TraceLevel, TraceMode } from './cli-trace-config';
+
+export type ModelControlMode = 'none' | 'poll' | 'explicit';
+export type LogFormat = 'default' | 'ISO8601';
+export type RateLimitMode = 'off' | 'execution_count';
+export type GrpcCompressionLevel = 'none' | 'low' | 'medium' | 'high';
+
+export interface ServerOptions {
+  // §6.1 server / model repository
+  id: string;
+  modelRepositories: string[];
+  modelControlMode: ModelControlMode;
+  /** Forced to 0 unless modelControlMode is 'poll'. */
+  repositoryPollSecs: number;
+  loadModels: string[];
+  /** '' = config.pbtxt. */
+  modelConfigName: string;
+  exitOnError: boolean;
+  strictReadiness: boolean;
+  /** --disable-auto-complete-config, or the deprecated --strict-model-config=true. */
+  disableAutoCompleteConfig: boolean;
+  modelLoadThreadCount: number;
+  modelLoadRetryCount: number;
+  modelNamespacing: boolean;
+  exitTimeoutSecs: number;
+  enablePeerAccess: boolean;
+  backendDirectory: string;
+  /** backend name ('' = global, applies to every backend) → setting → value. */
+  backendConfig: Record<string, Record<string, string>>;
+  repoagentDirectory: string;
+  // §6.2 HTTP
+  allowHttp: boolean;
+  httpPort: number;
+  httpAddress: string;
+  reuseHttpPort: boolean;
+  httpThreadCount: number;
+  /** As given; Triton matches it case-insensitively (prefixes `(?i)`). */
+  httpHeaderForwardPattern?: string;
+  httpMaxInputSize: number;
+  httpRestrictedApi: RestrictedGroup[];
+  // §6.3 gRPC
+  allowGrpc: boolean;
+  grpcPort: number;
+  grpcAddress: string;
+  reuseGrpcPort: boolean;
+  grpcHeaderForwardPattern?: string;
+  grpcInferThreadCount: number;
+  grpcInferAllocationPoolSize: number;
+  grpcMaxResponsePoolSize: number;
+  /** True also when --grpc-use-ssl-mutual is set. */
+  grpcUseSsl: boolean;
+  grpcUseSslMutual: boolean;
+  grpcServerCert?: string;
+  grpcServerKey?: string;
+  grpcRootCert?: string;
+  grpcInferResponseCompressionLevel: GrpcCompressionLevel;
+  grpcKeepaliveTimeMs: number;
+  grpcKeepaliveTimeoutMs: number;
+  grpcKeepalivePermitWithoutCalls: boolean;
+  grpcHttp2MaxPingsWithoutData: number;
+  grpcHttp2MinRecvPingIntervalWithoutDataMs: number;
+  grpcHttp2MaxPingStrikes: number;
+  /** 0 = unset. */
+  grpcMaxConnectionAgeMs: number;
+  grpcMaxConnectionAgeGraceMs: number;
+  /** Like httpRestrictedApi; the metadata key checked is `triton-grpc-protocol-<key>`. */
+  grpcRestrictedProtocol: RestrictedGroup[];
+  // §6.4 metrics
+  allowMetrics: boolean;
+  allowGpuMetrics: boolean;
+  allowCpuMetrics: boolean;
+  metricsAddress: string;
+  metricsPort: number;
+  metricsIntervalMs: number;
+  /** §5.4 settings as given (`counter_latencies` → 'true', ...). */
+  metricsConfig: Record<string, string>;
+  // §6.5 logging
+  logVerbose: number;
+  logInfo: boolean;
+  logWarning: boolean;
+  logError: boolean;
+  logFormat: LogFormat;
+  logFile?: string;
+  // §6.6 tracing
+  traceConfig: TraceConfig;
+  // §6.7 cache, rate limiting, memory, devices, misc.
+  /** cache name → setting → value (e.g. { local: { size: '1048576' } }); empty = cache off. */
+  cacheConfig: Record<string, Record<string, string>>;
+  cacheDirectory: string;
+  rateLimit: RateLimitMode;
+  rateLimitResources: RateLimitResource[];
+  pinnedMemoryPoolByteSize: number;
+  /** GPU id → bytes, only for GPUs named on the command line (default 64 MiB each). */
+  cudaMemoryPoolByteSize: Record<number, number>;
+  cudaVirtualAddressSize: Record<number, number>;
+  minSupportedComputeCapability: number;
+  bufferManagerThreadCount: number;
+  /** policy name → setting (numa-node, cpu-cores) → value. */
+  hostPolicy: Record<string, Record<string, string>>;
+  /** GPU id → fraction of memory. */
+  modelLoadGpuLimit: Record<number, number>;
+  allowClientShm: boolean;
+  allowSagemaker: boolean;
+  sagemakerPort: number;
+  sagemakerSafePortRange?: string;
+  sagemakerThreadCount: number;
+  allowVertexAi: boolean;
+  vertexAiPort: number;
+  vertexAiThreadCount: number;
+  vertexAiDefaultModel?: string;
+  /** Deprecation warnings, to print on stderr before starting. */
+  warnings: string[];
+}
+
+const DEFAULT_HTTP_PORT = 8000;
+const INT32_MAX = 2147483647;
+
+export function parseServerOptions(argv: string[]): ServerOptions {
+  const { raw, positionals } = tokenize(argv);
+  const r = new Reader(raw);
+  const warnings: string[] = [];
+
+  // Validate every scalar value up front, in flag-table order, so a bad
+  // value is reported before cross-flag rules (as getopt's loop does).
+  for (const spec of FLAGS) {
+    for (const v of r.all(spec.name)) {
+      if (spec.kind === 'bool') parseBoolValue(spec.name, v);
+      else if (spec.kind === 'int' || spec.kind === 'int64') parseIntValue(spec.name, v, spec.kind === 'int64');
+      else if (spec.kind === 'float') parseFloatValue(spec.name, v);
+    }
+  }
+  if (positionals.length > 0) throw new CliError(`Unexpected argument: ${positionals[0]}`);
+
+  const modelControlMode = parseChoice('model-control-mode', r.string('model-control-mode', 'none'),
+    ['none', 'poll', 'explicit'] as const);
+  const loadModels = r.all('load-model');
+  if (loadModels.length > 0 && modelControlMode !== 'explicit') {
+    throw new CliError("Error: Use of '--load-model' requires setting '--model-control-mode=explicit' as well.");
+  }
+  if (loadModels.includes('*') && loadModels.length > 1) {
+    throw new CliError("Wildcard model name '*' must be the ONLY startup model if specified at all.");
+  }
+  const modelConfigName = r.string('model-config-name', '');
+  if (r.has('model-config-name') && modelConfigName === '') {
+    throw new CliError('Error: empty argument for --model-config-name');
+  }
+
+  let disableAutoCompleteConfig = r.has('disable-auto-complete-config') && r.str('disable-auto-complete-config') !== 'false';
+  if (r.has('strict-model-config')) {
+    warnings.push("Warning: '--strict-model-config' has been deprecated! Please use '--disable-auto-complete-config' instead.");
+    if (r.bool('strict-model-config', false)) disableAutoCompleteConfig = true;
+  }
+
+  const httpMaxInputSize = r.int('http-max-input-size', 64 * 1024 * 1024, true);
+  if (httpMaxInputSize <= 0) throw new CliError('Error: --http-max-input-size must be greater than 0.');
+
+  const grpcInferThreadCount = r.int('grpc-infer-thread-count', 2);
+  if (grpcInferThreadCount < 2 || grpcInferThreadCount > 128) {
+    throw new CliError('invalid argument for --grpc_infer_thread_count. Must be in the range 2 to 128.');
+  }
+  const grpcMaxResponsePoolSize = r.int('grpc-max-response-pool-size', INT32_MAX);
+  if (grpcMaxResponsePoolSize <= 0) throw new CliError('Error: --grpc-max-response-pool-size must be greater than 0.');
+
+  const logFormat = r.string('log-format', 'default');
+  if (logFormat !== 'default' && logFormat !== 'ISO8601') throw new CliError('invalid argument for --log-format');
+
+  let cacheConfig = parseGroupSettings(r.all('cache-config'),
+    "--cache-config option format is '<cache name>,<setting>=<value>'", true);
+  if (r.has('response-cache-byte-size')) {
+    if (r.has('cache-config')) {
+      throw new CliError('Error: Incompatible flags --response-cache-byte-size and --cache-config both provided. '
+        + 'Please provide one or the other.');
+    }
+    const size = r.str('response-cache-byte-size')!;
+    warnings.push("Warning: '--response-cache-byte-size' has been deprecated! This will default to the 'local' "
+      + "cache implementation with the provided byte size for its config. Please use '--cache-config' instead. "
+      + `The equivalent --cache-config CLI args would be: '--cache-config=local,size=${size}'`);
+    cacheConfig = { local: { size } };
+  }
+  if (Object.keys(cacheConfig).length > 1) {
+    throw new CliError(`only one cache implementation can be configured at a time, got: ${Object.keys(cacheConfig).join(', ')}`);
+  }
+
+  const metricsConfig: Record<string, string> = {};
+  for (const arg of r.all('metrics-config')) {
+    const formatError = '--metrics-config option format is <setting>=<value>';
+    const { group, setting, value } = parseGroupSetting(arg, formatError);
+    if (group !== '') throw new CliError(`${formatError}. Got ${arg}`);
+    metricsConfig[setting] = value;
+  }
+
+  const httpAddress = r.string('http-address', '0.0.0.0');
+  const allowMetrics = r.bool('allow-metrics', true);
+  const grpcUseSslMutual = r.bool('grpc-use-ssl-mutual', false);
+
+  const options: ServerOptions = {
+    id: r.string('id', 'triton'),
+    modelRepositories: [...r.all('model-repository'), ...r.all('model-store')],
+    modelControlMode,
+    repositoryPollSecs: modelControlMode === 'poll' ? r.int('repository-poll-secs', 15) : 0,
+    loadModels,
+    modelConfigName,
+    exitOnError: r.bool('exit-on-error', true),
+    strictReadiness: r.bool('strict-readiness', true),
+    disableAutoCompleteConfig,
+    modelLoadThreadCount: r.int('model-load-thread-count', 4),
+    modelLoadRetryCount: r.int('model-load-retry-count', 0),
+    modelNamespacing: r.bool('model-namespacing', false),
+    exitTimeoutSecs: r.int('exit-timeout-secs', 30),
+    enablePeerAccess: r.bool('enable-peer-access', true),
+    backendDirectory: r.string('backend-directory', '/opt/tritonserver/backends'),
+    backendConfig: parseGroupSettings(r.all('backend-config'),
+      "--backend-config option format is '<backend name>,<setting>=<value>'"),
+    repoagentDirectory: r.string('repoagent-directory', '/opt/tritonserver/repoagents'),
+
+    allowHttp: r.bool('allow-http', true),
+    httpPort: r.int('http-port', DEFAULT_HTTP_PORT),
+    httpAddress,
+    reuseHttpPort: r.bool('reuse-http-port', false),
+    // Triton's default is 8; capped by the cores so a 2-core machine does not
+    // run 8 uWS threads fighting over 2 CPUs.
+    httpThreadCount: r.int('http-thread-count', Math.min(8, os.availableParallelism())),
+    httpHeaderForwardPattern: r.str('http-header-forward-pattern'),
+    httpMaxInputSize,
+    httpRestrictedApi: parseRestricted('http-restricted-api', r.all('http-restricted-api')),
+
+    allowGrpc: r.bool('allow-grpc', true),
+    grpcPort: r.int('grpc-port', 8001),
+    grpcAddress: r.string('grpc-address', '0.0.0.0'),
+    reuseGrpcPort: r.bool('reuse-grpc-port', false),
+    grpcHeaderForwardPattern: r.str('grpc-header-forward-pattern'),
+    grpcInferThreadCount,
+    grpcInferAllocationPoolSize: r.int('grpc-infer-allocation-pool-size', 8),
+    grpcMaxResponsePoolSize,
+    grpcUseSsl: grpcUseSslMutual || r.bool('grpc-use-ssl', false),
+    grpcUseSslMutual,
+    grpcServerCert: r.str('grpc-server-cert'),
+    grpcServerKey: r.str('grpc-server-key'),
+    grpcRootCert: r.str('grpc-root-cert'),
+    grpcInferResponseCompressionLevel: parseChoice('grpc-infer-response-compression-level',
+      r.string('grpc-infer-response-compression-level', 'none'), ['none', 'low', 'medium', 'high'] as const),
+    grpcKeepaliveTimeMs: r.int('grpc-keepalive-time', 7200000),
+    grpcKeepaliveTimeoutMs: r.int('grpc-keepalive-timeout', 20000),
+    grpcKeepalivePermitWithoutCalls: r.bool('grpc-keepalive-permit-without-calls', false),
+    grpcHttp2MaxPingsWithoutData: r.int('grpc-http2-max-pings-without-data', 2),
+    grpcHttp2MinRecvPingIntervalWithoutDataMs: r.int('grpc-http2-min-recv-ping-interval-without-data', 300000),
+    grpcHttp2MaxPingStrikes: r.int('grpc-http2-max-ping-strikes', 2),
+    grpcMaxConnectionAgeMs: r.int('grpc-max-connection-age', 0),
+    grpcMaxConnectionAgeGraceMs: r.int('grpc-max-connection-age-grace', 0),
+    grpcRestrictedProtocol: parseRestricted('grpc-restricted-protocol', r.all('grpc-restricted-protocol')),
+
+    allowMetrics,
+    allowGpuMetrics: allowMetrics && r.bool('allow-gpu-metrics', true),
+    allowCpuMetrics: allowMetrics && r.bool('allow-cpu-metrics', true),
+    metricsAddress: r.string('metrics-address', httpAddress),
+    metricsPort: r.int('metrics-port', 8002),
+    metricsIntervalMs: r.int('metrics-interval-ms', 2000),
+    metricsConfig,
+
+    logVerbose: r.has('log-verbose') ? parseIntOrBool('log-verbose', r.str('log-verbose')!) : 0,
+    logInfo: r.bool('log-info', true),
+    logWarning: r.bool('log-warning', true),
+    logError: r.bool('log-error', true),
+    logFormat,
+    logFile: r.str('log-file'),
+
+    traceConfig: resolveTraceConfig(r.all('trace-config'), {
+      file: r.str('trace-file'), level: r.all('trace-level'), rate: r.str('trace-rate'),
+      count: r.str('trace-count'), logFrequency: r.str('trace-log-frequency'),
+    }, warnings),
+
+    cacheConfig,
+    cacheDirectory: r.string('cache-directory', '/opt/tritonserver/caches'),
+    rateLimit: parseChoice('rate-limit', r.string('rate-limit', 'off'), ['off', 'execution_count'] as const),
+    rateLimitResources: r.all('rate-limit-resource').map(parseRateLimitResource),
+    pinnedMemoryPoolByteSize: r.int('pinned-memory-pool-byte-size', 268435456, true),
+    cudaMemoryPoolByteSize: parseGpuValues('cuda-memory-pool-byte-size', r.all('cuda-memory-pool-byte-size'),
+      'pool byte size', (v) => parseIntValue('cuda-memory-pool-byte-size', v, true)),
+    cudaVirtualAddressSize: parseGpuValues('cuda-virtual-address-size', r.all('cuda-virtual-address-size'),
+      'virtual address size', (v) => parseIntValue('cuda-virtual-address-size', v, true)),
+    minSupportedComputeCapability: r.has('min-supported-compute-capability')
+      ? parseFloatValue('min-supported-compute-capability', r.str('min-supported-compute-capability')!) : 7.5,
+    bufferManagerThreadCount: r.int('buffer-manager-thread-count', 0),
+    hostPolicy: parseGroupSettings(r.all('host-policy'),
+      "--host-policy option format is '<policy name>,<setting>=<value>'", true),
+    modelLoadGpuLimit: parseGpuValues('model-load-gpu-limit', r.all('model-load-gpu-limit'),
+      'fraction', (v) => parseFloatValue('model-load-gpu-limit', v)),
+    allowClientShm: r.bool('allow-client-shm', false),
+    allowSagemaker: r.bool('allow-sagemaker', false),
+    sagemakerPort: r.int('sagemaker-port', 8080),
+    sagemakerSafePortRange: r.str('sagemaker-safe-port-range'),
+    sagemakerThreadCount: r.int('sagemaker-thread-count', 8),
+    allowVertexAi: r.bool('allow-vertex-ai', false),
+    vertexAiPort: r.int('vertex-ai-port', 8080),
+    vertexAiThreadCount: r.int('vertex-ai-thread-count', 8),
+    vertexAiDefaultModel: r.str('vertex-ai-default-model'),
+    warnings,
+  };
+
+  checkPortCollisions(options);
+  // Triton reports this when creating the server, not as a usage error.
+  if (options.modelRepositories.length === 0) throw new CliError('--model-repository must be specified', false);
+  return options;
+}
+
+/**
+ * Enabled endpoints may not share address and port. Port 0 (pick a free
+ * port) never collides: tests start every endpoint on port 0.
+ */
+function checkPortCollisions(o: ServerOptions): void {
+  const endpoints: [string, string, number][] = [];
+  if (o.allowHttp) endpoints.push(['HTTP', o.httpAddress, o.httpPort]);
+  if (o.allowGrpc) endpoints.push(['GRPC', o.grpcAddress, o.grpcPort]);
+  if (o.allowMetrics) endpoints.push(['metrics', o.metricsAddress, o.metricsPort]);
+  for (let i = 0; i < endpoints.length; i++) {
+    for (let j = i + 1; j < endpoints.length; j++) {
+      const [a, addrA, portA] = endpoints[i]!;
+      const [b, addrB, portB] = endpoints[j]!;
+      if (portA !== 0 && portA === portB && addrA === addrB) {
+        throw new CliError(
+          `The server cannot listen to ${a} requests and ${b} requests at the same address and port ${addrA}:${portA}`);
+      }
+    }
+  }
+}

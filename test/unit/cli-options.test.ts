@@ -1,0 +1,317 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import os from 'node:os';
+import { CliError, formatCliError, parseServerOptions, usageText, type ServerOptions } from '../../src/cli-options';
+
+const REPO = ['--model-repository', '/models'];
+
+function errorOf(argv: string[]): CliError {
+  try {
+    parseServerOptions(argv);
+  } catch (err) {
+    assert.ok(err instanceof CliError, `expected CliError, got ${String(err)}`);
+    return err;
+  }
+  assert.fail(`no error for ${argv.join(' ')}`);
+}
+
+test('defaults equal tritonserver defaults (§6)', () => {
+  const o = parseServerOptions(REPO);
+  const expected: ServerOptions = {
+    id: 'triton',
+    modelRepositories: ['/models'],
+    modelControlMode: 'none',
+    repositoryPollSecs: 0,
+    loadModels: [],
+    modelConfigName: '',
+    exitOnError: true,
+    strictReadiness: true,
+    disableAutoCompleteConfig: false,
+    modelLoadThreadCount: 4,
+    modelLoadRetryCount: 0,
+    modelNamespacing: false,
+    exitTimeoutSecs: 30,
+    enablePeerAccess: true,
+    backendDirectory: '/opt/tritonserver/backends',
+    backendConfig: {},
+    repoagentDirectory: '/opt/tritonserver/repoagents',
+    allowHttp: true,
+    httpPort: 8000,
+    httpAddress: '0.0.0.0',
+    reuseHttpPort: false,
+    httpThreadCount: Math.min(8, os.availableParallelism()),
+    httpHeaderForwardPattern: undefined,
+    httpMaxInputSize: 67108864,
+    httpRestrictedApi: [],
+    allowGrpc: true,
+    grpcPort: 8001,
+    grpcAddress: '0.0.0.0',
+    reuseGrpcPort: false,
+    grpcHeaderForwardPattern: undefined,
+    grpcInferThreadCount: 2,
+    grpcInferAllocationPoolSize: 8,
+    grpcMaxResponsePoolSize: 2147483647,
+    grpcUseSsl: false,
+    grpcUseSslMutual: false,
+    grpcServerCert: undefined,
+    grpcServerKey: undefined,
+    grpcRootCert: undefined,
+    grpcInferResponseCompressionLevel: 'none',
+    grpcKeepaliveTimeMs: 7200000,
+    grpcKeepaliveTimeoutMs: 20000,
+    grpcKeepalivePermitWithoutCalls: false,
+    grpcHttp2MaxPingsWithoutData: 2,
+    grpcHttp2MinRecvPingIntervalWithoutDataMs: 300000,
+    grpcHttp2MaxPingStrikes: 2,
+    grpcMaxConnectionAgeMs: 0,
+    grpcMaxConnectionAgeGraceMs: 0,
+    grpcRestrictedProtocol: [],
+    allowMetrics: true,
+    allowGpuMetrics: true,
+    allowCpuMetrics: true,
+    metricsAddress: '0.0.0.0',
+    metricsPort: 8002,
+    metricsIntervalMs: 2000,
+    metricsConfig: {},
+    logVerbose: 0,
+    logInfo: true,
+    logWarning: true,
+    logError: true,
+    logFormat: 'default',
+    logFile: undefined,
+    traceConfig: {
+      level: [], rate: 1000, count: -1, mode: 'triton', file: '', logFrequency: 0,
+      opentelemetry: { url: 'http://localhost:4318/v1/traces' }, opentelemetryResource: {},
+    },
+    cacheConfig: {},
+    cacheDirectory: '/opt/tritonserver/caches',
+    rateLimit: 'off',
+    rateLimitResources: [],
+    pinnedMemoryPoolByteSize: 268435456,
+    cudaMemoryPoolByteSize: {},
+    cudaVirtualAddressSize: {},
+    minSupportedComputeCapability: 7.5,
+    bufferManagerThreadCount: 0,
+    hostPolicy: {},
+    modelLoadGpuLimit: {},
+    allowClientShm: false,
+    allowSagemaker: false,
+    sagemakerPort: 8080,
+    sagemakerSafePortRange: undefined,
+    sagemakerThreadCount: 8,
+    allowVertexAi: false,
+    vertexAiPort: 8080,
+    vertexAiThreadCount: 8,
+    vertexAiDefaultModel: undefined,
+    warnings: [],
+  };
+  assert.deepEqual(o, expected);
+});
+
+const ERRORS: [string[], string][] = [
+  [[...REPO, '--foo'], 'Unrecognized option: --foo'],
+  [[...REPO, '--foo-bar=3'], 'Unrecognized option: --foo-bar'],
+  [[...REPO, '-x'], 'Unrecognized option: -x'],
+  [[...REPO, '--exit-on-error=maybe'], 'Bad option: "--exit-on-error".\ninvalid value for bool option: maybe'],
+  [[...REPO, '--strict-readiness', ''], 'Bad option: "--strict-readiness".\ninvalid value for bool option: '],
+  [[...REPO, '--http-port', 'abc'], 'Bad option: "--http-port".\nInvalid option value. Got abc'],
+  [[...REPO, '--http-port=80x'], 'Bad option: "--http-port".\nInvalid option value. Got 80x'],
+  [[...REPO, '--grpc-port', '99999999999'], 'Bad option: "--grpc-port".\nInvalid option value. Got 99999999999'],
+  [[...REPO, '--log-verbose', 'loud'], 'Bad option: "--log-verbose".\nInvalid option value. Got loud'],
+  [[...REPO, '--min-supported-compute-capability', 'x'],
+    'Bad option: "--min-supported-compute-capability".\nInvalid option value. Got x'],
+  [[...REPO, 'extra'], 'Unexpected argument: extra'],
+  [['extra', ...REPO], 'Unexpected argument: extra'],
+  [[...REPO, '--', '--http-port'], 'Unexpected argument: --http-port'],
+  [['--http-port', '8000'], '--model-repository must be specified'],
+  [[...REPO, '--load-model', 'simple'],
+    "Error: Use of '--load-model' requires setting '--model-control-mode=explicit' as well."],
+  [[...REPO, '--model-control-mode=poll', '--load-model', 'simple'],
+    "Error: Use of '--load-model' requires setting '--model-control-mode=explicit' as well."],
+  [[...REPO, '--model-control-mode=explicit', '--load-model', '*', '--load-model', 'simple'],
+    "Wildcard model name '*' must be the ONLY startup model if specified at all."],
+  [[...REPO, '--http-max-input-size', '0'], 'Error: --http-max-input-size must be greater than 0.'],
+  [[...REPO, '--http-max-input-size=-5'], 'Error: --http-max-input-size must be greater than 0.'],
+  [[...REPO, '--model-config-name='], 'Error: empty argument for --model-config-name'],
+  [[...REPO, '--model-control-mode', 'sometimes'], 'invalid argument for --model-control-mode'],
+  [[...REPO, '--log-format', 'json'], 'invalid argument for --log-format'],
+  [[...REPO, '--rate-limit', 'fast'], 'invalid argument for --rate-limit'],
+  [[...REPO, '--grpc-infer-thread-count', '1'],
+    'invalid argument for --grpc_infer_thread_count. Must be in the range 2 to 128.'],
+  [[...REPO, '--grpc-port', '8000'],
+    'The server cannot listen to HTTP requests and GRPC requests at the same address and port 0.0.0.0:8000'],
+  [[...REPO, '--metrics-port', '8001'],
+    'The server cannot listen to GRPC requests and metrics requests at the same address and port 0.0.0.0:8001'],
+  [[...REPO, '--response-cache-byte-size', '1024', '--cache-config', 'local,size=1'],
+    'Error: Incompatible flags --response-cache-byte-size and --cache-config both provided. '
+    + 'Please provide one or the other.'],
+  [[...REPO, '--backend-config', 'onnxruntime,novalue'],
+    "--backend-config option format is '<backend name>,<setting>=<value>'. Got onnxruntime,novalue"],
+  [[...REPO, '--backend-config', ',x=1'],
+    "--backend-config option format is '<backend name>,<setting>=<value>'. Got ,x=1"],
+  [[...REPO, '--metrics-config', 'group,summary_latencies=true'],
+    '--metrics-config option format is <setting>=<value>. Got group,summary_latencies=true'],
+  [[...REPO, '--cache-config', 'size=5'],
+    "--cache-config option format is '<cache name>,<setting>=<value>'. Got size=5"],
+  [[...REPO, '--http-restricted-api', 'model-repository'],
+    "--http-restricted-api option format is '<API 1>,<API 2>:<restricted-key>=<restricted-value>'. Got model-repository"],
+  [[...REPO, '--http-restricted-api', 'bogus:k=v'], "unknown restricted api 'bogus'"],
+  [[...REPO, '--trace-config', 'level=LOUD'], 'invalid value for trace level option: LOUD'],
+];
+
+for (const [argv, message] of ERRORS) {
+  test(`error: ${argv.join(' ')}`, () => {
+    assert.equal(errorOf(argv).message, message);
+  });
+}
+
+test('--help and usage errors print the usage text; a missing repository does not', () => {
+  const help = errorOf(['--help']);
+  assert.equal(formatCliError(help), usageText());
+  assert.ok(usageText().startsWith('Usage: tritonserver [options]\n'));
+  assert.ok(usageText().includes('  --model-repository <path>'));
+  const bad = errorOf([...REPO, '--foo']);
+  assert.equal(formatCliError(bad), `${usageText()}Unrecognized option: --foo\n`);
+  assert.equal(formatCliError(errorOf([])),
+    'error: creating server: Invalid argument - --model-repository must be specified\n');
+});
+
+const BOOL_FORMS: [string, boolean][] = [
+  ['true', true], ['TRUE', true], ['on', true], ['On', true], ['1', true],
+  ['false', false], ['False', false], ['off', false], ['OFF', false], ['0', false],
+];
+for (const [value, expected] of BOOL_FORMS) {
+  test(`bool form ${value}`, () => {
+    assert.equal(parseServerOptions([...REPO, `--exit-on-error=${value}`]).exitOnError, expected);
+    assert.equal(parseServerOptions([...REPO, '--allow-grpc', value]).allowGrpc, expected);
+  });
+}
+
+const LOG_VERBOSE: [string, number][] = [['0', 0], ['1', 1], ['3', 3], ['true', 1], ['false', 0]];
+for (const [value, expected] of LOG_VERBOSE) {
+  test(`--log-verbose ${value}`, () => {
+    assert.equal(parseServerOptions([...REPO, '--log-verbose', value]).logVerbose, expected);
+  });
+}
+
+test('repeatable flags collect, scalar flags keep the last value, --model-store is an alias', () => {
+  const o = parseServerOptions([
+    '--model-repository=/a', '--model-store', '/b', '--model-repository', '/c',
+    '--model-control-mode=EXPLICIT', '--load-model', 'x', '--load-model=y',
+    '--http-port', '1', '--http-port=2',
+  ]);
+  assert.deepEqual(o.modelRepositories, ['/a', '/c', '/b']);
+  assert.equal(o.modelControlMode, 'explicit');
+  assert.deepEqual(o.loadModels, ['x', 'y']);
+  assert.equal(o.httpPort, 2);
+});
+
+test('poll interval applies only in poll mode', () => {
+  assert.equal(parseServerOptions([...REPO, '--repository-poll-secs', '5']).repositoryPollSecs, 0);
+  assert.equal(parseServerOptions([...REPO, '--model-control-mode', 'poll']).repositoryPollSecs, 15);
+  assert.equal(
+    parseServerOptions([...REPO, '--model-control-mode', 'poll', '--repository-poll-secs=5']).repositoryPollSecs, 5);
+});
+
+test('backend-config: per backend and global', () => {
+  const o = parseServerOptions([...REPO,
+    '--backend-config', 'onnxruntime,default-max-batch-size=8',
+    '--backend-config=default-max-batch-size=4',
+    '--backend-config', 'python,shm-region-prefix-name=a,b',
+    '--backend-config', 'onnxruntime,default-max-batch-size=16',
+  ]);
+  assert.deepEqual(o.backendConfig, {
+    onnxruntime: { 'default-max-batch-size': '16' },
+    '': { 'default-max-batch-size': '4' },
+    python: { 'shm-region-prefix-name': 'a,b' },
+  });
+});
+
+test('auto-complete switches and deprecation warnings', () => {
+  assert.equal(parseServerOptions([...REPO, '--disable-auto-complete-config']).disableAutoCompleteConfig, true);
+  const strict = parseServerOptions([...REPO, '--strict-model-config=true']);
+  assert.equal(strict.disableAutoCompleteConfig, true);
+  assert.equal(strict.warnings.length, 1);
+  assert.match(strict.warnings[0]!, /--strict-model-config' has been deprecated/);
+  assert.equal(parseServerOptions([...REPO, '--strict-model-config=false']).disableAutoCompleteConfig, false);
+});
+
+test('deprecated cache and trace flags map onto their replacements', () => {
+  const o = parseServerOptions([...REPO, '--response-cache-byte-size', '1024',
+    '--trace-file', '/tmp/t.json', '--trace-level', 'TIMESTAMPS', '--trace-level=tensors', '--trace-rate', '5']);
+  assert.deepEqual(o.cacheConfig, { local: { size: '1024' } });
+  assert.equal(o.traceConfig.file, '/tmp/t.json');
+  assert.deepEqual(o.traceConfig.level, ['TIMESTAMPS', 'TENSORS']);
+  assert.equal(o.traceConfig.rate, 5);
+  assert.equal(o.warnings.length, 4);
+});
+
+test('trace-config settings', () => {
+  const o = parseServerOptions([...REPO, '--trace-config', 'level=TIMESTAMPS', '--trace-config', 'count=10',
+    '--trace-config', 'mode=opentelemetry', '--trace-config', 'opentelemetry,url=http://h:1/v1/traces',
+    '--trace-config', 'opentelemetry,resource=service.name=svc', '--trace-config', 'triton,log-frequency=50']);
+  assert.deepEqual(o.traceConfig.level, ['TIMESTAMPS']);
+  assert.equal(o.traceConfig.count, 10);
+  assert.equal(o.traceConfig.mode, 'opentelemetry');
+  assert.equal(o.traceConfig.opentelemetry['url'], 'http://h:1/v1/traces');
+  assert.deepEqual(o.traceConfig.opentelemetryResource, { 'service.name': 'svc' });
+  assert.equal(o.traceConfig.logFrequency, 50);
+});
+
+test('structured flags: restricted APIs, rate limiter, memory pools, metrics', () => {
+  const o = parseServerOptions([...REPO,
+    '--http-restricted-api', 'model-repository,shared-memory:admin-key=secret',
+    '--grpc-restricted-protocol=health:k=v',
+    '--rate-limit=execution_count', '--rate-limit-resource', 'R1:10', '--rate-limit-resource', 'R2:4:0',
+    '--cuda-memory-pool-byte-size', '0:1024', '--model-load-gpu-limit', '1:0.5',
+    '--metrics-config', 'summary_latencies=true', '--allow-metrics=false',
+    '--grpc-use-ssl-mutual=1', '--http-address', '127.0.0.1', '--min-supported-compute-capability', '6.0',
+  ]);
+  assert.deepEqual(o.httpRestrictedApi, [{ apis: ['model-repository', 'shared-memory'], key: 'admin-key', value: 'secret' }]);
+  assert.deepEqual(o.grpcRestrictedProtocol, [{ apis: ['health'], key: 'k', value: 'v' }]);
+  assert.equal(o.rateLimit, 'execution_count');
+  assert.deepEqual(o.rateLimitResources, [{ name: 'R1', count: 10 }, { name: 'R2', count: 4, device: 0 }]);
+  assert.deepEqual(o.cudaMemoryPoolByteSize, { 0: 1024 });
+  assert.deepEqual(o.modelLoadGpuLimit, { 1: 0.5 });
+  assert.deepEqual(o.metricsConfig, { summary_latencies: 'true' });
+  assert.equal(o.allowGpuMetrics, false);
+  assert.equal(o.allowCpuMetrics, false);
+  assert.equal(o.grpcUseSsl, true);
+  assert.equal(o.metricsAddress, '127.0.0.1');
+  assert.equal(o.minSupportedComputeCapability, 6);
+});
+
+test('port collisions: disabled endpoints, different addresses and port 0 do not collide', () => {
+  assert.doesNotThrow(() => parseServerOptions([...REPO, '--grpc-port', '8000', '--allow-grpc=false']));
+  assert.doesNotThrow(() => parseServerOptions([...REPO, '--grpc-port', '8000', '--grpc-address', '127.0.0.1']));
+  assert.doesNotThrow(() => parseServerOptions([...REPO, '--http-port', '0', '--grpc-port', '0', '--metrics-port=0']));
+});
+
+test('every §6 flag is accepted', () => {
+  const flags = [
+    '--id=x', '--model-load-retry-count=1', '--model-namespacing=true', '--enable-peer-access=false',
+    '--repoagent-directory=/r', '--reuse-http-port=1', '--http-thread-count=2', '--http-header-forward-pattern=^x-',
+    '--reuse-grpc-port=1', '--grpc-header-forward-pattern=x', '--grpc-infer-allocation-pool-size=4',
+    '--grpc-max-response-pool-size=9', '--grpc-server-cert=a', '--grpc-server-key=b', '--grpc-root-cert=c',
+    '--grpc-infer-response-compression-level=high', '--grpc-keepalive-time=1', '--grpc-keepalive-timeout=1',
+    '--grpc-keepalive-permit-without-calls=1', '--grpc-http2-max-pings-without-data=1',
+    '--grpc-http2-min-recv-ping-interval-without-data=1', '--grpc-http2-max-ping-strikes=1',
+    '--grpc-max-connection-age=1', '--grpc-max-connection-age-grace=1', '--allow-gpu-metrics=0',
+    '--allow-cpu-metrics=0', '--metrics-address=1.2.3.4', '--metrics-interval-ms=5', '--log-info=0',
+    '--log-warning=0', '--log-error=0', '--log-format=ISO8601', '--log-file=/tmp/x.log', '--trace-count=3',
+    '--trace-log-frequency=2', '--cache-directory=/c', '--pinned-memory-pool-byte-size=0',
+    '--cuda-virtual-address-size=0:1', '--buffer-manager-thread-count=1', '--host-policy=p,numa-node=0',
+    '--allow-client-shm=true', '--allow-sagemaker=false', '--sagemaker-port=9', '--sagemaker-safe-port-range=1-2',
+    '--sagemaker-thread-count=1', '--allow-vertex-ai=false', '--vertex-ai-port=10', '--vertex-ai-thread-count=1',
+    '--vertex-ai-default-model=m', '--exit-timeout-secs=1', '--model-load-thread-count=1',
+    '--backend-directory=/b', '--model-config-name=alt', '--strict-readiness=false',
+  ];
+  const o = parseServerOptions([...REPO, ...flags]);
+  assert.equal(o.id, 'x');
+  assert.equal(o.logFormat, 'ISO8601');
+  assert.equal(o.logFile, '/tmp/x.log');
+  assert.deepEqual(o.hostPolicy, { p: { 'numa-node': '0' } });
+  assert.equal(o.allowClientShm, true);
+  assert.equal(o.grpcInferResponseCompressionLevel, 'high');
+  assert.equal(o.modelConfigName, 'alt');
+});
