@@ -1,0 +1,46 @@
+/**
+ * The scheduler of a model without a scheduling block: a FIFO queue, one
+ * request per execution, each on the next free instance.
+ */
+import type { ModelInstance } from '../instances/instance';
+import { nowNs } from './clock';
+import { ExecutionPool, QueuedRequest, stoppingMessage } from './execution-pool';
+import type { InferRequest, Respond } from './request';
+import type { Scheduler } from './scheduler';
+import type { SchedulerHooks } from './scheduler-hooks';
+
+export class DefaultScheduler implements Scheduler {
+  private readonly queue: QueuedRequest[] = [];
+  private readonly pool: ExecutionPool;
+  private stopped: Promise<void> | null = null;
+
+  constructor(model: string, instances: readonly ModelInstance[], hooks?: SchedulerHooks) {
+    this.pool = new ExecutionPool({ model, instances, hooks, onIdle: () => this.dispatch() });
+  }
+
+  enqueue(request: InferRequest, respond: Respond): void {
+    if (this.stopped !== null) {
+      this.pool.reject(request, respond, { code: 'UNAVAILABLE', message: stoppingMessage(request) });
+      return;
+    }
+    this.pool.admit();
+    this.queue.push(new QueuedRequest(request, respond, nowNs(), ''));
+    this.dispatch();
+  }
+
+  inflightCount(): number {
+    return this.pool.inflightCount();
+  }
+
+  stop(): Promise<void> {
+    // Queued requests still run: the queue drains as instances free up.
+    this.stopped ??= this.pool.drained();
+    return this.stopped;
+  }
+
+  private dispatch(): void {
+    while (this.queue.length > 0 && this.pool.hasIdle()) {
+      this.pool.run([this.queue.shift()!]);
+    }
+  }
+}

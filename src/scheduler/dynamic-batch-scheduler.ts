@@ -1,0 +1,152 @@
+/**
+ * The scheduler of a `dynamic_batching` model: requests wait in a queue,
+ * decideBatch (batch-decision.ts) says when and how many form a batch, and
+ * the batch runs on the next free instance. Only free instances pull batches,
+ * so under load the queue grows while instances are busy and the next
+ * decision sees a bigger batch.
+ */
+import type { ModelInstance } from '../instances/instance';
+import { requestIdPrefix } from '../errors';
+import type { ModelConfig } from '../repository/config/model-config';
+import { decideBatch, shapeKeyOf, type BatchPolicy } from './batch-decision';
+import { nowNs, nowUs } from './clock';
+import { ExecutionPool, QueuedRequest, stoppingMessage } from './execution-pool';
+import type { InferRequest, Respond } from './request';
+import type { Scheduler } from './scheduler';
+import type { SchedulerHooks } from './scheduler-hooks';
+
+/** Below this wait a 1 ms timer is too coarse, so the wait polls with setImmediate. */
+const TIMER_GRANULARITY_US = 1000;
+
+export class DynamicBatchScheduler implements Scheduler {
+  /**
+   * Admitted requests in arrival order. Priority levels (a later change) turn
+   * this into one queue per level, scanned in level order by the decision.
+   */
+  private readonly queue: QueuedRequest[] = [];
+  private readonly pool: ExecutionPool;
+  private readonly policy: BatchPolicy;
+  /** While stopping nothing waits: queued requests run as soon as they can. */
+  private readonly drainPolicy: BatchPolicy;
+  /** 0 = unbounded. */
+  private readonly maxQueueSize: number;
+  /** null when every request gets the same key (no batching constraint beyond size). */
+  private readonly ragged: ReadonlySet<string> | null;
+  private stopped: Promise<void> | null = null;
+
+  /** The one pending wake-up, and the time it is for. */
+  private timer: NodeJS.Timeout | null = null;
+  private immediate: NodeJS.Immediate | null = null;
+  private wakeUs = 0;
+  private readonly onWake = (): void => {
+    this.timer = null;
+    this.immediate = null;
+    this.dispatch();
+  };
+
+  constructor(config: ModelConfig, instances: readonly ModelInstance[], hooks?: SchedulerHooks) {
+    const db = config.dynamic_batching;
+    const maxBatchSize = Math.max(1, config.max_batch_size);
+    const preferred = [...new Set(db?.preferred_batch_size ?? [])]
+      .filter((s) => s >= 1 && s <= maxBatchSize)
+      .sort((a, b) => a - b);
+    this.policy = { maxBatchSize, preferredBatchSizes: preferred, maxQueueDelayUs: db?.max_queue_delay_microseconds ?? 0 };
+    this.drainPolicy = { ...this.policy, maxQueueDelayUs: 0 };
+    this.maxQueueSize = db?.default_queue_policy?.max_queue_size ?? 0;
+    this.ragged = batchKeyPlan(config);
+    this.pool = new ExecutionPool({
+      model: config.name,
+      instances,
+      hooks,
+      preserveOrdering: db?.preserve_ordering === true,
+      onIdle: () => this.dispatch(),
+    });
+  }
+
+  enqueue(request: InferRequest, respond: Respond): void {
+    if (this.stopped !== null) {
+      this.pool.reject(request, respond, { code: 'UNAVAILABLE', message: stoppingMessage(request) });
+      return;
+    }
+    if (this.maxQueueSize > 0 && this.queue.length >= this.maxQueueSize) {
+      this.pool.reject(request, respond, { code: 'UNAVAILABLE', message: requestIdPrefix(request.id) + 'Exceeds maximum queue size' });
+      return;
+    }
+    const key = this.ragged === null ? '' : shapeKeyOf(request, this.ragged);
+    this.pool.admit();
+    this.queue.push(new QueuedRequest(request, respond, nowNs(), key));
+    this.dispatch();
+  }
+
+  inflightCount(): number {
+    return this.pool.inflightCount();
+  }
+
+  stop(): Promise<void> {
+    if (this.stopped === null) {
+      this.stopped = this.pool.drained();
+      this.disarm();
+      this.dispatch();
+    }
+    return this.stopped;
+  }
+
+  /** Form and start batches while an instance is free; otherwise arm the wake-up. */
+  private dispatch(): void {
+    const policy = this.stopped === null ? this.policy : this.drainPolicy;
+    while (this.queue.length > 0 && this.pool.hasIdle()) {
+      const now = nowUs();
+      const d = decideBatch(this.queue, policy, now);
+      if (d.kind === 'run') {
+        this.pool.run(this.queue.splice(0, d.count));
+        continue;
+      }
+      if (d.kind === 'wait') this.arm(d.untilUs, now);
+      return;
+    }
+    // Nothing left to wait for: do not keep a wake-up (and the event loop) alive.
+    if (this.queue.length === 0) this.disarm();
+  }
+
+  /**
+   * One wake-up at a time; an earlier one already armed serves (it re-decides
+   * and re-arms). setTimeout has 1 ms granularity and may fire a little early,
+   * after which the rest of the wait (< 1 ms) polls with setImmediate, so a
+   * spin never lasts longer than about a millisecond.
+   */
+  private arm(untilUs: number, now: number): void {
+    if ((this.timer !== null || this.immediate !== null) && this.wakeUs <= untilUs) return;
+    this.disarm();
+    this.wakeUs = untilUs;
+    const waitUs = untilUs - now;
+    if (waitUs >= TIMER_GRANULARITY_US) this.timer = setTimeout(this.onWake, Math.floor(waitUs / 1000));
+    else this.immediate = setImmediate(this.onWake);
+  }
+
+  private disarm(): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    if (this.immediate !== null) clearImmediate(this.immediate);
+    this.timer = null;
+    this.immediate = null;
+  }
+}
+
+/**
+ * Compiled once: which inputs the batch key must look at. Requests of a model
+ * whose inputs all have fixed dims (and are required and not shape tensors)
+ * always batch together after validation, so they need no key at all.
+ * Returns the ragged inputs to skip, or null for "no key needed".
+ */
+function batchKeyPlan(config: ModelConfig): ReadonlySet<string> | null {
+  if (config.max_batch_size <= 0) return null; // one request per batch anyway
+  const ragged = new Set<string>();
+  let needsKey = false;
+  for (const input of config.input) {
+    if (input.allow_ragged_batch) {
+      ragged.add(input.name);
+      continue;
+    }
+    if (input.optional || input.is_shape_tensor || input.dims.some((d) => d < 0)) needsKey = true;
+  }
+  return needsKey ? ragged : null;
+}

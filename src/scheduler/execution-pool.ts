@@ -1,0 +1,230 @@
+/**
+ * What both schedulers share once they have chosen a batch: the free
+ * instances, running a batch on one, routing each response back to its
+ * requester exactly once (optionally in dispatch order), counting in-flight
+ * requests for a draining stop, and calling the statistics hooks.
+ */
+import { ServerError, requestIdPrefix, type ErrorInfo } from '../errors';
+import type { ExecuteResult, ExecuteTimings, ModelInstance } from '../instances/instance';
+import type { QueuedView } from './batch-decision';
+import { nowNs } from './clock';
+import { OrderedRelease, type OrderSlot } from './ordered-release';
+import type { InferRequest, InferResponse, Respond } from './request';
+import type { RequestDoneStats, SchedulerHooks } from './scheduler-hooks';
+
+/** One admitted request, from enqueue to its final response. */
+export class QueuedRequest implements QueuedView, OrderSlot {
+  readonly batchSize: number;
+  readonly enqueuedUs: number;
+  /** Compute timestamps of the execution that ran it, once it ran. */
+  timings: ExecuteTimings | null = null;
+  held: InferResponse[] | null = null;
+  finalSeen = false;
+  /** Final response handed out; nothing more goes to `respond`. */
+  done = false;
+
+  constructor(
+    readonly request: InferRequest,
+    readonly respond: Respond,
+    readonly queueStartNs: number,
+    readonly shapeKey: string,
+  ) {
+    this.batchSize = request.batchSize;
+    this.enqueuedUs = queueStartNs / 1000;
+  }
+}
+
+export interface ExecutionPoolOptions {
+  model: string;
+  instances: readonly ModelInstance[];
+  hooks?: SchedulerHooks;
+  /** Release responses in dispatch order (dynamic_batching.preserve_ordering). */
+  preserveOrdering?: boolean;
+  /** Called after an instance became free, so the scheduler can dispatch more. */
+  onIdle: () => void;
+}
+
+export class ExecutionPool {
+  /** Free instances, longest-idle first, so load spreads over all of them. */
+  private readonly idle: ModelInstance[];
+  private inflight = 0;
+  private drainWaiters: (() => void)[] = [];
+  private readonly order: OrderedRelease<QueuedRequest> | null;
+  private readonly hooks: SchedulerHooks | undefined;
+  private readonly onIdle: () => void;
+  /** Reused for every requestDone call (see scheduler-hooks.ts). */
+  private readonly stats: RequestDoneStats = {
+    success: false, queueStartNs: 0, computeStartNs: 0, computeInputEndNs: 0,
+    computeInferEndNs: 0, computeEndNs: 0, endNs: 0,
+  };
+
+  constructor(opts: ExecutionPoolOptions) {
+    if (opts.instances.length === 0) {
+      throw new ServerError('INTERNAL', `model '${opts.model}' has no instances to schedule on`);
+    }
+    this.idle = opts.instances.slice();
+    this.hooks = opts.hooks;
+    this.onIdle = opts.onIdle;
+    this.order = opts.preserveOrdering === true
+      ? new OrderedRelease<QueuedRequest>((q, r) => this.release(q, r))
+      : null;
+  }
+
+  hasIdle(): boolean {
+    return this.idle.length > 0;
+  }
+
+  inflightCount(): number {
+    return this.inflight;
+  }
+
+  /** Count a request from the moment it is queued. */
+  admit(): void {
+    this.inflight++;
+  }
+
+  /** Resolves once every admitted request has had its final response. */
+  drained(): Promise<void> {
+    if (this.inflight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.drainWaiters.push(resolve));
+  }
+
+  /** Answer a request that was never admitted (queue full, stopping). */
+  reject(request: InferRequest, respond: Respond, error: ErrorInfo): void {
+    const now = nowNs();
+    const q = new QueuedRequest(request, respond, now, '');
+    q.done = true;
+    callRespond(respond, { outputs: [], error, final: true });
+    this.requestDone(q, false, now);
+  }
+
+  /** Run a batch of admitted requests on a free instance; call only when hasIdle(). */
+  run(batch: QueuedRequest[]): void {
+    const instance = this.idle.shift();
+    if (instance === undefined) throw new Error('ExecutionPool.run called with no free instance');
+    const requests: InferRequest[] = new Array(batch.length);
+    let batchSize = 0;
+    for (let i = 0; i < batch.length; i++) {
+      const q = batch[i]!;
+      requests[i] = q.request;
+      batchSize += q.batchSize > 1 ? q.batchSize : 1;
+      if (this.order !== null) this.order.register(q);
+    }
+    let pending: Promise<ExecuteResult>;
+    try {
+      pending = instance.execute(requests);
+    } catch (err) {
+      pending = Promise.reject(err);
+    }
+    pending
+      .then(
+        (result) => this.executed(instance, batch, batchSize, result),
+        (err: unknown) => this.failed(instance, batch, err),
+      )
+      .catch((err: unknown) => warn('response routing', err));
+  }
+
+  private executed(instance: ModelInstance, batch: QueuedRequest[], batchSize: number, result: ExecuteResult): void {
+    this.free(instance);
+    const timings = result.timings;
+    const responses = result.responses;
+    if (this.hooks?.executionDone !== undefined) {
+      try {
+        this.hooks.executionDone(batchSize, batch.length, timings);
+      } catch (err) {
+        warn('executionDone hook', err);
+      }
+    }
+    for (let i = 0; i < batch.length; i++) {
+      const q = batch[i]!;
+      q.timings = timings;
+      const r = responses[i];
+      if (r === undefined) {
+        this.deliver(q, errorResponse(q.request, `instance '${instance.name}' of model '${q.request.model}' version ${q.request.version} returned ${responses.length} responses for a batch of ${batch.length} requests`));
+        continue;
+      }
+      this.deliver(q, r);
+      // The execution is over, so the request is too: close a decoupled
+      // stream the backend left open with an empty final response.
+      if (!r.final) this.deliver(q, { outputs: [], final: true });
+    }
+  }
+
+  private failed(instance: ModelInstance, batch: QueuedRequest[], err: unknown): void {
+    this.free(instance);
+    const why = err instanceof Error ? err.message : String(err);
+    for (const q of batch) {
+      this.deliver(q, errorResponse(q.request, `instance '${instance.name}' of model '${q.request.model}' version ${q.request.version} failed to execute the batch: ${why}`));
+    }
+  }
+
+  /** Back to the free list first, so the next batch starts while responses go out. */
+  private free(instance: ModelInstance): void {
+    this.idle.push(instance);
+    try {
+      this.onIdle();
+    } catch (err) {
+      warn('scheduler dispatch', err);
+    }
+  }
+
+  private deliver(q: QueuedRequest, response: InferResponse): void {
+    if (this.order !== null) this.order.deliver(q, response);
+    else this.release(q, response);
+  }
+
+  private release(q: QueuedRequest, response: InferResponse): void {
+    if (q.done) return; // exactly one final response, nothing after it
+    if (response.final) q.done = true;
+    callRespond(q.respond, response);
+    if (!response.final) return;
+    this.requestDone(q, response.error === undefined, nowNs());
+    this.inflight--;
+    if (this.inflight === 0 && this.drainWaiters.length > 0) {
+      const waiters = this.drainWaiters;
+      this.drainWaiters = [];
+      for (const resolve of waiters) resolve();
+    }
+  }
+
+  private requestDone(q: QueuedRequest, success: boolean, endNs: number): void {
+    const hook = this.hooks?.requestDone;
+    if (hook === undefined) return;
+    const s = this.stats;
+    const t = q.timings;
+    s.success = success;
+    s.queueStartNs = q.queueStartNs;
+    s.computeStartNs = t === null ? 0 : t.computeStartNs;
+    s.computeInputEndNs = t === null ? 0 : t.computeInputEndNs;
+    s.computeInferEndNs = t === null ? 0 : t.computeInferEndNs;
+    s.computeEndNs = t === null ? 0 : t.computeEndNs;
+    s.endNs = endNs;
+    try {
+      hook.call(this.hooks, q.request, s);
+    } catch (err) {
+      warn('requestDone hook', err);
+    }
+  }
+}
+
+/** The answer to a request that arrives while its scheduler stops. */
+export function stoppingMessage(request: InferRequest): string {
+  return `${requestIdPrefix(request.id)}model '${request.model}' version ${request.version} is stopping and accepts no new requests`;
+}
+
+function errorResponse(request: InferRequest, message: string): InferResponse {
+  return { outputs: [], error: { code: 'INTERNAL', message: requestIdPrefix(request.id) + message }, final: true };
+}
+
+/** A throwing requester must not cost other requests their responses. */
+function callRespond(respond: Respond, response: InferResponse): void {
+  try {
+    respond(response);
+  } catch (err) {
+    warn('respond callback', err);
+  }
+}
+
+function warn(where: string, err: unknown): void {
+  process.emitWarning(`scheduler: ${where} threw: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+}

@@ -1,0 +1,54 @@
+/**
+ * `preserve_ordering`: responses leave in the order requests were dispatched,
+ * even when a later batch finishes first on another instance. A request's
+ * responses are released as soon as every earlier request has had its final
+ * response; until then they wait here.
+ */
+import type { InferResponse } from './request';
+
+/** What the release queue needs of a request record. */
+export interface OrderSlot {
+  /** Responses waiting for earlier requests; null when none. */
+  held: InferResponse[] | null;
+  /** Its final response has arrived (released or held). */
+  finalSeen: boolean;
+}
+
+export class OrderedRelease<S extends OrderSlot> {
+  private readonly slots: S[] = [];
+
+  constructor(private readonly release: (slot: S, response: InferResponse) => void) {}
+
+  /** Call at dispatch, in dispatch order. */
+  register(slot: S): void {
+    slot.held = null;
+    slot.finalSeen = false;
+    this.slots.push(slot);
+  }
+
+  deliver(slot: S, response: InferResponse): void {
+    if (slot.finalSeen) return; // nothing may follow a final response
+    if (response.final) slot.finalSeen = true;
+    if (this.slots[0] !== slot) {
+      (slot.held ??= []).push(response);
+      return;
+    }
+    this.release(slot, response);
+    if (response.final) {
+      this.slots.shift();
+      this.flush();
+    }
+  }
+
+  /** Release what the new head requests hold, up to the first one still running. */
+  private flush(): void {
+    while (this.slots.length > 0) {
+      const head = this.slots[0]!;
+      const held = head.held;
+      head.held = null;
+      if (held !== null) for (const r of held) this.release(head, r);
+      if (!head.finalSeen) return;
+      this.slots.shift();
+    }
+  }
+}

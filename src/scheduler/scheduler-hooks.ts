@@ -1,0 +1,29 @@
+/**
+ * Where statistics and metrics plug into the schedulers. Both schedulers call
+ * these on the hot path, so the argument objects are reused between calls:
+ * read what you need during the call and copy it if you keep it.
+ */
+import type { ExecuteTimings } from '../instances/instance';
+import type { InferRequest } from './request';
+
+/** Timestamps of one request (wall-clock ns, clock.ts). */
+export interface RequestDoneStats {
+  /** True when the final response carries no error. */
+  success: boolean;
+  /** When the scheduler admitted (or rejected) the request. */
+  queueStartNs: number;
+  /** Compute timestamps of the execution that ran it; all 0 when it never ran (rejected, or the instance failed). */
+  computeStartNs: number;
+  computeInputEndNs: number;
+  computeInferEndNs: number;
+  computeEndNs: number;
+  /** When the final response was handed to the requester. */
+  endNs: number;
+}
+
+export interface SchedulerHooks {
+  /** Once per request, right after its final response (also for requests rejected at enqueue). */
+  requestDone?(req: InferRequest, s: RequestDoneStats): void;
+  /** Once per execution that an instance completed (not for one whose execute() rejected). */
+  executionDone?(batchSize: number, requestCount: number, timings: ExecuteTimings): void;
+}

@@ -1,0 +1,33 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ServerError } from '../../src/errors';
+import { createScheduler } from '../../src/scheduler/create-scheduler';
+import { DefaultScheduler } from '../../src/scheduler/default-scheduler';
+import { DynamicBatchScheduler } from '../../src/scheduler/dynamic-batch-scheduler';
+import { FakeInstance, config } from './scheduler-test-kit';
+
+test('no scheduling block: DefaultScheduler', () => {
+  assert.ok(createScheduler(config(0), [new FakeInstance('m_0')]) instanceof DefaultScheduler);
+});
+
+test('dynamic_batching: DynamicBatchScheduler', () => {
+  assert.ok(createScheduler(config(8, {}), [new FakeInstance('m_0')]) instanceof DynamicBatchScheduler);
+});
+
+const unsupported: { block: 'sequence_batching' | 'ensemble_scheduling'; value: object }[] = [
+  { block: 'sequence_batching', value: {} },
+  { block: 'ensemble_scheduling', value: { step: [] } },
+];
+
+for (const { block, value } of unsupported) {
+  test(`${block}: UNSUPPORTED for now`, () => {
+    const c = config(8);
+    (c as Record<string, unknown>)[block] = value;
+    assert.throws(() => createScheduler(c, [new FakeInstance('m_0')]), (err: unknown) => {
+      assert.ok(err instanceof ServerError);
+      assert.equal(err.code, 'UNSUPPORTED');
+      assert.equal(err.message, `${block} is not supported yet for model 'm'`);
+      return true;
+    });
+  });
+}
