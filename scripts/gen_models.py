@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""Generate the example ONNX models of model_repository/.
+
+Run from the repository root (needs numpy and onnx; onnxruntime only for the
+optional --check):
+
+    python3 -m venv .venv && .venv/bin/pip install numpy onnx onnxruntime
+    .venv/bin/python scripts/gen_models.py [--out model_repository] [--check]
+
+Deterministic: fixed seeds and fixed producer fields, so rerunning it gives
+byte-identical files. Models written:
+
+  simple/            Triton's classic example: INT32 INPUT0, INPUT1 [16];
+                     OUTPUT0 = INPUT0 + INPUT1, OUTPUT1 = INPUT0 - INPUT1
+  dense_classifier/  FP32 [64] -> dense(128) + relu -> dense(10) logits,
+                     dynamic batching
+  image_classifier/  FP32 [3, 224, 224] NCHW -> two strided convs + relu ->
+                     global average pool -> dense(1000) -> softmax, labels.txt
+  identity_types/    one identity per datatype onnxruntime-node supports, for
+                     datatype round-trip tests
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 17
+IR_VERSION = 8  # readable by every onnxruntime since 1.10
+
+# Triton datatype -> ONNX elem type; the set onnxruntime-node 1.30 can feed and
+# fetch (no BF16: the Node binding has no bfloat16 tensor type).
+IDENTITY_TYPES = [
+    ('BOOL', TensorProto.BOOL),
+    ('UINT8', TensorProto.UINT8),
+    ('UINT16', TensorProto.UINT16),
+    ('UINT32', TensorProto.UINT32),
+    ('UINT64', TensorProto.UINT64),
+    ('INT8', TensorProto.INT8),
+    ('INT16', TensorProto.INT16),
+    ('INT32', TensorProto.INT32),
+    ('INT64', TensorProto.INT64),
+    ('FP16', TensorProto.FLOAT16),
+    ('FP32', TensorProto.FLOAT),
+    ('FP64', TensorProto.DOUBLE),
+    ('BYTES', TensorProto.STRING),
+]
+
+
+def config_type(triton_dt):
+    return 'TYPE_STRING' if triton_dt == 'BYTES' else 'TYPE_' + triton_dt
+
+
+def make_model(graph):
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid('', OPSET)],
+        producer_name='nodetron-gen_models',
+        producer_version='1',
+    )
+    model.ir_version = IR_VERSION
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def dense_weights(rng, fan_in, fan_out, name):
+    w = (rng.standard_normal((fan_in, fan_out)) / np.sqrt(fan_in)).astype(np.float32)
+    b = (rng.standard_normal(fan_out) * 0.01).astype(np.float32)
+    return numpy_helper.from_array(w, name + '_w'), numpy_helper.from_array(b, name + '_b')
+
+
+def tensor_block(name, dtype, dims, extra=()):
+    lines = ['  {', f'    name: "{name}"', f'    data_type: {dtype}']
+    lines += [f'    {e}' for e in extra]
+    lines += [f'    dims: [ {", ".join(str(d) for d in dims)} ]', '  }']
+    return lines
+
+
+def config_text(name, max_batch_size, inputs, outputs, tail=()):
+    """inputs/outputs: (name, config dtype, dims, extra lines) tuples."""
+    lines = [f'name: "{name}"', 'platform: "onnxruntime_onnx"', f'max_batch_size: {max_batch_size}']
+    for key, tensors in (('input', inputs), ('output', outputs)):
+        lines.append(f'{key} [')
+        blocks = [tensor_block(n, t, d, e) for (n, t, d, e) in tensors]
+        for i, block in enumerate(blocks):
+            if i < len(blocks) - 1:
+                block[-1] += ','
+            lines += block
+        lines.append(']')
+    lines += list(tail)
+    return '\n'.join(lines) + '\n'
+
+
+def write_model(out, name, model, config, extra_files=None):
+    version_dir = os.path.join(out, name, '1')
+    os.makedirs(version_dir, exist_ok=True)
+    with open(os.path.join(version_dir, 'model.onnx'), 'wb') as f:
+        f.write(model.SerializeToString())
+    with open(os.path.join(out, name, 'config.pbtxt'), 'w') as f:
+        f.write(config)
+    for fname, text in (extra_files or {}).items():
+        with open(os.path.join(out, name, fname), 'w') as f:
+            f.write(text)
+
+
+def gen_simple(out):
+    io = lambda n: helper.make_tensor_value_info(n, TensorProto.INT32, ['batch', 16])
+    graph = helper.make_graph(
+        [helper.make_node('Add', ['INPUT0', 'INPUT1'], ['OUTPUT0']),
+         helper.make_node('Sub', ['INPUT0', 'INPUT1'], ['OUTPUT1'])],
+        'simple',
+        [io('INPUT0'), io('INPUT1')],
+        [io('OUTPUT0'), io('OUTPUT1')],
+    )
+    tensors = lambda names: [(n, 'TYPE_INT32', [16], ()) for n in names]
+    config = config_text('simple', 8, tensors(['INPUT0', 'INPUT1']), tensors(['OUTPUT0', 'OUTPUT1']))
+    write_model(out, 'simple', make_model(graph), config)
+
+
+def gen_dense_classifier(out):
+    rng = np.random.default_rng(20240601)
+    w1, b1 = dense_weights(rng, 64, 128, 'fc1')
+    w2, b2 = dense_weights(rng, 128, 10, 'fc2')
+    graph = helper.make_graph(
+        [helper.make_node('Gemm', ['input', 'fc1_w', 'fc1_b'], ['h1']),
+         helper.make_node('Relu', ['h1'], ['a1']),
+         helper.make_node('Gemm', ['a1', 'fc2_w', 'fc2_b'], ['logits'])],
+        'dense_classifier',
+        [helper.make_tensor_value_info('input', TensorProto.FLOAT, ['batch', 64])],
+        [helper.make_tensor_value_info('logits', TensorProto.FLOAT, ['batch', 10])],
+        initializer=[w1, b1, w2, b2],
+    )
+    config = config_text(
+        'dense_classifier', 32,
+        [('input', 'TYPE_FP32', [64], ())],
+        [('logits', 'TYPE_FP32', [10], ())],
+        tail=[
+            'dynamic_batching {',
+            '  preferred_batch_size: [ 8, 16, 32 ]',
+            '  max_queue_delay_microseconds: 500',
+            '}',
+            'instance_group [',
+            '  {',
+            '    count: 1',
+            '    kind: KIND_CPU',
+            '  }',
+            ']',
+        ],
+    )
+    write_model(out, 'dense_classifier', make_model(graph), config)
+
+
+def gen_image_classifier(out):
+    rng = np.random.default_rng(20240602)
+
+    def conv(name, cin, cout, k):
+        w = (rng.standard_normal((cout, cin, k, k)) * np.sqrt(2.0 / (cin * k * k))).astype(np.float32)
+        b = np.zeros(cout, dtype=np.float32)
+        return numpy_helper.from_array(w, name + '_w'), numpy_helper.from_array(b, name + '_b')
+
+    c1w, c1b = conv('conv1', 3, 16, 7)
+    c2w, c2b = conv('conv2', 16, 32, 3)
+    fcw, fcb = dense_weights(rng, 32, 1000, 'fc')
+    graph = helper.make_graph(
+        [
+            # 224 -> 56 -> 28 spatially; cheap enough for CPU tests.
+            helper.make_node('Conv', ['input', 'conv1_w', 'conv1_b'], ['c1'], strides=[4, 4], pads=[3, 3, 3, 3]),
+            helper.make_node('Relu', ['c1'], ['r1']),
+            helper.make_node('Conv', ['r1', 'conv2_w', 'conv2_b'], ['c2'], strides=[2, 2], pads=[1, 1, 1, 1]),
+            helper.make_node('Relu', ['c2'], ['r2']),
+            helper.make_node('GlobalAveragePool', ['r2'], ['pool']),
+            helper.make_node('Flatten', ['pool'], ['flat'], axis=1),
+            helper.make_node('Gemm', ['flat', 'fc_w', 'fc_b'], ['fc']),
+            helper.make_node('Softmax', ['fc'], ['probabilities'], axis=1),
+        ],
+        'image_classifier',
+        [helper.make_tensor_value_info('input', TensorProto.FLOAT, ['batch', 3, 224, 224])],
+        [helper.make_tensor_value_info('probabilities', TensorProto.FLOAT, ['batch', 1000])],
+        initializer=[c1w, c1b, c2w, c2b, fcw, fcb],
+    )
+    config = config_text(
+        'image_classifier', 8,
+        [('input', 'TYPE_FP32', [3, 224, 224], ('format: FORMAT_NCHW',))],
+        [('probabilities', 'TYPE_FP32', [1000], ('label_filename: "labels.txt"',))],
+    )
+    labels = ''.join(f'class_{i}\n' for i in range(1000))
+    write_model(out, 'image_classifier', make_model(graph), config, {'labels.txt': labels})
+
+
+def gen_identity_types(out):
+    nodes, inputs, outputs, cfg_in, cfg_out = [], [], [], [], []
+    for dt, elem in IDENTITY_TYPES:
+        i_name, o_name = 'INPUT_' + dt, 'OUTPUT_' + dt
+        nodes.append(helper.make_node('Identity', [i_name], [o_name]))
+        inputs.append(helper.make_tensor_value_info(i_name, elem, ['batch', 'n']))
+        outputs.append(helper.make_tensor_value_info(o_name, elem, ['batch', 'n']))
+        cfg_in.append((i_name, config_type(dt), [-1], ()))
+        cfg_out.append((o_name, config_type(dt), [-1], ()))
+    graph = helper.make_graph(nodes, 'identity_types', inputs, outputs)
+    config = config_text('identity_types', 8, cfg_in, cfg_out)
+    write_model(out, 'identity_types', make_model(graph), config)
+
+
+def check(out):
+    """Run every model once with onnxruntime (Python) as a sanity check."""
+    import onnxruntime as ort
+
+    def session(name):
+        return ort.InferenceSession(os.path.join(out, name, '1', 'model.onnx'), providers=['CPUExecutionProvider'])
+
+    a = np.arange(32, dtype=np.int32).reshape(2, 16)
+    b = np.ones((2, 16), dtype=np.int32)
+    o0, o1 = session('simple').run(None, {'INPUT0': a, 'INPUT1': b})
+    assert (o0 == a + b).all() and (o1 == a - b).all()
+    (logits,) = session('dense_classifier').run(None, {'input': np.ones((3, 64), np.float32)})
+    assert logits.shape == (3, 10)
+    (probs,) = session('image_classifier').run(None, {'input': np.ones((2, 3, 224, 224), np.float32)})
+    assert probs.shape == (2, 1000) and np.allclose(probs.sum(axis=1), 1, atol=1e-4)
+    sess = session('identity_types')
+    feeds = {}
+    for dt, elem in IDENTITY_TYPES:
+        np_type = object if dt == 'BYTES' else helper.tensor_dtype_to_np_dtype(elem)
+        feeds['INPUT_' + dt] = np.array([[1, 0, 1]], dtype=np_type) if dt != 'BYTES' else np.array([['a', 'bc', '']], dtype=object)
+    results = sess.run(None, feeds)
+    for (dt, _), r in zip(IDENTITY_TYPES, results):
+        assert (r == feeds['INPUT_' + dt]).all(), dt
+    print('check: all models ran in onnxruntime', ort.__version__)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--out', default='model_repository')
+    parser.add_argument('--check', action='store_true', help='run each model once in onnxruntime')
+    args = parser.parse_args()
+    gen_simple(args.out)
+    gen_dense_classifier(args.out)
+    gen_image_classifier(args.out)
+    gen_identity_types(args.out)
+    if args.check:
+        check(args.out)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
