@@ -1,0 +1,324 @@
+/**
+ * KServe v2 HTTP inference request body → DecodedRequest (protocol.md §1.8.1,
+ * §1.8.2, §1.8.4, §1.8.5, §1.8.7), in the order Triton's HTTP frontend reads
+ * it: `id`, `parameters`, `inputs` (binary blobs consumed in input order),
+ * leftover bytes, `outputs`. Texts and codes are Triton's; failures of its
+ * JSON helper are INTERNAL (500) on purpose (§1.2).
+ * Pure: no I/O. Binary input data are views into `body` (no copy).
+ */
+import { ELEMENT_SIZE, isDataType } from '../../datatypes';
+import { ServerError, requestIdPrefix } from '../../errors';
+import type { ParamValue } from '../../scheduler/request';
+import type { DecodedInput, DecodedRequest, RequestedOutput } from '../decoded-request';
+import { dimsToString } from '../validate';
+import type { ValidationPlan } from '../validation-plan';
+import { jsonTensorBytes } from './json-tensor-data';
+import { decodeRawRequest } from './raw-request-decode';
+import { parseRequestJson } from './request-json';
+
+type JsonObject = Record<string, unknown>;
+
+const INT64_MAX = 9223372036854775807; // as a double: 2^63
+const EMPTY = new Uint8Array(0);
+
+function internal(message: string): ServerError {
+  return new ServerError('INTERNAL', message);
+}
+
+function invalid(message: string): ServerError {
+  return new ServerError('INVALID_ARG', message);
+}
+
+function isObject(v: unknown): v is JsonObject {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** rapidjson IsUint64 as far as a double can tell. */
+function isUInt(v: unknown): v is number {
+  return typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 18446744073709551616;
+}
+
+const NON = {
+  string: 'attempt to access JSON non-string as string',
+  bool: 'attempt to access JSON non-boolean as boolean',
+  uint: 'attempt to access JSON non-unsigned-integer as unsigned-integer',
+  array: 'attempt to access JSON non-array as array',
+} as const;
+
+function missing(member: string): string {
+  return `attempt to access non-existing object member '${member}'`;
+}
+
+/**
+ * The `Inference-Header-Content-Length` header (§1.8.5): undefined when absent,
+ * else an int within [0, bodyLength] (0 = raw binary request).
+ */
+export function parseHeaderLength(value: string | undefined, bodyLength: number): number | undefined {
+  if (value === undefined) return undefined;
+  const m = /^\s*([+-]?\d+)/.exec(value); // std::stoi: leading digits, trailing text ignored
+  const n = m === null ? NaN : Number(m[1]);
+  if (!(n >= -2147483648 && n <= 2147483647)) {
+    throw invalid(`Unable to parse Inference-Header-Content-Length, got: ${value}`);
+  }
+  if (n < 0 || n > bodyLength) {
+    throw invalid(`inference header size should be in range (0, ${bodyLength}), got: ${value}`);
+  }
+  return n;
+}
+
+/**
+ * Decode an inference request body. `headerLength` is the parsed
+ * Inference-Header-Content-Length (undefined when absent: the whole body is
+ * JSON; as in Triton, an empty body without the header is a raw request).
+ */
+export function decodeInferRequest(
+  body: Buffer,
+  headerLength: number | undefined,
+  plan: ValidationPlan,
+  maxInputSize: number,
+): DecodedRequest {
+  const jsonLength = headerLength ?? body.length;
+  if (jsonLength === 0) return decodeRawRequest(body, plan, maxInputSize);
+  if (jsonLength > body.length) {
+    throw invalid(`unexpected size for request JSON, expecting ${jsonLength - body.length} more bytes`);
+  }
+  if (jsonLength > maxInputSize) {
+    throw invalid(
+      `request JSON size of ${jsonLength} bytes exceeds the maximum allowed input size of ${maxInputSize} bytes. Use --http-max-input-size to increase the limit.`,
+    );
+  }
+  const doc = parseRequestJson(body, jsonLength);
+  const root: JsonObject = isObject(doc) ? doc : {};
+
+  let id = '';
+  if (root.id !== undefined) {
+    if (typeof root.id !== 'string') throw internal(`Unable to parse 'id': ${NON.string}`);
+    id = root.id;
+  }
+
+  const parameters: Record<string, ParamValue> = {};
+  let binaryDataOutput = false;
+  if (root.parameters !== undefined) binaryDataOutput = parseRequestParameters(root.parameters, parameters);
+
+  const rid = requestIdPrefix(id);
+  const inputs = decodeInputs(root, body, jsonLength, plan, maxInputSize, rid);
+  const outputs = decodeOutputs(root, rid);
+  return { id, inputs, outputs, parameters, binaryDataOutput };
+}
+
+/** Reserved and custom request parameters (§1.8.2); returns `binary_data_output`. */
+function parseRequestParameters(params: unknown, out: Record<string, ParamValue>): boolean {
+  if (!isObject(params)) throw internal('failed to get request params.: attempt to get members for non-object');
+  let binaryDataOutput = false;
+  for (const key of Object.keys(params)) {
+    const v = params[key];
+    switch (key) {
+      case 'sequence_id':
+        if (isUInt(v)) {
+          out.sequence_id = v;
+        } else if (typeof v === 'string') {
+          if (Buffer.byteLength(v, 'utf8') > 128) {
+            throw new ServerError('UNSUPPORTED', 'string correlation ID cannot be longer than 128 characters');
+          }
+          out.sequence_id = v;
+        } else {
+          throw internal(`Unable to parse 'sequence_id': ${NON.string}`);
+        }
+        break;
+      case 'sequence_start':
+      case 'sequence_end':
+        if (typeof v !== 'boolean') throw internal(`Unable to parse '${key}': ${NON.bool}`);
+        out[key] = v;
+        break;
+      case 'priority':
+      case 'timeout':
+        if (!isUInt(v)) throw internal(`Unable to parse '${key}': ${NON.uint}`);
+        out[key] = v;
+        break;
+      case 'binary_data_output':
+        if (typeof v !== 'boolean') throw internal(`Unable to parse 'binary_data_output': ${NON.bool}`);
+        binaryDataOutput = v;
+        break;
+      default:
+        if (key.startsWith('triton_')) {
+          throw invalid("parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.");
+        }
+        if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') {
+          throw invalid(`parameter '${key}' has invalid type. It should be either 'int', 'bool', or 'string'.`);
+        }
+        out[key] = v;
+    }
+  }
+  return binaryDataOutput;
+}
+
+/** Exactly one of `data`, `binary_data_size`, `shared_memory_region` (INVALID_ARG). */
+function checkInputContentType(input: unknown): void {
+  const hasData = isObject(input) && input.data !== undefined;
+  const params = isObject(input) ? input.parameters : undefined;
+  const hasBinary = isObject(params) && params.binary_data_size !== undefined;
+  const hasShm = isObject(params) && params.shared_memory_region !== undefined;
+  const count = Number(hasData) + Number(hasBinary) + Number(hasShm);
+  if (count === 1) return;
+  let msg =
+    "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', " +
+    "'shared_memory_region' in 'parameters'. But";
+  if (count === 0) msg += ' no field is set';
+  else msg += ` set${hasData ? " 'data'" : ''}${hasBinary ? " 'binary_data_size'" : ''}${hasShm ? " 'shared_memory_region'" : ''}`;
+  throw invalid(msg);
+}
+
+function memberString(obj: JsonObject, member: string): string {
+  const v = obj[member];
+  if (v === undefined) throw internal(`Unable to parse '${member}': ${missing(member)}`);
+  if (typeof v !== 'string') throw internal(`Unable to parse '${member}': ${NON.string}`);
+  return v;
+}
+
+/** Scalar parameters as given (Triton ignores the ones it does not know). */
+function scalarParams(params: unknown): Record<string, ParamValue> {
+  const out: Record<string, ParamValue> = {};
+  if (!isObject(params)) return out;
+  for (const key of Object.keys(params)) {
+    const v = params[key];
+    if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') out[key] = v;
+  }
+  return out;
+}
+
+/** Shared-memory parameters of an input or output; the region lookup itself is not implemented yet. */
+function checkSharedMemory(params: unknown): void {
+  if (!isObject(params)) return;
+  const region = params.shared_memory_region;
+  if (region !== undefined && typeof region !== 'string') {
+    throw internal(`Unable to parse 'shared_memory_region': ${NON.string}`);
+  }
+  for (const key of ['shared_memory_offset', 'shared_memory_byte_size']) {
+    if (params[key] !== undefined && !isUInt(params[key])) throw internal(`Unable to parse '${key}': ${NON.uint}`);
+  }
+  if (typeof region === 'string') {
+    throw new ServerError('NOT_FOUND', `Unable to find shared memory region: '${region}'`);
+  }
+}
+
+function decodeInputs(
+  root: JsonObject,
+  body: Buffer,
+  jsonLength: number,
+  plan: ValidationPlan,
+  maxInputSize: number,
+  rid: string,
+): DecodedInput[] {
+  const model = plan.modelName;
+  const list = root.inputs;
+  if (list === undefined) throw internal(`Unable to parse 'inputs': ${missing('inputs')}`);
+  if (!Array.isArray(list)) throw internal(`Unable to parse 'inputs': ${NON.array}`);
+
+  let pos = jsonLength; // next unread binary byte
+  const inputs: DecodedInput[] = [];
+  for (const item of list) {
+    checkInputContentType(item);
+    const input = item as JsonObject; // an object: checkInputContentType found a member
+    const name = memberString(input, 'name');
+    const datatype = memberString(input, 'datatype');
+    const shape = parseShape(input.shape, name);
+    for (const prev of inputs) {
+      if (prev.name === name) throw invalid(`${rid}input '${name}' already exists in request`);
+    }
+    const params = input.parameters;
+
+    let data: Uint8Array;
+    const binarySize = isObject(params) ? params.binary_data_size : undefined;
+    if (binarySize !== undefined) {
+      if (!isUInt(binarySize)) throw internal(`Unable to parse 'binary_data_size': ${NON.uint}`);
+      const available = body.length - pos;
+      if (binarySize > available) {
+        throw invalid(
+          `unexpected size for input '${name}', expecting ${binarySize - available} additional bytes for model '${model}'`,
+        );
+      }
+      data = binarySize === 0 ? EMPTY : body.subarray(pos, pos + binarySize);
+      pos += binarySize;
+    } else {
+      checkSharedMemory(params);
+      data = jsonInputData(input, name, datatype, shape, maxInputSize);
+    }
+    inputs.push({ name, datatype, shape, data, parameters: scalarParams(params) });
+  }
+  if (pos !== body.length) throw invalid(`unexpected additional input data for model '${model}'`);
+  return inputs;
+}
+
+function parseShape(v: unknown, name: string): number[] {
+  if (v === undefined) throw internal(`Unable to parse 'shape': ${missing('shape')}`);
+  if (!Array.isArray(v)) throw internal(`Unable to parse 'shape': ${NON.array}`);
+  const shape = new Array<number>(v.length);
+  for (let k = 0; k < v.length; k++) {
+    const d = v[k];
+    if (!isUInt(d)) throw internal(`Unable to parse 'shape': ${NON.uint}`);
+    shape[k] = d;
+  }
+  for (const d of shape) {
+    if (d >= INT64_MAX) {
+      throw invalid(`invalid shape for input '${name}': shape ${dimsToString(shape)} contains one or more invalid dimensions`);
+    }
+  }
+  return shape;
+}
+
+function jsonInputData(input: JsonObject, name: string, datatype: string, shape: number[], maxInputSize: number): Uint8Array {
+  let count = 1;
+  for (const d of shape) count *= d;
+  if (count === 0) return EMPTY; // empty tensor: `data` is not read
+  // Overflow guards (≈ Triton's texts): element count, then bytes, within int64.
+  if (count > INT64_MAX) {
+    throw invalid(
+      `shape ${dimsToString(shape)} of input '${name}' causes total element count to exceed maximum size of 9223372036854775807`,
+    );
+  }
+  if (isDataType(datatype) && count * ELEMENT_SIZE[datatype] > INT64_MAX) {
+    throw invalid(`byte size overflow for input '${name}'`);
+  }
+  const data = input.data;
+  if (!Array.isArray(data)) throw internal(`Unable to parse 'data': ${NON.array}`);
+  return jsonTensorBytes(name, datatype, data, count, maxInputSize);
+}
+
+function decodeOutputs(root: JsonObject, rid: string): RequestedOutput[] | null {
+  const list = root.outputs;
+  if (list === undefined) return null;
+  if (!Array.isArray(list)) throw internal(`Unable to parse 'outputs': ${NON.array}`);
+  const outputs: RequestedOutput[] = [];
+  for (const item of list) {
+    const params = isObject(item) ? item.parameters : undefined;
+    const p = isObject(params) ? params : undefined;
+    if (p !== undefined && p.shared_memory_region !== undefined) {
+      if (p.classification !== undefined) {
+        throw invalid("Output can't set both 'shared_memory_region' and 'classification'");
+      }
+      if (p.binary_data !== undefined) {
+        if (typeof p.binary_data !== 'boolean') throw internal(`Unable to set 'binary_data': ${NON.bool}`);
+        if (p.binary_data) throw invalid("Output can't set both 'shared_memory_region' and 'binary_data'");
+      }
+    }
+    if (!isObject(item)) throw internal(`Unable to parse 'name': ${missing('name')}`);
+    const name = memberString(item, 'name');
+    for (const prev of outputs) {
+      if (prev.name === name) throw invalid(`${rid}output '${name}' already exists in request`);
+    }
+    let classification = 0;
+    if (p !== undefined && p.classification !== undefined) {
+      if (!isUInt(p.classification)) throw internal(`Unable to set 'classification': ${NON.uint}`);
+      classification = p.classification;
+    }
+    checkSharedMemory(p);
+    let binary: boolean | undefined;
+    if (p !== undefined && p.binary_data !== undefined) {
+      if (typeof p.binary_data !== 'boolean') throw internal(`Unable to parse 'binary_data': ${NON.bool}`);
+      binary = p.binary_data;
+    }
+    outputs.push({ name, binary, classification, parameters: scalarParams(p) });
+  }
+  // An empty list asks for nothing in particular: every output, as when absent.
+  return outputs.length === 0 ? null : outputs;
+}

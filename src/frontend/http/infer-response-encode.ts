@@ -1,0 +1,106 @@
+/**
+ * Inference response → KServe v2 HTTP body (protocol.md §1.8.3, §1.8.6,
+ * §1.8.9): compact JSON `{"id","model_name","model_version","parameters",
+ * "outputs"}` plus, when any output is binary, the binary blobs in output
+ * order after it. JSON outputs never carry a `parameters` object (the C++
+ * client would read them as binary). Pure: no I/O.
+ */
+import type { DataType } from '../../datatypes';
+import { elementCount } from '../../datatypes';
+import type { ParamValue } from '../../scheduler/request';
+import { classify } from '../classification';
+import type { RequestedOutput } from '../decoded-request';
+import { encodeBytesTensor } from '../tensor-view';
+import { tensorDataJson } from './tensor-json';
+
+export interface ResponseOutput {
+  name: string;
+  datatype: DataType;
+  shape: number[];
+  /** May be a view into the shared arena, at any byte offset. */
+  data: Uint8Array;
+}
+
+export interface EncodeResponseArgs {
+  id: string;
+  modelName: string;
+  modelVersion: string;
+  parameters?: Record<string, ParamValue>;
+  /** In the order the backend produced them. */
+  outputs: ResponseOutput[];
+  /** The outputs the request listed; null = all outputs, kind from binaryDataOutput. */
+  requested: RequestedOutput[] | null;
+  binaryDataOutput: boolean;
+  /** Classification labels of an output (label_filename lines). */
+  labels?: (outputName: string) => readonly string[] | undefined;
+  /** The model batches (max_batch_size > 0): classification then works per batch item. */
+  batched?: boolean;
+}
+
+export interface EncodedResponse {
+  json: string;
+  /** Blobs to send after the JSON, in order; views of the given data, not copies. */
+  binary: Uint8Array[];
+  contentType: 'application/json' | 'application/octet-stream';
+  /** Byte length of `json` (Inference-Header-Content-Length) when any output is binary. */
+  headerLength: number | undefined;
+}
+
+export function encodeInferResponse(args: EncodeResponseArgs): EncodedResponse {
+  let json = '{';
+  if (args.id !== '') json += `"id":${JSON.stringify(args.id)},`;
+  json += `"model_name":${JSON.stringify(args.modelName)},"model_version":${JSON.stringify(args.modelVersion)}`;
+  if (args.parameters !== undefined) json += parametersJson(args.parameters);
+
+  json += ',"outputs":[';
+  const binary: Uint8Array[] = [];
+  let anyBinary = false;
+  let first = true;
+  for (const out of args.outputs) {
+    let req: RequestedOutput | undefined;
+    if (args.requested !== null) {
+      req = args.requested.find((r) => r.name === out.name);
+      if (req === undefined) continue; // only listed outputs are returned
+    }
+    // Listed outputs follow their own binary_data (absent = JSON); binary_data_output
+    // only decides for outputs the request did not list.
+    const asBinary = req !== undefined ? req.binary === true : args.binaryDataOutput;
+
+    let datatype = out.datatype;
+    let shape = out.shape;
+    let classes: string[] | undefined;
+    if (req !== undefined && req.classification > 0) {
+      const c = classify(out, req.classification, args.batched === true, args.labels?.(out.name));
+      datatype = 'BYTES';
+      shape = c.shape;
+      classes = c.elements;
+    }
+
+    json += `${first ? '' : ','}{"name":${JSON.stringify(out.name)},"datatype":"${datatype}","shape":[${shape.join(',')}]`;
+    first = false;
+    if (asBinary) {
+      const bytes = classes !== undefined ? encodeBytesTensor(classes) : out.data;
+      json += `,"parameters":{"binary_data_size":${bytes.byteLength}}}`;
+      anyBinary = true;
+      if (bytes.byteLength > 0) binary.push(bytes);
+    } else {
+      const data = classes !== undefined ? JSON.stringify(classes) : tensorDataJson(out.name, datatype, out.data, elementCount(shape));
+      json += `,"data":${data}}`;
+    }
+  }
+  json += ']}';
+
+  if (!anyBinary) return { json, binary, contentType: 'application/json', headerLength: undefined };
+  return { json, binary, contentType: 'application/octet-stream', headerLength: Buffer.byteLength(json, 'utf8') };
+}
+
+/** `,"parameters":{...}` when the backend set any (bool, int, double, string). */
+function parametersJson(params: Record<string, ParamValue>): string {
+  const keys = Object.keys(params);
+  if (keys.length === 0) return '';
+  let s = ',"parameters":{';
+  for (let k = 0; k < keys.length; k++) {
+    s += `${k === 0 ? '' : ','}${JSON.stringify(keys[k])}:${JSON.stringify(params[keys[k]])}`;
+  }
+  return `${s}}`;
+}

@@ -1,0 +1,205 @@
+/**
+ * JSON tensor `data` → little-endian tensor bytes (protocol.md §1.8.4), with
+ * the HTTP frontend's texts: nested arrays are flattened in order (depth <=
+ * 100), each leaf must have the JSON type of the datatype, and the number of
+ * leaves must equal the shape's element count (BYTES: counted later by
+ * validate.ts). Numbers go straight into a typed array; no per-element
+ * allocation.
+ *
+ * Precision note: the JSON was parsed by JSON.parse, so every number is a
+ * double. INT64/UINT64 values beyond 2^53 arrive already rounded, and an
+ * integral value written with a fraction or exponent (`1.0`, `1e2`) is
+ * accepted as an integer (rapidjson would reject it).
+ */
+import { ELEMENT_SIZE, isDataType } from '../../datatypes';
+import type { DataType } from '../../datatypes';
+import { ServerError } from '../../errors';
+import { encodeBytesTensor } from '../tensor-view';
+
+export const MAX_JSON_DEPTH = 100;
+const TWO_32 = 4294967296;
+const TWO_63 = 9223372036854775808;
+const TWO_64 = 18446744073709551616;
+
+// Fill state of the one conversion running on this thread (conversions are synchronous).
+let cursor = 0;
+let expected = 0;
+
+function internal(message: string): ServerError {
+  return new ServerError('INTERNAL', message);
+}
+
+function tooMany(): ServerError {
+  return internal("Unable to parse 'data': Shape does not match true shape of 'data' field");
+}
+
+function tooDeep(): ServerError {
+  return new ServerError('INVALID_ARG', `JSON nesting depth exceeds maximum allowed limit (${MAX_JSON_DEPTH})`);
+}
+
+function wrongType(kind: string): ServerError {
+  return internal(`Unable to parse 'data': attempt to access JSON non-${kind} as ${kind}`);
+}
+
+/**
+ * `data` (the JSON array of one input) → tensor bytes. `count` is the element
+ * count of the request shape (> 0). Throws the frontend's errors in Triton's
+ * order: byte-size limit, FP16/BF16/invalid datatype, then per element.
+ */
+export function jsonTensorBytes(name: string, datatype: string, data: unknown[], count: number, maxInputSize: number): Uint8Array {
+  const dt: DataType | undefined = isDataType(datatype) ? datatype : undefined;
+  let strings: string[] | undefined;
+  let byteSize: number;
+  if (dt === 'BYTES') {
+    strings = [];
+    collectStrings(data, strings, 1);
+    byteSize = 0;
+    for (const s of strings) byteSize += 4 + Buffer.byteLength(s, 'utf8');
+  } else {
+    byteSize = dt === undefined ? 0 : count * ELEMENT_SIZE[dt];
+  }
+  if (byteSize > maxInputSize) {
+    throw new ServerError(
+      'INVALID_ARG',
+      `JSON input '${name}' has a byte_size (${byteSize} bytes) that exceeds the maximum allowed value of ${maxInputSize} bytes. Use --http-max-input-size to increase the limit.`,
+    );
+  }
+  if (dt === 'FP16' || dt === 'BF16') {
+    throw new ServerError(
+      'INVALID_ARG',
+      `receiving ${dt} data via JSON is not supported. Please use the binary data format for input ${name}`,
+    );
+  }
+  if (dt === undefined) throw new ServerError('INVALID_ARG', `invalid datatype for input ${name}`);
+  if (strings !== undefined) return encodeBytesTensor(strings);
+
+  const buffer = new ArrayBuffer(byteSize);
+  cursor = 0;
+  expected = count;
+  switch (dt) {
+    case 'BOOL':
+      fillBool(data, new Uint8Array(buffer), 1);
+      break;
+    case 'UINT8':
+      fillInt(data, new Uint8Array(buffer), true, 1);
+      break;
+    case 'INT8':
+      fillInt(data, new Int8Array(buffer), false, 1);
+      break;
+    case 'UINT16':
+      fillInt(data, new Uint16Array(buffer), true, 1);
+      break;
+    case 'INT16':
+      fillInt(data, new Int16Array(buffer), false, 1);
+      break;
+    case 'UINT32':
+      fillInt(data, new Uint32Array(buffer), true, 1);
+      break;
+    case 'INT32':
+      fillInt(data, new Int32Array(buffer), false, 1);
+      break;
+    case 'UINT64':
+      fillInt64(data, new Uint32Array(buffer), true, 1);
+      break;
+    case 'INT64':
+      fillInt64(data, new Uint32Array(buffer), false, 1);
+      break;
+    case 'FP32':
+      fillFloat(data, new Float32Array(buffer), 1);
+      break;
+    case 'FP64':
+      fillFloat(data, new Float64Array(buffer), 1);
+      break;
+    default:
+      throw new ServerError('INVALID_ARG', `invalid datatype for input ${name}`);
+  }
+  if (cursor !== count) throw internal("Failed to parse 'data' field: shape does not match true shape");
+  return new Uint8Array(buffer);
+}
+
+function fillBool(arr: unknown[], out: Uint8Array, depth: number): void {
+  for (let i = 0, n = arr.length; i < n; i++) {
+    const v = arr[i];
+    if (Array.isArray(v)) {
+      if (depth >= MAX_JSON_DEPTH) throw tooDeep();
+      fillBool(v, out, depth + 1);
+      continue;
+    }
+    if (cursor >= expected) throw tooMany();
+    if (typeof v !== 'boolean') throw wrongType('boolean');
+    out[cursor++] = v ? 1 : 0;
+  }
+}
+
+type IntArray = Uint8Array | Int8Array | Uint16Array | Int16Array | Uint32Array | Int32Array;
+
+function isJsonInt(v: unknown, unsigned: boolean): v is number {
+  if (typeof v !== 'number' || !Number.isInteger(v)) return false;
+  // Bounds are inclusive because the largest int64/uint64 literals round up to 2^63 / 2^64.
+  return unsigned ? v >= 0 && v <= TWO_64 : v >= -TWO_63 && v <= TWO_63;
+}
+
+/** Typed-array stores wrap modulo 2^width, as Triton's C casts do. */
+function fillInt(arr: unknown[], out: IntArray, unsigned: boolean, depth: number): void {
+  for (let i = 0, n = arr.length; i < n; i++) {
+    const v = arr[i];
+    if (Array.isArray(v)) {
+      if (depth >= MAX_JSON_DEPTH) throw tooDeep();
+      fillInt(v, out, unsigned, depth + 1);
+      continue;
+    }
+    if (cursor >= expected) throw tooMany();
+    if (!isJsonInt(v, unsigned)) throw wrongType(unsigned ? 'unsigned-integer' : 'signed-integer');
+    out[cursor++] = v;
+  }
+}
+
+/** 64-bit integers as two little-endian 32-bit halves: no BigInt per element. */
+function fillInt64(arr: unknown[], out: Uint32Array, unsigned: boolean, depth: number): void {
+  for (let i = 0, n = arr.length; i < n; i++) {
+    const v = arr[i];
+    if (Array.isArray(v)) {
+      if (depth >= MAX_JSON_DEPTH) throw tooDeep();
+      fillInt64(v, out, unsigned, depth + 1);
+      continue;
+    }
+    if (cursor >= expected) throw tooMany();
+    if (!isJsonInt(v, unsigned)) throw wrongType(unsigned ? 'unsigned-integer' : 'signed-integer');
+    const k = 2 * cursor++;
+    if (v >= (unsigned ? TWO_64 : TWO_63)) {
+      // 2^64 - 1 or 2^63 - 1 as sent, rounded up by the double.
+      out[k] = 0xffffffff;
+      out[k + 1] = unsigned ? 0xffffffff : 0x7fffffff;
+    } else {
+      out[k] = v >>> 0;
+      out[k + 1] = Math.floor(v / TWO_32);
+    }
+  }
+}
+
+function fillFloat(arr: unknown[], out: Float32Array | Float64Array, depth: number): void {
+  for (let i = 0, n = arr.length; i < n; i++) {
+    const v = arr[i];
+    if (Array.isArray(v)) {
+      if (depth >= MAX_JSON_DEPTH) throw tooDeep();
+      fillFloat(v, out, depth + 1);
+      continue;
+    }
+    if (cursor >= expected) throw tooMany();
+    if (typeof v !== 'number') throw internal("Unable to parse 'data': attempt to access JSON non-number as double");
+    out[cursor++] = v;
+  }
+}
+
+function collectStrings(arr: unknown[], into: string[], depth: number): void {
+  for (let i = 0, n = arr.length; i < n; i++) {
+    const v = arr[i];
+    if (Array.isArray(v)) {
+      if (depth >= MAX_JSON_DEPTH) throw tooDeep();
+      collectStrings(v, into, depth + 1);
+      continue;
+    }
+    if (typeof v !== 'string') throw wrongType('string');
+    into.push(v);
+  }
+}

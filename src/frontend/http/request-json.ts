@@ -1,0 +1,272 @@
+/**
+ * Parsing the inference header JSON. The fast path is JSON.parse. When it
+ * fails, a small parser that follows rapidjson's grammar runs over the same
+ * bytes: it accepts what Triton's parser accepts and JSON.parse does not
+ * (bare `NaN`, `Inf`, `Infinity`, `-Infinity`, a UTF-8 BOM), and otherwise
+ * reports rapidjson's message and byte offset:
+ *   `failed to parse the request JSON buffer: <message> at <offset>` (INTERNAL).
+ * Known differences from rapidjson on the fast path: numbers too large for a
+ * double become Infinity instead of an error, lone surrogate escapes are
+ * accepted, and of duplicate object keys the last one wins.
+ */
+import { ServerError } from '../../errors';
+
+const MESSAGES = {
+  empty: 'The document is empty.',
+  notSingular: 'The document root must not be followed by other values.',
+  invalidValue: 'Invalid value.',
+  missName: 'Missing a name for object member.',
+  missColon: 'Missing a colon after a name of object member.',
+  missCommaCurly: "Missing a comma or '}' after an object member.",
+  missCommaSquare: "Missing a comma or ']' after an array element.",
+  badHex: 'Incorrect hex digit after \\u escape in string.',
+  badSurrogate: 'The surrogate pair in string is invalid.',
+  badEscape: 'Invalid escape character in string.',
+  missQuote: 'Missing a closing quotation mark in string.',
+  badEncoding: 'Invalid encoding in string.',
+  tooBig: 'Number too big to be stored in double.',
+  missFraction: 'Miss fraction part in number.',
+  missExponent: 'Miss exponent in number.',
+} as const;
+
+/** Deeper documents are refused instead of risking the JS stack (rapidjson would recurse too). */
+const MAX_PARSE_DEPTH = 1000;
+
+/** The first `length` bytes of `body` as JSON. */
+export function parseRequestJson(body: Buffer, length: number): unknown {
+  try {
+    return JSON.parse(body.toString('utf8', 0, length));
+  } catch {
+    return parseLikeRapidjson(body.subarray(0, length));
+  }
+}
+
+const ESCAPES: Record<number, string> = {
+  0x22: '"', 0x5c: '\\', 0x2f: '/', 0x62: '\b', 0x66: '\f', 0x6e: '\n', 0x72: '\r', 0x74: '\t',
+};
+
+class ParseFailure {
+  constructor(readonly message: string, readonly offset: number) {}
+}
+
+/** rapidjson-compatible parse (kParseNanAndInfFlag); throws ServerError INTERNAL on error. */
+export function parseLikeRapidjson(bytes: Buffer): unknown {
+  const p = new Parser(bytes);
+  try {
+    return p.document();
+  } catch (e) {
+    if (e instanceof ParseFailure) {
+      throw new ServerError('INTERNAL', `failed to parse the request JSON buffer: ${e.message} at ${e.offset}`);
+    }
+    throw e;
+  }
+}
+
+class Parser {
+  private pos = 0;
+  constructor(private readonly b: Buffer) {}
+
+  document(): unknown {
+    const b = this.b;
+    if (b.length >= 3 && b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf) this.pos = 3;
+    this.ws();
+    if (this.pos >= b.length) throw new ParseFailure(MESSAGES.empty, this.pos);
+    const v = this.value(0);
+    this.ws();
+    if (this.pos < b.length) throw new ParseFailure(MESSAGES.notSingular, this.pos);
+    return v;
+  }
+
+  private peek(): number {
+    return this.pos < this.b.length ? this.b[this.pos] : 0;
+  }
+
+  private consume(c: number): boolean {
+    if (this.peek() !== c) return false;
+    this.pos++;
+    return true;
+  }
+
+  private ws(): void {
+    const b = this.b;
+    while (this.pos < b.length) {
+      const c = b[this.pos];
+      if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return;
+      this.pos++;
+    }
+  }
+
+  private value(depth: number): unknown {
+    if (depth > MAX_PARSE_DEPTH) {
+      throw new ServerError('INVALID_ARG', 'JSON nesting depth exceeds maximum allowed limit (100)');
+    }
+    switch (this.peek()) {
+      case 0x6e: // n
+        return this.literal('null', null);
+      case 0x74: // t
+        return this.literal('true', true);
+      case 0x66: // f
+        return this.literal('false', false);
+      case 0x22: // "
+        return this.string();
+      case 0x7b: // {
+        return this.object(depth);
+      case 0x5b: // [
+        return this.array(depth);
+      default:
+        return this.number();
+    }
+  }
+
+  private literal(word: string, v: unknown): unknown {
+    this.pos++;
+    for (let k = 1; k < word.length; k++) {
+      if (!this.consume(word.charCodeAt(k))) throw new ParseFailure(MESSAGES.invalidValue, this.pos);
+    }
+    return v;
+  }
+
+  private object(depth: number): Record<string, unknown> {
+    this.pos++;
+    const out: Record<string, unknown> = {};
+    this.ws();
+    if (this.consume(0x7d)) return out;
+    for (;;) {
+      if (this.peek() !== 0x22) throw new ParseFailure(MESSAGES.missName, this.pos);
+      const key = this.string();
+      this.ws();
+      if (!this.consume(0x3a)) throw new ParseFailure(MESSAGES.missColon, this.pos);
+      this.ws();
+      const v = this.value(depth + 1);
+      // Define rather than assign, so a "__proto__" key stays a plain member.
+      Object.defineProperty(out, key, { value: v, enumerable: true, writable: true, configurable: true });
+      this.ws();
+      if (this.consume(0x2c)) {
+        this.ws();
+        continue;
+      }
+      if (this.consume(0x7d)) return out;
+      throw new ParseFailure(MESSAGES.missCommaCurly, this.pos);
+    }
+  }
+
+  private array(depth: number): unknown[] {
+    this.pos++;
+    const out: unknown[] = [];
+    this.ws();
+    if (this.consume(0x5d)) return out;
+    for (;;) {
+      out.push(this.value(depth + 1));
+      this.ws();
+      if (this.consume(0x2c)) {
+        this.ws();
+        continue;
+      }
+      if (this.consume(0x5d)) return out;
+      throw new ParseFailure(MESSAGES.missCommaSquare, this.pos);
+    }
+  }
+
+  private string(): string {
+    const b = this.b;
+    this.pos++;
+    let out = '';
+    let run = this.pos;
+    for (;;) {
+      if (this.pos >= b.length) throw new ParseFailure(MESSAGES.missQuote, this.pos);
+      const c = b[this.pos];
+      if (c === 0x22) {
+        out += b.toString('utf8', run, this.pos);
+        this.pos++;
+        return out;
+      }
+      if (c === 0x5c) {
+        out += b.toString('utf8', run, this.pos);
+        out += this.escape();
+        run = this.pos;
+        continue;
+      }
+      if (c < 0x20) throw new ParseFailure(c === 0 ? MESSAGES.missQuote : MESSAGES.badEncoding, this.pos);
+      this.pos++;
+    }
+  }
+
+  private escape(): string {
+    const at = this.pos; // errors point at the backslash
+    this.pos++;
+    const e = this.peek();
+    const simple = ESCAPES[e];
+    if (simple !== undefined) {
+      this.pos++;
+      return simple;
+    }
+    if (e !== 0x75) throw new ParseFailure(MESSAGES.badEscape, at);
+    this.pos++;
+    let cp = this.hex4(at);
+    if (cp >= 0xd800 && cp <= 0xdfff) {
+      if (cp > 0xdbff || !this.consume(0x5c) || !this.consume(0x75)) throw new ParseFailure(MESSAGES.badSurrogate, at);
+      const low = this.hex4(at);
+      if (low < 0xdc00 || low > 0xdfff) throw new ParseFailure(MESSAGES.badSurrogate, at);
+      cp = ((cp - 0xd800) << 10) + (low - 0xdc00) + 0x10000;
+    }
+    return String.fromCodePoint(cp);
+  }
+
+  private hex4(at: number): number {
+    let v = 0;
+    for (let k = 0; k < 4; k++) {
+      const c = this.peek();
+      let d: number;
+      if (c >= 0x30 && c <= 0x39) d = c - 0x30;
+      else if (c >= 0x41 && c <= 0x46) d = c - 0x37;
+      else if (c >= 0x61 && c <= 0x66) d = c - 0x57;
+      else throw new ParseFailure(MESSAGES.badHex, at);
+      v = v * 16 + d;
+      this.pos++;
+    }
+    return v;
+  }
+
+  private digits(): void {
+    while (this.peek() >= 0x30 && this.peek() <= 0x39) this.pos++;
+  }
+
+  private number(): number {
+    const start = this.pos;
+    const minus = this.consume(0x2d);
+    const c = this.peek();
+    if (c === 0x30) {
+      this.pos++;
+    } else if (c >= 0x31 && c <= 0x39) {
+      this.digits();
+    } else if (this.consume(0x4e)) {
+      // NaN
+      if (this.consume(0x61) && this.consume(0x4e)) return NaN;
+      throw new ParseFailure(MESSAGES.invalidValue, this.pos);
+    } else if (this.consume(0x49)) {
+      // Inf / Infinity
+      if (!(this.consume(0x6e) && this.consume(0x66))) throw new ParseFailure(MESSAGES.invalidValue, this.pos);
+      if (this.peek() === 0x69) {
+        for (const ch of [0x69, 0x6e, 0x69, 0x74, 0x79]) {
+          if (!this.consume(ch)) throw new ParseFailure(MESSAGES.invalidValue, this.pos);
+        }
+      }
+      return minus ? -Infinity : Infinity;
+    } else {
+      throw new ParseFailure(MESSAGES.invalidValue, this.pos);
+    }
+    if (this.consume(0x2e)) {
+      if (!(this.peek() >= 0x30 && this.peek() <= 0x39)) throw new ParseFailure(MESSAGES.missFraction, this.pos);
+      this.digits();
+    }
+    if (this.peek() === 0x65 || this.peek() === 0x45) {
+      this.pos++;
+      if (this.peek() === 0x2b || this.peek() === 0x2d) this.pos++;
+      if (!(this.peek() >= 0x30 && this.peek() <= 0x39)) throw new ParseFailure(MESSAGES.missExponent, this.pos);
+      this.digits();
+    }
+    const v = Number(this.b.toString('latin1', start, this.pos));
+    if (!Number.isFinite(v)) throw new ParseFailure(MESSAGES.tooBig, start);
+    return v;
+  }
+}
