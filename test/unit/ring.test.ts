@@ -1,0 +1,189 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { Doorbell, Inbox, RingWriter, createRing, type RingHandle } from '../../src/instances/ring';
+import { ServerError } from '../../src/errors';
+
+const ECHO_WORKER = path.join(__dirname, 'fixtures', 'ring-echo-worker.js');
+
+function collect(inbox: Inbox, h: RingHandle): unknown[] {
+  const got: unknown[] = [];
+  inbox.add(h, (m) => got.push(m));
+  return got;
+}
+
+function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  return new Promise((resolve, reject) => {
+    const poll = (): void => {
+      if (cond()) resolve();
+      else if (Date.now() > deadline) reject(new Error(`timed out waiting for ${what}`));
+      else setTimeout(poll, 1);
+    };
+    poll();
+  });
+}
+
+test('messages arrive in send order with their JSON values intact', () => {
+  const bell = Doorbell.create();
+  const h = createRing(bell.handle, 4096);
+  const w = RingWriter.attach(h);
+  const inbox = new Inbox(bell.handle);
+  const got = collect(inbox, h);
+  const sent: unknown[] = [
+    { t: 'infer', key: 1, request: { id: 'é✓ 🚀', inputs: [{ shape: [1, 3], offset: 128 }] } },
+    [1, 'two', null, true], 'a string', 42, null, {},
+  ];
+  for (const m of sent) w.send(m);
+  assert.equal(inbox.drain(), sent.length);
+  assert.deepEqual(got, sent);
+  assert.equal(inbox.drain(), 0);
+});
+
+test('wraparound: many messages of varied sizes through a small ring keep order', () => {
+  const bell = Doorbell.create();
+  const h = createRing(bell.handle, 512);
+  const w = RingWriter.attach(h);
+  const inbox = new Inbox(bell.handle);
+  const got = collect(inbox, h);
+  for (let i = 0; i < 2000; i++) {
+    w.send({ i, pad: 'x'.repeat(i % 97) });
+    if (i % 3 === 0) inbox.drain();
+  }
+  inbox.drain();
+  w.flush();
+  inbox.drain();
+  assert.equal(got.length, 2000);
+  got.forEach((m, i) => assert.deepEqual(m, { i, pad: 'x'.repeat(i % 97) }));
+});
+
+test('a full ring queues messages in order and flushes them as space frees', async () => {
+  const bell = Doorbell.create();
+  const h = createRing(bell.handle, 1024);
+  const w = RingWriter.attach(h);
+  const inbox = new Inbox(bell.handle);
+  const got = collect(inbox, h);
+  for (let i = 0; i < 100; i++) w.send({ i, pad: 'y'.repeat(50) });
+  assert.ok(w.pending > 0, 'expected an overflow backlog');
+  inbox.drain();
+  // The writer retries on its own (setImmediate / timer) as the reader frees space.
+  await until(() => { inbox.drain(); return got.length === 100; }, 'all 100 messages');
+  assert.equal(w.pending, 0);
+  got.forEach((m, i) => assert.equal((m as { i: number }).i, i));
+});
+
+test('messages larger than the ring are chunked and joined', async () => {
+  const bell = Doorbell.create();
+  const h = createRing(bell.handle, 1024);
+  const w = RingWriter.attach(h);
+  const inbox = new Inbox(bell.handle);
+  const got = collect(inbox, h);
+  const big = { data: Array.from({ length: 3000 }, (_, i) => `é${i}`) }; // ~25 KB, multi-byte chars
+  w.send({ before: true });
+  w.send(big);
+  w.send({ after: true });
+  await until(() => { inbox.drain(); return got.length === 3; }, 'the chunked message');
+  assert.deepEqual(got, [{ before: true }, big, { after: true }]);
+});
+
+test('two rings share one doorbell; one inbox drains both, each in order', () => {
+  const bell = Doorbell.create();
+  const h1 = createRing(bell.handle, 4096);
+  const h2 = createRing(bell.handle, 4096);
+  const w1 = RingWriter.attach(h1);
+  const w2 = RingWriter.attach(h2);
+  const inbox = new Inbox(bell.handle);
+  const got1 = collect(inbox, h1);
+  const got2 = collect(inbox, h2);
+  for (let i = 0; i < 10; i++) { w1.send(i); w2.send(-i); }
+  assert.equal(inbox.drain(), 20);
+  assert.deepEqual(got1, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  assert.deepEqual(got2, [0, -1, -2, -3, -4, -5, -6, -7, -8, -9]);
+  inbox.remove(h2);
+  w2.send('ignored');
+  w1.send('kept');
+  assert.equal(inbox.drain(), 1);
+  assert.deepEqual(got1.at(-1), 'kept');
+});
+
+test('drainOrWait returns 0 after the timeout when nothing comes', () => {
+  const bell = Doorbell.create();
+  const inbox = new Inbox(bell.handle);
+  inbox.add(createRing(bell.handle, 1024), () => undefined);
+  assert.equal(inbox.drainOrWait(5), 0);
+});
+
+test('handles are checked: wrong doorbell, double add, non-serialisable message', () => {
+  const bell = Doorbell.create();
+  const other = Doorbell.create();
+  const h = createRing(other.handle, 1024);
+  const inbox = new Inbox(bell.handle);
+  assert.throws(() => inbox.add(h, () => undefined), (e) => e instanceof ServerError && /another doorbell/.test(e.message));
+  const mine = createRing(bell.handle, 1024);
+  inbox.add(mine, () => undefined);
+  assert.throws(() => inbox.add(mine, () => undefined), (e) => e instanceof ServerError && /already/.test(e.message));
+  assert.throws(() => RingWriter.attach(mine).send(undefined), (e) => e instanceof ServerError && e.code === 'INTERNAL');
+  assert.throws(() => createRing(bell.handle, 10), (e) => e instanceof ServerError);
+});
+
+test('a throwing handler goes to onError and later messages still arrive', () => {
+  const bell = Doorbell.create();
+  const h = createRing(bell.handle, 1024);
+  const errors: unknown[] = [];
+  const inbox = new Inbox(bell.handle, { onError: (e) => errors.push(e) });
+  const got: number[] = [];
+  inbox.add(h, (m: number) => { if (m === 2) throw new Error('boom'); got.push(m); });
+  const w = RingWriter.attach(h);
+  for (let i = 1; i <= 3; i++) w.send(i);
+  assert.equal(inbox.drain(), 3);
+  assert.deepEqual(got, [1, 3]);
+  assert.equal(errors.length, 1);
+});
+
+test('cross-thread ping-pong: 10k messages round-trip through a worker in order', async () => {
+  const mainBell = Doorbell.create();
+  const workerBell = Doorbell.create();
+  const toWorker = createRing(workerBell.handle, 64 * 1024);
+  const toMain = createRing(mainBell.handle, 64 * 1024);
+  const worker = new Worker(ECHO_WORKER, { workerData: { mode: 'echo', bell: workerBell.handle, toWorker, toMain } });
+  const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
+  worker.on('error', (e) => assert.fail(e));
+  const out = RingWriter.attach(toWorker);
+  const inbox = new Inbox(mainBell.handle);
+  const got: { n: number }[] = [];
+  const N = 10_000;
+  let next = 0;
+  const done = new Promise<void>((resolve) => {
+    inbox.add(toMain, (m: { n: number; stop?: boolean }) => {
+      if (m.stop === true) return;
+      got.push(m);
+      if (got.length === N) resolve();
+      // Keep up to 8 in flight, so both single hand-offs and bursts happen.
+      else if (next < N) out.send({ n: next++ });
+    });
+  });
+  inbox.start();
+  for (let i = 0; i < 8; i++) out.send({ n: next++ });
+  await done;
+  out.send({ stop: true });
+  assert.equal(await exited, 0);
+  inbox.stop();
+  assert.equal(got.length, N);
+  got.forEach((m, i) => assert.equal(m.n, i));
+});
+
+test('Inbox.stop lets an event-loop thread exit', async () => {
+  const mainBell = Doorbell.create();
+  const workerBell = Doorbell.create();
+  const toWorker = createRing(workerBell.handle, 4096);
+  const toMain = createRing(mainBell.handle, 4096);
+  const worker = new Worker(ECHO_WORKER, { workerData: { mode: 'inbox-exit', bell: workerBell.handle, toWorker, toMain } });
+  const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
+  const inbox = new Inbox(mainBell.handle);
+  const got = collect(inbox, toMain);
+  RingWriter.attach(toWorker).send('hello');
+  assert.equal(await exited, 0);
+  inbox.drain();
+  assert.deepEqual(got, [{ got: 'hello' }]);
+});
