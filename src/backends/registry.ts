@@ -1,0 +1,22 @@
+/**
+ * Backends nodetron knows, by the config's `backend` name.
+ */
+import { ServerError } from '../errors';
+import type { Backend } from './backend';
+import { onnxruntimeBackend } from './onnxruntime';
+
+const BACKENDS: Record<string, Backend> = {
+  onnxruntime: onnxruntimeBackend,
+};
+
+export function findBackend(name: string): Backend {
+  const b = Object.prototype.hasOwnProperty.call(BACKENDS, name) ? BACKENDS[name] : undefined;
+  if (!b) {
+    throw new ServerError('INVALID_ARG', `unable to find backend library for backend '${name}', try specifying runtime on the model configuration.`);
+  }
+  return b;
+}
+
+export function backendNames(): string[] {
+  return Object.keys(BACKENDS);
+}

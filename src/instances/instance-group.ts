@@ -1,0 +1,81 @@
+/**
+ * Create the instances of one model version from its (normalized)
+ * instance_group entries: `count` instances per entry, per GPU for KIND_GPU.
+ * In-process backends run each instance in a worker thread.
+ */
+import { ServerError } from '../errors';
+import type { Backend } from '../backends/backend';
+import type { ModelConfig } from '../repository/config/model-config';
+import type { Arena } from './arena';
+import type { ModelInstance } from './instance';
+import type { MainPort } from './main-port';
+import { WorkerInstance } from './worker-instance';
+
+export interface InstanceGroupContext {
+  port: MainPort;
+  arena: Arena;
+  gpuIds: readonly number[];
+  backendConfig: Record<string, string>;
+}
+
+interface InstancePlan {
+  name: string;
+  kind: 'KIND_CPU' | 'KIND_GPU' | 'KIND_MODEL';
+  deviceId: number;
+}
+
+/** Names and devices of every instance, or a load error for GPUs that are not there. */
+export function planInstances(config: ModelConfig, gpuIds: readonly number[]): InstancePlan[] {
+  const plans: InstancePlan[] = [];
+  for (const group of config.instance_group) {
+    const kind = group.kind === 'KIND_AUTO' ? (gpuIds.length > 0 ? 'KIND_GPU' : 'KIND_CPU') : group.kind;
+    if (kind === 'KIND_GPU') {
+      const gpus = group.gpus.length > 0 ? group.gpus : [...gpuIds];
+      if (gpus.length === 0) {
+        throw new ServerError('INVALID_ARG', `instance group ${group.name} of model ${config.name} has kind KIND_GPU but no GPUs are available on this machine`);
+      }
+      for (const gpu of gpus) {
+        if (!gpuIds.includes(gpu)) {
+          throw new ServerError('INVALID_ARG', `instance group ${group.name} of model ${config.name} specifies invalid or unsupported gpu id ${gpu}. GPUs available: ${gpuIds.length > 0 ? gpuIds.join(' ') : 'none'}`);
+        }
+        for (let i = 0; i < group.count; i++) plans.push({ name: `${group.name}_${plans.length}`, kind, deviceId: gpu });
+      }
+    } else {
+      for (let i = 0; i < group.count; i++) plans.push({ name: `${group.name}_${i}`, kind, deviceId: 0 });
+    }
+  }
+  return plans;
+}
+
+export async function createInstances(
+  ctx: InstanceGroupContext,
+  backend: Backend,
+  config: ModelConfig,
+  modelDir: string,
+  version: number,
+  modelPath: string,
+): Promise<ModelInstance[]> {
+  const plans = planInstances(config, ctx.gpuIds);
+  const started = await Promise.allSettled(
+    plans.map((p) =>
+      WorkerInstance.start(ctx.port, ctx.arena, backend.instanceModule, {
+        config,
+        modelDir,
+        version,
+        modelPath,
+        instanceName: p.name,
+        kind: p.kind,
+        deviceId: p.deviceId,
+        backendConfig: ctx.backendConfig,
+        instanceCountHint: plans.length,
+      }),
+    ),
+  );
+  const ok = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failed) {
+    await Promise.all(ok.map((i) => i.stop()));
+    throw failed.reason;
+  }
+  return ok;
+}

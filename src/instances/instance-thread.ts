@@ -1,0 +1,80 @@
+/**
+ * Entry of an instance worker thread: load the backend instance, then run
+ * batches one at a time as they arrive on the ring. Between executions the
+ * thread sleeps on its doorbell (it has nothing else to do).
+ */
+import { workerData } from 'node:worker_threads';
+import { toErrorInfo } from '../errors';
+import type { BackendInstance, CreateBackendInstance } from '../backends/backend';
+import { nowNs } from '../scheduler/clock';
+import { Arena } from './arena';
+import type { InstanceToMain, MainToInstance } from './protocol';
+import { Inbox, RingWriter } from './ring';
+import type { InstanceThreadData } from './worker-instance';
+
+const data = workerData as InstanceThreadData;
+const arena = Arena.attach(data.arena);
+const toMain = RingWriter.attach(data.toMain);
+const inbox = new Inbox(data.toInstance.bell);
+const queue: MainToInstance[] = [];
+inbox.add(data.toInstance, (msg: MainToInstance) => queue.push(msg));
+
+function send(msg: InstanceToMain): void {
+  toMain.send(msg);
+}
+
+async function main(): Promise<void> {
+  let backend: BackendInstance;
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-var-requires
+    const mod = require(data.backendModule) as { createBackendInstance: CreateBackendInstance };
+    backend = await mod.createBackendInstance(data.args);
+  } catch (err) {
+    send({ t: 'init_failed', error: toErrorInfo(err) });
+    inbox.stop();
+    return;
+  }
+  send({ t: 'ready' });
+  for (;;) {
+    if (queue.length === 0) inbox.drainOrWait(1000);
+    let msg: MainToInstance | undefined;
+    while ((msg = queue.shift()) !== undefined) {
+      if (msg.t === 'stop') {
+        try {
+          await backend.finalize();
+        } finally {
+          send({ t: 'stopped' });
+          inbox.stop();
+        }
+        return;
+      }
+      await execute(backend, msg.batchId, msg.requests);
+    }
+  }
+}
+
+async function execute(backend: BackendInstance, batchId: number, requests: Parameters<BackendInstance['execute']>[0]): Promise<void> {
+  const computeStartNs = nowNs();
+  try {
+    const responses = await backend.execute(requests, arena);
+    const end = nowNs();
+    // The backend does gather, run and scatter in one call; the split of the
+    // compute time into input/infer/output is refined by backends that report it.
+    send({
+      t: 'executed',
+      batchId,
+      responses,
+      timings: { computeStartNs, computeInputEndNs: computeStartNs, computeInferEndNs: end, computeEndNs: end },
+    });
+  } catch (err) {
+    const end = nowNs();
+    send({
+      t: 'execute_failed',
+      batchId,
+      error: toErrorInfo(err),
+      timings: { computeStartNs, computeInputEndNs: computeStartNs, computeInferEndNs: end, computeEndNs: end },
+    });
+  }
+}
+
+void main();

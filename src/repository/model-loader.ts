@@ -1,0 +1,158 @@
+/**
+ * Load-time pipeline of one model, compiled once so per-request code only
+ * runs the plan (STYLE.md item 9): read config.pbtxt → resolve backend →
+ * backend auto-complete and checks against the model file → normalize →
+ * validate → validation plan, config JSON and labels. Then, per version,
+ * instances and a scheduler.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { ServerError } from '../errors';
+import type { Backend } from '../backends/backend';
+import { findBackend } from '../backends/registry';
+import { compileValidationPlan } from '../frontend/validation-plan';
+import type { ValidationPlan } from '../frontend/validation-plan';
+import { createInstances } from '../instances/instance-group';
+import type { InstanceGroupContext } from '../instances/instance-group';
+import type { ModelInstance } from '../instances/instance';
+import { createScheduler } from '../scheduler/create-scheduler';
+import type { Scheduler } from '../scheduler/scheduler';
+import type { SchedulerHooks } from '../scheduler/scheduler-hooks';
+import { resolveBackend } from './config/backend-resolution';
+import type { ModelConfig } from './config/model-config';
+import { normalizeConfig } from './config/normalize';
+import { parseModelConfigText } from './config/pbtxt';
+import { modelConfigToJson } from './config/to-json';
+import { validateConfig } from './config/validate';
+import type { ModelLocation } from './scan';
+import { scanVersions, selectVersions } from './scan';
+
+export interface LoaderOptions {
+  modelConfigName: string;
+  autoComplete: boolean;
+  /** --backend-config, by backend name ('' = global settings). */
+  backendConfig: Record<string, Record<string, string>>;
+  gpuIds: readonly number[];
+}
+
+export interface PreparedModel {
+  config: ModelConfig;
+  configJson: string;
+  plan: ValidationPlan;
+  labels: Record<string, string[]>;
+  backend: Backend;
+  backendConfig: Record<string, string>;
+  /** Versions to load under the version policy, ascending. */
+  versions: number[];
+  warnings: string[];
+}
+
+export function configPath(location: ModelLocation, modelConfigName: string): string {
+  if (modelConfigName !== '') {
+    const custom = path.join(location.dir, 'configs', `${modelConfigName}.pbtxt`);
+    if (fs.existsSync(custom)) return custom;
+  }
+  return path.join(location.dir, 'config.pbtxt');
+}
+
+export function modelFilePath(config: ModelConfig, backend: Backend, modelDir: string, version: number): string {
+  const file = config.default_model_filename !== '' ? config.default_model_filename : backend.defaultModelFilename;
+  return path.join(modelDir, String(version), file);
+}
+
+/** Everything about a model that does not depend on a version being loaded. */
+export async function prepareModel(location: ModelLocation, opts: LoaderOptions): Promise<PreparedModel> {
+  const file = configPath(location, opts.modelConfigName);
+  let text = '';
+  if (fs.existsSync(file)) {
+    text = fs.readFileSync(file, 'utf8');
+  } else if (!opts.autoComplete) {
+    throw new ServerError('INVALID_ARG', `failed to read text proto from ${file}: no such file, and auto-complete is disabled (--disable-auto-complete-config)`);
+  }
+  let config = parseModelConfigText(text, file);
+  if (config.name === '') config.name = location.name;
+  if (config.name !== location.name) {
+    throw new ServerError('INVALID_ARG', `unexpected directory name '${location.name}' for model '${config.name}', directory name must equal model name`);
+  }
+  const scanned = scanVersions(location.dir);
+  const policy = config.version_policy && Object.keys(config.version_policy).length > 0 ? config.version_policy : { latest: { num_versions: 1 } };
+  const { versions, missing } = selectVersions(scanned.versions, policy);
+  const warnings = [...scanned.warnings];
+  for (const v of missing) warnings.push(`version ${v} is specified for model '${config.name}', but the version directory is not present`);
+  const newest = versions.length > 0 ? versions[versions.length - 1] : undefined;
+  const firstDirEntries = newest === undefined ? [] : safeReaddir(path.join(location.dir, String(newest)));
+  config = resolveBackend(config, firstDirEntries, location.name);
+  const backend = findBackend(config.backend);
+  const backendConfig = { ...(opts.backendConfig[''] ?? {}), ...(opts.backendConfig[backend.name] ?? {}) };
+  if (newest !== undefined) {
+    config = await backend.completeConfig(config, modelFilePath(config, backend, location.dir, newest), opts.autoComplete, backendConfig);
+  }
+  config = normalizeConfig(config, {
+    modelName: location.name,
+    gpuCount: opts.gpuIds.length,
+    defaultInstanceCount: backend.name === 'onnxruntime' ? 2 : 1,
+  });
+  validateConfig(config);
+  return {
+    config,
+    configJson: modelConfigToJson(config),
+    plan: compileValidationPlan(config),
+    labels: readLabels(config, location.dir),
+    backend,
+    backendConfig,
+    versions,
+    warnings,
+  };
+}
+
+export interface LoadedVersion {
+  instances: ModelInstance[];
+  scheduler: Scheduler;
+}
+
+/** Instances and scheduler for one version of a prepared model. */
+export async function loadVersion(
+  prepared: PreparedModel,
+  location: ModelLocation,
+  version: number,
+  ctx: Omit<InstanceGroupContext, 'backendConfig'>,
+  hooks?: SchedulerHooks,
+): Promise<LoadedVersion> {
+  const modelPath = modelFilePath(prepared.config, prepared.backend, location.dir, version);
+  if (!fs.existsSync(modelPath)) throw new ServerError('INTERNAL', `failed to stat file ${modelPath}`);
+  const instances = await createInstances(
+    { ...ctx, backendConfig: prepared.backendConfig },
+    prepared.backend,
+    prepared.config,
+    location.dir,
+    version,
+    modelPath,
+  );
+  try {
+    return { instances, scheduler: createScheduler(prepared.config, instances, hooks) };
+  } catch (err) {
+    await Promise.all(instances.map((i) => i.stop()));
+    throw err;
+  }
+}
+
+function readLabels(config: ModelConfig, dir: string): Record<string, string[]> {
+  const labels: Record<string, string[]> = {};
+  for (const o of config.output) {
+    if (o.label_filename === '') continue;
+    try {
+      labels[o.name] = fs.readFileSync(path.join(dir, o.label_filename), 'utf8').split(/\r?\n/);
+    } catch {
+      throw new ServerError('INVALID_ARG', `unable to read label file '${o.label_filename}' for output '${o.name}' of model '${config.name}'`);
+    }
+  }
+  return labels;
+}
+
+function safeReaddir(dir: string): string[] {
+  try {
+    return fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+}

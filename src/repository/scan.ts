@@ -1,0 +1,103 @@
+/**
+ * Repository scanning: which model directories exist in which repository,
+ * and which version directories a model has (protocol.md §3.4, §3.12).
+ * A non-integer version folder is skipped as Triton does, but logged with a
+ * warning that names it.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+
+export interface ModelLocation {
+  name: string;
+  repository: string;
+  dir: string;
+}
+
+export interface ScanResult {
+  models: Map<string, ModelLocation>;
+  /** Names found in more than one repository: Triton refuses them. */
+  duplicates: Map<string, string[]>;
+}
+
+export function scanRepositories(repositories: readonly string[]): ScanResult {
+  const models = new Map<string, ModelLocation>();
+  const duplicates = new Map<string, string[]>();
+  for (const repository of repositories) {
+    let entries: fs.Dirent[];
+    try {
+      entries = fs.readdirSync(repository, { withFileTypes: true });
+    } catch {
+      continue; // a missing repository is reported by the caller at startup
+    }
+    for (const e of entries) {
+      if (!isDirectory(repository, e) || e.name.startsWith('.')) continue;
+      const location = { name: e.name, repository, dir: path.join(repository, e.name) };
+      const seen = models.get(e.name);
+      if (seen) {
+        duplicates.set(e.name, [...(duplicates.get(e.name) ?? [seen.repository]), repository]);
+      } else {
+        models.set(e.name, location);
+      }
+    }
+  }
+  for (const name of duplicates.keys()) models.delete(name);
+  return { models, duplicates };
+}
+
+function isDirectory(parent: string, e: fs.Dirent): boolean {
+  if (e.isDirectory()) return true;
+  if (!e.isSymbolicLink()) return false;
+  try {
+    return fs.statSync(path.join(parent, e.name)).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+const NOT_VERSIONS = new Set(['warmup', 'initial_state', 'configs']);
+
+export interface VersionScan {
+  versions: number[];
+  warnings: string[];
+}
+
+/** Integer version directories of a model, ascending. */
+export function scanVersions(modelDir: string): VersionScan {
+  const versions: number[] = [];
+  const warnings: string[] = [];
+  let entries: fs.Dirent[] = [];
+  try {
+    entries = fs.readdirSync(modelDir, { withFileTypes: true });
+  } catch {
+    return { versions, warnings };
+  }
+  for (const e of entries) {
+    if (!isDirectory(modelDir, e) || NOT_VERSIONS.has(e.name) || e.name.startsWith('.')) continue;
+    if (!/^[0-9]+$/.test(e.name)) {
+      warnings.push(`ignore version directory '${e.name}' which fails to convert to integral number`);
+    } else if (e.name.length > 1 && e.name.startsWith('0')) {
+      warnings.push(`ignore version directory '${e.name}' which contains leading zeros in its directory name`);
+    } else {
+      versions.push(Number(e.name));
+    }
+  }
+  versions.sort((a, b) => a - b);
+  return { versions, warnings };
+}
+
+export interface VersionPolicyChoice {
+  latest?: { num_versions: number };
+  all?: unknown;
+  specific?: { versions: number[] };
+}
+
+/** Versions to load under a policy; `missing` lists specific versions without a directory. */
+export function selectVersions(available: readonly number[], policy: VersionPolicyChoice): { versions: number[]; missing: number[] } {
+  if (policy.specific) {
+    const wanted = [...new Set(policy.specific.versions)].sort((a, b) => a - b);
+    return { versions: wanted.filter((v) => available.includes(v)), missing: wanted.filter((v) => !available.includes(v)) };
+  }
+  if (policy.all) return { versions: [...available], missing: [] };
+  const n = Math.max(1, policy.latest?.num_versions ?? 1);
+  return { versions: available.slice(-n), missing: [] };
+}
