@@ -1,0 +1,117 @@
+/**
+ * Entry of one HTTP thread: a uWebSockets.js app on the shared port. It
+ * answers health, metadata, config and ready from its copy of the server
+ * snapshot, and sends inference requests to the main thread over its ring.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import uws from '@trufflesuite/uws-js-unofficial';
+import type { HttpRequest, HttpResponse, us_listen_socket } from '@trufflesuite/uws-js-unofficial';
+import { ServerError } from '../../errors';
+import { Arena } from '../../instances/arena';
+import type { MainToFrontend } from '../../instances/protocol';
+import { Inbox, RingWriter } from '../../instances/ring';
+import { lookupModel, readyVersions } from '../model-lookup';
+import { modelMetadataJson } from '../model-metadata';
+import { emptySnapshot } from '../server-snapshot';
+import type { ServerSnapshot } from '../server-snapshot';
+import type { HttpThreadData, HttpToMain, MainToHttp } from './http-control';
+import { InferHandler, sendError } from './infer-handler';
+import { matchRoute } from './routes';
+import { Reply, closeApp, readHead } from './uws-adapter';
+
+const data = workerData as HttpThreadData;
+const port = parentPort!;
+let snapshot: ServerSnapshot = emptySnapshot();
+const serverMetadata = JSON.stringify({ name: data.serverName, version: data.serverVersion, extensions: data.extensions });
+const arena = Arena.attach(data.arena);
+const infer = new InferHandler(arena, RingWriter.attach(data.toMain), data.maxInputSize, () => snapshot);
+const inbox = new Inbox(data.fromMain.bell);
+inbox.add(data.fromMain, (msg: MainToFrontend) => infer.onResponse(msg.key, msg.response));
+inbox.start();
+
+let listenSocket: us_listen_socket | undefined;
+const app = uws.App().any('/*', (res, req) => route(res, req));
+
+function post(msg: HttpToMain): void {
+  port.postMessage(msg);
+}
+
+port.on('message', (msg: MainToHttp) => {
+  switch (msg.t) {
+    case 'snapshot':
+      snapshot = msg.snapshot;
+      return;
+    case 'listen':
+      app.listen(msg.address, msg.port, (socket) => {
+        if (socket) {
+          listenSocket = socket;
+          post({ t: 'listening', port: uws.us_socket_local_port(socket as unknown as Parameters<typeof uws.us_socket_local_port>[0]) });
+        } else {
+          post({ t: 'listen_failed', message: `Socket '${msg.address}:${msg.port}' already in use ` });
+        }
+      });
+      return;
+    case 'close':
+      // Stop accepting, let in-flight inferences finish, then let the thread end.
+      if (listenSocket) uws.us_listen_socket_close(listenSocket);
+      listenSocket = undefined;
+      void infer.whenIdle().then(() => {
+        closeApp(app);
+        inbox.stop();
+        post({ t: 'closed' });
+      });
+      return;
+    default:
+      return;
+  }
+});
+
+function route(res: HttpResponse, req: HttpRequest): void {
+  const head = readHead(req);
+  const reply = new Reply(res);
+  const r = matchRoute(head.method, head.url);
+  try {
+    switch (r.kind) {
+      case 'health_live':
+      case 'health_ready': {
+        if (snapshot.exiting) throw new ServerError('UNAVAILABLE', 'Server exiting');
+        const ok = r.kind === 'health_live' ? snapshot.live : snapshot.ready;
+        reply.send(ok ? 200 : 400, { 'Content-Type': 'text/plain' }, '');
+        return;
+      }
+      case 'server_metadata':
+        reply.json(200, serverMetadata);
+        return;
+      case 'model_metadata': {
+        const { view } = lookupModel(snapshot, r.model, r.version);
+        const versions = r.version !== undefined ? [String(Number(r.version))] : readyVersions(view);
+        reply.json(200, modelMetadataJson(view.config!, versions));
+        return;
+      }
+      case 'model_ready': {
+        if (!snapshot.live) throw new ServerError('UNAVAILABLE', 'Server not ready');
+        lookupModel(snapshot, r.model, r.version);
+        reply.send(200, { 'Content-Type': 'text/plain' }, '');
+        return;
+      }
+      case 'model_config': {
+        const { view } = lookupModel(snapshot, r.model, r.version);
+        reply.json(200, view.configJson ?? '{}');
+        return;
+      }
+      case 'infer':
+        infer.handle(reply, head, r.model, r.version);
+        return;
+      case 'not_found':
+        reply.error(404, 'Not Found');
+        return;
+      case 'method_not_allowed':
+        reply.error(405, 'Method Not Allowed');
+        return;
+      default:
+        throw new ServerError('UNSUPPORTED', `${head.url}: this endpoint is not implemented by nodetron yet`);
+    }
+  } catch (err) {
+    sendError(reply, err);
+  }
+}

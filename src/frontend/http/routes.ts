@@ -1,0 +1,111 @@
+/**
+ * HTTP routing as Triton does it (protocol.md §1.1): exact path match on the
+ * raw path (query ignored), a version must be all digits, wrong method → 405,
+ * unknown path → 404. Pure, so it is table-tested.
+ */
+export type Route =
+  | { kind: 'health_live' }
+  | { kind: 'health_ready' }
+  | { kind: 'server_metadata' }
+  | { kind: 'model_metadata'; model: string; version?: string }
+  | { kind: 'model_ready'; model: string; version?: string }
+  | { kind: 'model_config'; model: string; version?: string }
+  | { kind: 'infer'; model: string; version?: string }
+  | { kind: 'generate'; model: string; version?: string; stream: boolean }
+  | { kind: 'model_stats'; model?: string; version?: string }
+  | { kind: 'model_trace'; model: string }
+  | { kind: 'trace' }
+  | { kind: 'logging' }
+  | { kind: 'repository_index'; repository?: string }
+  | { kind: 'repository_load'; repository?: string; model: string }
+  | { kind: 'repository_unload'; repository?: string; model: string }
+  | { kind: 'shm'; flavor: 'system' | 'cuda'; region?: string; action: 'status' | 'register' | 'unregister' }
+  | { kind: 'not_found' }
+  | { kind: 'method_not_allowed' };
+
+const MODEL_RE = /^\/v2\/models\/([^/]+)(?:\/versions\/([0-9]+))?(?:\/(infer|generate|generate_stream|ready|config|stats|trace\/setting))?$/;
+const REPO_RE = /^\/v2\/repository(?:\/([^/]+))?\/(index|models\/([^/]+)\/(load|unload))$/;
+const SHM_RE = /^\/v2\/(systemsharedmemory|cudasharedmemory)(?:\/region\/([^/]+))?\/(status|register|unregister)$/;
+
+const GET = ['GET'];
+const POST = ['POST'];
+const GET_POST = ['GET', 'POST'];
+
+export function matchRoute(method: string, url: string): Route {
+  const q = url.indexOf('?');
+  const path = q >= 0 ? url.slice(0, q) : url;
+  const m = method.toUpperCase();
+  const r = matchPath(path);
+  if (r === undefined) return { kind: 'not_found' };
+  return r.methods.includes(m) ? r.route : { kind: 'method_not_allowed' };
+}
+
+function matchPath(path: string): { route: Route; methods: string[] } | undefined {
+  switch (path) {
+    case '/v2':
+      return { route: { kind: 'server_metadata' }, methods: GET };
+    case '/v2/health/live':
+      return { route: { kind: 'health_live' }, methods: GET };
+    case '/v2/health/ready':
+      return { route: { kind: 'health_ready' }, methods: GET };
+    case '/v2/models/stats':
+      return { route: { kind: 'model_stats' }, methods: GET };
+    case '/v2/logging':
+      return { route: { kind: 'logging' }, methods: GET_POST };
+    case '/v2/trace/setting':
+      return { route: { kind: 'trace' }, methods: GET_POST };
+    default:
+      break;
+  }
+  let mm = MODEL_RE.exec(path);
+  if (mm) {
+    const model = decode(mm[1]);
+    if (model === undefined) return undefined;
+    const version = mm[2];
+    switch (mm[3]) {
+      case undefined:
+        return { route: { kind: 'model_metadata', model, version }, methods: GET };
+      case 'ready':
+        return { route: { kind: 'model_ready', model, version }, methods: GET };
+      case 'config':
+        return { route: { kind: 'model_config', model, version }, methods: GET };
+      case 'stats':
+        return { route: { kind: 'model_stats', model, version }, methods: GET };
+      case 'infer':
+        return { route: { kind: 'infer', model, version }, methods: POST };
+      case 'generate':
+      case 'generate_stream':
+        return { route: { kind: 'generate', model, version, stream: mm[3] === 'generate_stream' }, methods: POST };
+      case 'trace/setting':
+        return version === undefined ? { route: { kind: 'model_trace', model }, methods: GET_POST } : undefined;
+      default:
+        return undefined;
+    }
+  }
+  mm = REPO_RE.exec(path);
+  if (mm) {
+    const repository = mm[1] === undefined ? undefined : decode(mm[1]);
+    if (mm[2] === 'index') return { route: { kind: 'repository_index', repository }, methods: POST };
+    const model = decode(mm[3]);
+    if (model === undefined) return undefined;
+    return { route: { kind: mm[4] === 'load' ? 'repository_load' : 'repository_unload', repository, model }, methods: POST };
+  }
+  mm = SHM_RE.exec(path);
+  if (mm) {
+    const action = mm[3] as 'status' | 'register' | 'unregister';
+    const region = mm[2] === undefined ? undefined : decode(mm[2]);
+    return {
+      route: { kind: 'shm', flavor: mm[1] === 'systemsharedmemory' ? 'system' : 'cuda', region, action },
+      methods: action === 'status' ? GET : POST,
+    };
+  }
+  return undefined;
+}
+
+function decode(s: string): string | undefined {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return undefined;
+  }
+}

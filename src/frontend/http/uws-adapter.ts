@@ -1,0 +1,125 @@
+/**
+ * Every uWebSockets.js quirk lives here (STYLE.md item 14):
+ * - read everything from `req` synchronously in the handler (it dies after);
+ * - attach onAborted before any async work, and never touch `res` after it;
+ * - copy onData chunks (uWS neuters the ArrayBuffer on return);
+ * - cork writes that happen outside the handler's synchronous part;
+ * - `write()` switches to chunked encoding, so a body is sent with one `end()`.
+ */
+import type { HttpRequest, HttpResponse, TemplatedApp } from '@trufflesuite/uws-js-unofficial';
+
+const STATUS_LINE: Record<number, string> = {
+  200: '200 OK',
+  400: '400 Bad Request',
+  403: '403 Forbidden',
+  404: '404 Not Found',
+  405: '405 Method Not Allowed',
+  413: '413 Payload Too Large',
+  500: '500 Internal Server Error',
+  501: '501 Not Implemented',
+  503: '503 Service Unavailable',
+};
+
+export function statusLine(status: number): string {
+  return STATUS_LINE[status] ?? `${status} Unknown`;
+}
+
+/** The parts of a request the handlers need, read while `req` is valid. */
+export interface RequestHead {
+  method: string;
+  url: string;
+  contentLength: string;
+  transferEncoding: string;
+  headerLength: string;
+  contentEncoding: string;
+  acceptEncoding: string;
+}
+
+export function readHead(req: HttpRequest): RequestHead {
+  const query = req.getQuery();
+  return {
+    method: req.getMethod().toUpperCase(),
+    url: query ? `${req.getUrl()}?${query}` : req.getUrl(),
+    contentLength: req.getHeader('content-length'),
+    transferEncoding: req.getHeader('transfer-encoding'),
+    headerLength: req.getHeader('inference-header-content-length'),
+    contentEncoding: req.getHeader('content-encoding'),
+    acceptEncoding: req.getHeader('accept-encoding'),
+  };
+}
+
+/** A response with its aborted state; every send goes through here. */
+export class Reply {
+  aborted = false;
+  done = false;
+  constructor(readonly res: HttpResponse) {
+    res.onAborted(() => {
+      this.aborted = true;
+    });
+  }
+
+  /** Send a complete response; `close` ends the connection after it. Safe to call once, from anywhere. */
+  send(status: number, headers: Record<string, string>, body: Uint8Array | string, close = false): void {
+    if (this.aborted || this.done) return;
+    this.done = true;
+    this.res.cork(() => {
+      this.res.writeStatus(statusLine(status));
+      for (const k in headers) this.res.writeHeader(k, headers[k]);
+      this.res.end(body, close);
+    });
+  }
+
+  json(status: number, body: string): void {
+    this.send(status, { 'Content-Type': 'application/json' }, body);
+  }
+
+  error(status: number, message: string, close = false): void {
+    this.send(status, { 'Content-Type': 'application/json' }, JSON.stringify({ error: message }), close);
+  }
+}
+
+export type BodyResult = { ok: true; body: Buffer } | { ok: false; size: number };
+
+/**
+ * Collect the request body, refusing it as soon as it passes `limit` bytes
+ * (by Content-Length up front, or while streaming a chunked body) so an
+ * oversized upload is never buffered whole.
+ */
+export function readBody(reply: Reply, head: RequestHead, limit: number, done: (r: BodyResult) => void): void {
+  const declared = head.contentLength === '' ? -1 : Number(head.contentLength);
+  if (declared > limit) {
+    // Still register a data handler: uWS expects one for a request with a body.
+    reply.res.onData(() => undefined);
+    done({ ok: false, size: declared });
+    return;
+  }
+  let buf = Buffer.allocUnsafe(declared > 0 ? declared : 0);
+  let used = 0;
+  let refused = false;
+  reply.res.onData((chunk, isLast) => {
+    if (refused) return;
+    const bytes = new Uint8Array(chunk);
+    if (used + bytes.length > limit) {
+      refused = true;
+      done({ ok: false, size: used + bytes.length });
+      return;
+    }
+    if (used + bytes.length > buf.length) {
+      const grown = Buffer.allocUnsafe(Math.max(used + bytes.length, buf.length * 2, 4096));
+      buf.copy(grown, 0, 0, used);
+      buf = grown;
+    }
+    buf.set(bytes, used);
+    used += bytes.length;
+    if (isLast) done({ ok: true, body: used === buf.length ? buf : buf.subarray(0, used) });
+  });
+}
+
+/**
+ * Close the app's listen sockets and every open connection. The typings lack
+ * `close()` but this build has it; a thread that ends while a connection is
+ * open aborts the process (`uv_loop_close() while having open handles`).
+ */
+export function closeApp(app: TemplatedApp): void {
+  (app as unknown as { close(): void }).close();
+}

@@ -1,0 +1,38 @@
+/**
+ * What a frontend thread knows about the server: health flags and, per
+ * model, its config, compiled validation plan and version states. The main
+ * thread builds it from the registry and posts it to every HTTP thread on
+ * each change (control plane; structured clone is fine here). Frontends
+ * answer health, metadata, config and ready from it without a thread hop.
+ */
+import type { ModelConfig } from '../repository/config/model-config';
+import type { ModelState } from '../repository/model-state';
+import type { ValidationPlan } from './validation-plan';
+
+export interface VersionView {
+  version: number;
+  state: ModelState;
+  reason: string;
+}
+
+export interface ModelView {
+  name: string;
+  /** Present once the config was read and completed. */
+  config?: ModelConfig;
+  configJson?: string;
+  plan?: ValidationPlan;
+  /** Labels per output name, from label_filename (classification). */
+  labels: Record<string, string[]>;
+  versions: VersionView[];
+}
+
+export interface ServerSnapshot {
+  live: boolean;
+  ready: boolean;
+  exiting: boolean;
+  models: Record<string, ModelView>;
+}
+
+export function emptySnapshot(): ServerSnapshot {
+  return { live: false, ready: false, exiting: false, models: {} };
+}

@@ -1,0 +1,141 @@
+/**
+ * Composition root: build the parts, start them in order, stop them in the
+ * reverse order. Start: arena and main inbox → repository (load models) →
+ * frontends. Stop: frontends stop accepting and drain → models unload
+ * (schedulers drain, instances finalize) → inbox.
+ */
+import type { ServerOptions } from './cli-options';
+import { ServerError, toErrorInfo } from './errors';
+import { HttpFrontend } from './frontend/http/http-frontend';
+import type { ServerSnapshot } from './frontend/server-snapshot';
+import { Arena } from './instances/arena';
+import { detectGpuIds } from './instances/gpus';
+import { MainPort } from './instances/main-port';
+import { createLogger } from './logging/logger';
+import type { Logger } from './logging/logger';
+import { formatTable } from './logging/table';
+import { optionsTableRows } from './logging/table';
+import { RepositoryManager } from './repository/repository-manager';
+import type { InferRequest, Respond } from './scheduler/request';
+import { SERVER_EXTENSIONS, SERVER_VERSION } from './server-info';
+
+export interface RunningServer {
+  /** Bound HTTP port (useful with --http-port=0), or 0 when HTTP is off. */
+  httpPort: number;
+  log: Logger;
+  /** Graceful stop: stop accepting, finish in-flight requests, unload models. Idempotent. */
+  stop(): Promise<void>;
+}
+
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const log = createLogger({
+    verbose: options.logVerbose,
+    info: options.logInfo,
+    warning: options.logWarning,
+    error: options.logError,
+    format: options.logFormat,
+    file: options.logFile,
+  });
+  for (const w of options.warnings) log.warn(w);
+
+  const arena = Arena.create();
+  const port = new MainPort();
+  port.start();
+  const gpuIds = detectGpuIds();
+  const repo = new RepositoryManager(
+    options.modelRepositories,
+    {
+      modelConfigName: options.modelConfigName,
+      autoComplete: !options.disableAutoCompleteConfig,
+      backendConfig: options.backendConfig,
+      gpuIds,
+    },
+    { port, arena, gpuIds },
+    log,
+  );
+
+  const state = { live: false, exiting: false };
+  let http: HttpFrontend | undefined;
+  const snapshot = (): ServerSnapshot => ({
+    live: state.live,
+    ready: state.live && !state.exiting && (!options.strictReadiness || repo.allReady()),
+    exiting: state.exiting,
+    models: repo.snapshotModels(),
+  });
+  // Coalesce bursts of state changes (a load touches many versions) into one broadcast.
+  let broadcastQueued = false;
+  repo.onChange(() => {
+    if (broadcastQueued || !http) return;
+    broadcastQueued = true;
+    setImmediate(() => {
+      broadcastQueued = false;
+      http?.broadcast(snapshot());
+    });
+  });
+
+  const route = (request: InferRequest, respond: Respond): void => {
+    try {
+      repo.scheduler(request.model, request.version).enqueue(request, respond);
+    } catch (err) {
+      respond({ outputs: [], error: toErrorInfo(err), final: true });
+    }
+  };
+
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      state.exiting = true;
+      http?.broadcast(snapshot());
+      log.info('Waiting for in-flight requests to complete.');
+      await http?.stop();
+      log.info(`Timeout ${options.exitTimeoutSecs}: Found ${repo.inflightCount()} model versions that have in-flight inferences`);
+      log.info('All models are stopped, unloading models');
+      await repo.unloadAll();
+      port.stop();
+      log.flush();
+    })();
+    return stopping;
+  };
+
+  await repo.loadAll();
+  log.table(formatTable(['Model', 'Version', 'Status'], repo.tableRows().map((r) => [r.model, r.version, r.status])));
+  log.table(formatTable(['Option', 'Value'], optionsTableRows(options)));
+  const failed = repo.failedModels();
+  if (failed.length > 0) {
+    if (options.exitOnError) {
+      await stop();
+      throw new ServerError('INTERNAL', 'failed to load all models');
+    }
+    log.error('Internal: failed to load all models');
+  }
+  state.live = true;
+
+  if (options.allowGrpc) log.warn('the gRPC endpoint is not implemented yet; --allow-grpc is ignored');
+  if (options.allowMetrics) log.warn('the metrics endpoint is not implemented yet; --allow-metrics is ignored');
+
+  let httpPort = 0;
+  if (options.allowHttp) {
+    http = new HttpFrontend(
+      {
+        threadCount: options.httpThreadCount,
+        address: options.httpAddress,
+        port: options.httpPort,
+        maxInputSize: options.httpMaxInputSize,
+        serverName: options.id,
+        serverVersion: SERVER_VERSION,
+        extensions: SERVER_EXTENSIONS,
+      },
+      port,
+      arena,
+      route,
+    );
+    try {
+      httpPort = await http.start(snapshot());
+    } catch (err) {
+      await stop();
+      throw new ServerError('UNAVAILABLE', `failed to start HTTP service: ${toErrorInfo(err).message}`);
+    }
+    log.info(`Started HTTPService at ${options.httpAddress}:${httpPort}`);
+  }
+  return { httpPort, log, stop };
+}
