@@ -8,16 +8,8 @@ import { ServerError } from '../../src/errors';
 import type { ModelConfig, ModelInput, ModelOutput } from '../../src/repository/config/model-config';
 import { parseModelConfigText } from '../../src/repository/config/pbtxt';
 import { simpleModel } from './fixtures/onnx-builder';
+import { repoRoot } from './fixtures/repo-paths';
 
-function repoRoot(): string {
-  let dir = __dirname;
-  while (!fs.existsSync(path.join(dir, 'model_repository', 'simple'))) {
-    const parent = path.dirname(dir);
-    if (parent === dir) throw new Error('model_repository not found above ' + __dirname);
-    dir = parent;
-  }
-  return dir;
-}
 const repoModel = (name: string): string => path.join(repoRoot(), 'model_repository', name, '1', 'model.onnx');
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'onnx-complete-'));

@@ -10,18 +10,8 @@ import {
 } from '../../src/backends/onnxruntime/ort-types';
 import { DATATYPES } from '../../src/datatypes';
 import { fieldBytes, fieldVarint, modelBytes as model, tensorType, valueInfo, varint } from './fixtures/onnx-builder';
+import { modelFile } from './fixtures/repo-paths';
 
-/** The repository root: the first parent holding model_repository/ (works from src and from any dist dir). */
-function repoRoot(): string {
-  let dir = __dirname;
-  while (!fs.existsSync(path.join(dir, 'model_repository', 'simple'))) {
-    const parent = path.dirname(dir);
-    if (parent === dir) throw new Error('model_repository not found above ' + __dirname);
-    dir = parent;
-  }
-  return dir;
-}
-const modelFile = (name: string): string => path.join(repoRoot(), 'model_repository', name, '1', 'model.onnx');
 
 const brief = (ts: OnnxTensorInfo[]): [string, string | null, number[] | null][] =>
   ts.map((t) => [t.name, t.datatype, t.dims]);

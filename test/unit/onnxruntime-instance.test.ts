@@ -1,6 +1,5 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import path from 'node:path';
 import type { BackendInstance, BackendInstanceArgs } from '../../src/backends/backend';
 import { completeOnnxConfig } from '../../src/backends/onnxruntime/complete-config';
@@ -10,17 +9,8 @@ import { ServerError } from '../../src/errors';
 import { Arena } from '../../src/instances/arena';
 import type { ModelConfig } from '../../src/repository/config/model-config';
 import type { InferRequest, TensorRef } from '../../src/scheduler/request';
+import { modelFile, repoRoot } from './fixtures/repo-paths';
 
-function repoRoot(): string {
-  let dir = __dirname;
-  while (!fs.existsSync(path.join(dir, 'model_repository', 'simple'))) {
-    const parent = path.dirname(dir);
-    if (parent === dir) throw new Error('model_repository not found above ' + __dirname);
-    dir = parent;
-  }
-  return dir;
-}
-const modelFile = (name: string): string => path.join(repoRoot(), 'model_repository', name, '1', 'model.onnx');
 
 /** The model's config as auto-complete makes it from an (almost) empty one. */
 async function configFor(name: string, fields: Partial<ModelConfig> = {}, backendConfig: Record<string, string> = {}): Promise<ModelConfig> {

@@ -1,0 +1,110 @@
+/**
+ * Startup and failure behaviour through the real CLI: failing models and
+ * their reasons, --exit-on-error, --strict-readiness, version folders, GPU
+ * instances on a machine without GPUs, bad flags, oversized bodies, and
+ * several HTTP threads on one port.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { infer } from '../../src/client/kserve-http-client';
+import { MODEL_REPOSITORY, runToExit, startServer } from './server-process';
+
+/** A repository with a copy of `simple` plus the given broken models (name → files). */
+function makeRepo(models: Record<string, Record<string, string>>): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-repo-'));
+  fs.cpSync(path.join(MODEL_REPOSITORY, 'simple'), path.join(dir, 'simple'), { recursive: true });
+  for (const [name, files] of Object.entries(models)) {
+    for (const [file, text] of Object.entries(files)) {
+      const p = path.join(dir, name, file);
+      fs.mkdirSync(path.dirname(p), { recursive: true });
+      if (text === '@simple-onnx') fs.copyFileSync(path.join(MODEL_REPOSITORY, 'simple/1/model.onnx'), p);
+      else fs.writeFileSync(p, text);
+    }
+  }
+  return dir;
+}
+
+const SIMPLE_CONFIG = fs.readFileSync(path.join(MODEL_REPOSITORY, 'simple/config.pbtxt'), 'utf8');
+const withName = (name: string, extra = ''): string => SIMPLE_CONFIG.replace('name: "simple"', `name: "${name}"`) + extra;
+
+test('a config with an unknown field fails startup, naming the model, the field and the line', async () => {
+  const repo = makeRepo({ broken: { 'config.pbtxt': 'name: "broken"\nplatform: "onnxruntime_onnx"\nmax_batch_sise: 8\n', '1/model.onnx': '@simple-onnx' } });
+  const r = await runToExit([`--model-repository=${repo}`]);
+  assert.equal(r.code, 1);
+  assert.match(r.output, /\| broken +\| 1 +\| UNAVAILABLE: Invalid argument: failed to read text proto from .*config\.pbtxt: line 3: unknown field 'max_batch_sise'/);
+  assert.match(r.output, /\| simple +\| 1 +\| READY/);
+  assert.match(r.output, /error: creating server: Internal - failed to load all models/);
+});
+
+test('--exit-on-error=false keeps serving the good models; strict readiness reports not ready', async () => {
+  const repo = makeRepo({
+    nofile: { 'config.pbtxt': withName('nofile'), '1/.keep': '' },
+    gpu: { 'config.pbtxt': withName('gpu', 'instance_group [ { kind: KIND_GPU } ]\n'), '1/model.onnx': '@simple-onnx' },
+    versions: { 'config.pbtxt': withName('versions'), '1/model.onnx': '@simple-onnx', 'v2/model.onnx': '@simple-onnx' },
+  });
+  const server = await startServer([`--model-repository=${repo}`, '--exit-on-error=false']);
+  try {
+    assert.match(server.output(), /\| nofile +\| 1 +\| UNAVAILABLE: Internal: failed to stat file .*nofile\/1\/model\.onnx/);
+    assert.match(server.output(), /\| gpu +\| 1 +\| UNAVAILABLE: .*GPU/);
+    assert.match(server.output(), /ignore version directory 'v2' which fails to convert to integral number/);
+    assert.equal((await fetch(server.url + '/v2/health/live')).status, 200);
+    assert.equal((await fetch(server.url + '/v2/health/ready')).status, 400);
+    const notReady = await fetch(server.url + '/v2/models/nofile/versions/1/ready');
+    assert.equal(notReady.status, 503);
+    assert.deepEqual(await notReady.json(), { error: "Request for unknown model: 'nofile' version 1 is not at ready state" });
+    const r = await infer(server.url, 'versions', [
+      { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: new Uint8Array(64) },
+      { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: new Uint8Array(64) },
+    ]);
+    assert.equal(r.status, 200);
+  } finally {
+    assert.equal(await server.stop(), 0);
+  }
+});
+
+test('--strict-readiness=false: ready as soon as the server is up', async () => {
+  const repo = makeRepo({ nofile: { 'config.pbtxt': withName('nofile'), '1/.keep': '' } });
+  const server = await startServer([`--model-repository=${repo}`, '--exit-on-error=false', '--strict-readiness=false']);
+  try {
+    assert.equal((await fetch(server.url + '/v2/health/ready')).status, 200);
+  } finally {
+    await server.stop();
+  }
+});
+
+test('an unknown flag and a bad boolean exit 1 naming them', async () => {
+  const a = await runToExit([`--model-repository=${MODEL_REPOSITORY}`, '--no-such-flag=1']);
+  assert.equal(a.code, 1);
+  assert.match(a.output, /no-such-flag/);
+  const b = await runToExit([`--model-repository=${MODEL_REPOSITORY}`, '--exit-on-error=maybe']);
+  assert.equal(b.code, 1);
+  assert.match(b.output, /Bad option: "--exit-on-error"\.[\s\S]*invalid value for bool option: maybe/);
+});
+
+test('two HTTP threads share the port; a body over --http-max-input-size is refused with 400', async () => {
+  const server = await startServer([`--model-repository=${MODEL_REPOSITORY}`, '--http-thread-count=2', '--http-max-input-size=4096']);
+  try {
+    const ok = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        infer(server.url, 'simple', [
+          { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: new Uint8Array(64) },
+          { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: new Uint8Array(64) },
+        ], { headers: { Connection: 'close' } }),
+      ),
+    );
+    for (const r of ok) assert.equal(r.status, 200);
+    const big = await fetch(server.url + '/v2/models/image_classifier/infer', {
+      method: 'POST',
+      headers: { 'Inference-Header-Content-Length': '10' },
+      body: Buffer.alloc(100_000),
+    });
+    assert.equal(big.status, 400);
+    assert.match(((await big.json()) as { error: string }).error, /exceeds the maximum allowed input size of 4096 bytes\. Use --http-max-input-size to increase the limit\./);
+    assert.equal((await fetch(server.url + '/v2/health/ready')).status, 200);
+  } finally {
+    assert.equal(await server.stop(), 0);
+  }
+});

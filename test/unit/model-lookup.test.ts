@@ -1,0 +1,39 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { lookupModel } from '../../src/frontend/model-lookup';
+import type { ServerSnapshot } from '../../src/frontend/server-snapshot';
+import { ServerError } from '../../src/errors';
+
+const snap: ServerSnapshot = {
+  live: true,
+  ready: true,
+  exiting: false,
+  models: {
+    m: { name: 'm', labels: {}, versions: [
+      { version: 1, state: 'READY', reason: '' },
+      { version: 2, state: 'READY', reason: '' },
+      { version: 3, state: 'UNAVAILABLE', reason: 'Internal: boom' },
+    ] },
+    dead: { name: 'dead', labels: {}, versions: [{ version: 1, state: 'LOADING', reason: '' }] },
+  },
+};
+
+const CASES: [string, string | undefined, number | [string, string]][] = [
+  ['m', undefined, 2],
+  ['m', '1', 1],
+  ['m', '3', ['UNAVAILABLE', "Request for unknown model: 'm' version 3 is not at ready state"]],
+  ['m', '9', ['NOT_FOUND', "Request for unknown model: 'm' version 9 is not found"]],
+  ['x', undefined, ['NOT_FOUND', "Request for unknown model: 'x' is not found"]],
+  ['dead', undefined, ['NOT_FOUND', "Request for unknown model: 'dead' has no available versions"]],
+  ['toString', undefined, ['NOT_FOUND', "Request for unknown model: 'toString' is not found"]],
+];
+
+for (const [name, version, want] of CASES) {
+  test(`lookup ${name} ${version ?? '(latest)'}`, () => {
+    if (typeof want === 'number') {
+      assert.equal(lookupModel(snap, name, version).version, want);
+    } else {
+      assert.throws(() => lookupModel(snap, name, version), (e: unknown) => e instanceof ServerError && e.code === want[0] && e.message === want[1]);
+    }
+  });
+}

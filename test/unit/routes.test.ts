@@ -1,0 +1,38 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { matchRoute } from '../../src/frontend/http/routes';
+
+const CASES: [string, string, unknown][] = [
+  ['GET', '/v2', { kind: 'server_metadata' }],
+  ['GET', '/v2/', { kind: 'not_found' }],
+  ['GET', '/v2/health/live', { kind: 'health_live' }],
+  ['GET', '/v2/health/ready?x=1', { kind: 'health_ready' }],
+  ['POST', '/v2/health/ready', { kind: 'method_not_allowed' }],
+  ['GET', '/v2/models/simple', { kind: 'model_metadata', model: 'simple', version: undefined }],
+  ['GET', '/v2/models/simple/versions/3', { kind: 'model_metadata', model: 'simple', version: '3' }],
+  ['GET', '/v2/models/simple/versions/x', { kind: 'not_found' }],
+  ['GET', '/v2/models/simple/ready', { kind: 'model_ready', model: 'simple', version: undefined }],
+  ['GET', '/v2/models/simple/versions/1/config', { kind: 'model_config', model: 'simple', version: '1' }],
+  ['POST', '/v2/models/simple/infer', { kind: 'infer', model: 'simple', version: undefined }],
+  ['GET', '/v2/models/simple/infer', { kind: 'method_not_allowed' }],
+  ['POST', '/v2/models/my%20model/versions/2/infer', { kind: 'infer', model: 'my model', version: '2' }],
+  ['POST', '/v2/models/simple/infer/', { kind: 'not_found' }],
+  ['GET', '/v2/models/stats', { kind: 'model_stats' }],
+  ['GET', '/v2/models/simple/stats', { kind: 'model_stats', model: 'simple', version: undefined }],
+  ['GET', '/v2/models/simple/trace/setting', { kind: 'model_trace', model: 'simple' }],
+  ['GET', '/v2/models/simple/versions/1/trace/setting', { kind: 'not_found' }],
+  ['POST', '/v2/repository/index', { kind: 'repository_index', repository: undefined }],
+  ['POST', '/v2/repository/models/simple/load', { kind: 'repository_load', repository: undefined, model: 'simple' }],
+  ['POST', '/v2/repository/models/simple/unload', { kind: 'repository_unload', repository: undefined, model: 'simple' }],
+  ['GET', '/v2/systemsharedmemory/status', { kind: 'shm', flavor: 'system', region: undefined, action: 'status' }],
+  ['POST', '/v2/cudasharedmemory/region/r0/register', { kind: 'shm', flavor: 'cuda', region: 'r0', action: 'register' }],
+  ['POST', '/v2/logging', { kind: 'logging' }],
+  ['DELETE', '/v2/logging', { kind: 'method_not_allowed' }],
+  ['GET', '/metrics', { kind: 'not_found' }],
+];
+
+for (const [method, url, want] of CASES) {
+  test(`${method} ${url}`, () => {
+    assert.deepEqual(matchRoute(method, url), want);
+  });
+}
