@@ -5,7 +5,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import uws from '@trufflesuite/uws-js-unofficial';
-import type { HttpRequest, HttpResponse, us_listen_socket } from '@trufflesuite/uws-js-unofficial';
+import type { HttpRequest, HttpResponse } from '@trufflesuite/uws-js-unofficial';
 import { ServerError } from '../../errors';
 import { Arena } from '../../instances/arena';
 import type { MainToFrontend } from '../../instances/protocol';
@@ -29,7 +29,16 @@ const inbox = new Inbox(data.fromMain.bell);
 inbox.add(data.fromMain, (msg: MainToFrontend) => infer.onResponse(msg.key, msg.response));
 inbox.start();
 
-let listenSocket: us_listen_socket | undefined;
+/** Requests between arrival and their response (or abort), body uploads included. */
+let active = 0;
+let onIdle: (() => void) | undefined;
+function finished(): void {
+  active--;
+  if (active === 0 && onIdle) onIdle();
+}
+function whenIdle(): Promise<void> {
+  return active === 0 ? Promise.resolve() : new Promise((resolve) => (onIdle = resolve));
+}
 const app = uws.App().any('/*', (res, req) => route(res, req));
 
 function post(msg: HttpToMain): void {
@@ -44,7 +53,6 @@ port.on('message', (msg: MainToHttp) => {
     case 'listen':
       app.listen(msg.address, msg.port, (socket) => {
         if (socket) {
-          listenSocket = socket;
           post({ t: 'listening', port: uws.us_socket_local_port(socket as unknown as Parameters<typeof uws.us_socket_local_port>[0]) });
         } else {
           post({ t: 'listen_failed', message: `Socket '${msg.address}:${msg.port}' already in use ` });
@@ -52,10 +60,9 @@ port.on('message', (msg: MainToHttp) => {
       });
       return;
     case 'close':
-      // Stop accepting, let in-flight inferences finish, then let the thread end.
-      if (listenSocket) uws.us_listen_socket_close(listenSocket);
-      listenSocket = undefined;
-      void infer.whenIdle().then(() => {
+      // The snapshot already says `exiting`, so new inferences get 503 while
+      // the admitted ones finish; then close the port and every connection.
+      void whenIdle().then(() => {
         closeApp(app);
         inbox.stop();
         post({ t: 'closed' });
@@ -68,7 +75,8 @@ port.on('message', (msg: MainToHttp) => {
 
 function route(res: HttpResponse, req: HttpRequest): void {
   const head = readHead(req);
-  const reply = new Reply(res);
+  active++;
+  const reply = new Reply(res, finished);
   const r = matchRoute(head.method, head.url);
   try {
     switch (r.kind) {

@@ -32,7 +32,6 @@ interface PendingInfer {
 export class InferHandler {
   private nextKey = 1;
   private readonly pending = new Map<number, PendingInfer>();
-  private idleWaiter: (() => void) | undefined;
 
   constructor(
     private readonly arena: Arena,
@@ -40,18 +39,6 @@ export class InferHandler {
     private readonly maxInputSize: number,
     private readonly snapshot: () => ServerSnapshot,
   ) {}
-
-  inflight(): number {
-    return this.pending.size;
-  }
-
-  /** Resolves once no request is waiting for the main thread. */
-  whenIdle(): Promise<void> {
-    if (this.pending.size === 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      this.idleWaiter = resolve;
-    });
-  }
 
   handle(reply: Reply, head: RequestHead, model: string, versionText: string | undefined): void {
     const arrivalNs = nowNs();
@@ -135,11 +122,6 @@ export class InferHandler {
     } finally {
       for (const o of response.outputs) this.arena.free(o.offset);
       if (response.final) for (const t of p.inputs) this.arena.free(t.offset);
-      if (this.pending.size === 0 && this.idleWaiter) {
-        const w = this.idleWaiter;
-        this.idleWaiter = undefined;
-        w();
-      }
     }
   }
 

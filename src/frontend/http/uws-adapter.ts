@@ -52,9 +52,11 @@ export function readHead(req: HttpRequest): RequestHead {
 export class Reply {
   aborted = false;
   done = false;
-  constructor(readonly res: HttpResponse) {
+  /** `finished` runs once, when the response is sent or the client went away. */
+  constructor(readonly res: HttpResponse, private readonly finished: () => void) {
     res.onAborted(() => {
       this.aborted = true;
+      if (!this.done) finished();
     });
   }
 
@@ -62,6 +64,7 @@ export class Reply {
   send(status: number, headers: Record<string, string>, body: Uint8Array | string, close = false): void {
     if (this.aborted || this.done) return;
     this.done = true;
+    this.finished();
     this.res.cork(() => {
       this.res.writeStatus(statusLine(status));
       for (const k in headers) this.res.writeHeader(k, headers[k]);
