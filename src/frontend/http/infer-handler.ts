@@ -9,7 +9,8 @@ import type { Arena } from '../../instances/arena';
 import type { FrontendToMain } from '../../instances/protocol';
 import type { RingWriter } from '../../instances/ring';
 import { nowNs } from '../../scheduler/clock';
-import type { InferRequest, InferResponse, TensorRef } from '../../scheduler/request';
+import type { InferResponse, TensorRef } from '../../scheduler/request';
+import { admitRequest } from '../admit-request';
 import type { DecodedRequest } from '../decoded-request';
 import { lookupModel } from '../model-lookup';
 import type { ModelView, ServerSnapshot } from '../server-snapshot';
@@ -52,8 +53,9 @@ export class InferHandler {
         throw new ServerError('UNSUPPORTED', "HTTP end point doesn't support models with decoupled transaction policy");
       }
     } catch (err) {
-      reply.res.onData(() => undefined);
-      sendError(reply, err);
+      // Answer after the upload is in: closing a connection (at shutdown)
+      // while the client still sends makes it see EPIPE instead of the error.
+      readBody(reply, head, this.maxInputSize, () => sendError(reply, err));
       return;
     }
     readBody(reply, head, this.maxInputSize, (r) => {
@@ -76,27 +78,8 @@ export class InferHandler {
     const headerLength = parseHeaderLength(head.headerLength === '' ? undefined : head.headerLength, body.length);
     const decoded = decodeInferRequest(body, headerLength, plan, this.maxInputSize);
     const { batchSize } = validateRequest(plan, decoded);
-    const inputs: TensorRef[] = [];
-    try {
-      for (const input of decoded.inputs) {
-        const offset = this.arena.alloc(input.data.byteLength);
-        inputs.push({ name: input.name, datatype: input.datatype as TensorRef['datatype'], shape: input.shape, offset, byteSize: input.data.byteLength });
-        this.arena.bytes(offset, input.data.byteLength).set(input.data);
-      }
-    } catch (err) {
-      for (const t of inputs) this.arena.free(t.offset);
-      throw err;
-    }
-    const request: InferRequest = {
-      id: decoded.id,
-      model: view.name,
-      version,
-      batchSize,
-      inputs,
-      requestedOutputs: decoded.outputs === null ? null : decoded.outputs.map((o) => o.name),
-      parameters: decoded.parameters,
-      arrivalNs,
-    };
+    const request = admitRequest(this.arena, decoded, { model: view.name, version, batchSize, arrivalNs });
+    const inputs = request.inputs;
     const key = this.nextKey++;
     this.pending.set(key, { reply, head, decoded, view, version, inputs });
     const msg: FrontendToMain = { t: 'infer', key, request };

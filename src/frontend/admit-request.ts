@@ -1,0 +1,52 @@
+/**
+ * The step every frontend shares once a request is decoded and validated:
+ * copy its tensors into the shared arena and describe them as an
+ * InferRequest for the scheduler; and the matching release of the request's
+ * arena blocks when its final response has been handled.
+ */
+import type { Arena } from '../instances/arena';
+import type { InferRequest, TensorRef } from '../scheduler/request';
+import type { DecodedRequest } from './decoded-request';
+
+export interface AdmitTarget {
+  model: string;
+  version: number;
+  batchSize: number;
+  arrivalNs: number;
+}
+
+/** Copies each input's bytes into the arena; on failure frees what it took and rethrows. */
+export function admitRequest(arena: Arena, decoded: DecodedRequest, target: AdmitTarget): InferRequest {
+  const inputs: TensorRef[] = [];
+  try {
+    for (const input of decoded.inputs) {
+      const size = input.data.byteLength;
+      const offset = arena.alloc(size);
+      inputs.push({ name: input.name, datatype: input.datatype as TensorRef['datatype'], shape: input.shape, offset, byteSize: size });
+      arena.bytes(offset, size).set(input.data);
+    }
+  } catch (err) {
+    for (const t of inputs) arena.free(t.offset);
+    throw err;
+  }
+  return {
+    id: decoded.id,
+    model: target.model,
+    version: target.version,
+    batchSize: target.batchSize,
+    inputs,
+    requestedOutputs: decoded.outputs === null ? null : decoded.outputs.map((o) => o.name),
+    parameters: decoded.parameters,
+    arrivalNs: target.arrivalNs,
+  };
+}
+
+/** Frees the arena blocks of a request's inputs (after its final response). */
+export function releaseInputs(arena: Arena, inputs: readonly TensorRef[]): void {
+  for (const t of inputs) arena.free(t.offset);
+}
+
+/** Frees the arena blocks of a response's outputs (after they were encoded or dropped). */
+export function releaseOutputs(arena: Arena, outputs: readonly TensorRef[]): void {
+  for (const o of outputs) arena.free(o.offset);
+}

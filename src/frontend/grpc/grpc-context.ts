@@ -1,0 +1,94 @@
+/**
+ * What every gRPC handler shares: the server's parts it may use (snapshot,
+ * router, arena), Triton's error → status mapping, the restricted-protocol
+ * check, and a wrapper that turns a handler's result or thrown error into
+ * the unary callback.
+ */
+import type * as grpc from '@grpc/grpc-js';
+import type { ServerOptions } from '../../cli-options';
+import { GRPC_STATUS, ServerError, toErrorInfo } from '../../errors';
+import type { Arena } from '../../instances/arena';
+import type { Logger } from '../../logging/logger';
+import type { RepositoryApiContext } from '../../repository/repository-api';
+import type { InferRequest, Respond } from '../../scheduler/request';
+import type { ServerSnapshot } from '../server-snapshot';
+import type { Protos } from './grpc-protos';
+
+export type RestrictedCategory =
+  | 'health' | 'metadata' | 'inference' | 'shared-memory' | 'model-config'
+  | 'model-repository' | 'statistics' | 'trace' | 'logging';
+
+/**
+ * The main thread's control APIs (src/frontend/control-api.ts), typed by
+ * what gRPC calls; results are the JSON shapes the HTTP endpoints print.
+ */
+export interface GrpcControl {
+  modelStatistics(model?: string, version?: number): object[];
+  logSettings(): object;
+  updateLogSettings(body: unknown): object;
+  traceSettings(model?: string): object;
+  updateTraceSettings(model: string | undefined, body: unknown): object;
+}
+
+/** What server.ts hands the gRPC frontend. */
+export interface GrpcDeps {
+  options: ServerOptions;
+  snapshot: () => ServerSnapshot;
+  route: (request: InferRequest, respond: Respond) => void;
+  arena: Arena;
+  log: Logger;
+  serverName: string;
+  serverVersion: string;
+  extensions: readonly string[];
+  /** Statistics, log and trace settings; absent = admin-handlers.ts answers. */
+  control?: GrpcControl;
+  /** The model repository extension; absent = admin-handlers.ts answers. */
+  repository?: RepositoryApiContext;
+}
+
+export interface GrpcContext extends GrpcDeps {
+  protos: Protos;
+  /** True once stop() began: new inferences are refused. */
+  stopping(): boolean;
+}
+
+export const SHUTTING_DOWN = 'GRPC server is shutting down and has stopped accepting new requests.';
+
+/** A grpc-js status for any thrown error (protocol.md §2.2). */
+export function toStatus(err: unknown): Partial<grpc.StatusObject> {
+  const info = toErrorInfo(err);
+  return { code: GRPC_STATUS[info.code], details: info.message };
+}
+
+/** Throws UNAVAILABLE when `category` is restricted and the call lacks the metadata key and value. */
+export function checkRestricted(ctx: GrpcDeps, category: RestrictedCategory, metadata: grpc.Metadata): void {
+  for (const group of ctx.options.grpcRestrictedProtocol) {
+    if (!group.apis.includes(category)) continue;
+    const key = `triton-grpc-protocol-${group.key}`;
+    const values = metadata.get(key.toLowerCase());
+    if (!values.some((v) => String(v) === group.value)) {
+      throw new ServerError('UNAVAILABLE', `This protocol is restricted, expecting header '${key}'`);
+    }
+  }
+}
+
+/** A unary handler: `fn` returns the response (or a promise of it) or throws a ServerError. */
+export function unary<Req, Res>(
+  ctx: GrpcDeps,
+  category: RestrictedCategory,
+  fn: (request: Req, call: grpc.ServerUnaryCall<Req, Res>) => Res | Promise<Res>,
+): grpc.handleUnaryCall<Req, Res> {
+  return (call, callback) => {
+    try {
+      checkRestricted(ctx, category, call.metadata);
+      const result = fn(call.request, call);
+      if (result instanceof Promise) {
+        result.then((r) => callback(null, r), (err: unknown) => callback(toStatus(err)));
+      } else {
+        callback(null, result);
+      }
+    } catch (err) {
+      callback(toStatus(err));
+    }
+  };
+}

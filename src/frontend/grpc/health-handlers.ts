@@ -1,0 +1,79 @@
+/**
+ * Health, metadata and config rpcs, answered from the server snapshot
+ * (protocol.md §2.3, §2.5, §2.8): ServerLive, ServerReady, ModelReady,
+ * ServerMetadata, ModelMetadata, ModelConfig and grpc.health.v1 Check.
+ */
+import type * as grpc from '@grpc/grpc-js';
+import { ServerError } from '../../errors';
+import { modelMetadataJson } from '../model-metadata';
+import { lookupModel, readyVersions } from '../model-lookup';
+import type { Resolved } from '../model-lookup';
+import type { ServerSnapshot } from '../server-snapshot';
+import { unary } from './grpc-context';
+import type { GrpcContext } from './grpc-context';
+import type { ModelRefMsg } from './proto-types';
+
+/**
+ * Triton parses gRPC version strings with std::stol: leading whitespace and
+ * a sign are accepted, trailing garbage is ignored, no digits (or overflow)
+ * fails with "stol" as the detail.
+ */
+export function parseGrpcVersion(text: string): string | undefined {
+  if (text === '') return undefined;
+  const m = /^\s*([+-]?\d+)/.exec(text);
+  if (m === null || !Number.isSafeInteger(Number(m[1]))) {
+    throw new ServerError(
+      'INVALID_ARG',
+      `failed to get model version from specified version string '${text}' (details: stol), version should be an integral value > 0`,
+    );
+  }
+  const n = Number(m[1]);
+  if (n < 0) throw new ServerError('INVALID_ARG', `invalid model version specified '${text}' , version should be an integral value > 0`);
+  return String(n);
+}
+
+export function resolveModel(snapshot: ServerSnapshot, name: string, versionText: string): Resolved {
+  return lookupModel(snapshot, name, parseGrpcVersion(versionText));
+}
+
+export function healthHandlers(ctx: GrpcContext): grpc.UntypedServiceImplementation {
+  const notExiting = (): ServerSnapshot => {
+    const s = ctx.snapshot();
+    if (s.exiting) throw new ServerError('UNAVAILABLE', 'Server exiting');
+    return s;
+  };
+  return {
+    ServerLive: unary(ctx, 'health', () => ({ live: notExiting().live })),
+    ServerReady: unary(ctx, 'health', () => ({ ready: notExiting().ready })),
+    ModelReady: unary(ctx, 'health', (req: ModelRefMsg) => {
+      const s = ctx.snapshot();
+      if (!s.live || s.exiting) throw new ServerError('UNAVAILABLE', 'Server not ready');
+      resolveModel(s, req.name, req.version);
+      return { ready: true };
+    }),
+    ServerMetadata: unary(ctx, 'metadata', () => ({
+      name: ctx.serverName,
+      version: ctx.serverVersion,
+      extensions: [...ctx.extensions],
+    })),
+    ModelMetadata: unary(ctx, 'metadata', (req: ModelRefMsg) => {
+      const { view, version } = resolveModel(ctx.snapshot(), req.name, req.version);
+      const versions = req.version !== '' ? [String(version)] : readyVersions(view);
+      return JSON.parse(modelMetadataJson(view.config!, versions)) as object;
+    }),
+    ModelConfig: unary(ctx, 'model-config', (req: ModelRefMsg) => {
+      const { view } = resolveModel(ctx.snapshot(), req.name, req.version);
+      return { config: view.config };
+    }),
+  };
+}
+
+export function grpcHealthHandlers(ctx: GrpcContext): grpc.UntypedServiceImplementation {
+  return {
+    Check: unary(ctx, 'health', () => {
+      const s = ctx.snapshot();
+      if (s.exiting) throw new ServerError('UNAVAILABLE', 'Server exiting');
+      return { status: s.ready ? 'SERVING' : 'NOT_SERVING' };
+    }),
+  };
+}

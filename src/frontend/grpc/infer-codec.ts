@@ -1,0 +1,146 @@
+/**
+ * ModelInferRequest → DecodedRequest (the shape the HTTP decoder also
+ * produces, so validate.ts and the scheduler path are shared), and a
+ * scheduler response → ModelInferResponse with every output's bytes in
+ * `raw_output_contents`, one entry per output in order (protocol.md §2.3,
+ * §8 item 1). Pure: no I/O, no arena.
+ */
+import type { DataType } from '../../datatypes';
+import { ServerError } from '../../errors';
+import type { ParamValue } from '../../scheduler/request';
+import { classify } from '../classification';
+import type { DecodedInput, DecodedRequest, RequestedOutput } from '../decoded-request';
+import { encodeBytesTensor } from '../tensor-view';
+import { checkSharedMemory, int64ToNumber, parseRequestParameters, tensorParameters } from './grpc-parameters';
+import type { InferParameterOut, ModelInferRequestMsg, ModelInferResponseOut } from './proto-types';
+import { contentsToBytes, hasContents } from './typed-contents';
+
+export interface DecodedGrpcRequest {
+  decoded: DecodedRequest;
+  enableEmptyFinalResponse: boolean;
+}
+
+function invalid(message: string): ServerError {
+  return new ServerError('INVALID_ARG', message);
+}
+
+/** `model` is the resolved model name (used in error texts). */
+export function decodeModelInferRequest(msg: ModelInferRequestMsg, model: string): DecodedGrpcRequest {
+  const { parameters, enableEmptyFinalResponse } = parseRequestParameters(msg.parameters ?? {});
+  const raw = msg.raw_input_contents ?? [];
+  let nextRaw = 0;
+  const inputs: DecodedInput[] = [];
+  for (const t of msg.inputs ?? []) {
+    const params = t.parameters ?? {};
+    const typed = hasContents(t.contents);
+    checkSharedMemory(params, t.name, typed, model);
+    let data: Uint8Array;
+    if (typed) {
+      if (raw.length > 0) {
+        throw invalid(`contents field must not be specified when using raw_input_contents for '${t.name}' for model '${model}'`);
+      }
+      data = contentsToBytes(t.contents!, t.datatype, t.name, model);
+    } else if (nextRaw < raw.length) {
+      data = raw[nextRaw++];
+    } else {
+      throw invalid(`unable to find data for input tensor '${t.name}' for model '${model}' in request.`);
+    }
+    inputs.push({
+      name: t.name,
+      datatype: t.datatype,
+      shape: (t.shape ?? []).map((d) => int64ToNumber(d, `shape of input '${t.name}'`)),
+      data,
+      parameters: tensorParameters(params),
+    });
+  }
+  // Surplus raw_input_contents entries are ignored, as Triton does.
+
+  let outputs: RequestedOutput[] | null = null;
+  if ((msg.outputs ?? []).length > 0) {
+    outputs = msg.outputs.map((o) => {
+      const params = o.parameters ?? {};
+      checkOutputSharedMemory(params, o.name);
+      let classification = 0;
+      const c = params.classification;
+      if (c !== undefined) {
+        if (c.parameter_choice !== 'int64_param') {
+          throw invalid(`invalid value type for 'classification' parameter for tensor '${o.name}', expected int64_param.`);
+        }
+        classification = int64ToNumber(c.int64_param!, 'classification');
+      }
+      return { name: o.name, binary: true, classification, parameters: tensorParameters(params) };
+    });
+  }
+  return {
+    decoded: { id: msg.id ?? '', inputs, outputs, parameters, binaryDataOutput: true },
+    enableEmptyFinalResponse,
+  };
+}
+
+function checkOutputSharedMemory(params: ModelInferRequestMsg['outputs'][number]['parameters'], name: string): void {
+  // Outputs have no contents; the same region checks apply.
+  if (params.shared_memory_region !== undefined || params.shared_memory_offset !== undefined || params.shared_memory_byte_size !== undefined) {
+    checkSharedMemory(params, name, false, '');
+  }
+}
+
+export interface ResponseTensor {
+  name: string;
+  datatype: DataType;
+  shape: number[];
+  /** May be a view into the shared arena. */
+  data: Uint8Array;
+}
+
+export interface BuildResponseArgs {
+  id: string;
+  modelName: string;
+  modelVersion: string;
+  parameters?: Record<string, ParamValue>;
+  /** In the order the backend produced them. */
+  outputs: ResponseTensor[];
+  requested: RequestedOutput[] | null;
+  batched: boolean;
+  labels?: (outputName: string) => readonly string[] | undefined;
+}
+
+/** The response message; `raw_output_contents` entries are views of the given data, not copies. */
+export function buildInferResponse(args: BuildResponseArgs): ModelInferResponseOut {
+  const out: ModelInferResponseOut = {
+    model_name: args.modelName,
+    model_version: args.modelVersion,
+    id: args.id,
+    parameters: toInferParameters(args.parameters),
+    outputs: [],
+    raw_output_contents: [],
+  };
+  for (const o of args.outputs) {
+    let req: RequestedOutput | undefined;
+    if (args.requested !== null) {
+      req = args.requested.find((r) => r.name === o.name);
+      if (req === undefined) continue; // only the listed outputs are returned
+    }
+    if (req !== undefined && req.classification > 0) {
+      const c = classify(o, req.classification, args.batched, args.labels?.(o.name));
+      out.outputs.push({ name: o.name, datatype: 'BYTES', shape: c.shape });
+      out.raw_output_contents.push(encodeBytesTensor(c.elements));
+    } else {
+      out.outputs.push({ name: o.name, datatype: o.datatype, shape: o.shape });
+      out.raw_output_contents.push(o.data);
+    }
+  }
+  return out;
+}
+
+export function toInferParameters(params: Record<string, ParamValue> | undefined): Record<string, InferParameterOut> {
+  const out: Record<string, InferParameterOut> = {};
+  if (params === undefined) return out;
+  for (const key of Object.keys(params)) {
+    const v = params[key];
+    if (typeof v === 'boolean') out[key] = { bool_param: v };
+    else if (typeof v === 'string') out[key] = { string_param: v };
+    else if (Number.isInteger(v)) out[key] = { int64_param: v };
+    else out[key] = { double_param: v };
+  }
+  return out;
+}

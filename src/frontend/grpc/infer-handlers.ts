@@ -1,0 +1,197 @@
+/**
+ * ModelInfer (unary) and ModelStreamInfer (bidi) over the shared runner
+ * (infer-runner.ts), protocol.md §2.3, §2.4.
+ *
+ * Stream rules kept here: each request read is an independent inference;
+ * responses of non-decoupled requests are written in request order (a FIFO
+ * per stream whose head alone may write, as Triton does), decoupled ones as
+ * they come; a failed request answers `error_message` and the stream stays
+ * open, unless the stream was opened with metadata `triton_grpc_error: true`,
+ * where the first error ends it with the mapped status. After the client
+ * half-closes, the stream ends once every request was answered.
+ */
+import type * as grpc from '@grpc/grpc-js';
+import { ServerError, fromErrorInfo, toErrorInfo } from '../../errors';
+import { checkRestricted, toStatus } from './grpc-context';
+import type { GrpcContext } from './grpc-context';
+import { encodeMessage } from './grpc-protos';
+import { startInfer } from './infer-runner';
+import type { InferResult, StartedInfer } from './infer-runner';
+import type { ModelInferRequestMsg, ModelStreamInferResponseOut } from './proto-types';
+
+export function modelInferHandler(ctx: GrpcContext): grpc.handleUnaryCall<ModelInferRequestMsg, Buffer> {
+  return (call, callback) => {
+    let answered = false;
+    const answer = (err: unknown, body?: Buffer): void => {
+      if (answered) return;
+      answered = true;
+      if (err !== undefined) callback(toStatus(err));
+      else callback(null, body);
+    };
+    try {
+      checkRestricted(ctx, 'inference', call.metadata);
+      startInfer(ctx, call.request, false, (result) => {
+        if (!result.final) return; // non-decoupled models answer once, with the final response
+        if (!result.ok) return answer(fromErrorInfo(result.error));
+        try {
+          answer(undefined, encodeMessage(ctx.protos.modelInferResponse, result.response));
+        } catch (err) {
+          answer(err);
+        }
+      });
+    } catch (err) {
+      answer(err);
+    }
+  };
+}
+
+/** One request of a stream, in arrival order. */
+interface Slot {
+  /** Encoded responses waiting for this slot to reach the head of the queue. */
+  pending: Buffer[];
+  done: boolean;
+  /** Error mode: the error that ends the stream once this slot reaches the head. */
+  failure?: unknown;
+}
+
+export interface StreamRegistry {
+  /** Streams currently open, so stop() can end the idle ones. */
+  add(stream: { endIfIdle(): void }): void;
+  remove(stream: { endIfIdle(): void }): void;
+}
+
+export function modelStreamInferHandler(ctx: GrpcContext, registry: StreamRegistry): grpc.handleBidiStreamingCall<ModelInferRequestMsg, Buffer> {
+  return (call) => {
+    const errorMode = call.metadata.get('triton_grpc_error').some((v) => String(v).toLowerCase() === 'true');
+    const queue: Slot[] = [];
+    let inflight = 0;
+    let halfClosed = false;
+    let closed = false;
+    const stream = { endIfIdle: () => maybeEnd(true) };
+    registry.add(stream);
+
+    const finish = (): void => {
+      if (closed) return;
+      closed = true;
+      registry.remove(stream);
+    };
+    call.on('cancelled', finish);
+    call.on('error', finish);
+
+    const write = (body: Buffer): void => {
+      if (!closed) call.write(body);
+    };
+    const flush = (): void => {
+      while (queue.length > 0) {
+        const head = queue[0];
+        for (const b of head.pending) write(b);
+        head.pending.length = 0;
+        if (head.failure !== undefined) return fail(head.failure);
+        if (!head.done) return;
+        queue.shift();
+      }
+    };
+    function maybeEnd(stopping: boolean): void {
+      if (closed || inflight > 0 || queue.length > 0) return;
+      if (!halfClosed && !stopping) return;
+      finish();
+      call.end();
+    }
+    const fail = (err: unknown): void => {
+      // Error mode: the first error ends the stream with the mapped status.
+      if (closed) return;
+      finish();
+      call.emit('error', { ...toStatus(err), metadata: undefined });
+    };
+    const encode = (msg: ModelStreamInferResponseOut): Buffer => encodeMessage(ctx.protos.modelStreamInferResponse, msg);
+    const errorResponse = (id: string, message: string, info: StartedInfer | undefined): Buffer =>
+      encode({
+        error_message: message,
+        infer_response: {
+          id,
+          model_name: info?.modelName ?? '',
+          model_version: info?.modelVersion ?? '',
+          parameters: info !== undefined ? { triton_final_response: { bool_param: true } } : {},
+          outputs: [],
+          raw_output_contents: [],
+        },
+      });
+
+    call.on('data', (msg: ModelInferRequestMsg) => {
+      if (closed) return;
+      const slot: Slot = { pending: [], done: false };
+      let ordered = true;
+      let finalSeen = false;
+      const onResult = (result: InferResult, info: StartedInfer): void => {
+        if (closed) return;
+        if (result.final && !finalSeen) {
+          finalSeen = true;
+          inflight--;
+        }
+        ordered = !info.decoupled;
+        if (!result.ok && errorMode) {
+          if (!ordered) return fail(fromErrorInfo(result.error));
+          slot.failure = fromErrorInfo(result.error);
+          slot.done = true;
+          return flush();
+        }
+        let body: Buffer | undefined;
+        try {
+          body = toBody(result, info, msg.id ?? '');
+        } catch (err) {
+          if (errorMode && !ordered) return fail(err);
+          if (errorMode) {
+            slot.failure = err;
+            slot.done = true;
+            return flush();
+          }
+          body = errorResponse(msg.id ?? '', toErrorInfo(err).message, info);
+        }
+        if (!ordered) {
+          if (body !== undefined) write(body);
+        } else {
+          if (body !== undefined) slot.pending.push(body);
+          if (result.final) slot.done = true;
+          flush();
+        }
+        maybeEnd(ctx.stopping());
+      };
+      const toBody = (result: InferResult, info: StartedInfer, id: string): Buffer | undefined => {
+        if (!result.ok) return errorResponse(id, result.error.message, info);
+        const r = result.response;
+        // Decoupled: an empty final response is only a completion flag, sent on request.
+        if (info.decoupled && result.final && r.outputs.length === 0 && !info.enableEmptyFinalResponse) return undefined;
+        r.parameters.triton_final_response = { bool_param: result.final };
+        return encode({ error_message: '', infer_response: r });
+      };
+
+      queue.push(slot);
+      inflight++;
+      try {
+        checkRestricted(ctx, 'inference', call.metadata);
+        const info = startInfer(ctx, msg, true, onResult);
+        if (info.decoupled) {
+          // Decoupled responses bypass the FIFO; drop this slot so it cannot block later ones.
+          const k = queue.indexOf(slot);
+          if (k >= 0 && slot.pending.length === 0) queue.splice(k, 1);
+          flush();
+        }
+      } catch (err) {
+        inflight--;
+        slot.done = true;
+        if (errorMode) {
+          slot.failure = err;
+          return flush();
+        }
+        slot.pending.push(errorResponse(msg.id ?? '', toErrorInfo(err).message, undefined));
+        flush();
+        maybeEnd(ctx.stopping());
+      }
+    });
+    call.on('end', () => {
+      halfClosed = true;
+      maybeEnd(false);
+    });
+    if (ctx.stopping()) fail(new ServerError('UNAVAILABLE', 'GRPC server is shutting down and has stopped accepting new requests.'));
+  };
+}
