@@ -1,0 +1,120 @@
+/**
+ * Main-thread answers to the non-data-plane extensions: statistics
+ * (protocol.md §1.9), logging (§1.13) and trace settings (§1.12). The typed
+ * methods are what every frontend calls (gRPC converts their results to
+ * protobuf); `http()` adapts them to the HTTP threads' control channel
+ * (http-control.ts): JSON in, status + JSON out, errors as Triton's bodies.
+ */
+import { HTTP_STATUS, ServerError, toErrorInfo } from '../errors';
+import type { Logger } from '../logging/logger';
+import { logSettingsJson, updateLogSettings, type LogSettingsJson } from '../logging/logging-extension';
+import type { ModelStatisticsJson } from '../metrics/model-statistics';
+import type { Telemetry } from '../metrics/telemetry';
+import type { TraceSettingJson } from '../tracing/trace-settings';
+import { unknownTraceModel, type Tracer } from '../tracing/tracer';
+import type { ControlReply, ControlRequest } from './http/http-control';
+import { parseRequestJson } from './http/request-json';
+import type { RepositoryApiContext } from '../repository/repository-api';
+import { isRepositoryRoute, repositoryHttp } from './repository-control';
+import type { ServerSnapshot } from './server-snapshot';
+
+export interface ControlContext {
+  snapshot(): ServerSnapshot;
+  telemetry: Telemetry;
+  tracer: Tracer;
+  log: Logger;
+  /** The repository extension (repository-control.ts); absent = 501. */
+  repository?: RepositoryApiContext;
+}
+
+export class ControlApi {
+  constructor(private readonly ctx: ControlContext) {}
+
+  /**
+   * `model_stats` entries: every READY version of every model (no name), of
+   * one model, or one version; models by name, versions ascending.
+   */
+  modelStatistics(model?: string, version?: number): ModelStatisticsJson[] {
+    const snapshot = this.ctx.snapshot();
+    const readyOf = (name: string): number[] => {
+      const view = Object.prototype.hasOwnProperty.call(snapshot.models, name) ? snapshot.models[name] : undefined;
+      return (view?.versions ?? []).filter((v) => v.state === 'READY').map((v) => v.version).sort((a, b) => a - b);
+    };
+    let pairs: [string, number][];
+    if (model === undefined) {
+      pairs = Object.keys(snapshot.models).sort().flatMap((name) => readyOf(name).map((v): [string, number] => [name, v]));
+    } else {
+      const ready = readyOf(model);
+      if (ready.length === 0) throw new ServerError('INVALID_ARG', `requested model '${model}' is not available`);
+      if (version !== undefined && !ready.includes(version)) {
+        throw new ServerError('INVALID_ARG', `requested model version is not available for model '${model}'`);
+      }
+      pairs = (version === undefined ? ready : [version]).map((v) => [model, v]);
+    }
+    const out: ModelStatisticsJson[] = [];
+    for (const [name, v] of pairs) {
+      const s = this.ctx.telemetry.statistics(name, v);
+      if (s !== undefined) out.push(s);
+    }
+    return out;
+  }
+
+  logSettings(): LogSettingsJson {
+    return logSettingsJson(this.ctx.log.settings());
+  }
+
+  updateLogSettings(body: unknown): LogSettingsJson {
+    return updateLogSettings(this.ctx.log, body);
+  }
+
+  /** Global setting, or a model's (which must have a READY version). */
+  traceSettings(model?: string): TraceSettingJson {
+    if (model !== undefined) this.requireReady(model);
+    return this.ctx.tracer.settings(model);
+  }
+
+  updateTraceSettings(model: string | undefined, body: unknown): TraceSettingJson {
+    if (model !== undefined) this.requireReady(model);
+    return this.ctx.tracer.update(model, body);
+  }
+
+  /** The HTTP threads' control channel. */
+  http(req: ControlRequest): ControlReply | Promise<ControlReply> {
+    if (isRepositoryRoute(req)) return repositoryHttp(this.ctx.repository, req);
+    try {
+      return { t: 'control_reply', id: req.id, status: 200, body: JSON.stringify(this.route(req)) };
+    } catch (err) {
+      const info = toErrorInfo(err);
+      return { t: 'control_reply', id: req.id, status: HTTP_STATUS[info.code], body: JSON.stringify({ error: info.message }) };
+    }
+  }
+
+  private route(req: ControlRequest): unknown {
+    const r = req.route;
+    const post = req.method === 'POST';
+    switch (r.kind) {
+      case 'model_stats':
+        return { model_stats: this.modelStatistics(r.model, r.version === undefined ? undefined : Number(r.version)) };
+      case 'logging':
+        return post ? this.updateLogSettings(parseBody(req.body)) : this.logSettings();
+      case 'trace':
+        return post ? this.updateTraceSettings(undefined, parseBody(req.body)) : this.traceSettings();
+      case 'model_trace':
+        return post ? this.updateTraceSettings(r.model, parseBody(req.body)) : this.traceSettings(r.model);
+      default:
+        throw new ServerError('UNSUPPORTED', 'unknown control route');
+    }
+  }
+
+  private requireReady(model: string): void {
+    const models = this.ctx.snapshot().models;
+    const view = Object.prototype.hasOwnProperty.call(models, model) ? models[model] : undefined;
+    if (view === undefined || !view.versions.some((v) => v.state === 'READY')) throw unknownTraceModel(model);
+  }
+}
+
+/** Triton's JSON parser texts: an empty body is `The document is empty.` (500). */
+function parseBody(body: string): unknown {
+  const buf = Buffer.from(body, 'utf8');
+  return parseRequestJson(buf, buf.length);
+}

@@ -1,0 +1,116 @@
+/**
+ * The Prometheus families of nodetron (protocol.md §5.2, §5.3) in one
+ * prom-client registry, and the exposition text as Triton's endpoint prints
+ * it: families grouped by type (counters, gauges, histograms, summaries) in
+ * registration order, families without series left out, labels sorted by
+ * name. Only src/metrics/ imports prom-client.
+ */
+import { Counter, Gauge, Histogram, Registry, Summary } from 'prom-client';
+import type { MetricsSettings } from './metrics-config';
+
+export type ModelLabel = 'model' | 'version';
+export type FailureLabel = 'model' | 'reason' | 'version';
+
+type C = Counter<ModelLabel>;
+
+export interface ModelFamilies {
+  requestSuccess: C;
+  requestFailure: Counter<FailureLabel>;
+  inferenceCount: C;
+  execCount: C;
+  /** Present with counter_latencies (default). */
+  durations?: { request: C; queue: C; computeInput: C; computeInfer: C; computeOutput: C };
+  pending: Gauge<ModelLabel>;
+  loadDuration: Gauge<ModelLabel>;
+  /** Present with histogram_latencies=true. */
+  firstResponse?: Histogram<ModelLabel>;
+  /** Present with summary_latencies=true. */
+  summaries?: {
+    request: Summary<ModelLabel>;
+    queue: Summary<ModelLabel>;
+    computeInput: Summary<ModelLabel>;
+    computeInfer: Summary<ModelLabel>;
+    computeOutput: Summary<ModelLabel>;
+  };
+}
+
+export interface ServerFamilies {
+  cpuUtilization: Gauge;
+  cpuMemoryTotal: Gauge;
+  cpuMemoryUsed: Gauge;
+}
+
+/** Triton's default first-response histogram buckets (ms). */
+export const FIRST_RESPONSE_BUCKETS = [100, 500, 2000, 5000];
+const TYPE_ORDER = ['counter', 'gauge', 'histogram', 'summary'];
+
+export class MetricFamilies {
+  readonly registry = new Registry();
+  readonly model: ModelFamilies;
+  /** Present with --allow-cpu-metrics. */
+  readonly server?: ServerFamilies;
+
+  constructor(settings: MetricsSettings, cpuMetrics: boolean) {
+    const registers = [this.registry];
+    const counter = (name: string, help: string): C => new Counter({ name, help, labelNames: ['model', 'version'], registers });
+    const gauge = (name: string, help: string): Gauge<ModelLabel> => new Gauge({ name, help, labelNames: ['model', 'version'], registers });
+    const summary = (name: string, help: string): Summary<ModelLabel> => new Summary({
+      name, help, labelNames: ['model', 'version'], registers,
+      percentiles: settings.summaryQuantiles.map((q) => q.quantile),
+      // prometheus-cpp's default sliding window: 60 s in 5 age buckets.
+      maxAgeSeconds: 60, ageBuckets: 5,
+    });
+    // Registration order is Triton's (protocol.md §5.3).
+    this.model = {
+      requestSuccess: counter('nv_inference_request_success', 'Number of successful inference requests, all batch sizes'),
+      requestFailure: new Counter({
+        name: 'nv_inference_request_failure', help: 'Number of failed inference requests, all batch sizes',
+        labelNames: ['model', 'reason', 'version'], registers,
+      }),
+      inferenceCount: counter('nv_inference_count', 'Number of inferences performed (does not include cached requests)'),
+      execCount: counter('nv_inference_exec_count', 'Number of model executions performed (does not include cached requests)'),
+      durations: settings.counterLatencies ? {
+        request: counter('nv_inference_request_duration_us', 'Cumulative inference request duration in microseconds (includes cached requests)'),
+        queue: counter('nv_inference_queue_duration_us', 'Cumulative inference queuing duration in microseconds (includes cached requests)'),
+        computeInput: counter('nv_inference_compute_input_duration_us', 'Cumulative compute input duration in microseconds (does not include cached requests)'),
+        computeInfer: counter('nv_inference_compute_infer_duration_us', 'Cumulative compute inference duration in microseconds (does not include cached requests)'),
+        computeOutput: counter('nv_inference_compute_output_duration_us', 'Cumulative inference compute output duration in microseconds (does not include cached requests)'),
+      } : undefined,
+      pending: gauge('nv_inference_pending_request_count', 'Instantaneous number of pending requests awaiting execution per-model.'),
+      loadDuration: gauge('nv_model_load_duration_secs', 'Model load time in seconds'),
+      firstResponse: settings.histogramLatencies ? new Histogram({
+        name: 'nv_inference_first_response_histogram_ms', help: 'Duration from request to first response in milliseconds',
+        labelNames: ['model', 'version'], buckets: FIRST_RESPONSE_BUCKETS, registers,
+      }) : undefined,
+      summaries: settings.summaryLatencies && settings.summaryQuantiles.length > 0 ? {
+        request: summary('nv_inference_request_summary_us', 'Summary of inference request duration in microseconds (includes cached requests)'),
+        queue: summary('nv_inference_queue_summary_us', 'Summary of inference queuing duration in microseconds (includes cached requests)'),
+        computeInput: summary('nv_inference_compute_input_summary_us', 'Cumulative compute input duration in microseconds (does not include cached requests)'),
+        computeInfer: summary('nv_inference_compute_infer_summary_us', 'Cumulative compute inference duration in microseconds (does not include cached requests)'),
+        computeOutput: summary('nv_inference_compute_output_summary_us', 'Cumulative inference compute output duration in microseconds (does not include cached requests)'),
+      } : undefined,
+    };
+    if (cpuMetrics) {
+      this.server = {
+        cpuUtilization: new Gauge({ name: 'nv_cpu_utilization', help: 'CPU utilization rate [0.0 - 1.0]', registers }),
+        cpuMemoryTotal: new Gauge({ name: 'nv_cpu_memory_total_bytes', help: 'CPU total memory (RAM), in bytes', registers }),
+        cpuMemoryUsed: new Gauge({ name: 'nv_cpu_memory_used_bytes', help: 'CPU used memory (RAM), in bytes', registers }),
+      };
+    }
+  }
+
+  /** The exposition text (Prometheus text format 0.0.4). */
+  async text(): Promise<string> {
+    const metrics = this.registry.getMetricsAsArray();
+    const sorted = TYPE_ORDER.flatMap((type) => metrics.filter((m) => (m as unknown as { type: string }).type === type));
+    // Public in prom-client 15 but missing from its typings: one family's text.
+    const registry = this.registry as unknown as { getMetricsAsString(m: unknown): Promise<string> };
+    const parts: string[] = [];
+    for (const m of sorted) {
+      const text = await registry.getMetricsAsString(m);
+      // HELP + TYPE and nothing else: a family without series is left out.
+      if (text.split('\n').length > 2) parts.push(text);
+    }
+    return parts.length === 0 ? '' : `${parts.join('\n')}\n`;
+  }
+}

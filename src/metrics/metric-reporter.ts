@@ -1,0 +1,129 @@
+/**
+ * The Prometheus series of one (model, version) (STYLE.md item 11, Triton's
+ * MetricModelReporter): label objects and summary/histogram children are
+ * bound once at load. Counters and gauges are not touched per request at all:
+ * they are brought up to the ModelStatistics numbers (one source for both
+ * /metrics and /v2/models/<m>/stats) when /metrics is scraped. Only the
+ * opt-in summaries and histogram observe per request, through their bound
+ * children.
+ */
+import type { RequestDoneStats } from '../scheduler/scheduler-hooks';
+import type { MetricFamilies, ModelFamilies } from './metric-families';
+import { FAILURE_REASONS, type FailureReason, type ModelStatistics } from './model-statistics';
+
+interface Observer {
+  observe(value: number): void;
+}
+
+/** What was last exported per counter, so a scrape adds only the difference. */
+interface Exported {
+  success: number;
+  inference: number;
+  exec: number;
+  failures: Record<FailureReason, number>;
+  requestUs: number;
+  queueUs: number;
+  computeInputUs: number;
+  computeInferUs: number;
+  computeOutputUs: number;
+}
+
+export class ModelMetricReporter {
+  private readonly f: ModelFamilies;
+  private readonly labels: { model: string; version: string };
+  private readonly failureLabels: Record<FailureReason, { model: string; reason: string; version: string }>;
+  private readonly exported: Exported = {
+    success: 0, inference: 0, exec: 0, failures: { OTHER: 0, BACKEND: 0, CANCELED: 0, REJECTED: 0 },
+    requestUs: 0, queueUs: 0, computeInputUs: 0, computeInferUs: 0, computeOutputUs: 0,
+  };
+  private readonly summaries: { request: Observer; queue: Observer; computeInput: Observer; computeInfer: Observer; computeOutput: Observer } | null;
+  private readonly firstResponse: Observer | null;
+  /** True when requestDone has per-request work to do. */
+  readonly observes: boolean;
+
+  constructor(families: MetricFamilies, model: string, version: number) {
+    this.f = families.model;
+    // Keys in label-name order: prom-client prints them in key order, Triton sorted.
+    this.labels = { model, version: String(version) };
+    const fl = {} as Record<FailureReason, { model: string; reason: string; version: string }>;
+    for (const reason of FAILURE_REASONS) fl[reason] = { model, reason, version: String(version) };
+    this.failureLabels = fl;
+    // Every series exists (at 0) from load time, as in Triton.
+    const f = this.f;
+    for (const c of [f.requestSuccess, f.inferenceCount, f.execCount]) c.inc(this.labels, 0);
+    for (const reason of FAILURE_REASONS) f.requestFailure.inc(this.failureLabels[reason], 0);
+    if (f.durations) for (const c of Object.values(f.durations)) c.inc(this.labels, 0);
+    f.pending.set(this.labels, 0);
+    const s = f.summaries;
+    this.summaries = s ? {
+      request: s.request.labels(this.labels), queue: s.queue.labels(this.labels),
+      computeInput: s.computeInput.labels(this.labels), computeInfer: s.computeInfer.labels(this.labels),
+      computeOutput: s.computeOutput.labels(this.labels),
+    } : null;
+    this.firstResponse = f.firstResponse ? f.firstResponse.labels(this.labels) : null;
+    // A summary shows its _sum/_count from load on; a histogram too.
+    if (f.firstResponse) f.firstResponse.zero(this.labels);
+    this.observes = this.summaries !== null || this.firstResponse !== null;
+  }
+
+  setLoadDuration(secs: number): void {
+    this.f.loadDuration.set(this.labels, secs);
+  }
+
+  /** Hot path (only when `observes`): one successful request that ran. */
+  observe(s: RequestDoneStats): void {
+    if (!s.success) return;
+    if (this.firstResponse !== null) this.firstResponse.observe((s.endNs - s.queueStartNs) / 1e6);
+    const m = this.summaries;
+    if (m === null) return;
+    m.request.observe(Math.max(0, s.endNs - s.queueStartNs) / 1000);
+    if (s.computeStartNs === 0) return;
+    m.queue.observe(Math.max(0, s.computeStartNs - s.queueStartNs) / 1000);
+    m.computeInput.observe(Math.max(0, s.computeInputEndNs - s.computeStartNs) / 1000);
+    m.computeInfer.observe(Math.max(0, s.computeInferEndNs - s.computeInputEndNs) / 1000);
+    m.computeOutput.observe(Math.max(0, s.computeEndNs - s.computeInferEndNs) / 1000);
+  }
+
+  /** Before a scrape: counters up to the statistics, the pending gauge to `pending`. */
+  sync(stats: ModelStatistics, pending: number): void {
+    const e = this.exported;
+    const f = this.f;
+    e.success = bump(f.requestSuccess, this.labels, e.success, stats.success.count);
+    e.inference = bump(f.inferenceCount, this.labels, e.inference, stats.inferenceCount);
+    e.exec = bump(f.execCount, this.labels, e.exec, stats.executionCount);
+    for (const reason of FAILURE_REASONS) {
+      e.failures[reason] = bump(f.requestFailure, this.failureLabels[reason], e.failures[reason], stats.failures[reason]);
+    }
+    const d = f.durations;
+    if (d) {
+      e.requestUs = bump(d.request, this.labels, e.requestUs, us(stats.success.ns));
+      e.queueUs = bump(d.queue, this.labels, e.queueUs, us(stats.queue.ns));
+      e.computeInputUs = bump(d.computeInput, this.labels, e.computeInputUs, us(stats.computeInput.ns));
+      e.computeInferUs = bump(d.computeInfer, this.labels, e.computeInferUs, us(stats.computeInfer.ns));
+      e.computeOutputUs = bump(d.computeOutput, this.labels, e.computeOutputUs, us(stats.computeOutput.ns));
+    }
+    f.pending.set(this.labels, pending);
+  }
+
+  /** At unload: every series of this version goes away. */
+  remove(): void {
+    const f = this.f;
+    for (const c of [f.requestSuccess, f.inferenceCount, f.execCount]) c.remove(this.labels);
+    for (const reason of FAILURE_REASONS) f.requestFailure.remove(this.failureLabels[reason]);
+    if (f.durations) for (const c of Object.values(f.durations)) c.remove(this.labels);
+    f.pending.remove(this.labels);
+    f.loadDuration.remove(this.labels);
+    if (f.summaries) for (const s of Object.values(f.summaries)) s.remove(this.labels);
+    f.firstResponse?.remove(this.labels);
+  }
+}
+
+const us = (ns: number): number => Math.floor(ns / 1000);
+
+function bump<L extends string>(
+  c: { inc(labels: Partial<Record<L, string>>, value: number): void },
+  labels: Partial<Record<L, string>>, exported: number, current: number,
+): number {
+  if (current > exported) c.inc(labels, current - exported);
+  return current > exported ? current : exported;
+}

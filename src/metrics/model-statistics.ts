@@ -1,0 +1,160 @@
+/**
+ * Statistics of one (model, version), accumulated from the scheduler hooks
+ * (src/scheduler/scheduler-hooks.ts) and rendered as Triton's statistics
+ * JSON (protocol.md §1.9). The Prometheus reporter reads the same numbers, so
+ * `/v2/models/<m>/stats` and `/metrics` always agree.
+ *
+ * Triton's definitions, per request that ran (timestamps from the hooks):
+ *   success/fail = end - queue start (Triton's request start is when the core
+ *                  got the request, which is our scheduler admission)
+ *   queue        = compute start - queue start
+ *   compute_input  = compute input end - compute start
+ *   compute_infer  = compute infer end - compute input end
+ *   compute_output = compute end - compute infer end
+ * Every request of a batch is charged the whole execution's compute times;
+ * `batch_stats` counts executions per batch size; inference_count is
+ * batch-weighted and comes from executions, as Triton's batch statistics do.
+ */
+import type { ExecuteTimings } from '../instances/instance';
+import type { RequestDoneStats } from '../scheduler/scheduler-hooks';
+
+export interface Duration {
+  count: number;
+  ns: number;
+}
+
+export type FailureReason = 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER';
+export const FAILURE_REASONS: readonly FailureReason[] = ['OTHER', 'BACKEND', 'CANCELED', 'REJECTED'];
+
+export interface BatchStats {
+  batchSize: number;
+  computeInput: Duration;
+  computeInfer: Duration;
+  computeOutput: Duration;
+}
+
+const zero = (): Duration => ({ count: 0, ns: 0 });
+
+function add(d: Duration, ns: number): void {
+  d.count++;
+  // Clock skew between threads must never make a duration negative.
+  d.ns += ns > 0 ? ns : 0;
+}
+
+/**
+ * True for a request the scheduler refused at enqueue (stopping, queue full):
+ * it never ran and its end is its queue start (execution-pool.ts `reject`).
+ * Triton counts such synchronous rejections neither as failures nor in stats.
+ */
+export function rejectedAtEnqueue(s: RequestDoneStats): boolean {
+  return !s.success && s.computeStartNs === 0 && s.endNs === s.queueStartNs;
+}
+
+export class ModelStatistics {
+  readonly success = zero();
+  readonly fail = zero();
+  readonly queue = zero();
+  readonly computeInput = zero();
+  readonly computeInfer = zero();
+  readonly computeOutput = zero();
+  /** No response cache yet: always zero, but always present in the JSON. */
+  readonly cacheHit = zero();
+  readonly cacheMiss = zero();
+  readonly failures: Record<FailureReason, number> = { OTHER: 0, BACKEND: 0, CANCELED: 0, REJECTED: 0 };
+  inferenceCount = 0;
+  executionCount = 0;
+  /** ms since the epoch of the last request end; 0 = never. */
+  lastInferenceMs = 0;
+  private readonly batches = new Map<number, BatchStats>();
+
+  /** Hook body for `requestDone`; returns false when the request is not counted. */
+  requestDone(s: RequestDoneStats): boolean {
+    if (rejectedAtEnqueue(s)) return false;
+    this.lastInferenceMs = Math.floor(s.endNs / 1e6);
+    if (!s.success) {
+      add(this.fail, s.endNs - s.queueStartNs);
+      // Every failure after admission is an execution failure today; queue
+      // timeouts (REJECTED) and cancellation (CANCELED) arrive with those features.
+      this.failures.BACKEND++;
+      return true;
+    }
+    add(this.success, s.endNs - s.queueStartNs);
+    if (s.computeStartNs === 0) return true;
+    add(this.queue, s.computeStartNs - s.queueStartNs);
+    add(this.computeInput, s.computeInputEndNs - s.computeStartNs);
+    add(this.computeInfer, s.computeInferEndNs - s.computeInputEndNs);
+    add(this.computeOutput, s.computeEndNs - s.computeInferEndNs);
+    return true;
+  }
+
+  /** Hook body for `executionDone`. */
+  executionDone(batchSize: number, t: ExecuteTimings): void {
+    this.inferenceCount += batchSize;
+    this.executionCount++;
+    let b = this.batches.get(batchSize);
+    if (b === undefined) {
+      b = { batchSize, computeInput: zero(), computeInfer: zero(), computeOutput: zero() };
+      this.batches.set(batchSize, b);
+    }
+    add(b.computeInput, t.computeInputEndNs - t.computeStartNs);
+    add(b.computeInfer, t.computeInferEndNs - t.computeInputEndNs);
+    add(b.computeOutput, t.computeEndNs - t.computeInferEndNs);
+  }
+
+  /** Per batch size, ascending. */
+  batchStats(): BatchStats[] {
+    return [...this.batches.values()].sort((a, b) => a.batchSize - b.batchSize);
+  }
+
+  /** One entry of `model_stats` (protocol.md §1.9), as a plain object. */
+  toJson(name: string, version: number): ModelStatisticsJson {
+    const d = (x: Duration): Duration => ({ count: x.count, ns: Math.round(x.ns) });
+    return {
+      name,
+      version: String(version),
+      last_inference: this.lastInferenceMs,
+      inference_count: this.inferenceCount,
+      execution_count: this.executionCount,
+      inference_stats: {
+        success: d(this.success),
+        fail: d(this.fail),
+        queue: d(this.queue),
+        compute_input: d(this.computeInput),
+        compute_infer: d(this.computeInfer),
+        compute_output: d(this.computeOutput),
+        cache_hit: d(this.cacheHit),
+        cache_miss: d(this.cacheMiss),
+      },
+      // Per-response statistics need per-response hooks (decoupled models); none yet.
+      response_stats: {},
+      batch_stats: this.batchStats().map((b) => ({
+        batch_size: b.batchSize,
+        compute_input: d(b.computeInput),
+        compute_infer: d(b.computeInfer),
+        compute_output: d(b.computeOutput),
+      })),
+      memory_usage: [],
+    };
+  }
+}
+
+export interface ModelStatisticsJson {
+  name: string;
+  version: string;
+  last_inference: number;
+  inference_count: number;
+  execution_count: number;
+  inference_stats: {
+    success: Duration;
+    fail: Duration;
+    queue: Duration;
+    compute_input: Duration;
+    compute_infer: Duration;
+    compute_output: Duration;
+    cache_hit: Duration;
+    cache_miss: Duration;
+  };
+  response_stats: Record<string, Record<string, Duration>>;
+  batch_stats: { batch_size: number; compute_input: Duration; compute_infer: Duration; compute_output: Duration }[];
+  memory_usage: { type: string; id: number; byte_size: number }[];
+}

@@ -1,0 +1,119 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { parseMeminfo, parseProcStat, utilization } from '../../src/metrics/cpu-metrics';
+import { MetricFamilies } from '../../src/metrics/metric-families';
+import { ModelMetricReporter } from '../../src/metrics/metric-reporter';
+import { resolveMetricsSettings } from '../../src/metrics/metrics-config';
+import { ModelStatistics } from '../../src/metrics/model-statistics';
+import type { RequestDoneStats } from '../../src/scheduler/scheduler-hooks';
+
+const done = (q: number, c: number, e: number): RequestDoneStats => ({
+  success: true, queueStartNs: q, computeStartNs: c, computeInputEndNs: c + 1000, computeInferEndNs: c + 5000, computeEndNs: c + 7000, endNs: e,
+});
+
+function series(text: string): Map<string, number> {
+  const m = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const sp = line.lastIndexOf(' ');
+    m.set(line.slice(0, sp), Number(line.slice(sp + 1)));
+  }
+  return m;
+}
+
+const L = 'model="m",version="2"';
+
+const CONFIGS: { name: string; config: Record<string, string>; present: string[]; absent: string[] }[] = [
+  { name: 'defaults', config: {},
+    present: ['nv_inference_request_duration_us', 'nv_inference_compute_output_duration_us'], absent: ['nv_inference_request_summary_us', 'nv_inference_first_response_histogram_ms'] },
+  { name: 'counter_latencies=false', config: { counter_latencies: 'false' },
+    present: ['nv_inference_count'], absent: ['nv_inference_request_duration_us', 'nv_inference_queue_duration_us'] },
+  { name: 'summaries', config: { summary_latencies: 'true', summary_quantiles: '0.5:0.05,0.99:0.001' },
+    present: ['nv_inference_request_summary_us', 'nv_inference_compute_infer_summary_us'], absent: [] },
+  { name: 'histogram', config: { histogram_latencies: 'true' },
+    present: ['nv_inference_first_response_histogram_ms'], absent: ['nv_inference_queue_summary_us'] },
+];
+
+for (const c of CONFIGS) {
+  test(`metric families with ${c.name}`, async () => {
+    const { settings } = resolveMetricsSettings(c.config);
+    const families = new MetricFamilies(settings, false);
+    const reporter = new ModelMetricReporter(families, 'm', 2);
+    const stats = new ModelStatistics();
+    for (const s of [done(0, 3000, 20_000), done(1000, 3000, 21_000)]) {
+      stats.requestDone(s);
+      if (reporter.observes) reporter.observe(s);
+    }
+    stats.executionDone(2, { computeStartNs: 3000, computeInputEndNs: 4000, computeInferEndNs: 8000, computeEndNs: 10_000 });
+    reporter.sync(stats, 3);
+    const text = await families.text();
+    const names = new Set(text.split('\n').filter((l) => l.startsWith('# TYPE ')).map((l) => l.split(' ')[2]));
+    for (const p of c.present) assert.ok(names.has(p), `${p} present`);
+    for (const a of c.absent) assert.ok(!names.has(a), `${a} absent`);
+    const m = series(text);
+    assert.equal(m.get(`nv_inference_request_success{${L}}`), 2);
+    assert.equal(m.get(`nv_inference_count{${L}}`), 2);
+    assert.equal(m.get(`nv_inference_exec_count{${L}}`), 1);
+    assert.equal(m.get(`nv_inference_pending_request_count{${L}}`), 3);
+    assert.equal(m.get('nv_inference_request_failure{model="m",reason="BACKEND",version="2"}'), 0);
+    if (settings.counterLatencies) {
+      assert.equal(m.get(`nv_inference_request_duration_us{${L}}`), 40); // (20000 + 20000) ns
+      assert.equal(m.get(`nv_inference_queue_duration_us{${L}}`), 5); // 3000 + 2000 ns
+      assert.equal(m.get(`nv_inference_compute_infer_duration_us{${L}}`), 8);
+    }
+    if (settings.summaryLatencies) {
+      assert.equal(m.get(`nv_inference_request_summary_us_count{${L}}`), 2);
+      assert.ok(m.has(`nv_inference_request_summary_us{quantile="0.99",${L}}`));
+      assert.ok(!m.has(`nv_inference_request_summary_us{quantile="0.9",${L}}`));
+    }
+    if (settings.histogramLatencies) assert.equal(m.get(`nv_inference_first_response_histogram_ms_count{${L}}`), 2);
+    // A second sync adds only what is new.
+    stats.requestDone(done(0, 1000, 10_000));
+    reporter.sync(stats, 0);
+    assert.equal(series(await families.text()).get(`nv_inference_request_success{${L}}`), 3);
+    // Unload: every series of the version goes, and empty families leave the text.
+    reporter.remove();
+    assert.equal(await families.text(), '');
+  });
+}
+
+test('counters come before gauges; labels sorted by name', async () => {
+  const families = new MetricFamilies(resolveMetricsSettings({}).settings, false);
+  new ModelMetricReporter(families, 'm', 1).setLoadDuration(0.5);
+  const text = await families.text();
+  const types = text.split('\n').filter((l) => l.startsWith('# TYPE ')).map((l) => l.split(' ')[3]);
+  assert.deepEqual(types, [...types].sort((a, b) => ['counter', 'gauge'].indexOf(a!) - ['counter', 'gauge'].indexOf(b!)));
+  assert.match(text, /^nv_inference_request_failure\{model="m",reason="OTHER",version="1"\} 0$/m);
+  assert.match(text, /^nv_model_load_duration_secs\{model="m",version="1"\} 0\.5$/m);
+});
+
+const SETTINGS: [Record<string, string>, Partial<ReturnType<typeof resolveMetricsSettings>['settings']>, number][] = [
+  [{}, { counterLatencies: true, histogramLatencies: false, summaryLatencies: false }, 0],
+  [{ counter_latencies: 'false', summary_latencies: 'true' }, { counterLatencies: false, summaryLatencies: true }, 0],
+  [{ counter_latencies: 'TRUE' }, { counterLatencies: true }, 1],
+  [{ summary_quantiles: '0.5:0.05,bad,1.5:0.1,0.9:0.01' }, { summaryQuantiles: [{ quantile: 0.5, error: 0.05 }, { quantile: 0.9, error: 0.01 }] }, 2],
+  [{ unknown_thing: '1' }, {}, 1],
+];
+
+for (const [config, expected, warnings] of SETTINGS) {
+  test(`--metrics-config ${JSON.stringify(config)}`, () => {
+    const r = resolveMetricsSettings(config);
+    for (const [k, v] of Object.entries(expected)) assert.deepEqual(r.settings[k as keyof typeof r.settings], v, k);
+    assert.equal(r.warnings.length, warnings, r.warnings.join('; '));
+  });
+}
+
+test('default quantiles are Triton\'s five', () => {
+  assert.deepEqual(resolveMetricsSettings({}).settings.summaryQuantiles.map((q) => q.quantile), [0.5, 0.9, 0.95, 0.99, 0.999]);
+});
+
+test('CPU readings from /proc texts', () => {
+  const a = parseProcStat('cpu  100 0 100 700 100 0 0 0 0 0\ncpu0 1 2 3 4\n')!;
+  const b = parseProcStat('cpu  200 0 200 800 100 0 0 0 50 0\n')!;
+  assert.deepEqual(a, { busy: 200, total: 1000 });
+  assert.equal(utilization(a, b), 200 / 300);
+  assert.equal(utilization(b, b), 0);
+  assert.equal(parseProcStat('nonsense'), undefined);
+  assert.deepEqual(parseMeminfo('MemTotal:       1000 kB\nMemFree:   100 kB\nMemAvailable:    400 kB\n'), { total: 1024000, used: 614400 });
+  assert.equal(parseMeminfo('nothing'), undefined);
+});
