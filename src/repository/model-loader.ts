@@ -61,15 +61,17 @@ export function modelFilePath(config: ModelConfig, backend: Backend, modelDir: s
 }
 
 /** Everything about a model that does not depend on a version being loaded. */
-export async function prepareModel(location: ModelLocation, opts: LoaderOptions): Promise<PreparedModel> {
+export async function prepareModel(location: ModelLocation, opts: LoaderOptions, configOverride?: ModelConfig): Promise<PreparedModel> {
   const file = configPath(location, opts.modelConfigName);
   let text = '';
-  if (fs.existsSync(file)) {
+  if (configOverride) {
+    // load API `config` parameter: the repository's config file is not read
+  } else if (fs.existsSync(file)) {
     text = fs.readFileSync(file, 'utf8');
   } else if (!opts.autoComplete) {
     throw new ServerError('INVALID_ARG', `failed to read text proto from ${file}: no such file, and auto-complete is disabled (--disable-auto-complete-config)`);
   }
-  let config = parseModelConfigText(text, file);
+  let config = configOverride ?? parseModelConfigText(text, file);
   if (config.name === '') config.name = location.name;
   if (config.name !== location.name) {
     throw new ServerError('INVALID_ARG', `unexpected directory name '${location.name}' for model '${config.name}', directory name must equal model name`);

@@ -1,45 +1,60 @@
 /**
  * The model registry and its lifecycle: which models exist, the state and
- * reason of each version, and the scheduler of every READY version. Control
- * mode `none` (load everything at start) lives here; explicit and poll modes
- * extend it (issue: model management).
+ * reason of each version, and the scheduler of every READY version. It is
+ * mode-agnostic: control-mode.ts decides what to load at startup,
+ * repository-api.ts serves index/load/unload, poll-watcher.ts calls poll().
+ *
+ * Every load, reload and unload of one model runs on that model's promise
+ * chain, so concurrent requests for one model are serialized. A reload
+ * builds the new version beside the serving one and swaps it in; a retired
+ * version stops admitting, drains its in-flight requests (scheduler.stop())
+ * and only then releases its instances, so no request is lost.
  */
+import path from 'node:path';
 import { CODE_WORDS, ServerError, toErrorInfo } from '../errors';
-import type { ModelView, ServerSnapshot } from '../frontend/server-snapshot';
+import type { ServerSnapshot } from '../frontend/server-snapshot';
 import type { InstanceGroupContext } from '../instances/instance-group';
 import type { Scheduler } from '../scheduler/scheduler';
 import type { Logger } from '../logging/logger';
+import type { ModelConfig } from './config/model-config';
+import { removeOverrideDir } from './load-request';
+import { fingerprint } from './model-fingerprint';
+import type { VersionObserver } from '../metrics/version-observer';
 import { loadVersion, prepareModel } from './model-loader';
 import type { LoadedVersion, LoaderOptions, PreparedModel } from './model-loader';
+import * as views from './model-record';
+import type { IndexEntry, ModelRecord, TableRow, VersionRecord } from './model-record';
 import { transition } from './model-state';
-import type { Readiness } from './model-state';
 import { scanRepositories, scanVersions } from './scan';
-import type { ModelLocation } from './scan';
+import type { ModelLocation, ScanResult } from './scan';
 
-interface VersionRecord {
-  version: number;
-  readiness: Readiness;
-  loaded?: LoadedVersion;
+export type { IndexEntry, TableRow } from './model-record';
+
+/** What a load asked for beyond the repository's own files. */
+export interface LoadOverride {
+  config?: ModelConfig;
+  /** A temporary model folder holding `file:` overrides (load-request.ts). */
+  dir?: string;
 }
 
-interface ModelRecord {
-  name: string;
-  location: ModelLocation;
-  prepared?: PreparedModel;
-  versions: Map<number, VersionRecord>;
-  /** Why the model has no version to load (shown as version '-' in the table). */
-  noVersionReason?: string;
-}
+/** Errors of one load, each as Triton words it after `load failed for model '<m>': `. */
+/**
+ * How long a version being unloaded still admits requests (see retire()).
+ * Longer than a snapshot takes to reach every HTTP thread, even when busy.
+ */
+export const UNLOAD_GRACE_MS = 500;
 
-export interface TableRow {
-  model: string;
-  version: string;
-  status: string;
+export interface LoadOutcome {
+  errors: string[];
 }
 
 export class RepositoryManager {
   private readonly models = new Map<string, ModelRecord>();
+  private readonly chains = new Map<string, Promise<void>>();
   private readonly listeners: (() => void)[] = [];
+  private duplicates = new Map<string, string[]>();
+  private overrideCount = 0;
+  private observer: VersionObserver | undefined;
 
   constructor(
     private readonly repositories: readonly string[],
@@ -52,101 +67,125 @@ export class RepositoryManager {
     this.listeners.push(listener);
   }
 
-  /** Mode none: every model of every repository, in parallel. */
-  async loadAll(): Promise<void> {
+  /** Telemetry (statistics, metrics, tracing) of every version loaded from now on. */
+  setVersionObserver(observer: VersionObserver): void {
+    this.observer = observer;
+  }
+
+  /** Scan every repository; logs a duplicate name once when it appears. */
+  scan(): ScanResult {
     const scan = scanRepositories(this.repositories);
     for (const [name, repos] of scan.duplicates) {
-      this.log.error(`failed to poll model '${name}': not unique across all model repositories (${repos.join(', ')})`);
+      if (!this.duplicates.has(name)) {
+        this.log.error(`failed to poll model '${name}': not unique across all model repositories (${repos.join(', ')})`);
+      }
     }
-    await Promise.all([...scan.models.values()].map((loc) => this.loadModel(loc)));
+    this.duplicates = scan.duplicates;
+    return scan;
   }
 
-  private async loadModel(location: ModelLocation): Promise<void> {
-    const record: ModelRecord = { name: location.name, location, versions: new Map() };
-    this.models.set(location.name, record);
-    let prepared: PreparedModel;
-    try {
-      prepared = await prepareModel(location, this.loader);
-    } catch (err) {
-      // The config could not be read or completed: every version the
-      // default policy would load is UNAVAILABLE with that reason.
-      const reason = reasonOf(err);
-      const versions = scanVersions(location.dir).versions.slice(-1);
-      if (versions.length === 0) record.noVersionReason = reason;
-      for (const v of versions) record.versions.set(v, { version: v, readiness: { state: 'UNAVAILABLE', reason } });
-      this.log.error(`failed to load '${location.name}': ${reason}`);
-      this.changed();
-      return;
-    }
-    record.prepared = prepared;
-    for (const w of prepared.warnings) this.log.warn(w);
-    if (prepared.versions.length === 0) {
-      record.noVersionReason = 'No model version was found';
-      this.changed();
-      return;
-    }
-    await Promise.all(prepared.versions.map((v) => this.loadOneVersion(record, prepared, v)));
-    const ok = [...record.versions.values()].some((v) => v.readiness.state === 'READY');
-    this.log.info(ok ? `successfully loaded '${record.name}'` : `failed to load '${record.name}'`);
+  /** Load every model of every repository, in parallel (modes none and poll, `--load-model=*`). */
+  async loadAll(): Promise<void> {
+    const scan = this.scan();
+    // A model that fails is recorded (state and reason); the others load on.
+    const load = (loc: ModelLocation): Promise<void> => this.apply(loc).then(() => undefined, () => undefined);
+    await Promise.all([...scan.models.values()].map((loc) => this.serial(loc.name, () => load(loc))));
   }
 
-  private async loadOneVersion(record: ModelRecord, prepared: PreparedModel, version: number): Promise<void> {
-    const v: VersionRecord = { version, readiness: { state: 'UNAVAILABLE', reason: '' } };
-    record.versions.set(version, v);
-    v.readiness = transition(v.readiness, 'LOADING', '', `'${record.name}' version ${version}`);
-    this.log.info(`loading: ${record.name}:${version}`);
-    this.changed();
-    try {
-      v.loaded = await loadVersion(prepared, record.location, version, this.instanceCtx);
-      v.readiness = transition(v.readiness, 'READY', '', `'${record.name}' version ${version}`);
-    } catch (err) {
-      const reason = reasonOf(err);
-      v.readiness = transition(v.readiness, 'UNAVAILABLE', reason, `'${record.name}' version ${version}`);
-      this.log.error(`failed to load '${record.name}' version ${version}: ${reason}`);
-    }
-    this.changed();
+  /**
+   * Load (or reload) one model by name; resolves with the version errors,
+   * throws Triton's poll failure when the folder cannot be found or read.
+   * A no-op when nothing changed and every version is READY.
+   */
+  load(name: string, override: LoadOverride = {}): Promise<LoadOutcome> {
+    return this.serial(name, async () => {
+      const scan = this.scan();
+      let location = scan.models.get(name);
+      if (!location && !scan.duplicates.has(name)) {
+        this.log.error(`failed to poll model '${name}': model not found in any model repository.`);
+      }
+      if (override.dir) location = { name, repository: path.dirname(override.dir), dir: override.dir };
+      if (!location) throw pollFailure(name);
+      return this.apply(location, override);
+    });
   }
 
-  /** Stop admitting, drain in-flight requests, release instances; every model. */
+  /**
+   * Unload every version of a model. Resolves once the versions are
+   * UNLOADING (Triton answers then); draining continues on the model's chain.
+   */
+  unload(name: string, grace = UNLOAD_GRACE_MS): Promise<void> {
+    return new Promise((initiated, reject) => {
+      this.serial(name, async () => {
+        const record = this.models.get(name);
+        if (!record) return initiated();
+        record.wanted = false;
+        record.applied = undefined;
+        const drains = [...record.versions.values()].map((v) => this.retire(record, v, grace));
+        initiated();
+        await Promise.all(drains);
+        this.dropOverrideDir(record);
+      }).catch(reject);
+    });
+  }
+
+  /** Stop admitting, drain in-flight requests, release instances; every model (shutdown). */
   async unloadAll(): Promise<void> {
-    const work: Promise<void>[] = [];
+    // The frontends are stopped already: no request can be on its way, so no grace.
+    await Promise.all([...this.models.keys()].map((name) => this.unload(name, 0)));
+    await Promise.all([...this.chains.values()]);
+  }
+
+  /**
+   * One poll: load added models, reload changed ones, unload removed ones.
+   * `settled(dir)` says whether a folder has been quiet long enough to read.
+   */
+  async poll(settled: (dir: string) => boolean): Promise<void> {
+    const scan = this.scan();
+    const work: Promise<unknown>[] = [];
+    for (const loc of scan.models.values()) {
+      const record = this.models.get(loc.name);
+      if (record && record.wanted && record.location.dir === loc.dir && record.applied === fingerprint(loc.dir)) continue;
+      if (!settled(loc.dir)) continue;
+      work.push(this.serial(loc.name, () => this.apply(loc)).catch(() => undefined)); // logged by apply
+    }
     for (const record of this.models.values()) {
-      for (const v of record.versions.values()) work.push(this.unloadVersion(record, v));
+      if (scan.models.has(record.name) || scan.duplicates.has(record.name) || !record.wanted) continue;
+      this.log.info(`model '${record.name}' was removed from the model repository, unloading it`);
+      work.push(this.unload(record.name).then(() => this.serial(record.name, async () => {
+        if (!record.wanted) this.models.delete(record.name);
+        this.changed();
+      })));
     }
     await Promise.all(work);
   }
 
-  private async unloadVersion(record: ModelRecord, v: VersionRecord): Promise<void> {
-    if (v.readiness.state !== 'READY' || !v.loaded) return;
-    const what = `'${record.name}' version ${v.version}`;
-    v.readiness = transition(v.readiness, 'UNLOADING', '', what);
-    this.changed();
-    const loaded = v.loaded;
-    await loaded.scheduler.stop();
-    await Promise.all(loaded.instances.map((i) => i.stop()));
-    v.loaded = undefined;
-    v.readiness = transition(v.readiness, 'UNAVAILABLE', 'unloaded', what);
-    this.log.info(`successfully unloaded '${record.name}' version ${v.version}`);
-    this.changed();
-  }
-
-  /** The scheduler of a READY version, or the lookup error Triton gives. */
-  scheduler(model: string, version: number): Scheduler {
-    const v = this.models.get(model)?.versions.get(version);
+  /** The scheduler of a READY version, or the lookup error Triton gives. `latest`: the client named no version. */
+  scheduler(model: string, version: number, latest = false): Scheduler {
+    const record = this.models.get(model);
+    if (latest && record) {
+      // The frontend picked `version` from a snapshot that may be a moment old;
+      // route to the newest READY version now, so a version swap loses nothing.
+      let best: VersionRecord | undefined;
+      for (const v of record.versions.values()) if (v.readiness.state === 'READY' && v.loaded && (!best || v.version > best.version)) best = v;
+      if (best) return best.loaded!.scheduler;
+    }
+    const v = record?.versions.get(version);
     if (!v) throw new ServerError('NOT_FOUND', `Request for unknown model: '${model}' version ${version} is not found`);
+    if (v.loaded && v.readiness.state === 'UNLOADING' && v.admitting) return v.loaded.scheduler;
     if (v.readiness.state !== 'READY' || !v.loaded) {
       throw new ServerError('UNAVAILABLE', `Request for unknown model: '${model}' version ${version} is not at ready state`);
     }
     return v.loaded.scheduler;
   }
 
-  /** True when every known model has all its versions READY (strict readiness). */
+  index(readyOnly: boolean): IndexEntry[] {
+    const scan = this.scan();
+    return views.indexEntries(this.models, scan.models.keys(), scan.duplicates.keys(), readyOnly);
+  }
+
   allReady(): boolean {
-    for (const m of this.models.values()) {
-      if (m.versions.size === 0) return false;
-      for (const v of m.versions.values()) if (v.readiness.state !== 'READY' && v.readiness.reason !== 'unloaded') return false;
-    }
-    return true;
+    return views.allReady(this.models);
   }
 
   inflightCount(): number {
@@ -155,49 +194,203 @@ export class RepositoryManager {
     return n;
   }
 
-  /** Model | Version | Status rows, sorted by model then version (protocol.md §7.2). */
-  tableRows(): TableRow[] {
-    const rows: TableRow[] = [];
-    for (const name of [...this.models.keys()].sort()) {
-      const m = this.models.get(name)!;
-      if (m.versions.size === 0) {
-        rows.push({ model: name, version: '-', status: `Not loaded: ${m.noVersionReason ?? 'No model version was found'}` });
-        continue;
-      }
-      for (const v of [...m.versions.values()].sort((a, b) => a.version - b.version)) {
-        const status = v.readiness.state === 'READY' ? 'READY' : `${v.readiness.state}${v.readiness.reason ? `: ${v.readiness.reason}` : ''}`;
-        rows.push({ model: name, version: String(v.version), status });
-      }
-    }
-    return rows;
+  /** Model table rows; duplicate names are rows too unless the mode loads by name (explicit). */
+  tableRows(withDuplicates = true): TableRow[] {
+    return views.tableRows(this.models, withDuplicates ? this.duplicates.keys() : []);
   }
 
-  /** Names of models that failed (not every version READY), for startup errors. */
+  /** Models that failed to load (and duplicate names), sorted. */
   failedModels(): string[] {
-    return [...this.models.values()]
-      .filter((m) => m.versions.size === 0 || [...m.versions.values()].some((v) => v.readiness.state !== 'READY'))
-      .map((m) => m.name)
-      .sort();
+    return [...new Set([...views.failedModels(this.models), ...this.duplicates.keys()])].sort();
   }
 
   snapshotModels(): ServerSnapshot['models'] {
-    const models: Record<string, ModelView> = {};
-    for (const m of this.models.values()) {
-      models[m.name] = {
-        name: m.name,
-        config: m.prepared?.config,
-        configJson: m.prepared?.configJson,
-        plan: m.prepared?.plan,
-        labels: m.prepared?.labels ?? {},
-        versions: [...m.versions.values()].map((v) => ({ version: v.version, state: v.readiness.state, reason: v.readiness.reason })),
-      };
+    return views.snapshotModels(this.models);
+  }
+
+  /** Run `fn` after every earlier operation on the same model. */
+  private serial<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    const run = (this.chains.get(name) ?? Promise.resolve()).then(fn);
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.chains.set(name, tail);
+    void tail.then(() => {
+      if (this.chains.get(name) === tail) this.chains.delete(name);
+    });
+    return run;
+  }
+
+  /** Load or reload `location` (on the model's chain). */
+  private async apply(location: ModelLocation, override: LoadOverride = {}): Promise<LoadOutcome> {
+    const name = location.name;
+    let record = this.models.get(name);
+    if (!record) {
+      record = { name, location, versions: new Map(), wanted: true };
+      this.models.set(name, record);
     }
-    return models;
+    const wasUnwanted = !record.wanted;
+    record.wanted = true;
+    const prevOverrideDir = record.overrideDir;
+    const print = override.config || override.dir ? `override ${++this.overrideCount}` : fingerprint(location.dir);
+    const changed = record.applied !== print || wasUnwanted;
+    record.location = location;
+    record.overrideDir = override.dir;
+
+    let prepared: PreparedModel;
+    try {
+      prepared = await prepareModel(location, this.loader, override.config);
+    } catch (err) {
+      return this.prepareFailed(record, print, reasonOf(err), err);
+    }
+    for (const w of prepared.warnings) this.log.warn(w);
+    record.applied = print;
+    if (prepared.versions.length === 0) {
+      record.noVersionReason = 'No model version was found';
+      if (!views.hasServing(record)) record.prepared = prepared;
+      this.changed();
+      return { errors: [`at least one version must be available under the version policy of model '${name}'`] };
+    }
+    record.noVersionReason = undefined;
+    if (!views.hasServing(record)) record.prepared = prepared;
+    const results = await Promise.all(prepared.versions.map((v) => this.loadOneVersion(record!, prepared, v, changed)));
+    if (results.some((r) => r === 'loaded')) record.prepared = prepared;
+    const errors = results.filter((r): r is { error: string } => typeof r === 'object').map((r) => r.error);
+    // Retire what the version policy no longer wants, once a wanted version serves.
+    if (prepared.versions.some((v) => record!.versions.get(v)?.readiness.state === 'READY')) {
+      const retired = [...record.versions.values()].filter((v) => !prepared.versions.includes(v.version));
+      await Promise.all(retired.map((v) => this.retire(record!, v, UNLOAD_GRACE_MS)));
+    }
+    if (prevOverrideDir && prevOverrideDir !== override.dir) removeOverrideDir(prevOverrideDir);
+    this.log.info(errors.length === 0 ? `successfully loaded '${name}'` : `failed to load '${name}'`);
+    this.changed();
+    return { errors };
+  }
+
+  /** The config could not be read or completed. */
+  private prepareFailed(record: ModelRecord, print: string, reason: string, err: unknown): LoadOutcome {
+    record.applied = print; // don't retry the same broken files every poll
+    this.log.error(`failed to load '${record.name}': ${reason}`);
+    if (views.hasServing(record)) {
+      // The last good load keeps serving; the index shows why the new one failed.
+      for (const v of record.versions.values()) if (v.readiness.state === 'READY') v.note = reason;
+    } else {
+      // Every version the default policy would load is UNAVAILABLE with that reason.
+      const versions = scanVersions(record.location.dir).versions.slice(-1);
+      if (versions.length === 0) record.noVersionReason = reason;
+      for (const version of versions) {
+        const v = record.versions.get(version) ?? { version, readiness: { state: 'UNAVAILABLE' as const, reason: '' } };
+        record.versions.set(version, v);
+        const what = `'${record.name}' version ${version}`;
+        v.readiness = transition(transition(v.readiness, 'LOADING', '', what), 'UNAVAILABLE', reason, what);
+      }
+    }
+    this.changed();
+    if (isPollError(err)) throw pollFailure(record.name);
+    return { errors: [...record.versions.keys()].sort((a, b) => a - b).map((v) => `version ${v} is at UNAVAILABLE state: ${reason};`) };
+  }
+
+  /** 'kept' (unchanged and READY), 'loaded', or the error text for the load API. */
+  private async loadOneVersion(record: ModelRecord, prepared: PreparedModel, version: number, changed: boolean): Promise<'kept' | 'loaded' | { error: string }> {
+    const what = `'${record.name}' version ${version}`;
+    let v = record.versions.get(version);
+    if (v && v.readiness.state === 'READY' && v.loaded) {
+      if (!changed) return 'kept';
+      // Reload beside the serving version, then swap and drain the old one.
+      try {
+        const fresh = await this.loadVersionOf(prepared, record.location, version);
+        const old = v.loaded!;
+        v.loaded = fresh;
+        v.note = undefined;
+        this.changed();
+        await drain(old);
+        return 'loaded';
+      } catch (err) {
+        v.note = reasonOf(err);
+        this.log.error(`failed to load '${record.name}' version ${version}: ${v.note}`);
+        return { error: `version ${version} is at UNAVAILABLE state: ${v.note};` };
+      }
+    }
+    if (!v) {
+      v = { version, readiness: { state: 'UNAVAILABLE', reason: '' } };
+      record.versions.set(version, v);
+    }
+    v.readiness = transition(v.readiness, 'LOADING', '', what);
+    v.note = undefined;
+    this.log.info(`loading: ${record.name}:${version}`);
+    this.changed();
+    try {
+      v.loaded = await this.loadVersionOf(prepared, record.location, version);
+      v.readiness = transition(v.readiness, 'READY', '', what);
+      this.changed();
+      return 'loaded';
+    } catch (err) {
+      const reason = reasonOf(err);
+      v.readiness = transition(v.readiness, 'UNAVAILABLE', reason, what);
+      this.log.error(`failed to load '${record.name}' version ${version}: ${reason}`);
+      this.changed();
+      return { error: `version ${version} is at UNAVAILABLE state: ${reason};` };
+    }
+  }
+
+  /** Instances and scheduler of one version (the one place versions are built). */
+  private async loadVersionOf(prepared: PreparedModel, location: ModelLocation, version: number): Promise<LoadedVersion> {
+    const started = performance.now();
+    const hooks = this.observer?.loading(location.name, version);
+    const loaded = await loadVersion(prepared, location, version, this.instanceCtx, hooks);
+    if (hooks) this.observer?.loaded(location.name, version, hooks, (performance.now() - started) / 1000, () => loaded.scheduler.inflightCount());
+    return loaded;
+  }
+
+  /**
+   * READY → UNLOADING (synchronously, so callers can answer) → grace → drain
+   * → UNAVAILABLE 'unloaded'. During the grace the version still admits:
+   * frontend threads pick versions from a snapshot that reaches them a moment
+   * after this change, and a request they accepted before must not fail.
+   */
+  private async retire(record: ModelRecord, v: VersionRecord, graceMs: number): Promise<void> {
+    if (v.readiness.state !== 'READY' || !v.loaded) return;
+    const what = `'${record.name}' version ${v.version}`;
+    v.readiness = transition(v.readiness, 'UNLOADING', '', what);
+    v.note = undefined;
+    v.admitting = graceMs > 0;
+    this.changed();
+    const loaded = v.loaded;
+    if (graceMs > 0) await new Promise((r) => setTimeout(r, graceMs));
+    v.admitting = false;
+    await drain(loaded);
+    v.loaded = undefined;
+    this.observer?.gone(record.name, v.version);
+    v.readiness = transition(v.readiness, 'UNAVAILABLE', 'unloaded', what);
+    this.log.info(`successfully unloaded '${record.name}' version ${v.version}`);
+    this.changed();
+  }
+
+  private dropOverrideDir(record: ModelRecord): void {
+    if (record.overrideDir) removeOverrideDir(record.overrideDir);
+    record.overrideDir = undefined;
   }
 
   private changed(): void {
     for (const l of this.listeners) l();
   }
+}
+
+/** Stop admitting, let in-flight requests finish, then release the instances. */
+async function drain(loaded: LoadedVersion): Promise<void> {
+  await loaded.scheduler.stop();
+  await Promise.all(loaded.instances.map((i) => i.stop()));
+}
+
+function pollFailure(name: string): ServerError {
+  return new ServerError('INTERNAL', `failed to load '${name}', failed to poll from model repository`);
+}
+
+/** Errors Triton meets while polling the folder (config unreadable), not while loading a version. */
+function isPollError(err: unknown): boolean {
+  const m = toErrorInfo(err).message;
+  return m.startsWith('failed to read text proto') || m.startsWith('unexpected directory name');
 }
 
 /** `<Code words>: <message>`, the reason text Triton shows in the table and index. */

@@ -1,0 +1,151 @@
+/**
+ * What the registry remembers per model and per version, and the pure views
+ * over it: the repository index (protocol.md §1.10), the model table (§7.2)
+ * and the strict-readiness rule.
+ */
+import type { ModelView, ServerSnapshot } from '../frontend/server-snapshot';
+import type { LoadedVersion, PreparedModel } from './model-loader';
+import type { Readiness } from './model-state';
+import type { ModelLocation } from './scan';
+
+export interface VersionRecord {
+  version: number;
+  readiness: Readiness;
+  loaded?: LoadedVersion;
+  /** Why the last reload of this READY version failed (the previous load keeps serving). */
+  note?: string;
+  /** UNLOADING but still admitting during the unload grace (repository-manager.ts retire()). */
+  admitting?: boolean;
+}
+
+export interface ModelRecord {
+  name: string;
+  location: ModelLocation;
+  prepared?: PreparedModel;
+  versions: Map<number, VersionRecord>;
+  /** Why the model has no version to load (shown as version '-' in the table). */
+  noVersionReason?: string;
+  /** Fingerprint of the files the last load attempt used; undefined = load again. */
+  applied?: string;
+  /** False once unloaded on request: such a model does not count for strict readiness. */
+  wanted: boolean;
+  /** Temporary folder of a load with `file:` overrides, removed when no longer used. */
+  overrideDir?: string;
+}
+
+export const DUPLICATE_REASON = 'model appears in two or more repositories';
+
+export interface IndexEntry {
+  name: string;
+  version?: string;
+  state?: string;
+  reason?: string;
+}
+
+export interface TableRow {
+  model: string;
+  version: string;
+  status: string;
+}
+
+export function hasServing(record: ModelRecord): boolean {
+  for (const v of record.versions.values()) if (v.readiness.state === 'READY') return true;
+  return false;
+}
+
+function sortedVersions(record: ModelRecord): VersionRecord[] {
+  return [...record.versions.values()].sort((a, b) => a.version - b.version);
+}
+
+/**
+ * Index entries sorted by name: every model folder (`found`), each loaded
+ * model per version; a never-loaded model is only its name; a model without
+ * any version folder is left out (Triton's quirk); duplicates carry their reason.
+ */
+export function indexEntries(
+  records: ReadonlyMap<string, ModelRecord>,
+  found: Iterable<string>,
+  duplicates: Iterable<string>,
+  readyOnly: boolean,
+): IndexEntry[] {
+  const dup = new Set(duplicates);
+  const names = new Set([...found, ...dup, ...records.keys()]);
+  const out: IndexEntry[] = [];
+  for (const name of [...names].sort()) {
+    const record = records.get(name);
+    if (dup.has(name) && !(record && hasServing(record))) {
+      if (!readyOnly) out.push({ name, state: 'UNAVAILABLE', reason: DUPLICATE_REASON });
+      continue;
+    }
+    if (!record) {
+      if (!readyOnly) out.push({ name });
+      continue;
+    }
+    for (const v of sortedVersions(record)) {
+      if (readyOnly && v.readiness.state !== 'READY') continue;
+      const entry: IndexEntry = { name, version: String(v.version), state: v.readiness.state };
+      const reason = v.readiness.reason || v.note || '';
+      if (reason !== '') entry.reason = reason;
+      out.push(entry);
+    }
+  }
+  return out;
+}
+
+/** Model | Version | Status rows, sorted by model then version (protocol.md §7.2). */
+export function tableRows(records: ReadonlyMap<string, ModelRecord>, duplicates: Iterable<string>): TableRow[] {
+  const rows: TableRow[] = [];
+  const dup = new Set(duplicates);
+  for (const name of [...new Set([...records.keys(), ...dup])].sort()) {
+    const m = records.get(name);
+    if (!m) {
+      rows.push({ model: name, version: '-', status: `UNAVAILABLE: ${DUPLICATE_REASON}` });
+      continue;
+    }
+    if (m.versions.size === 0) {
+      rows.push({ model: name, version: '-', status: `Not loaded: ${m.noVersionReason ?? 'No model version was found'}` });
+      continue;
+    }
+    for (const v of sortedVersions(m)) {
+      const status = v.readiness.state === 'READY' ? 'READY' : `${v.readiness.state}${v.readiness.reason ? `: ${v.readiness.reason}` : ''}`;
+      rows.push({ model: name, version: String(v.version), status });
+    }
+  }
+  return rows;
+}
+
+/**
+ * Strict readiness: every model that should be loaded has all its versions
+ * READY (versions retired by the version policy or unloaded on request do
+ * not count).
+ */
+export function allReady(records: ReadonlyMap<string, ModelRecord>): boolean {
+  for (const m of records.values()) {
+    if (!m.wanted) continue;
+    if (m.versions.size === 0) return false;
+    for (const v of m.versions.values()) if (v.readiness.state !== 'READY' && v.readiness.reason !== 'unloaded') return false;
+  }
+  return true;
+}
+
+/** Names of wanted models that failed (not every version READY), for startup errors. */
+export function failedModels(records: ReadonlyMap<string, ModelRecord>): string[] {
+  return [...records.values()]
+    .filter((m) => m.wanted && (m.versions.size === 0 || [...m.versions.values()].some((v) => v.readiness.state !== 'READY')))
+    .map((m) => m.name);
+}
+
+export function snapshotModels(records: ReadonlyMap<string, ModelRecord>): ServerSnapshot['models'] {
+  const models: Record<string, ModelView> = {};
+  for (const m of records.values()) {
+    models[m.name] = {
+      name: m.name,
+      config: m.prepared?.config,
+      configJson: m.prepared?.configJson,
+      plan: m.prepared?.plan,
+      labels: m.prepared?.labels ?? {},
+      versions: sortedVersions(m).map((v) => ({ version: v.version, state: v.readiness.state, reason: v.readiness.reason })),
+    };
+  }
+  return models;
+}

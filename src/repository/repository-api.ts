@@ -1,0 +1,66 @@
+/**
+ * The model repository extension (protocol.md §1.10, §2.5), one
+ * implementation for every frontend: HTTP and gRPC only translate their wire
+ * form into these calls and the results back. Texts and codes are Triton's.
+ */
+import type { ModelControlMode } from '../cli-options';
+import { ServerError } from '../errors';
+import { parseModelConfigJson } from './config/json-config';
+import type { ModelConfig } from './config/model-config';
+import { checkLoadRequest, checkModelName, writeOverrideDir } from './load-request';
+import type { LoadRequest, UnloadRequest } from './load-request';
+import type { IndexEntry, RepositoryManager } from './repository-manager';
+
+export type { LoadRequest, OverrideFile, UnloadRequest } from './load-request';
+export type { IndexEntry } from './repository-manager';
+
+export interface RepositoryApiContext {
+  repo: RepositoryManager;
+  mode: ModelControlMode;
+}
+
+/** `/v2/repository/<name>/...` and a non-empty gRPC repository_name are refused (UNSUPPORTED). */
+export function checkRepositoryName(repository: string | undefined): void {
+  if (repository !== undefined && repository !== '') {
+    throw new ServerError('UNSUPPORTED', "'repository_name' specification is not supported");
+  }
+}
+
+function requireExplicit(mode: ModelControlMode): void {
+  if (mode !== 'explicit') {
+    throw new ServerError('UNAVAILABLE', 'explicit model load / unload is not allowed if polling is enabled');
+  }
+}
+
+/** Every model folder and version, sorted by name; `ready` keeps READY versions only. */
+export function repositoryIndex(ctx: RepositoryApiContext, ready: boolean): IndexEntry[] {
+  return ctx.repo.index(ready);
+}
+
+/** Load or reload a model; resolves when the load finished, throws Triton's load failure. */
+export async function repositoryLoad(ctx: RepositoryApiContext, model: string, req: LoadRequest): Promise<void> {
+  checkModelName(model);
+  requireExplicit(ctx.mode);
+  checkLoadRequest(req);
+  let config: ModelConfig | undefined;
+  if (req.config !== undefined) config = parseModelConfigJson(req.config);
+  const dir = req.files.length > 0 ? writeOverrideDir(model, req.files) : undefined;
+  const outcome = await ctx.repo.load(model, { config, dir });
+  if (outcome.errors.length > 0) {
+    throw new ServerError('INVALID_ARG', `load failed for model '${model}': ${outcome.errors.join('')}\n`);
+  }
+}
+
+/** Start unloading a model (answers once its versions are UNLOADING); an unknown model is fine. */
+export async function repositoryUnload(ctx: RepositoryApiContext, model: string, req: UnloadRequest): Promise<void> {
+  checkModelName(model);
+  requireExplicit(ctx.mode);
+  // unload_dependents: nodetron has no model that loads others along with it yet
+  // (ensembles), so there are no dependents to unload.
+  void req.unloadDependents;
+  await ctx.repo.unload(model);
+  const still = ctx.repo.index(true).filter((e) => e.name === model).map((e) => e.version);
+  if (still.length > 0) {
+    throw new ServerError('INTERNAL', `failed to unload '${model}', versions that are still available: ${still.join(',')}`);
+  }
+}

@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { categoryOfUrl, restrictedError } from '../../src/frontend/http/restricted-api';
+
+test('every route maps to its API category (whatever the method)', () => {
+  const table: [string, string | undefined][] = [
+    ['/v2/health/live', 'health'],
+    ['/v2/health/ready', 'health'],
+    ['/v2/models/m/ready', 'health'],
+    ['/v2', 'metadata'],
+    ['/v2/models/m', 'metadata'],
+    ['/v2/models/m/versions/2', 'metadata'],
+    ['/v2/models/m/infer', 'inference'],
+    ['/v2/models/m/generate_stream', 'inference'],
+    ['/v2/models/m/config', 'model-config'],
+    ['/v2/models/stats', 'statistics'],
+    ['/v2/models/m/stats', 'statistics'],
+    ['/v2/trace/setting', 'trace'],
+    ['/v2/models/m/trace/setting', 'trace'],
+    ['/v2/logging', 'logging'],
+    ['/v2/repository/index', 'model-repository'],
+    ['/v2/repository/models/m/load', 'model-repository'],
+    ['/v2/repository/models/m/unload?x=1', 'model-repository'],
+    ['/v2/systemsharedmemory/status', 'shared-memory'],
+    ['/v2/cudasharedmemory/region/r/register', 'shared-memory'],
+    ['/v2/nothing', undefined],
+  ];
+  for (const [url, category] of table) assert.equal(categoryOfUrl(url), category, url);
+});
+
+test('restrictedError: header name case-insensitive, value exact', () => {
+  const groups = [{ apis: ['model-repository', 'logging'], key: 'Admin-Key', value: 'S3cret' }];
+  const headers = (h: Record<string, string>) => (name: string) => h[name] ?? '';
+  const table: [string, Record<string, string>, string | undefined][] = [
+    ['/v2/repository/index', {}, "This API is restricted, expecting header 'Admin-Key'"],
+    ['/v2/repository/index', { 'admin-key': 's3cret' }, "This API is restricted, expecting header 'Admin-Key'"],
+    ['/v2/repository/index', { 'admin-key': 'S3cret' }, undefined],
+    ['/v2/logging', {}, "This API is restricted, expecting header 'Admin-Key'"],
+    ['/v2/models/m/infer', {}, undefined],
+    ['/v2/unknown', {}, undefined],
+  ];
+  for (const [url, h, expected] of table) assert.equal(restrictedError(groups, url, headers(h)), expected, url);
+  assert.equal(restrictedError([], '/v2/repository/index', () => ''), undefined);
+});
