@@ -1,0 +1,103 @@
+/**
+ * A model instance that lives in a child process (the Python backend's
+ * stubs). The backend starts and talks to the process (Backend.startProcess);
+ * this class supervises it: when the process dies on its own, the requests it
+ * was running have already failed (the backend fails them), the death is
+ * logged and a new process is started and initialized, while new batches
+ * wait for it. If the restart fails, batches fail with that reason and the
+ * next batch tries again.
+ */
+import type { BackendInstanceArgs, ProcessChild, ProcessHostServices, StartProcessChild } from '../backends/backend';
+import { ServerError, toErrorInfo } from '../errors';
+import type { InferRequest } from '../scheduler/request';
+import { nowNs } from '../scheduler/clock';
+import type { ExecuteResult, ModelInstance, StreamResponse } from './instance';
+
+export class ProcessInstance implements ModelInstance {
+  readonly name: string;
+  private child: ProcessChild | undefined;
+  /** Set while a restart runs; batches wait on it. */
+  private restarting: Promise<ProcessChild> | undefined;
+  private stopped = false;
+  private stopping: Promise<void> | undefined;
+
+  private constructor(
+    private readonly start: StartProcessChild,
+    private readonly args: BackendInstanceArgs,
+    private readonly services: ProcessHostServices,
+  ) {
+    this.name = args.instanceName;
+  }
+
+  /** Start the process and wait until the model is initialized (or failed: the load fails). */
+  static async create(start: StartProcessChild, args: BackendInstanceArgs, services: ProcessHostServices): Promise<ProcessInstance> {
+    const instance = new ProcessInstance(start, args, services);
+    instance.adopt(await start(args, services));
+    return instance;
+  }
+
+  async execute(requests: InferRequest[], stream?: StreamResponse): Promise<ExecuteResult> {
+    let child = this.child;
+    if (child === undefined) {
+      try {
+        child = await this.restart();
+      } catch (err) {
+        return failedResult(requests, err);
+      }
+    }
+    return child.execute(requests, stream);
+  }
+
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      this.stopped = true;
+      if (this.restarting) await this.restarting.catch(() => undefined);
+      const child = this.child;
+      this.child = undefined;
+      await child?.stop();
+    })();
+    return this.stopping;
+  }
+
+  private adopt(child: ProcessChild): void {
+    this.child = child;
+    child.onDeath((why) => {
+      if (this.child !== child) return;
+      this.child = undefined;
+      if (this.stopped) return;
+      this.services.log.error(`instance ${this.name} of model '${this.args.config.name}': process ${child.pid} ${why}; restarting it`);
+      void this.restart().catch(() => undefined);
+    });
+  }
+
+  private restart(): Promise<ProcessChild> {
+    if (this.stopped) return Promise.reject(new ServerError('UNAVAILABLE', `instance ${this.name} is stopped`));
+    this.restarting ??= (async () => {
+      try {
+        const child = await this.start(this.args, this.services);
+        if (this.stopped) {
+          await child.stop();
+          throw new ServerError('UNAVAILABLE', `instance ${this.name} is stopped`);
+        }
+        this.adopt(child);
+        this.services.log.info(`instance ${this.name} of model '${this.args.config.name}' restarted (pid ${child.pid})`);
+        return child;
+      } catch (err) {
+        this.services.log.error(`instance ${this.name} of model '${this.args.config.name}' failed to restart: ${toErrorInfo(err).message}`);
+        throw err;
+      } finally {
+        this.restarting = undefined;
+      }
+    })();
+    return this.restarting;
+  }
+}
+
+function failedResult(requests: InferRequest[], err: unknown): ExecuteResult {
+  const t = nowNs();
+  const error = toErrorInfo(err);
+  return {
+    responses: requests.map(() => ({ outputs: [], error, final: true })),
+    timings: { computeStartNs: t, computeInputEndNs: t, computeInferEndNs: t, computeEndNs: t },
+  };
+}

@@ -1,0 +1,80 @@
+/**
+ * Backend.completeConfig of the Python backend: like Triton, run the model's
+ * `auto_complete_config(pb_utils.ModelConfig)` in a short-lived stub (before
+ * any instance starts) and take back what the ModelConfig helpers may change:
+ * max_batch_size, inputs, outputs, dynamic_batching, the transaction policy.
+ */
+import { ServerError } from '../errors';
+import type { Logger } from '../logging/logger';
+import { createLogger } from '../logging/logger';
+import { fillDefaults } from '../repository/config/defaults';
+import type { ModelConfig, ModelDynamicBatching, ModelInput, ModelOutput } from '../repository/config/model-config';
+import { schemaType } from '../repository/config/schema';
+import { modelConfigToJson } from '../repository/config/to-json';
+import { parsePythonBackendOptions } from './backend-options';
+import { StubProcess } from './stub-process';
+
+let fallbackLog: Logger | undefined;
+
+/** The stub's Logger records during auto-complete go to a console logger (the server's is not reachable here). */
+function autoCompleteLog(): Logger {
+  fallbackLog ??= createLogger({ verbose: 0, info: true, warning: true, error: true, format: 'default' });
+  return fallbackLog;
+}
+
+export async function completePythonConfig(
+  config: ModelConfig,
+  modelPath: string,
+  autoComplete: boolean,
+  backendConfig: Record<string, string>,
+): Promise<ModelConfig> {
+  const opts = parsePythonBackendOptions(backendConfig);
+  if (!autoComplete) return structuredClone(config);
+  const stub = await StubProcess.spawn({
+    interpreter: opts.interpreter,
+    mode: 'auto_complete',
+    modelPath,
+    name: config.name,
+    shmDefaultBytes: opts.shmDefaultBytes,
+    shmGrowthBytes: opts.shmGrowthBytes,
+    log: autoCompleteLog(),
+  });
+  let done;
+  try {
+    stub.send({ t: 'auto_complete', config: modelConfigToJson(config) });
+    done = await stub.waitFor('auto_complete_done');
+    stub.send({ t: 'finalize' });
+    await stub.whenExited();
+  } finally {
+    stub.kill();
+  }
+  if (done.error !== undefined) throw new ServerError('INTERNAL', done.error);
+  return mergeCompleted(config, JSON.parse(done.config ?? '{}') as Record<string, unknown>);
+}
+
+export function mergeCompleted(config: ModelConfig, completed: Record<string, unknown>): ModelConfig {
+  const out = structuredClone(config);
+  if (typeof completed['max_batch_size'] === 'number') out.max_batch_size = completed['max_batch_size'];
+  if (Array.isArray(completed['input'])) {
+    out.input = completed['input'].map((i) => fillDefaults<ModelInput>(tensorEntry(i, 'input'), schemaType('ModelInput')));
+  }
+  if (Array.isArray(completed['output'])) {
+    out.output = completed['output'].map((o) => fillDefaults<ModelOutput>(tensorEntry(o, 'output'), schemaType('ModelOutput')));
+  }
+  const db = completed['dynamic_batching'];
+  if (out.dynamic_batching === undefined && db !== null && typeof db === 'object') {
+    out.dynamic_batching = fillDefaults<ModelDynamicBatching>(db, schemaType('ModelDynamicBatching'));
+  }
+  const policy = completed['model_transaction_policy'] as { decoupled?: unknown } | undefined;
+  if (policy !== null && typeof policy === 'object') out.model_transaction_policy = { decoupled: policy.decoupled === true };
+  return out;
+}
+
+function tensorEntry(entry: unknown, kind: string): Record<string, unknown> {
+  if (entry === null || typeof entry !== 'object') {
+    throw new ServerError('INVALID_ARG', `auto_complete_config returned a model ${kind} that is not an object`);
+  }
+  const e = { ...(entry as Record<string, unknown>) };
+  if (Array.isArray(e['dims'])) e['dims'] = e['dims'].map(Number);
+  return e;
+}

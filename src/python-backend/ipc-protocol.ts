@@ -1,0 +1,87 @@
+/**
+ * Every message between the server (host) and a Python stub process, in one
+ * place (STYLE.md item 6). The Python side mirrors this in stub/_nt_ipc.py.
+ * Tensor bytes never travel here: a tensor is described by its offset and
+ * size in one of the two shared-memory regions of the stub:
+ *   h2s: written by the host (request inputs, BLS outputs), mapped by the stub;
+ *   s2h: written by the stub (response outputs, BLS inputs), read by the host.
+ */
+import type { ErrorCode } from '../errors';
+
+export interface ShmTensor {
+  name: string;
+  /** Protocol datatype string (FP32, BYTES, ...). */
+  datatype: string;
+  shape: number[];
+  /** Offset and byte size in the region named by the message's direction. */
+  offset: number;
+  size: number;
+}
+
+export interface StubRequest {
+  /** Client request id ('' when none). */
+  id: string;
+  /** int, or a string sequence id. */
+  correlation_id: number | string;
+  flags: number;
+  /** Microseconds, 0 = none. */
+  timeout: number;
+  /** JSON text of the request's custom parameters ("{}" when none). */
+  parameters: string;
+  /** What the client asked for, expanded to every config output when it asked for none. */
+  requested_outputs: string[];
+  inputs: ShmTensor[];
+}
+
+export interface WireError {
+  code: ErrorCode;
+  message: string;
+}
+
+// ---- host → stub ----
+export interface AutoCompleteRequest { t: 'auto_complete'; config: string }
+export interface InitRequest { t: 'init'; args: Record<string, string>; decoupled: boolean }
+export interface ExecuteRequest { t: 'execute'; batch: number; requests: StubRequest[] }
+export interface FinalizeRequest { t: 'finalize' }
+/** The host has read these s2h blocks; the stub may reuse them. */
+export interface ReleaseS2h { t: 'release'; offsets: number[] }
+/** One response of a BLS call the stub made (tensors in h2s, owned by the stub until it releases them). */
+export interface BlsResponse { t: 'bls_response'; id: number; final: boolean; outputs: ShmTensor[]; error?: WireError; parameters?: string }
+/** The answer to a synchronous stub call (model control). */
+export interface CallResult { t: 'call_result'; id: number; value?: unknown; error?: string }
+
+export type HostToStub = AutoCompleteRequest | InitRequest | ExecuteRequest | FinalizeRequest | ReleaseS2h | BlsResponse | CallResult;
+
+// ---- stub → host ----
+export interface Alive { t: 'alive'; pid: number; python: string }
+export interface AutoCompleteDone { t: 'auto_complete_done'; config?: string; error?: string }
+export interface InitDone { t: 'init_done'; error?: string }
+/** One response for request `index` of `batch` (tensors in s2h). */
+export interface ResponseMsg {
+  t: 'response';
+  batch: number;
+  index: number;
+  final: boolean;
+  outputs: ShmTensor[];
+  error?: WireError;
+  parameters?: Record<string, string | number | boolean>;
+}
+/** execute() returned (or raised: `error` fails every request of the batch still open). */
+export interface ExecuteDone { t: 'execute_done'; batch: number; error?: string }
+export interface FinalizeDone { t: 'finalize_done' }
+export interface LogMsg { t: 'log'; level: 'INFO' | 'WARNING' | 'ERROR' | 'VERBOSE'; file: string; line: number; message: string }
+/** A BLS request (inputs in s2h; the host releases them once copied). */
+export interface BlsRequest {
+  t: 'bls';
+  id: number;
+  model: string;
+  version: number;
+  decoupled: boolean;
+  request: StubRequest;
+}
+/** The h2s blocks of BLS outputs the stub no longer needs. */
+export interface ReleaseH2s { t: 'release_h2s'; offsets: number[] }
+export interface CallMsg { t: 'call'; id: number; name: 'load_model' | 'unload_model' | 'is_model_ready'; args: unknown[] }
+
+export type StubToHost =
+  | Alive | AutoCompleteDone | InitDone | ResponseMsg | ExecuteDone | FinalizeDone | LogMsg | BlsRequest | ReleaseH2s | CallMsg;

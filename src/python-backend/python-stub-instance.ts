@@ -1,0 +1,233 @@
+/**
+ * One Python model instance on the host side (a Backend.startProcess
+ * ProcessChild): spawn the stub, initialize the model, run batches. Each
+ * request of a batch is a slot that ends with its final response; the stub
+ * may answer slots in any order and from any thread (response senders,
+ * decoupled models), and says when execute() returned (`execute_done`,
+ * carrying the batch error if it raised). The batch resolves when every slot
+ * has its final response; non-final responses are streamed as they come.
+ */
+import type { BackendInstanceArgs, ProcessChild, ProcessHostServices } from '../backends/backend';
+import { ServerError, toErrorInfo, type ErrorCode, type ErrorInfo } from '../errors';
+import type { ExecuteResult, ExecuteTimings, StreamResponse } from '../instances/instance';
+import { modelConfigToJson } from '../repository/config/to-json';
+import { nowNs } from '../scheduler/clock';
+import type { InferRequest, InferResponse } from '../scheduler/request';
+import { parsePythonBackendOptions } from './backend-options';
+import { BlsClient } from './bls-client';
+import type { ResponseMsg, StubRequest, StubToHost } from './ipc-protocol';
+import { initArgs, readTensors, writeRequest } from './request-wire';
+import { StubProcess, notHealthy } from './stub-process';
+
+const FINALIZE_WAIT_MS = 30_000;
+const ERROR_CODES = new Set<ErrorCode>(['UNKNOWN', 'INTERNAL', 'NOT_FOUND', 'INVALID_ARG', 'UNAVAILABLE', 'UNSUPPORTED', 'ALREADY_EXISTS', 'CANCELLED']);
+
+interface Batch {
+  requests: InferRequest[];
+  finals: (InferResponse | undefined)[];
+  open: number;
+  h2sOffsets: number[];
+  stream: StreamResponse | undefined;
+  timings: ExecuteTimings;
+  resolve: (r: ExecuteResult) => void;
+}
+
+export class PythonStubInstance implements ProcessChild {
+  private readonly batches = new Map<number, Batch>();
+  private nextBatch = 1;
+  private stopping: Promise<void> | undefined;
+  private deathListeners: ((why: string) => void)[] = [];
+  private releases: number[] = [];
+  private releaseQueued = false;
+  private readonly bls: BlsClient;
+
+  private constructor(
+    private readonly stub: StubProcess,
+    private readonly args: BackendInstanceArgs,
+    private readonly services: ProcessHostServices,
+  ) {
+    this.bls = new BlsClient(stub, services);
+    stub.onMessage((m) => this.onMessage(m));
+    stub.onExit((why) => this.onExit(why));
+  }
+
+  static async start(args: BackendInstanceArgs, services: ProcessHostServices): Promise<PythonStubInstance> {
+    const opts = parsePythonBackendOptions(args.backendConfig);
+    const stub = await StubProcess.spawn({
+      interpreter: opts.interpreter,
+      mode: 'model',
+      modelPath: args.modelPath,
+      name: args.instanceName,
+      shmDefaultBytes: opts.shmDefaultBytes,
+      shmGrowthBytes: opts.shmGrowthBytes,
+      log: services.log,
+    });
+    services.log.info(`python stub process for instance ${args.instanceName} started (pid ${stub.pid})`);
+    const instance = new PythonStubInstance(stub, args, services);
+    const c = args.config;
+    stub.send({
+      t: 'init',
+      args: initArgs(modelConfigToJson(c), args.kind, args.instanceName, args.deviceId, args.modelDir, args.version, c.name),
+      decoupled: c.model_transaction_policy?.decoupled === true,
+    });
+    let done;
+    try {
+      done = await stub.waitFor('init_done');
+    } catch (err) {
+      stub.kill();
+      throw err;
+    }
+    if (done.error !== undefined) {
+      stub.kill();
+      await stub.whenExited();
+      throw new ServerError('INTERNAL', done.error);
+    }
+    return instance;
+  }
+
+  get pid(): number {
+    return this.stub.pid;
+  }
+
+  onDeath(listener: (why: string) => void): void {
+    this.deathListeners.push(listener);
+  }
+
+  execute(requests: InferRequest[], stream?: StreamResponse): Promise<ExecuteResult> {
+    const start = nowNs();
+    const timings: ExecuteTimings = { computeStartNs: start, computeInputEndNs: start, computeInferEndNs: start, computeEndNs: start };
+    if (this.stub.exited || this.stopping) return Promise.resolve(failAll(requests, toErrorInfo(notHealthy(this.args.instanceName)), timings));
+    const batchId = this.nextBatch++;
+    const wire: StubRequest[] = [];
+    const h2sOffsets: number[] = [];
+    try {
+      for (const r of requests) {
+        const { wire: w, offsets } = writeRequest(r, this.args.config, this.services.arena, this.stub.h2s);
+        wire.push(w);
+        h2sOffsets.push(...offsets);
+      }
+    } catch (err) {
+      for (const o of h2sOffsets) this.stub.h2s.release(o);
+      return Promise.resolve(failAll(requests, toErrorInfo(err), timings));
+    }
+    timings.computeInputEndNs = nowNs();
+    return new Promise((resolve) => {
+      this.batches.set(batchId, {
+        requests, finals: new Array(requests.length).fill(undefined), open: requests.length, h2sOffsets, stream, timings, resolve,
+      });
+      this.stub.send({ t: 'execute', batch: batchId, requests: wire });
+    });
+  }
+
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      if (this.stub.exited) return;
+      this.stub.send({ t: 'finalize' });
+      const timer = setTimeout(() => this.stub.kill(), FINALIZE_WAIT_MS);
+      await this.stub.whenExited();
+      clearTimeout(timer);
+    })();
+    return this.stopping;
+  }
+
+  private onMessage(m: StubToHost): void {
+    switch (m.t) {
+      case 'response':
+        this.onResponse(m);
+        return;
+      case 'execute_done': {
+        const b = this.batches.get(m.batch);
+        if (!b) return;
+        b.timings.computeInferEndNs = nowNs();
+        if (m.error !== undefined) this.failOpen(m.batch, b, { code: 'INTERNAL', message: m.error });
+        return;
+      }
+      case 'release_h2s':
+        for (const o of m.offsets) this.stub.h2s.release(o);
+        return;
+      case 'bls':
+        this.bls.run(m);
+        return;
+      case 'call':
+        this.stub.send({ t: 'call_result', id: m.id, error: `${m.name} is not supported in the current model control mode` });
+        return;
+      default:
+        return;
+    }
+  }
+
+  private onResponse(m: ResponseMsg): void {
+    const b = this.batches.get(m.batch);
+    const slotOpen = b !== undefined && b.finals[m.index] === undefined && m.index < b.requests.length;
+    let response: InferResponse | undefined;
+    if (slotOpen) {
+      try {
+        response = m.error !== undefined
+          ? { outputs: [], error: wireError(m.error), final: m.final }
+          : { outputs: readTensors(m.outputs, this.services.arena, this.stub.s2h), final: m.final };
+        if (m.parameters !== undefined && response.error === undefined) response.parameters = m.parameters;
+      } catch (err) {
+        response = { outputs: [], error: toErrorInfo(err), final: true };
+      }
+    }
+    this.release(m.outputs.map((o) => o.offset));
+    if (!slotOpen || response === undefined) return;
+    if (!response.final) {
+      b.stream?.(m.index, response);
+      if (b.stream === undefined) for (const o of response.outputs) this.services.arena.free(o.offset);
+      return;
+    }
+    b.finals[m.index] = response;
+    if (--b.open === 0) this.complete(m.batch, b);
+  }
+
+  private failOpen(batchId: number, b: Batch, error: ErrorInfo): void {
+    for (let i = 0; i < b.finals.length; i++) {
+      if (b.finals[i] !== undefined) continue;
+      b.finals[i] = { outputs: [], error: { code: error.code, message: error.message }, final: true };
+    }
+    b.open = 0;
+    this.complete(batchId, b);
+  }
+
+  private complete(batchId: number, b: Batch): void {
+    this.batches.delete(batchId);
+    if (!this.stub.exited) for (const o of b.h2sOffsets) this.stub.h2s.release(o);
+    b.timings.computeEndNs = nowNs();
+    if (b.timings.computeInferEndNs < b.timings.computeInputEndNs) b.timings.computeInferEndNs = b.timings.computeEndNs;
+    b.resolve({ responses: b.finals as InferResponse[], timings: b.timings });
+  }
+
+  /** s2h blocks the host has copied out: tell the stub, a few at a time. */
+  private release(offsets: number[]): void {
+    if (offsets.length === 0) return;
+    this.releases.push(...offsets);
+    if (this.releaseQueued) return;
+    this.releaseQueued = true;
+    setImmediate(() => {
+      this.releaseQueued = false;
+      const offsets = this.releases;
+      this.releases = [];
+      this.stub.send({ t: 'release', offsets });
+    });
+  }
+
+  private onExit(why: string): void {
+    const err = toErrorInfo(notHealthy(this.args.instanceName));
+    for (const [id, b] of [...this.batches]) this.failOpen(id, b, err);
+    this.bls.stubGone();
+    if (this.stopping) return;
+    const listeners = this.deathListeners;
+    this.deathListeners = [];
+    for (const l of listeners) l(why);
+  }
+}
+
+function wireError(e: { code: string; message: string }): ErrorInfo {
+  const code = ERROR_CODES.has(e.code as ErrorCode) ? (e.code as ErrorCode) : 'INTERNAL';
+  return { code, message: e.message };
+}
+
+function failAll(requests: InferRequest[], error: ErrorInfo, timings: ExecuteTimings): ExecuteResult {
+  return { responses: requests.map(() => ({ outputs: [], error, final: true })), timings };
+}

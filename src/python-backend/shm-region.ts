@@ -1,0 +1,131 @@
+/**
+ * The two shared-memory files of one stub (see ipc-protocol.ts for who writes
+ * which). Node cannot mmap, so the host side uses positioned reads and writes
+ * on the file descriptors; the stub mmaps the same files and builds numpy
+ * views over them.
+ *
+ * Lifetime: the files are created under /dev/shm, handed to the stub as
+ * inherited descriptors, and unlinked as soon as the stub is spawned. Both
+ * processes keep the memory through their descriptors, and no name is left
+ * behind by an unload, a server exit, or a SIGKILL of either process.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ServerError } from '../errors';
+import { ShmAllocator } from './shm-allocator';
+
+const SHM_DIR = fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
+let sequence = 0;
+
+/** `nodetron_<pid>_<instance>_<n>`: unique per server process and stub start. */
+export function regionBaseName(instanceName: string): string {
+  return `nodetron_${process.pid}_${instanceName.replace(/[^A-Za-z0-9_.-]/g, '_')}_${sequence++}`;
+}
+
+function createFile(file: string, bytes: number): number {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, 'wx+', 0o600);
+  } catch (err) {
+    throw new ServerError('INTERNAL', `Unable to create shared memory region '${file}': ${(err as Error).message}`);
+  }
+  try {
+    fs.ftruncateSync(fd, bytes);
+  } catch (err) {
+    fs.closeSync(fd);
+    fs.rmSync(file, { force: true });
+    throw new ServerError('INTERNAL',
+      `Unable to initialize shared memory key '${file}' to requested size (${bytes} bytes). ` +
+      `Each Python backend model instance requires at least 1 MB of shared memory. (${(err as Error).message})`);
+  }
+  return fd;
+}
+
+/** Host-written region: request inputs and BLS outputs, allocated here. */
+export class HostRegion {
+  readonly fd: number;
+  readonly file: string;
+  private readonly alloc: ShmAllocator;
+  private closed = false;
+
+  constructor(baseName: string, initialBytes: number, growthBytes: number) {
+    this.file = path.join(SHM_DIR, `${baseName}_h2s`);
+    this.fd = createFile(this.file, initialBytes);
+    this.alloc = new ShmAllocator(initialBytes, growthBytes);
+  }
+
+  /** Copies `data` into a new block; returns its offset. */
+  write(data: Uint8Array): number {
+    const { offset, grew } = this.alloc.alloc(data.byteLength);
+    if (grew) {
+      try {
+        fs.ftruncateSync(this.fd, this.alloc.size());
+      } catch (err) {
+        this.alloc.release(offset);
+        throw new ServerError('UNAVAILABLE',
+          `Failed to increase the shared memory pool size to ${this.alloc.size()} bytes. If you are running Triton ` +
+          `inside docker, use '--shm-size' flag to control the shared memory region size. (${(err as Error).message})`);
+      }
+    }
+    let done = 0;
+    while (done < data.byteLength) done += fs.writeSync(this.fd, data, done, data.byteLength - done, offset + done);
+    return offset;
+  }
+
+  release(offset: number): void {
+    if (!this.closed) this.alloc.release(offset);
+  }
+
+  size(): number {
+    return this.alloc.size();
+  }
+
+  usedBytes(): number {
+    return this.alloc.usedBytes();
+  }
+
+  unlink(): void {
+    fs.rmSync(this.file, { force: true });
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.unlink();
+    fs.closeSync(this.fd);
+  }
+}
+
+/** Stub-written region: the stub allocates and grows it; the host only reads. */
+export class StubRegion {
+  readonly fd: number;
+  readonly file: string;
+  private closed = false;
+
+  constructor(baseName: string, initialBytes: number) {
+    this.file = path.join(SHM_DIR, `${baseName}_s2h`);
+    this.fd = createFile(this.file, initialBytes);
+  }
+
+  /** Copies `dst.byteLength` bytes at `offset` into `dst`. */
+  read(offset: number, dst: Uint8Array): void {
+    let done = 0;
+    while (done < dst.byteLength) {
+      const n = fs.readSync(this.fd, dst, done, dst.byteLength - done, offset + done);
+      if (n === 0) throw new ServerError('INTERNAL', `python stub referenced bytes ${offset}..${offset + dst.byteLength} beyond its shared memory region`);
+      done += n;
+    }
+  }
+
+  unlink(): void {
+    fs.rmSync(this.file, { force: true });
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.unlink();
+    fs.closeSync(this.fd);
+  }
+}

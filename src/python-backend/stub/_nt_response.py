@@ -1,0 +1,145 @@
+"""pb_utils.InferenceResponse and the InferenceResponseSender that every
+request owns. Whatever the model returns from execute() also leaves through
+the request's sender, so there is one path for responses to the server."""
+import json
+
+from _nt_errors import TritonError, TritonModelException
+from _nt_runtime import runtime
+from _nt_tensor import Tensor
+
+TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
+_OMITTED = object()
+
+
+def check_parameters(parameters):
+    """Response/request parameters: dict of str -> bool/int/str (§1.5, §1.7)."""
+    if parameters is None:
+        return {}
+    if not isinstance(parameters, dict):
+        raise TritonModelException("Expect parameters to be a dictionary, got %s" % type(parameters))
+    for k, v in parameters.items():
+        if not isinstance(k, str):
+            raise TritonModelException("Expect parameters keys to have type str, found type %s" % type(k))
+        if not isinstance(v, (bool, int, str)):
+            raise TritonModelException(
+                "Expect parameters values to have type bool/int/str, found type %s" % type(v))
+    return dict(parameters)
+
+
+class InferenceResponse:
+    def __init__(self, output_tensors=_OMITTED, error=None, parameters=None):
+        if output_tensors is _OMITTED:
+            output_tensors = []
+        if output_tensors is None:
+            raise TypeError("InferenceResponse(): incompatible constructor arguments: output_tensors must be a list")
+        if not isinstance(output_tensors, (list, tuple)):
+            raise TypeError("InferenceResponse(): incompatible constructor arguments: output_tensors must be a list")
+        for t in output_tensors:
+            if t is None:
+                raise TritonModelException("Output tensor for inference response should not be empty.")
+            if not isinstance(t, Tensor):
+                raise TypeError("InferenceResponse(): output_tensors must hold pb_utils.Tensor objects")
+        if error is not None and not isinstance(error, TritonError):
+            raise TypeError("InferenceResponse(): error must be a pb_utils.TritonError")
+        self._outputs = list(output_tensors)
+        self._error = error
+        self._parameters = check_parameters(parameters)
+
+    def output_tensors(self):
+        return list(self._outputs)
+
+    def has_error(self):
+        return self._error is not None
+
+    def error(self):
+        return self._error
+
+    def parameters(self):
+        return json.dumps(self._parameters)
+
+
+def write_response(response, requested, batch, index, final):
+    """Outputs into s2h and a 'response' message; the error wins over outputs."""
+    msg = {"t": "response", "batch": batch, "index": index, "final": final, "outputs": []}
+    if response is not None:
+        if response._error is not None:
+            msg["error"] = response._error._wire()
+        else:
+            for t in response._outputs:
+                if requested is not None and t._name not in requested:
+                    continue
+                data = t._wire_bytes()
+                size = memoryview(data).nbytes
+                offset = runtime.s2h.write(data)
+                msg["outputs"].append({"name": t._name, "datatype": t._datatype, "shape": t._shape,
+                                       "offset": offset, "size": size})
+        if response._parameters:
+            msg["parameters"] = response._parameters
+    runtime.send(msg)
+
+
+class InferenceResponseSender:
+    def __init__(self, batch, index, requested, decoupled):
+        self._batch = batch
+        self._index = index
+        self._requested = requested
+        self._decoupled = decoupled
+        self._closed = False
+        self._sent = 0
+        # Non-decoupled: the one response waits here until FINAL.
+        self._held = None
+
+    def send(self, response=None, flags=0):
+        if flags not in (0, TRITONSERVER_RESPONSE_COMPLETE_FINAL):
+            raise TritonModelException("Unable to send response. Unsupported flag provided.")
+        if self._closed:
+            raise TritonModelException("Unable to send response. Response sender has been closed.")
+        if flags == 0 and response is None:
+            raise TritonModelException(
+                "Inference Response object must be provided when the response flags is set to zero.")
+        if response is not None and not isinstance(response, InferenceResponse):
+            raise TypeError("send(): response must be a pb_utils.InferenceResponse")
+        final = flags == TRITONSERVER_RESPONSE_COMPLETE_FINAL
+        if not self._decoupled:
+            if response is not None and self._sent > 0:
+                raise TritonModelException(
+                    "Unable to send response. Non-decoupled model cannot send more than one response.")
+            if response is None and self._sent == 0:
+                raise TritonModelException(
+                    "Unable to send response. Non-decoupled model cannot send complete final before sending a "
+                    "response.")
+            if response is not None:
+                self._sent += 1
+                self._held = response
+            if not final:
+                return
+            self._closed = True
+            write_response(self._held, self._requested, self._batch, self._index, True)
+            self._held = None
+            return
+        if final:
+            self._closed = True
+        if response is not None:
+            self._sent += 1
+        write_response(response, self._requested, self._batch, self._index, final)
+
+    def is_cancelled(self):
+        return False
+
+    def _close_with_error(self, message):
+        """Ends the request with an INTERNAL error unless it already ended."""
+        if self._closed:
+            return
+        self._closed = True
+        runtime.send({"t": "response", "batch": self._batch, "index": self._index, "final": True,
+                      "outputs": [], "error": {"code": "INTERNAL", "message": message}})
+
+    def __del__(self):
+        # A sender dropped without FINAL would leave its client waiting forever.
+        try:
+            if not self._closed and runtime.phase in ("ready",):
+                self._close_with_error(
+                    "the model released the response sender of this request without sending a response "
+                    "with TRITONSERVER_RESPONSE_COMPLETE_FINAL")
+        except Exception:
+            pass

@@ -1,0 +1,176 @@
+"""The TritonPythonModel lifecycle inside the stub: import model.py as
+"<version>.model", auto_complete_config, initialize, execute (sync or async,
+default or decoupled), finalize; with Triton's error texts (§2)."""
+import asyncio
+import importlib
+import inspect
+import json
+import os
+
+from _nt_errors import TritonModelException
+from _nt_logger import internal_log
+from _nt_model_config import ModelConfig
+from _nt_request import InferenceRequest
+from _nt_response import InferenceResponse, TRITONSERVER_RESPONSE_COMPLETE_FINAL
+from _nt_runtime import runtime
+from _nt_tensor import Tensor
+
+_STUB_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def format_exception(exc):
+    """`<Type>: <msg>\\n\\nAt:\\n  <file>(<line>): <func>\\n`, innermost frame first."""
+    lines = ["%s: %s" % (type(exc).__name__, exc), "", "At:"]
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        # The stub's own frames are not the model's business (Triton's C++ stub has none).
+        if os.path.dirname(os.path.abspath(tb.tb_frame.f_code.co_filename)) != _STUB_DIR:
+            frames.append((tb.tb_frame.f_code.co_filename, tb.tb_lineno, tb.tb_frame.f_code.co_name))
+        tb = tb.tb_next
+    for file, line, func in reversed(frames):
+        lines.append("  %s(%d): %s" % (file, line, func))
+    return "\n".join(lines) + "\n"
+
+
+class ModelRunner:
+    def __init__(self, model_path, name):
+        self.model_path = model_path
+        self.name = name
+        self.model_class = None
+        self.model = None
+        self.decoupled = False
+
+    def import_model(self):
+        if not os.path.isfile(self.model_path):
+            raise TritonModelException(
+                "Failed to preinitialize Python stub: Python model file not found in '%s'" % self.model_path)
+        version_dir = os.path.dirname(os.path.abspath(self.model_path))
+        version = os.path.basename(version_dir)
+        module_name = os.path.splitext(os.path.basename(self.model_path))[0]
+        module = importlib.import_module("%s.%s" % (version, module_name))
+        cls = getattr(module, "TritonPythonModel", None)
+        if cls is None:
+            raise TritonModelException("Python model %s does not define class TritonPythonModel." % self.model_path)
+        self.model_class = cls
+
+    # ---- commands ----
+
+    def auto_complete(self, config_json):
+        try:
+            self.import_model()
+            config = json.loads(config_json)
+            fn = getattr(self.model_class, "auto_complete_config", None)
+            if fn is None:
+                return {"t": "auto_complete_done", "config": config_json}
+            result = fn(ModelConfig(config))
+            if not isinstance(result, ModelConfig):
+                return {"t": "auto_complete_done", "error":
+                        "auto_complete_config function in model '%s' must return a valid pb.ModelConfig object."
+                        % self.name}
+            return {"t": "auto_complete_done", "config": json.dumps(result.as_dict())}
+        except Exception as e:
+            text = _text(e)
+            internal_log("ERROR", "Failed to initialize Python stub for auto-complete: " + text)
+            return {"t": "auto_complete_done", "error": text}
+
+    def initialize(self, args, decoupled):
+        self.decoupled = decoupled
+        runtime.decoupled = decoupled
+        runtime.phase = "initializing"
+        try:
+            self.import_model()
+            self.model = self.model_class()
+            if not hasattr(self.model, "execute"):
+                raise TritonModelException("Python model %s does not implement `execute` method." % self.model_path)
+            init = getattr(self.model, "initialize", None)
+            if init is not None:
+                result = init(args)
+                if inspect.iscoroutine(result):
+                    asyncio.run_coroutine_threadsafe(result, runtime.loop()).result()
+        except Exception as e:
+            text = _text(e)
+            internal_log("ERROR", "Failed to initialize Python stub: " + text)
+            return {"t": "init_done", "error": text}
+        runtime.phase = "ready"
+        return {"t": "init_done"}
+
+    def execute(self, message):
+        batch = message["batch"]
+        requests = []
+        for index, wire in enumerate(message["requests"]):
+            inputs = [Tensor._from_buffer(i["name"], i["datatype"], i["shape"], runtime.h2s.view(i["offset"], i["size"]))
+                      for i in wire["inputs"]]
+            requests.append(InferenceRequest._incoming(wire, inputs, batch, index, self.decoupled))
+        try:
+            result = self.model.execute(requests)
+            if inspect.iscoroutine(result):
+                future = asyncio.run_coroutine_threadsafe(result, runtime.loop())
+                if self.decoupled:
+                    future.add_done_callback(_log_background_failure)
+                    result = None
+                else:
+                    result = future.result()
+            error = self._deliver(requests, result)
+        except Exception as e:
+            error = "Failed to process the request(s) for model '%s', message: %s" % (self.name, format_exception(e))
+            internal_log("ERROR", error)
+        if error is not None:
+            for r in requests:
+                if r._sender is not None:
+                    r._sender._closed = True
+        runtime.send({"t": "execute_done", "batch": batch, "error": error} if error else
+                     {"t": "execute_done", "batch": batch})
+
+    def _deliver(self, requests, result):
+        """Checks execute()'s return value and sends what it holds; returns a batch error text or None."""
+        if self.decoupled:
+            if result is not None:
+                return ("Python model '%s' is using the decoupled mode and the execute function must return None."
+                        % self.name)
+            return None
+        if result is None:
+            result = [None] * len(requests)
+        if not isinstance(result, list):
+            return "Expected a list in the execute return, found type '%s'." % type(result).__name__
+        if len(result) != len(requests):
+            return ("Number of InferenceResponse objects do not match the number of InferenceRequest objects. "
+                    "InferenceRequest(s) size is:%d, and InferenceResponse(s) size is:%d"
+                    % (len(requests), len(result)))
+        for r in result:
+            if r is not None and not isinstance(r, InferenceResponse):
+                return ("Expected an 'InferenceResponse' object in the execute function return list, found type "
+                        "'%s'." % type(r).__name__)
+        for request, response in zip(requests, result):
+            if response is not None:
+                request.get_response_sender().send(response, TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            elif request._sender is None:
+                # Nothing answered this request and nothing can: say so instead of hanging the client.
+                request.get_response_sender()._close_with_error(
+                    "Python model '%s' returned None for a request and did not use its response sender" % self.name)
+        return None
+
+    def finalize(self):
+        runtime.phase = "finalizing"
+        fn = getattr(self.model, "finalize", None) if self.model is not None else None
+        if fn is not None:
+            try:
+                result = fn()
+                if inspect.iscoroutine(result):
+                    asyncio.run_coroutine_threadsafe(result, runtime.loop()).result()
+            except Exception as e:
+                internal_log("ERROR", "Failed to finalize Python stub: " + _text(e))
+        runtime.stop_loop()
+
+
+def _text(exc):
+    if isinstance(exc, TritonModelException):
+        return str(exc)
+    return format_exception(exc)
+
+
+def _log_background_failure(future):
+    exc = future.exception()
+    if exc is not None:
+        internal_log("ERROR", "Failed to process the request(s) in the background: " + format_exception(exc))
+

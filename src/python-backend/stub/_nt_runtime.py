@@ -1,0 +1,70 @@
+"""Process-wide state of the stub: the control channel, the shared-memory
+regions, the lifecycle phase (which decides whether BLS is allowed), the
+pending BLS calls and the lazily created asyncio loop."""
+import asyncio
+import queue
+import threading
+
+
+class Runtime:
+    def __init__(self):
+        self.channel = None
+        self.h2s = None
+        self.s2h = None
+        self.name = ""
+        self.decoupled = False
+        # loading -> initializing -> ready -> finalizing
+        self.phase = "loading"
+        self._lock = threading.Lock()
+        self._next_id = 1
+        self._calls = {}
+        self._loop = None
+
+    def send(self, message):
+        if self.channel is not None:
+            self.channel.send(message)
+
+    # ---- calls that wait for the server (BLS, model control) ----
+
+    def open_call(self):
+        """A new call id and the queue its replies arrive on."""
+        with self._lock:
+            call_id = self._next_id
+            self._next_id += 1
+            q = queue.Queue()
+            self._calls[call_id] = q
+        return call_id, q
+
+    def close_call(self, call_id):
+        with self._lock:
+            self._calls.pop(call_id, None)
+
+    def deliver(self, call_id, message):
+        with self._lock:
+            q = self._calls.get(call_id)
+        if q is not None:
+            q.put(message)
+            return True
+        return False
+
+    # ---- asyncio ----
+
+    def loop(self):
+        """The instance's event loop, running on a daemon thread (created on first use)."""
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                t = threading.Thread(target=loop.run_forever, name="pb-asyncio", daemon=True)
+                t.start()
+                self._loop = loop
+            return self._loop
+
+    def stop_loop(self):
+        with self._lock:
+            loop = self._loop
+            self._loop = None
+        if loop is not None:
+            loop.call_soon_threadsafe(loop.stop)
+
+
+runtime = Runtime()

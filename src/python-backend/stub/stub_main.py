@@ -1,0 +1,106 @@
+"""Entry of a nodetron Python stub process (one per model instance, plus a
+short-lived one for auto_complete_config). argv[1] is a JSON object:
+mode ("model" | "auto_complete"), model_path, name (instance name), growth
+(shm growth bytes), parent_pid. fds: 3 control in, 4 control out, 5 the h2s
+region, 6 the s2h region (see src/python-backend/stub-process.ts)."""
+import json
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+
+
+def main():
+    cfg = json.loads(sys.argv[1])
+    stub_dir = os.path.dirname(os.path.abspath(__file__))
+    model_path = os.path.abspath(cfg["model_path"])
+    version_dir = os.path.dirname(model_path)
+    model_dir = os.path.dirname(version_dir)
+    # Triton's three sys.path entries: "import model" and "import <sibling>"
+    # resolve in the version folder, "<version>.model" through the model folder.
+    for p in (stub_dir, model_dir, version_dir):
+        if p in sys.path:
+            sys.path.remove(p)
+        sys.path.insert(0, p)
+
+    # The server drives shutdown; Ctrl-C to the process group must not kill us first.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+    from _nt_ipc import Channel
+    from _nt_model_control import set_model_dir
+    from _nt_runner import ModelRunner
+    from _nt_runtime import runtime
+    from _nt_shm import ReadRegion, WriteRegion
+
+    runtime.name = cfg["name"]
+    runtime.h2s = ReadRegion()
+    runtime.s2h = WriteRegion(int(cfg["growth"]))
+    channel = Channel()
+    set_model_dir(version_dir)
+
+    commands = queue.Queue()
+
+    def read_loop():
+        while True:
+            try:
+                msg = channel.recv()
+            except Exception as e:
+                sys.stderr.write("python stub '%s': control channel failed: %s\n" % (cfg["name"], e))
+                msg = None
+            if msg is None:
+                _gone(cfg["name"])
+            t = msg.get("t")
+            if t in ("bls_response", "call_result"):
+                runtime.deliver(msg["id"], msg)
+            elif t == "release":
+                for offset in msg["offsets"]:
+                    runtime.s2h.release(offset)
+            else:
+                commands.put(msg)
+
+    def parent_watch():
+        while True:
+            time.sleep(0.3)
+            if os.getppid() != cfg["parent_pid"]:
+                _gone(cfg["name"])
+
+    threading.Thread(target=read_loop, name="pb-reader", daemon=True).start()
+    threading.Thread(target=parent_watch, name="pb-parent-watch", daemon=True).start()
+    runtime.channel = channel
+    runner = ModelRunner(model_path, cfg["name"])
+    channel.send({"t": "alive", "pid": os.getpid(), "python": sys.version.split()[0]})
+
+    while True:
+        msg = commands.get()
+        t = msg["t"]
+        if t == "execute":
+            runner.execute(msg)
+        elif t == "init":
+            channel.send(runner.initialize(msg["args"], bool(msg["decoupled"])))
+        elif t == "auto_complete":
+            channel.send(runner.auto_complete(msg["config"]))
+        elif t == "finalize":
+            if cfg["mode"] == "model":
+                runner.finalize()
+            channel.send({"t": "finalize_done"})
+            _exit(0)
+
+
+def _gone(name):
+    sys.stderr.write("python stub '%s': Non-graceful termination detected.\n" % name)
+    _exit(1)
+
+
+def _exit(code):
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+if __name__ == "__main__":
+    main()
