@@ -6,6 +6,8 @@
  */
 import type { ServerOptions } from './cli-options';
 import { ServerError, toErrorInfo } from './errors';
+import { ControlApi } from './frontend/control-api';
+import { GrpcFrontend } from './frontend/grpc/grpc-frontend';
 import { HttpFrontend } from './frontend/http/http-frontend';
 import type { ServerSnapshot } from './frontend/server-snapshot';
 import { Arena } from './instances/arena';
@@ -15,6 +17,10 @@ import { createLogger } from './logging/logger';
 import type { Logger } from './logging/logger';
 import { formatTable } from './logging/table';
 import { optionsTableRows } from './logging/table';
+import { Observability } from './metrics/observability';
+import { startRepository } from './repository/control-mode';
+import type { RepositoryStartup } from './repository/control-mode';
+import { BlsGateway } from './python-backend/bls-gateway';
 import { RepositoryManager } from './repository/repository-manager';
 import type { InferRequest, Respond } from './scheduler/request';
 import { SERVER_EXTENSIONS, SERVER_VERSION } from './server-info';
@@ -42,7 +48,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const port = new MainPort();
   port.start();
   const gpuIds = detectGpuIds();
-  const repo = new RepositoryManager(
+  // BLS requests from Python models enter through `route` like client requests.
+  const gateway: BlsGateway = new BlsGateway(arena, () => repo.snapshotModels(), (r, respond) => route(r, respond));
+  const repo: RepositoryManager = new RepositoryManager(
     options.modelRepositories,
     {
       modelConfigName: options.modelConfigName,
@@ -50,12 +58,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       backendConfig: options.backendConfig,
       gpuIds,
     },
-    { port, arena, gpuIds },
+    { port, arena, gpuIds, processServices: { log, gateway } },
     log,
   );
+  repo.onChange(() => gateway.invalidate());
+  const observability = new Observability(options, log);
+  repo.setVersionObserver(observability.telemetry);
 
   const state = { live: false, exiting: false };
   let http: HttpFrontend | undefined;
+  let grpc: GrpcFrontend | undefined;
   const snapshot = (): ServerSnapshot => ({
     live: state.live,
     ready: state.live && !state.exiting && (!options.strictReadiness || repo.allReady()),
@@ -73,6 +85,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     });
   });
 
+  const control = new ControlApi({
+    snapshot, telemetry: observability.telemetry, tracer: observability.tracer, log,
+    repository: { repo, mode: options.modelControlMode },
+  });
+
   const route = (request: InferRequest, respond: Respond): void => {
     try {
       repo.scheduler(request.model, request.version).enqueue(request, respond);
@@ -81,26 +98,30 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     }
   };
 
+  let repoStartup: RepositoryStartup | undefined;
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
       state.exiting = true;
       http?.broadcast(snapshot());
       log.info('Waiting for in-flight requests to complete.');
+      await grpc?.stop(options.exitTimeoutSecs * 1000);
       await http?.stop();
       log.info(`Timeout ${options.exitTimeoutSecs}: Found ${repo.inflightCount()} model versions that have in-flight inferences`);
       log.info('All models are stopped, unloading models');
+      await repoStartup?.stop();
       await repo.unloadAll();
+      await observability.stop();
       port.stop();
       log.flush();
     })();
     return stopping;
   };
 
-  await repo.loadAll();
-  log.table(formatTable(['Model', 'Version', 'Status'], repo.tableRows().map((r) => [r.model, r.version, r.status])));
+  repoStartup = await startRepository(repo, options, log);
+  log.table(formatTable(['Model', 'Version', 'Status'], repoStartup.tableRows().map((r) => [r.model, r.version, r.status])));
   log.table(formatTable(['Option', 'Value'], optionsTableRows(options)));
-  const failed = repo.failedModels();
+  const failed = repoStartup.failed;
   if (failed.length > 0) {
     if (options.exitOnError) {
       await stop();
@@ -110,8 +131,20 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   }
   state.live = true;
 
-  if (options.allowGrpc) log.warn('the gRPC endpoint is not implemented yet; --allow-grpc is ignored');
-  if (options.allowMetrics) log.warn('the metrics endpoint is not implemented yet; --allow-metrics is ignored');
+  if (options.allowGrpc) {
+    // Started before HTTP, as Triton does; it reads the snapshot and routes on this thread.
+    grpc = new GrpcFrontend({
+      options, snapshot, route, arena, log, serverName: options.id, serverVersion: SERVER_VERSION, extensions: SERVER_EXTENSIONS,
+      control, repository: { repo, mode: options.modelControlMode },
+    });
+    try {
+      const grpcPort = await grpc.start();
+      log.info(`Started GRPCInferenceService at ${options.grpcAddress}:${grpcPort}`);
+    } catch (err) {
+      await stop();
+      throw new ServerError('UNAVAILABLE', `failed to start GRPC service: ${toErrorInfo(err).message}`);
+    }
+  }
 
   let httpPort = 0;
   if (options.allowHttp) {
@@ -124,6 +157,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         serverName: options.id,
         serverVersion: SERVER_VERSION,
         extensions: SERVER_EXTENSIONS,
+        restrictedApi: options.httpRestrictedApi,
+        control: (m) => control.http(m),
       },
       port,
       arena,
@@ -136,6 +171,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       throw new ServerError('UNAVAILABLE', `failed to start HTTP service: ${toErrorInfo(err).message}`);
     }
     log.info(`Started HTTPService at ${options.httpAddress}:${httpPort}`);
+  }
+  try {
+    await observability.startMetrics();
+  } catch (err) {
+    await stop();
+    throw err;
   }
   return { httpPort, log, stop };
 }

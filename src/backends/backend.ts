@@ -5,8 +5,10 @@
  * worker thread or process and executes batches.
  */
 import type { ModelConfig } from '../repository/config/model-config';
-import type { InferRequest, InferResponse } from '../scheduler/request';
+import type { InferRequest, InferResponse, ParamValue, Respond, TensorRef } from '../scheduler/request';
 import type { Arena } from '../instances/arena';
+import type { ExecuteResult, StreamResponse } from '../instances/instance';
+import type { Logger } from '../logging/logger';
 
 export interface BackendInstanceArgs {
   config: ModelConfig;
@@ -34,8 +36,18 @@ export interface BackendInstance {
    * response per request, same order; a per-request failure is a response
    * with `error`; a thrown error fails the whole batch.
    */
-  execute(requests: InferRequest[], arena: Arena): Promise<InferResponse[]>;
+  execute(requests: InferRequest[], arena: Arena, marks?: ComputeMarks): Promise<InferResponse[]>;
   finalize(): Promise<void>;
+}
+
+/**
+ * Phase ends a backend may report during execute() (wall-clock ns,
+ * scheduler/clock.ts): inputs gathered, and inference done (outputs about to
+ * be written). Left 0, the whole execution counts as compute_infer.
+ */
+export interface ComputeMarks {
+  inputEndNs: number;
+  inferEndNs: number;
 }
 
 export type CreateBackendInstance = (args: BackendInstanceArgs) => Promise<BackendInstance>;
@@ -55,4 +67,47 @@ export interface Backend {
   completeConfig(config: ModelConfig, modelPath: string, autoComplete: boolean, backendConfig: Record<string, string>): Promise<ModelConfig>;
   /** Module path (absolute, compiled .js) exporting `createBackendInstance: CreateBackendInstance`. */
   readonly instanceModule: string;
+  /** Where instances run: worker threads (default, `instanceModule`) or child processes (`startProcess`). */
+  readonly instanceKind?: 'thread' | 'process';
+  /** For instanceKind 'process': start one instance's child process and initialize it. */
+  readonly startProcess?: StartProcessChild;
 }
+
+/** What the server lends a child-process instance. */
+export interface ProcessHostServices {
+  arena: Arena;
+  log: Logger;
+  /** Inference requests made by a model (BLS) enter the server here. */
+  gateway?: InferGateway;
+}
+
+/** A request built inside the server (BLS): tensors already in the arena, owned by the caller. */
+export interface GatewayRequest {
+  model: string;
+  /** -1: the version policy chooses. */
+  version: number;
+  id: string;
+  inputs: TensorRef[];
+  requestedOutputs: string[] | null;
+  parameters: Record<string, ParamValue>;
+  /** The caller takes several responses; otherwise decoupled models are refused. */
+  decoupled: boolean;
+}
+
+export interface InferGateway {
+  /** Look up, validate and enqueue; every outcome (errors too) arrives through `respond`. */
+  infer(request: GatewayRequest, respond: Respond): void;
+}
+
+/** A backend instance living in a child process, as started by Backend.startProcess. */
+export interface ProcessChild {
+  readonly pid: number;
+  /** Run one batch; never rejects (failures are error responses). */
+  execute(requests: InferRequest[], stream?: StreamResponse): Promise<ExecuteResult>;
+  /** Graceful end: finalize the model, then the process exits. Idempotent. */
+  stop(): Promise<void>;
+  /** Called once when the process ends without stop() (crash, kill). */
+  onDeath(listener: (why: string) => void): void;
+}
+
+export type StartProcessChild = (args: BackendInstanceArgs, services: ProcessHostServices) => Promise<ProcessChild>;

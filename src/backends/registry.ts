@@ -4,9 +4,11 @@
 import { ServerError } from '../errors';
 import type { Backend } from './backend';
 import { onnxruntimeBackend } from './onnxruntime';
+import { pythonBackend } from '../python-backend';
 
 const BACKENDS: Record<string, Backend> = {
   onnxruntime: onnxruntimeBackend,
+  python: pythonBackend,
 };
 
 export function findBackend(name: string): Backend {

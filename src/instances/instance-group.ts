@@ -4,11 +4,12 @@
  * In-process backends run each instance in a worker thread.
  */
 import { ServerError } from '../errors';
-import type { Backend } from '../backends/backend';
+import type { Backend, BackendInstanceArgs, ProcessHostServices } from '../backends/backend';
 import type { ModelConfig } from '../repository/config/model-config';
 import type { Arena } from './arena';
 import type { ModelInstance } from './instance';
 import type { MainPort } from './main-port';
+import { ProcessInstance } from './process-instance';
 import { WorkerInstance } from './worker-instance';
 
 export interface InstanceGroupContext {
@@ -16,6 +17,8 @@ export interface InstanceGroupContext {
   arena: Arena;
   gpuIds: readonly number[];
   backendConfig: Record<string, string>;
+  /** What child-process instances (Backend.instanceKind 'process') get from the server. */
+  processServices?: Omit<ProcessHostServices, 'arena'>;
 }
 
 interface InstancePlan {
@@ -57,8 +60,8 @@ export async function createInstances(
 ): Promise<ModelInstance[]> {
   const plans = planInstances(config, ctx.gpuIds);
   const started = await Promise.allSettled(
-    plans.map((p) =>
-      WorkerInstance.start(ctx.port, ctx.arena, backend.instanceModule, {
+    plans.map((p): Promise<ModelInstance> => {
+      const args: BackendInstanceArgs = {
         config,
         modelDir,
         version,
@@ -68,8 +71,10 @@ export async function createInstances(
         deviceId: p.deviceId,
         backendConfig: ctx.backendConfig,
         instanceCountHint: plans.length,
-      }),
-    ),
+      };
+      if (backend.instanceKind === 'process') return startProcessInstance(ctx, backend, args);
+      return WorkerInstance.start(ctx.port, ctx.arena, backend.instanceModule, args);
+    }),
   );
   const ok = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
   const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
@@ -78,4 +83,11 @@ export async function createInstances(
     throw failed.reason;
   }
   return ok;
+}
+
+function startProcessInstance(ctx: InstanceGroupContext, backend: Backend, args: BackendInstanceArgs): Promise<ModelInstance> {
+  if (backend.startProcess === undefined || ctx.processServices === undefined) {
+    return Promise.reject(new ServerError('INTERNAL', `backend '${backend.name}' runs instances in child processes, but the server gave no process services`));
+  }
+  return ProcessInstance.create(backend.startProcess, args, { ...ctx.processServices, arena: ctx.arena });
 }

@@ -55,8 +55,9 @@ async function main(): Promise<void> {
 
 async function execute(backend: BackendInstance, batchId: number, requests: Parameters<BackendInstance['execute']>[0]): Promise<void> {
   const computeStartNs = nowNs();
+  const marks = { inputEndNs: 0, inferEndNs: 0 };
   try {
-    const responses = await backend.execute(requests, arena);
+    const responses = await backend.execute(requests, arena, marks);
     const end = nowNs();
     // The backend does gather, run and scatter in one call; the split of the
     // compute time into input/infer/output is refined by backends that report it.
@@ -64,7 +65,12 @@ async function execute(backend: BackendInstance, batchId: number, requests: Para
       t: 'executed',
       batchId,
       responses,
-      timings: { computeStartNs, computeInputEndNs: computeStartNs, computeInferEndNs: end, computeEndNs: end },
+      timings: {
+        computeStartNs,
+        computeInputEndNs: marks.inputEndNs || computeStartNs,
+        computeInferEndNs: marks.inferEndNs || end,
+        computeEndNs: end,
+      },
     });
   } catch (err) {
     const end = nowNs();

@@ -23,11 +23,17 @@ export interface ExecuteResult {
   timings: ExecuteTimings;
 }
 
+/**
+ * Receives the non-final responses of request `index` of a batch while it
+ * runs (decoupled models); final responses come back in the ExecuteResult.
+ */
+export type StreamResponse = (index: number, response: InferResponse) => void;
+
 export interface ModelInstance {
   /** `<group name>_<index>` as Triton names instances. */
   readonly name: string;
   /** Run one batch. Never rejects: failures come back as error responses. */
-  execute(requests: InferRequest[]): Promise<ExecuteResult>;
+  execute(requests: InferRequest[], stream?: StreamResponse): Promise<ExecuteResult>;
   /** Finalize the backend and end the thread or process. Idempotent. */
   stop(): Promise<void>;
 }

@@ -112,7 +112,10 @@ export class ExecutionPool {
     }
     let pending: Promise<ExecuteResult>;
     try {
-      pending = instance.execute(requests);
+      // Non-final responses (decoupled models) go out as they come.
+      pending = instance.execute(requests, (i, r) => {
+        if (!r.final && batch[i] !== undefined) this.deliver(batch[i]!, r);
+      });
     } catch (err) {
       pending = Promise.reject(err);
     }

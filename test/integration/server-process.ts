@@ -15,6 +15,10 @@ export interface ServerProcess {
   child: ChildProcess;
   url: string;
   port: number;
+  /** Bound metrics port when the args enable metrics (`--allow-metrics=true`), else 0. */
+  metricsPort: number;
+  /** Bound gRPC port when the args enable gRPC (`--allow-grpc=true --grpc-port=0`), else 0. */
+  grpcPort: number;
   output(): string;
   /** SIGTERM and wait for the exit code. */
   stop(): Promise<number | null>;
@@ -25,8 +29,16 @@ export interface ExitedServer {
   output: string;
 }
 
+/** True when the args turn metrics on; give `--metrics-port=0` too for a free port. */
+function wantsMetrics(args: string[]): boolean {
+  return args.includes('--allow-metrics=true');
+}
+
 function launch(args: string[]): { child: ChildProcess; output: () => string } {
-  const child = spawn(process.execPath, [CLI, '--http-port=0', '--allow-grpc=false', '--allow-metrics=false', ...args], {
+  // A default the args set themselves is left out (metrics on, for one).
+  const defaults = ['--http-port=0', '--allow-grpc=false', '--allow-metrics=false']
+    .filter((d) => !args.some((a) => a.startsWith(d.slice(0, d.indexOf('=') + 1))));
+  const child = spawn(process.execPath, [CLI, ...defaults, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, TRITON_SERVER_ESCAPE_LOG_MESSAGES: '1' },
   });
@@ -47,6 +59,9 @@ export function startServer(args: string[] = [`--model-repository=${MODEL_REPOSI
     const onData = (): void => {
       const m = /Started HTTPService at [^:\s]+:(\d+)/.exec(output());
       if (!m) return;
+      // The metrics endpoint starts after HTTP, as in Triton.
+      const mm = /Started Metrics Service at [^:\s]+:(\d+)/.exec(output());
+      if (wantsMetrics(args) && !mm) return;
       clearTimeout(timer);
       child.stdout!.off('data', onData);
       child.stderr!.off('data', onData);
@@ -54,6 +69,9 @@ export function startServer(args: string[] = [`--model-repository=${MODEL_REPOSI
       resolve({
         child,
         port,
+        metricsPort: mm ? Number(mm[1]) : 0,
+        // gRPC starts before HTTP (as in Triton), so its line is already there.
+        grpcPort: Number(/Started GRPCInferenceService at \S*:(\d+)/.exec(output())?.[1] ?? 0),
         url: `http://127.0.0.1:${port}`,
         output,
         stop: () =>
@@ -87,4 +105,14 @@ export function runToExit(args: string[], timeoutMs = 60_000): Promise<ExitedSer
       resolve({ code, output: output() });
     });
   });
+}
+
+/** Wait (bounded) until the server's output matches: log lines reach us through a pipe, after the HTTP answer. */
+export async function waitForOutput(server: { output(): string }, re: RegExp, timeoutMs = 5000): Promise<string> {
+  const end = Date.now() + timeoutMs;
+  while (!re.test(server.output())) {
+    if (Date.now() > end) throw new Error(`server output did not match ${re} within ${timeoutMs} ms:\n${server.output().slice(-4000)}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return server.output();
 }

@@ -14,8 +14,9 @@ import { configTypeToDataType } from '../../datatypes';
 import { ServerError } from '../../errors';
 import type { Arena } from '../../instances/arena';
 import type { ModelConfig } from '../../repository/config/model-config';
+import { nowNs } from '../../scheduler/clock';
 import type { InferRequest, InferResponse, TensorRef } from '../../scheduler/request';
-import type { BackendInstance, BackendInstanceArgs, CreateBackendInstance } from '../backend';
+import type { BackendInstance, BackendInstanceArgs, ComputeMarks, CreateBackendInstance } from '../backend';
 import { resolveOnnxModelFile } from './model-file';
 import { dataTypeToOrtType } from './ort-types';
 import { sessionOptionsFor } from './session-options';
@@ -108,15 +109,17 @@ class OnnxRuntimeInstance implements BackendInstance {
     this.gatherer = new InputGatherer(plan.model, plan.batching);
   }
 
-  async execute(requests: InferRequest[], arena: Arena): Promise<InferResponse[]> {
+  async execute(requests: InferRequest[], arena: Arena, marks?: ComputeMarks): Promise<InferResponse[]> {
     const feeds = this.gatherInputs(requests, arena);
     const wanted = this.wantedOutputs(requests);
+    if (marks) marks.inputEndNs = nowNs();
     let results: InferenceSession.OnnxValueMapType;
     try {
       results = await this.session.run(feeds, this.outputs.filter((o) => wanted.has(o.name)).map((o) => o.name));
     } catch (err) {
       throw new ServerError('INTERNAL', `onnx runtime error: ${(err as Error).message}`);
     }
+    if (marks) marks.inferEndNs = nowNs();
     return this.scatterOutputs(requests, results, wanted, arena);
   }
 

@@ -3,9 +3,11 @@
  * (postMessage: rare and small). Data-plane messages (infer/response) go over
  * the SharedArrayBuffer rings declared in src/instances/protocol.ts.
  */
+import type { RestrictedGroup } from '../../cli-values';
 import type { ArenaHandle } from '../../instances/arena';
 import type { RingHandle } from '../../instances/ring';
 import type { ServerSnapshot } from '../server-snapshot';
+import type { Route } from './routes';
 
 export interface HttpThreadData {
   index: number;
@@ -18,14 +20,42 @@ export interface HttpThreadData {
   serverName: string;
   serverVersion: string;
   extensions: readonly string[];
+  /** --http-restricted-api groups (restricted-api.ts). */
+  restrictedApi?: RestrictedGroup[];
+}
+
+/** Non-data-plane routes an HTTP thread forwards to the main thread (control-api.ts). */
+export type ControlRoute = Extract<
+  Route,
+  { kind: 'model_stats' | 'logging' | 'trace' | 'model_trace' | 'repository_index' | 'repository_load' | 'repository_unload' }
+>;
+
+/** Request of the control channel; answered by a ControlReply with the same id. */
+export interface ControlRequest {
+  t: 'control';
+  id: number;
+  method: string;
+  route: ControlRoute;
+  /** Request body (POST), '' when none. */
+  body: string;
+}
+
+export interface ControlReply {
+  t: 'control_reply';
+  id: number;
+  status: number;
+  /** JSON text. */
+  body: string;
 }
 
 export type MainToHttp =
   | { t: 'snapshot'; snapshot: ServerSnapshot }
+  | ControlReply
   | { t: 'listen'; address: string; port: number }
   | { t: 'close' };
 
 export type HttpToMain =
   | { t: 'listening'; port: number }
   | { t: 'listen_failed'; message: string }
-  | { t: 'closed' };
+  | { t: 'closed' }
+  | ControlRequest;

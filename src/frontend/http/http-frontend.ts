@@ -6,6 +6,7 @@
 import net from 'node:net';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
+import type { RestrictedGroup } from '../../cli-values';
 import { ServerError, toErrorInfo } from '../../errors';
 import type { Arena } from '../../instances/arena';
 import type { MainPort } from '../../instances/main-port';
@@ -14,7 +15,7 @@ import { Doorbell, RingWriter, createRing } from '../../instances/ring';
 import type { RingHandle } from '../../instances/ring';
 import type { InferRequest, Respond } from '../../scheduler/request';
 import type { ServerSnapshot } from '../server-snapshot';
-import type { HttpThreadData, HttpToMain, MainToHttp } from './http-control';
+import type { ControlReply, ControlRequest, HttpThreadData, HttpToMain, MainToHttp } from './http-control';
 
 /** Where a frontend hands a decoded, validated request: the scheduler of its model version. */
 export type InferRouter = (request: InferRequest, respond: Respond) => void;
@@ -27,6 +28,10 @@ export interface HttpFrontendOptions {
   serverName: string;
   serverVersion: string;
   extensions: readonly string[];
+  /** Answers statistics/logging/trace routes (control-api.ts); absent = 501. */
+  control?: (req: ControlRequest) => ControlReply | Promise<ControlReply>;
+  /** --http-restricted-api groups, checked by every thread (restricted-api.ts). */
+  restrictedApi?: RestrictedGroup[];
 }
 
 interface HttpThread {
@@ -97,16 +102,30 @@ export class HttpFrontend {
       serverName: this.opts.serverName,
       serverVersion: this.opts.serverVersion,
       extensions: this.opts.extensions,
+      restrictedApi: this.opts.restrictedApi,
     };
     const worker = new Worker(path.join(__dirname, 'http-thread.js'), { workerData: data, name: `http-${index}` });
     const out = RingWriter.attach(fromMain);
     worker.postMessage({ t: 'snapshot', snapshot } satisfies MainToHttp);
     this.port.inbox.add(toMain, (msg: FrontendToMain) => this.onRequest(out, msg));
+    worker.on('message', (m: HttpToMain) => {
+      // Repository loads answer asynchronously (after the load finished). The
+      // reply waits one setImmediate so the snapshot broadcast a load queued
+      // (server.ts) reaches the thread first: a client sees what it loaded.
+      if (m.t === 'control') {
+        void Promise.resolve(this.answerControl(m)).then((r) => setImmediate(() => worker.postMessage(r satisfies MainToHttp)));
+      }
+    });
     worker.on('error', (err) => {
       // A frontend thread must not die silently: the process cannot serve correctly without it.
       process.emitWarning(`HTTP thread ${index} failed: ${err.stack ?? err.message}`);
     });
     return { worker, toMain, out };
+  }
+
+  private answerControl(m: ControlRequest): ControlReply | Promise<ControlReply> {
+    if (this.opts.control) return this.opts.control(m);
+    return { t: 'control_reply', id: m.id, status: 501, body: JSON.stringify({ error: `${m.route.kind}: this endpoint is not available` }) };
   }
 
   private onRequest(out: RingWriter, msg: FrontendToMain): void {

@@ -15,7 +15,9 @@ import { modelMetadataJson } from '../model-metadata';
 import { emptySnapshot } from '../server-snapshot';
 import type { ServerSnapshot } from '../server-snapshot';
 import type { HttpThreadData, HttpToMain, MainToHttp } from './http-control';
+import { ControlForwarder } from './control-forward';
 import { InferHandler, sendError } from './infer-handler';
+import { restrictedError } from './restricted-api';
 import { matchRoute } from './routes';
 import { Reply, closeApp, readHead } from './uws-adapter';
 
@@ -44,11 +46,15 @@ const app = uws.App().any('/*', (res, req) => route(res, req));
 function post(msg: HttpToMain): void {
   port.postMessage(msg);
 }
+const control = new ControlForwarder(post, data.maxInputSize);
 
 port.on('message', (msg: MainToHttp) => {
   switch (msg.t) {
     case 'snapshot':
       snapshot = msg.snapshot;
+      return;
+    case 'control_reply':
+      control.onReply(msg);
       return;
     case 'listen':
       app.listen(msg.address, msg.port, (socket) => {
@@ -77,6 +83,9 @@ function route(res: HttpResponse, req: HttpRequest): void {
   const head = readHead(req);
   active++;
   const reply = new Reply(res, finished);
+  // Restricted API before the method check (protocol.md §1.1); headers are readable only now.
+  const denied = restrictedError(data.restrictedApi ?? [], head.url, (name) => req.getHeader(name));
+  if (denied !== undefined) return reply.error(403, denied);
   const r = matchRoute(head.method, head.url);
   try {
     switch (r.kind) {
@@ -109,6 +118,15 @@ function route(res: HttpResponse, req: HttpRequest): void {
       }
       case 'infer':
         infer.handle(reply, head, r.model, r.version);
+        return;
+      case 'model_stats':
+      case 'logging':
+      case 'trace':
+      case 'model_trace':
+      case 'repository_index':
+      case 'repository_load':
+      case 'repository_unload':
+        control.handle(reply, head, r);
         return;
       case 'not_found':
         reply.error(404, 'Not Found');
