@@ -121,6 +121,7 @@ export class Arena {
     if (!Number.isInteger(byteSize) || byteSize < 0) {
       throw new ServerError('INTERNAL', `tensor arena: invalid allocation size ${byteSize}`);
     }
+    if (byteSize > this.sab.maxByteLength) throw this.exhausted(byteSize);
     let n = 1 + Math.ceil(byteSize / GRANULE);
     if (n <= ROUND_POW2_MAX_GRANULES) n = pow2Ceil(n);
     this.lock();
@@ -203,11 +204,7 @@ export class Arena {
 
   private grow(needBytes: number, byteSize: number): void {
     const max = this.sab.maxByteLength;
-    if (needBytes > max) {
-      throw new ServerError('UNAVAILABLE',
-        `tensor arena exhausted: cannot allocate ${byteSize} bytes (${this.u32[W_USED] * GRANULE} bytes in use, ` +
-        `${max} bytes max)`);
-    }
+    if (needBytes > max) throw this.exhausted(byteSize);
     const cur = this.sab.byteLength;
     const target = Math.min(max, Math.max(needBytes, cur * 2, cur + MIN_GROWTH_BYTES));
     try {
@@ -217,6 +214,12 @@ export class Arena {
         `tensor arena exhausted: cannot allocate ${byteSize} bytes (growing to ${target} bytes failed: ` +
         `${(err as Error).message})`);
     }
+  }
+
+  private exhausted(byteSize: number): ServerError {
+    return new ServerError('UNAVAILABLE',
+      `tensor arena exhausted: cannot allocate ${byteSize} bytes (${Atomics.load(this.u32, W_USED) * GRANULE} bytes ` +
+      `in use, ${this.sab.maxByteLength} bytes max)`);
   }
 
   private release(offset: number): void {

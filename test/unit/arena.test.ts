@@ -89,6 +89,8 @@ test('allocating past maxBytes throws UNAVAILABLE naming the size', () => {
   const arena = Arena.create({ initialBytes: 64 * 1024, maxBytes: 1 << 20 });
   assert.throws(() => arena.alloc(2 << 20),
     isServerError('UNAVAILABLE', /^tensor arena exhausted: cannot allocate 2097152 bytes \(/));
+  assert.throws(() => arena.alloc(2 ** 40),
+    isServerError('UNAVAILABLE', /^tensor arena exhausted: cannot allocate 1099511627776 bytes/));
   const held: number[] = [];
   assert.throws(() => { for (;;) held.push(arena.alloc(100_000)); },
     isServerError('UNAVAILABLE', /^tensor arena exhausted: cannot allocate 100000 bytes/));
@@ -159,7 +161,7 @@ test('random single-thread alloc/free keeps blocks disjoint and frees everything
   assert.equal(arena.usedBytes(), 0);
 });
 
-test('four worker threads hammering alloc/free never get overlapping blocks', async () => {
+test('four worker threads hammering alloc/free never get overlapping blocks', { timeout: 60_000 }, async () => {
   // Small initial size so the SAB also grows while the threads run.
   const arena = Arena.create({ initialBytes: 256 * 1024, maxBytes: 1 << 30 });
   const script = path.join(__dirname, 'fixtures', 'arena-stress-worker.js');

@@ -124,6 +124,7 @@ test('handles are checked: wrong doorbell, double add, non-serialisable message'
   inbox.add(mine, () => undefined);
   assert.throws(() => inbox.add(mine, () => undefined), (e) => e instanceof ServerError && /already/.test(e.message));
   assert.throws(() => RingWriter.attach(mine).send(undefined), (e) => e instanceof ServerError && e.code === 'INTERNAL');
+  assert.throws(() => RingWriter.attach(mine).send({ n: 1n }), (e) => e instanceof ServerError && e.code === 'INTERNAL');
   assert.throws(() => createRing(bell.handle, 10), (e) => e instanceof ServerError);
 });
 
@@ -141,7 +142,7 @@ test('a throwing handler goes to onError and later messages still arrive', () =>
   assert.equal(errors.length, 1);
 });
 
-test('cross-thread ping-pong: 10k messages round-trip through a worker in order', async () => {
+test('cross-thread ping-pong: 10k messages round-trip through a worker in order', { timeout: 15_000 }, async () => {
   const mainBell = Doorbell.create();
   const workerBell = Doorbell.create();
   const toWorker = createRing(workerBell.handle, 64 * 1024);
@@ -173,7 +174,7 @@ test('cross-thread ping-pong: 10k messages round-trip through a worker in order'
   got.forEach((m, i) => assert.equal(m.n, i));
 });
 
-test('Inbox.stop lets an event-loop thread exit', async () => {
+test('Inbox.stop lets an event-loop thread exit', { timeout: 15_000 }, async () => {
   const mainBell = Doorbell.create();
   const workerBell = Doorbell.create();
   const toWorker = createRing(workerBell.handle, 4096);

@@ -1,0 +1,204 @@
+/**
+ * The producer side of a ring: JSON into the ring bytes, an in-order JS
+ * overflow queue when the ring is full, chunks for messages bigger than half
+ * the ring, and the doorbell rung only when the consumer sleeps.
+ */
+import { ServerError } from '../errors';
+import {
+  D_SEQ, D_SLEEPING, MORE, R_CAPACITY, R_HEAD, R_HEADER_BYTES, R_TAIL, WRAP, align4, checkRing, type RingHandle,
+} from './ring-format';
+
+interface Pending {
+  bytes: Buffer;
+  more: boolean;
+}
+
+/** Writers of this thread that hold queued messages; Inbox.drainOrWait retries them. */
+const backlogged = new Set<RingWriter>();
+
+/** Retries every backlogged writer of this thread; true when none is left backlogged. */
+export function flushBackloggedWriters(): boolean {
+  for (const w of backlogged) w.flush();
+  return backlogged.size === 0;
+}
+
+export class RingWriter {
+  private readonly hdr: Int32Array;
+  private readonly data: Buffer;
+  private readonly bell: Int32Array;
+  private readonly cap: number;
+  /** Largest record (header included) written in one piece; bigger messages are chunked. */
+  private readonly maxRecord: number;
+  private tail: number;
+  /** Last head seen; reloaded only when it says there is not enough room. */
+  private head: number;
+  private queue: Pending[] = [];
+  private queueStart = 0;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private retryImmediate: NodeJS.Immediate | null = null;
+  private retries = 0;
+
+  private constructor(h: RingHandle) {
+    this.hdr = new Int32Array(h.sab, 0, R_HEADER_BYTES / 4);
+    this.cap = Atomics.load(this.hdr, R_CAPACITY);
+    this.data = Buffer.from(h.sab, R_HEADER_BYTES, this.cap);
+    this.bell = new Int32Array(h.bell.sab);
+    this.maxRecord = this.cap >>> 1;
+    this.tail = Atomics.load(this.hdr, R_TAIL);
+    this.head = Atomics.load(this.hdr, R_HEAD);
+  }
+
+  static attach(h: RingHandle): RingWriter {
+    checkRing(h);
+    return new RingWriter(h);
+  }
+
+  /** Messages waiting in the JS overflow queue. */
+  get pending(): number {
+    return this.queue.length - this.queueStart;
+  }
+
+  /** Never blocks: when the ring is full the message waits in order in a JS queue. */
+  send(msg: unknown): void {
+    let json: string | undefined;
+    try {
+      json = JSON.stringify(msg);
+    } catch (err) {
+      throw new ServerError('INTERNAL', `RingWriter.send: message is not JSON-serialisable: ${(err as Error).message}`);
+    }
+    if (typeof json !== 'string') {
+      throw new ServerError('INTERNAL', `RingWriter.send: message is not JSON-serialisable (${typeof msg})`);
+    }
+    if (this.pending > 0) this.flush();
+    if (this.pending === 0 && this.tryWriteString(json)) {
+      this.ringBell();
+      return;
+    }
+    this.enqueue(Buffer.from(json, 'utf8'));
+    this.flush();
+  }
+
+  /** Writes what the queue holds while there is room; true when the queue is empty. */
+  flush(): boolean {
+    let wrote = false;
+    while (this.queueStart < this.queue.length) {
+      const p = this.queue[this.queueStart];
+      if (!this.tryWriteBytes(p.bytes, p.more)) break;
+      wrote = true;
+      this.queue[this.queueStart++] = undefined as unknown as Pending;
+    }
+    if (wrote) this.ringBell();
+    if (this.queueStart === this.queue.length) {
+      this.queue = [];
+      this.queueStart = 0;
+      backlogged.delete(this);
+      this.cancelRetry();
+      this.retries = 0;
+      return true;
+    }
+    backlogged.add(this);
+    this.scheduleRetry();
+    return false;
+  }
+
+  /** Fast path: UTF-8 straight into the ring when the worst case fits. */
+  private tryWriteString(json: string): boolean {
+    const worst = json.length * 3;
+    if (4 + worst > this.maxRecord) {
+      const n = Buffer.byteLength(json, 'utf8');
+      if (4 + n > this.maxRecord) return false; // chunked through the queue
+      return this.tryWriteBytes(Buffer.from(json, 'utf8'), false);
+    }
+    const at = this.reserve(align4(4 + worst));
+    if (at < 0) {
+      const n = Buffer.byteLength(json, 'utf8');
+      const exact = this.reserve(align4(4 + n));
+      if (exact < 0) return false;
+      this.data.write(json, exact + 4, n, 'utf8');
+      this.commit(exact, n, 0);
+      return true;
+    }
+    const n = this.data.write(json, at + 4, worst, 'utf8');
+    this.commit(at, n, 0);
+    return true;
+  }
+
+  private tryWriteBytes(bytes: Buffer, more: boolean): boolean {
+    const at = this.reserve(align4(4 + bytes.length));
+    if (at < 0) return false;
+    bytes.copy(this.data, at + 4);
+    this.commit(at, bytes.length, more ? MORE : 0);
+    return true;
+  }
+
+  /**
+   * Finds room for a record of `size` bytes; returns its start or -1. Writes
+   * the WRAP marker when the record goes to the start of the ring.
+   */
+  private reserve(size: number): number {
+    const cap = this.cap;
+    const tail = this.tail;
+    const toEnd = cap - tail;
+    const need = size <= toEnd ? size : toEnd + size;
+    if (this.room() < need) {
+      this.head = Atomics.load(this.hdr, R_HEAD);
+      if (this.room() < need) return -1;
+    }
+    if (size <= toEnd) return tail;
+    this.data.writeUInt32LE(WRAP, tail);
+    return 0;
+  }
+
+  /** Free bytes, keeping 4 bytes between tail and head so full != empty. */
+  private room(): number {
+    const used = this.tail >= this.head ? this.tail - this.head : this.cap - this.head + this.tail;
+    return this.cap - 4 - used;
+  }
+
+  private commit(at: number, len: number, flags: number): void {
+    this.data.writeUInt32LE((len | flags) >>> 0, at);
+    const end = at + align4(4 + len);
+    this.tail = end === this.cap ? 0 : end;
+    Atomics.store(this.hdr, R_TAIL, this.tail);
+  }
+
+  private ringBell(): void {
+    if (Atomics.compareExchange(this.bell, D_SLEEPING, 1, 0) === 1) {
+      Atomics.add(this.bell, D_SEQ, 1);
+      Atomics.notify(this.bell, D_SEQ);
+    }
+  }
+
+  private enqueue(bytes: Buffer): void {
+    const chunk = this.maxRecord - 4;
+    if (bytes.length <= chunk) {
+      this.queue.push({ bytes, more: false });
+      return;
+    }
+    for (let off = 0; off < bytes.length; off += chunk) {
+      const end = Math.min(off + chunk, bytes.length);
+      this.queue.push({ bytes: bytes.subarray(off, end), more: end < bytes.length });
+    }
+  }
+
+  /** setImmediate first, then 1 ms timers: the consumer is behind, do not spin on it. */
+  private scheduleRetry(): void {
+    if (this.retryTimer !== null || this.retryImmediate !== null) return;
+    const run = (): void => {
+      this.retryTimer = null;
+      this.retryImmediate = null;
+      this.retries++;
+      this.flush();
+    };
+    if (this.retries === 0) this.retryImmediate = setImmediate(run);
+    else this.retryTimer = setTimeout(run, 1);
+  }
+
+  private cancelRetry(): void {
+    if (this.retryImmediate !== null) clearImmediate(this.retryImmediate);
+    if (this.retryTimer !== null) clearTimeout(this.retryTimer);
+    this.retryImmediate = null;
+    this.retryTimer = null;
+  }
+}
+
