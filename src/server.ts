@@ -97,6 +97,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       respond({ outputs: [], error: toErrorInfo(err), final: true });
     }
   };
+  repo.setRoute(route); // ensemble steps enter like client requests
 
   let repoStartup: RepositoryStartup | undefined;
   let stopping: Promise<void> | undefined;

@@ -15,10 +15,10 @@ import type { ValidationPlan } from '../frontend/validation-plan';
 import { createInstances } from '../instances/instance-group';
 import type { InstanceGroupContext } from '../instances/instance-group';
 import type { ModelInstance } from '../instances/instance';
-import { createScheduler } from '../scheduler/create-scheduler';
+import { createScheduler, type SchedulerContext } from '../scheduler/create-scheduler';
 import type { Scheduler } from '../scheduler/scheduler';
 import type { SchedulerHooks } from '../scheduler/scheduler-hooks';
-import { resolveBackend } from './config/backend-resolution';
+import { ENSEMBLE_PLATFORM, resolveBackend } from './config/backend-resolution';
 import type { ModelConfig } from './config/model-config';
 import { normalizeConfig } from './config/normalize';
 import { parseModelConfigText } from './config/pbtxt';
@@ -26,6 +26,7 @@ import { modelConfigToJson } from './config/to-json';
 import { validateConfig } from './config/validate';
 import type { ModelLocation } from './scan';
 import { scanVersions, selectVersions } from './scan';
+import { runWarmup } from './model-warmup';
 
 export interface LoaderOptions {
   modelConfigName: string;
@@ -84,7 +85,7 @@ export async function prepareModel(location: ModelLocation, opts: LoaderOptions,
   const newest = versions.length > 0 ? versions[versions.length - 1] : undefined;
   const firstDirEntries = newest === undefined ? [] : safeReaddir(path.join(location.dir, String(newest)));
   config = resolveBackend(config, firstDirEntries, location.name);
-  const backend = findBackend(config.backend);
+  const backend = config.platform === ENSEMBLE_PLATFORM ? ENSEMBLE_BACKEND : findBackend(config.backend);
   const backendConfig = { ...(opts.backendConfig[''] ?? {}), ...(opts.backendConfig[backend.name] ?? {}) };
   if (newest !== undefined) {
     config = await backend.completeConfig(config, modelFilePath(config, backend, location.dir, newest), opts.autoComplete, backendConfig);
@@ -119,7 +120,12 @@ export async function loadVersion(
   version: number,
   ctx: Omit<InstanceGroupContext, 'backendConfig'>,
   hooks?: SchedulerHooks,
+  schedulerCtx: SchedulerContext = {},
 ): Promise<LoadedVersion> {
+  if (prepared.backend === ENSEMBLE_BACKEND) {
+    // No instances: the steps run on the composing models' own schedulers.
+    return { instances: [], scheduler: createScheduler(prepared.config, [], hooks, schedulerCtx) };
+  }
   const modelPath = modelFilePath(prepared.config, prepared.backend, location.dir, version);
   if (!fs.existsSync(modelPath)) throw new ServerError('INTERNAL', `failed to stat file ${modelPath}`);
   const instances = await createInstances(
@@ -130,13 +136,26 @@ export async function loadVersion(
     version,
     modelPath,
   );
+  let scheduler: Scheduler | undefined;
   try {
-    return { instances, scheduler: createScheduler(prepared.config, instances, hooks) };
+    scheduler = createScheduler(prepared.config, instances, hooks, schedulerCtx);
+    await runWarmup(prepared.config, location.dir, version, scheduler, ctx.arena, prepared.plan); // before READY
+    return { instances, scheduler };
   } catch (err) {
+    await scheduler?.stop();
     await Promise.all(instances.map((i) => i.stop()));
     throw err;
   }
 }
+
+/** Ensembles have no backend: a stand-in so the load pipeline stays one path. */
+const ENSEMBLE_BACKEND: Backend = {
+  name: '',
+  defaultModelFilename: '',
+  platform: ENSEMBLE_PLATFORM,
+  instanceModule: '',
+  completeConfig: (config) => Promise.resolve(config),
+};
 
 function readLabels(config: ModelConfig, dir: string): Record<string, string[]> {
   const labels: Record<string, string[]> = {};

@@ -21,6 +21,9 @@ import { removeOverrideDir } from './load-request';
 import { fingerprint } from './model-fingerprint';
 import type { VersionObserver } from '../metrics/version-observer';
 import { loadVersion, prepareModel } from './model-loader';
+import { ensembleDependencies, ensembleServices } from './ensemble-services';
+import type { EnsembleServices } from '../scheduler/ensemble-scheduler';
+import type { InferRequest, Respond } from '../scheduler/request';
 import type { LoadedVersion, LoaderOptions, PreparedModel } from './model-loader';
 import * as views from './model-record';
 import type { IndexEntry, ModelRecord, TableRow, VersionRecord } from './model-record';
@@ -55,6 +58,9 @@ export class RepositoryManager {
   private duplicates = new Map<string, string[]>();
   private overrideCount = 0;
   private observer: VersionObserver | undefined;
+  /** How ensemble steps enter the server (the frontends' route, see setRoute). */
+  private route: ((request: InferRequest, respond: Respond) => void) | undefined;
+  private ensembles: EnsembleServices | undefined;
 
   constructor(
     private readonly repositories: readonly string[],
@@ -70,6 +76,11 @@ export class RepositoryManager {
   /** Telemetry (statistics, metrics, tracing) of every version loaded from now on. */
   setVersionObserver(observer: VersionObserver): void {
     this.observer = observer;
+  }
+
+  /** The route requests made inside the server (ensemble steps) take: the frontends' own. */
+  setRoute(route: (request: InferRequest, respond: Respond) => void): void {
+    this.route = route;
   }
 
   /** Scan every repository; logs a duplicate name once when it appears. */
@@ -89,7 +100,24 @@ export class RepositoryManager {
     const scan = this.scan();
     // A model that fails is recorded (state and reason); the others load on.
     const load = (loc: ModelLocation): Promise<void> => this.apply(loc).then(() => undefined, () => undefined);
-    await Promise.all([...scan.models.values()].map((loc) => this.serial(loc.name, () => load(loc))));
+    // Ensembles load after the models they use (a cycle is not waited on; its ensembles fail their checks).
+    const started = new Map<string, Promise<void>>();
+    const visiting = new Set<string>();
+    const start = (loc: ModelLocation): Promise<void> => {
+      const known = started.get(loc.name);
+      if (known !== undefined) return known;
+      if (visiting.has(loc.name)) return Promise.resolve();
+      visiting.add(loc.name);
+      const deps = ensembleDependencies(loc, this.loader.modelConfigName).flatMap((d) => {
+        const dl = scan.models.get(d);
+        return dl === undefined ? [] : [start(dl)];
+      });
+      visiting.delete(loc.name);
+      const p = deps.length === 0 ? this.serial(loc.name, () => load(loc)) : Promise.all(deps).then(() => this.serial(loc.name, () => load(loc)));
+      started.set(loc.name, p);
+      return p;
+    };
+    await Promise.all([...scan.models.values()].map(start));
   }
 
   /**
@@ -97,7 +125,7 @@ export class RepositoryManager {
    * throws Triton's poll failure when the folder cannot be found or read.
    * A no-op when nothing changed and every version is READY.
    */
-  load(name: string, override: LoadOverride = {}): Promise<LoadOutcome> {
+  load(name: string, override: LoadOverride = {}, loading: ReadonlySet<string> = new Set()): Promise<LoadOutcome> {
     return this.serial(name, async () => {
       const scan = this.scan();
       let location = scan.models.get(name);
@@ -106,6 +134,7 @@ export class RepositoryManager {
       }
       if (override.dir) location = { name, repository: path.dirname(override.dir), dir: override.dir };
       if (!location) throw pollFailure(name);
+      await this.loadDependencies(location, loading);
       return this.apply(location, override);
     });
   }
@@ -334,11 +363,33 @@ export class RepositoryManager {
     }
   }
 
+  /** An ensemble's composing models that are not serving yet load first (explicit mode loads them along). */
+  private async loadDependencies(location: ModelLocation, loading: ReadonlySet<string>): Promise<void> {
+    const chain = new Set([...loading, location.name]);
+    const missing = ensembleDependencies(location, this.loader.modelConfigName).filter((d) => {
+      const r = this.models.get(d);
+      return !chain.has(d) && !(r && r.wanted && views.hasServing(r));
+    });
+    await Promise.all(missing.map((d) => this.load(d, {}, chain).catch(() => undefined))); // their failure shows in the ensemble's reason
+  }
+
+  private ensembleServices(): EnsembleServices {
+    this.ensembles ??= ensembleServices(this.models, this.instanceCtx.arena, (request, respond) => {
+      if (this.route !== undefined) return this.route(request, respond);
+      try {
+        this.scheduler(request.model, request.version).enqueue(request, respond);
+      } catch (err) {
+        respond({ outputs: [], error: toErrorInfo(err), final: true });
+      }
+    });
+    return this.ensembles;
+  }
+
   /** Instances and scheduler of one version (the one place versions are built). */
   private async loadVersionOf(prepared: PreparedModel, location: ModelLocation, version: number): Promise<LoadedVersion> {
     const started = performance.now();
     const hooks = this.observer?.loading(location.name, version);
-    const loaded = await loadVersion(prepared, location, version, this.instanceCtx, hooks);
+    const loaded = await loadVersion(prepared, location, version, this.instanceCtx, hooks, { ensemble: this.ensembleServices() });
     if (hooks) this.observer?.loaded(location.name, version, hooks, (performance.now() - started) / 1000, () => loaded.scheduler.inflightCount());
     return loaded;
   }

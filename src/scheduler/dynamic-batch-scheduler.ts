@@ -11,6 +11,7 @@ import type { ModelConfig } from '../repository/config/model-config';
 import { decideBatch, shapeKeyOf, type BatchPolicy } from './batch-decision';
 import { nowNs, nowUs } from './clock';
 import { ExecutionPool, QueuedRequest, stoppingMessage } from './execution-pool';
+import { compilePriorityPlan, levelOf, PriorityQueue, timeoutOf } from './priority-queue';
 import type { InferRequest, Respond } from './request';
 import type { Scheduler } from './scheduler';
 import type { SchedulerHooks } from './scheduler-hooks';
@@ -19,17 +20,14 @@ import type { SchedulerHooks } from './scheduler-hooks';
 const TIMER_GRANULARITY_US = 1000;
 
 export class DynamicBatchScheduler implements Scheduler {
-  /**
-   * Admitted requests in arrival order. Priority levels (a later change) turn
-   * this into one queue per level, scanned in level order by the decision.
-   */
-  private readonly queue: QueuedRequest[] = [];
+  /** Admitted requests: one FIFO per priority level, with the queue policies. */
+  private readonly queue: PriorityQueue<QueuedRequest>;
   private readonly pool: ExecutionPool;
   private readonly policy: BatchPolicy;
   /** While stopping nothing waits: queued requests run as soon as they can. */
   private readonly drainPolicy: BatchPolicy;
-  /** 0 = unbounded. */
-  private readonly maxQueueSize: number;
+  /** Requests the decision may look at: a batch never spans more. */
+  private readonly peekCount: number;
   /** null when every request gets the same key (no batching constraint beyond size). */
   private readonly ragged: ReadonlySet<string> | null;
   private stopped: Promise<void> | null = null;
@@ -52,7 +50,8 @@ export class DynamicBatchScheduler implements Scheduler {
       .sort((a, b) => a - b);
     this.policy = { maxBatchSize, preferredBatchSizes: preferred, maxQueueDelayUs: db?.max_queue_delay_microseconds ?? 0 };
     this.drainPolicy = { ...this.policy, maxQueueDelayUs: 0 };
-    this.maxQueueSize = db?.default_queue_policy?.max_queue_size ?? 0;
+    this.queue = new PriorityQueue(compilePriorityPlan(db));
+    this.peekCount = maxBatchSize + 1;
     this.ragged = batchKeyPlan(config);
     this.pool = new ExecutionPool({
       model: config.name,
@@ -68,13 +67,16 @@ export class DynamicBatchScheduler implements Scheduler {
       this.pool.reject(request, respond, { code: 'UNAVAILABLE', message: stoppingMessage(request) });
       return;
     }
-    if (this.maxQueueSize > 0 && this.queue.length >= this.maxQueueSize) {
+    const plan = this.queue.plan;
+    const level = levelOf(plan, request.parameters['priority']);
+    const timeoutUs = timeoutOf(plan.levels[level]!, request.parameters['timeout']);
+    const key = this.ragged === null ? '' : shapeKeyOf(request, this.ragged);
+    const q = new QueuedRequest(request, respond, nowNs(), key);
+    if (!this.queue.push(q, level, timeoutUs, q.enqueuedUs)) {
       this.pool.reject(request, respond, { code: 'UNAVAILABLE', message: requestIdPrefix(request.id) + 'Exceeds maximum queue size' });
       return;
     }
-    const key = this.ragged === null ? '' : shapeKeyOf(request, this.ragged);
     this.pool.admit();
-    this.queue.push(new QueuedRequest(request, respond, nowNs(), key));
     this.dispatch();
   }
 
@@ -94,19 +96,32 @@ export class DynamicBatchScheduler implements Scheduler {
   /** Form and start batches while an instance is free; otherwise arm the wake-up. */
   private dispatch(): void {
     const policy = this.stopped === null ? this.policy : this.drainPolicy;
-    while (this.queue.length > 0 && this.pool.hasIdle()) {
-      const now = nowUs();
-      const d = decideBatch(this.queue, policy, now);
+    const queue = this.queue;
+    let now = nowUs();
+    if (queue.nextDeadlineUs() <= now) queue.expire(now, this.onExpired);
+    while (queue.size > 0 && this.pool.hasIdle()) {
+      now = nowUs();
+      const d = decideBatch(queue.peek(this.peekCount), policy, now);
       if (d.kind === 'run') {
-        this.pool.run(this.queue.splice(0, d.count));
+        this.pool.run(queue.take(d.count));
         continue;
       }
       if (d.kind === 'wait') this.arm(d.untilUs, now);
-      return;
+      break;
     }
     // Nothing left to wait for: do not keep a wake-up (and the event loop) alive.
-    if (this.queue.length === 0) this.disarm();
+    if (queue.size === 0) {
+      this.disarm();
+      return;
+    }
+    // Queued requests with a timeout are answered when it passes, even while every instance is busy.
+    const deadline = queue.nextDeadlineUs();
+    if (deadline !== Infinity) this.arm(deadline, now);
   }
+
+  private readonly onExpired = (q: QueuedRequest): void => {
+    this.pool.abandon(q, { code: 'UNAVAILABLE', message: 'Request timeout expired' });
+  };
 
   /**
    * One wake-up at a time; an earlier one already armed serves (it re-decides

@@ -98,6 +98,11 @@ export class ExecutionPool {
     this.requestDone(q, false, now);
   }
 
+  /** Answer an admitted request that will never run (its queue timeout passed). */
+  abandon(q: QueuedRequest, error: ErrorInfo): void {
+    this.release(q, { outputs: [], error, final: true });
+  }
+
   /** Run a batch of admitted requests on a free instance; call only when hasIdle(). */
   run(batch: QueuedRequest[]): void {
     const instance = this.idle.shift();

@@ -291,3 +291,50 @@ test('a throwing respond callback does not cost other requests their responses',
     process.off('warning', onWarning);
   }
 });
+
+test('priority levels: a high-priority request overtakes queued low-priority ones', async () => {
+  const inst = new FakeInstance('m_0');
+  const s = new DynamicBatchScheduler(config(1, { priority_levels: 2, default_priority_level: 2 }), [inst]);
+  const rec = new Recorder();
+  const send = (id: string, priority?: number): void => {
+    const r = request(id);
+    if (priority !== undefined) r.parameters = { priority };
+    s.enqueue(r, rec.respond(id));
+  };
+  send('busy');
+  send('low1');
+  send('low2', 0);
+  send('low3', 7); // above the levels: the default level
+  send('high', 1);
+  for (let i = 0; i < 5; i++) {
+    inst.current().finish();
+    await settle();
+  }
+  assert.deepEqual(inst.batches().flat(), ['busy', 'high', 'low1', 'low2', 'low3']);
+  await s.stop();
+});
+
+test('queue policy: max_queue_size rejects with Triton text; a queue timeout answers "Request timeout expired"', async () => {
+  const inst = new FakeInstance('m_0');
+  const s = new DynamicBatchScheduler(config(1, {
+    default_queue_policy: { timeout_action: 'REJECT', default_timeout_microseconds: 0, allow_timeout_override: true, max_queue_size: 2 },
+  }), [inst]);
+  const rec = new Recorder();
+  s.enqueue(request('busy'), rec.respond('busy'));
+  s.enqueue(request('q1'), rec.respond('q1'));
+  const timed = request('timed');
+  timed.parameters = { timeout: 1000 };
+  s.enqueue(timed, rec.respond('timed'));
+  s.enqueue(request('full'), rec.respond('full'));
+  assert.deepEqual(rec.only('full').error, { code: 'UNAVAILABLE', message: '[request id: full] Exceeds maximum queue size' });
+  await until(() => rec.finalOrder.includes('timed'));
+  assert.deepEqual(rec.only('timed').error, { code: 'UNAVAILABLE', message: 'Request timeout expired' });
+  assert.equal(s.inflightCount(), 2);
+  inst.current().finish();
+  await settle();
+  inst.current().finish();
+  await settle();
+  assert.deepEqual(inst.batches().flat(), ['busy', 'q1']);
+  assert.equal(s.inflightCount(), 0);
+  await s.stop();
+});

@@ -1,0 +1,88 @@
+/**
+ * What the registry lends ensemble schedulers (src/scheduler/ensemble-scheduler.ts):
+ * the configs of composing models at load, with Triton's dependency errors,
+ * READY versions and validation plans at request time, and the route into
+ * the composing models' schedulers. Also reads which models an ensemble's
+ * config depends on, so loads can wait for them.
+ */
+import fs from 'node:fs';
+import { CODE_WORDS, ServerError } from '../errors';
+import type { Arena } from '../instances/arena';
+import type { EnsembleServices } from '../scheduler/ensemble-scheduler';
+import type { InferRequest, Respond } from '../scheduler/request';
+import type { ModelConfig } from './config/model-config';
+import { parseModelConfigText } from './config/pbtxt';
+import { configPath } from './model-loader';
+import type { ModelRecord, VersionRecord } from './model-record';
+import type { ModelLocation } from './scan';
+
+const LOOKUP = 'Request for unknown model: ';
+
+function newestReady(record: ModelRecord): VersionRecord | undefined {
+  let best: VersionRecord | undefined;
+  for (const v of record.versions.values()) {
+    if (v.readiness.state === 'READY' && v.loaded && (best === undefined || v.version > best.version)) best = v;
+  }
+  return best;
+}
+
+/** A load reason without its code words ("Internal: x" → "x"), as Triton quotes a status message. */
+function message(reason: string): string {
+  for (const w of Object.values(CODE_WORDS)) if (reason.startsWith(`${w}: `)) return reason.slice(w.length + 2);
+  return reason;
+}
+
+export function ensembleServices(
+  models: ReadonlyMap<string, ModelRecord>,
+  arena: Arena,
+  route: (request: InferRequest, respond: Respond) => void,
+): EnsembleServices {
+  return {
+    arena,
+    route,
+    composingConfig(e: string, m: string, version: number): ModelConfig {
+      const record = models.get(m);
+      if (record === undefined || !record.wanted) {
+        throw new ServerError('INVALID_ARG', `ensemble ${e} contains models that are not available or ambiguous: ${m}`);
+      }
+      const ready = version === -1 ? newestReady(record) : record.versions.get(version);
+      if (ready !== undefined && ready.readiness.state === 'READY' && record.prepared !== undefined) return record.prepared.config;
+      if (version !== -1 && newestReady(record) !== undefined) {
+        throw new ServerError('INVALID_ARG', `ensemble '${e}' depends on '${m}' whose required version ${version} is not loaded.`);
+      }
+      const latest = [...record.versions.values()].sort((a, b) => b.version - a.version)[0];
+      const why = message(latest?.readiness.reason || record.noVersionReason || 'not loaded');
+      if (record.prepared === undefined) {
+        throw new ServerError('INVALID_ARG', `ensemble '${e}' depends on '${m}' which is not valid. Model '${m}' failed with error: ${why}`);
+      }
+      throw new ServerError('INVALID_ARG', `ensemble '${e}' depends on '${m}' which has no loaded version. Model '${m}' loading failed with error: ${why}`);
+    },
+    resolve(m: string, version: number) {
+      const record = models.get(m);
+      if (record === undefined) throw new ServerError('NOT_FOUND', `${LOOKUP}'${m}' is not found`);
+      let v: VersionRecord | undefined;
+      if (version === -1) {
+        v = newestReady(record);
+        if (v === undefined) throw new ServerError('NOT_FOUND', `${LOOKUP}'${m}' has no available versions`);
+      } else {
+        v = record.versions.get(version);
+        if (v === undefined) throw new ServerError('NOT_FOUND', `${LOOKUP}'${m}' version ${version} is not found`);
+        if (v.readiness.state !== 'READY') throw new ServerError('UNAVAILABLE', `${LOOKUP}'${m}' version ${version} is not at ready state`);
+      }
+      const plan = record.prepared?.plan;
+      if (plan === undefined) throw new ServerError('UNAVAILABLE', `${LOOKUP}'${m}' version ${v.version} is not at ready state`);
+      return { version: v.version, plan };
+    },
+  };
+}
+
+/** Models an ensemble's config names in its steps ([] for other models, or when the config cannot be read). */
+export function ensembleDependencies(location: ModelLocation, modelConfigName: string): string[] {
+  try {
+    const file = configPath(location, modelConfigName);
+    const config = parseModelConfigText(fs.readFileSync(file, 'utf8'), file);
+    return [...new Set((config.ensemble_scheduling?.step ?? []).map((s) => s.model_name).filter((n) => n !== location.name))];
+  } catch {
+    return [];
+  }
+}

@@ -1,0 +1,142 @@
+/**
+ * `model_warmup` (protocol.md §3.10): before a version turns READY, each
+ * warmup sample is sent `count` times (at least once) through the version's
+ * own scheduler, one request at a time, exactly like client requests. Input
+ * data is zeros, random bytes, or a file under `<model>/warmup/` holding one
+ * batch-1 sample (repeated `batch_size` times). Any failure fails the load
+ * with Triton's `failed to run warmup sample '<name>': <reason>`.
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { configTypeToDataType, elementCount, ELEMENT_SIZE, type DataType } from '../datatypes';
+import { ServerError, toErrorInfo } from '../errors';
+import type { DecodedRequest } from '../frontend/decoded-request';
+import { validateRequest } from '../frontend/validate';
+import type { ValidationPlan } from '../frontend/validation-plan';
+import type { Arena } from '../instances/arena';
+import { nowNs } from '../scheduler/clock';
+import type { InferRequest, InferResponse, TensorRef } from '../scheduler/request';
+import type { Scheduler } from '../scheduler/scheduler';
+import type { ModelConfig } from './config/model-config';
+
+interface WarmupInput {
+  data_type?: string;
+  dims?: number[];
+  zero_data?: boolean;
+  random_data?: boolean;
+  input_data_file?: string;
+}
+
+interface WarmupSample {
+  name?: string;
+  batch_size?: number;
+  inputs?: Record<string, WarmupInput>;
+  count?: number;
+}
+
+/** One sample's inputs as bytes, built once per load. */
+interface PreparedSample {
+  name: string;
+  count: number;
+  batchSize: number;
+  inputs: { name: string; datatype: DataType; shape: number[]; data: Uint8Array }[];
+}
+
+export async function runWarmup(config: ModelConfig, modelDir: string, version: number, scheduler: Scheduler, arena: Arena, plan: ValidationPlan): Promise<void> {
+  const samples = (config.model_warmup ?? []) as WarmupSample[];
+  for (const raw of samples) {
+    const name = raw.name ?? '';
+    try {
+      const sample = prepareSample(raw, config, modelDir);
+      for (let i = 0; i < sample.count; i++) await runOnce(sample, config.name, version, scheduler, arena, plan);
+    } catch (err) {
+      const e = toErrorInfo(err);
+      throw new ServerError(e.code, `failed to run warmup sample '${name}': ${e.message}`);
+    }
+  }
+}
+
+function prepareSample(raw: WarmupSample, config: ModelConfig, modelDir: string): PreparedSample {
+  const batching = config.max_batch_size > 0;
+  const batchSize = Math.max(1, Number(raw.batch_size ?? 1));
+  if (!batching && batchSize > 1) throw new ServerError('INVALID_ARG', `batch_size must be 1 for model '${config.name}', which does not support batching`);
+  const inputs = Object.entries(raw.inputs ?? {}).map(([name, input]) => {
+    const datatype = configTypeToDataType(input.data_type ?? '');
+    if (datatype === '<invalid>') throw new ServerError('INVALID_ARG', `warmup input '${name}' has invalid data type '${input.data_type ?? ''}'`);
+    const dims = (input.dims ?? []).map(Number);
+    if (dims.some((d) => d < 0)) throw new ServerError('INVALID_ARG', `warmup input '${name}' must have fixed dims, got [${dims.join(',')}]`);
+    const one = sampleBytes(name, datatype, dims, input, modelDir);
+    const data = new Uint8Array(one.byteLength * batchSize);
+    for (let b = 0; b < batchSize; b++) data.set(one, b * one.byteLength);
+    return { name, datatype, shape: batching ? [batchSize, ...dims] : dims, data };
+  });
+  return { name: raw.name ?? '', count: Math.max(1, Number(raw.count ?? 0)), batchSize, inputs };
+}
+
+/** The bytes of one batch-1 sample of an input. BYTES elements are empty strings unless read from a file. */
+function sampleBytes(name: string, datatype: DataType, dims: number[], input: WarmupInput, modelDir: string): Uint8Array {
+  const n = elementCount(dims);
+  if (input.input_data_file !== undefined && input.input_data_file !== '') {
+    const file = path.join(modelDir, 'warmup', input.input_data_file);
+    let bytes: Buffer;
+    try {
+      bytes = fs.readFileSync(file);
+    } catch {
+      throw new ServerError('INVALID_ARG', `failed to read warmup data file '${file}' for input '${name}'`);
+    }
+    const want = datatype === 'BYTES' ? -1 : n * ELEMENT_SIZE[datatype];
+    if (want >= 0 && bytes.byteLength !== want) {
+      throw new ServerError('INVALID_ARG', `warmup data file '${file}' for input '${name}' holds ${bytes.byteLength} bytes, expected ${want}`);
+    }
+    return new Uint8Array(bytes);
+  }
+  if (datatype === 'BYTES') return new Uint8Array(4 * n); // n zero-length strings
+  const size = n * ELEMENT_SIZE[datatype];
+  if (input.random_data === true) {
+    const bytes = new Uint8Array(crypto.randomBytes(size));
+    // Random floats may be NaN/Inf; keep them finite and small by clearing each element's top byte.
+    if (datatype === 'FP32' || datatype === 'FP64' || datatype === 'FP16' || datatype === 'BF16') {
+      const step = ELEMENT_SIZE[datatype];
+      for (let i = step - 1; i < size; i += step) bytes[i] = 0;
+    }
+    if (datatype === 'BOOL') for (let i = 0; i < size; i++) bytes[i] = bytes[i]! & 1;
+    return bytes;
+  }
+  return new Uint8Array(size);
+}
+
+function runOnce(sample: PreparedSample, model: string, version: number, scheduler: Scheduler, arena: Arena, plan: ValidationPlan): Promise<void> {
+  const decoded: DecodedRequest = {
+    id: '',
+    inputs: sample.inputs.map((i) => ({ ...i, parameters: {} })),
+    outputs: null,
+    parameters: {},
+    binaryDataOutput: true,
+  };
+  const { batchSize } = validateRequest(plan, decoded);
+  const inputs: TensorRef[] = [];
+  try {
+    for (const i of sample.inputs) {
+      const offset = arena.alloc(i.data.byteLength);
+      inputs.push({ name: i.name, datatype: i.datatype, shape: i.shape, offset, byteSize: i.data.byteLength });
+      arena.bytes(offset, i.data.byteLength).set(i.data);
+    }
+  } catch (err) {
+    for (const t of inputs) arena.free(t.offset);
+    throw err;
+  }
+  const request: InferRequest = {
+    id: '', model, version, batchSize: plan.maxBatchSize > 0 ? batchSize : 1, inputs,
+    requestedOutputs: null, parameters: {}, arrivalNs: nowNs(),
+  };
+  return new Promise((resolve, reject) => {
+    scheduler.enqueue(request, (response: InferResponse) => {
+      for (const o of response.outputs) arena.free(o.offset);
+      if (!response.final) return;
+      for (const t of inputs) arena.free(t.offset);
+      if (response.error !== undefined) reject(new ServerError(response.error.code, response.error.message));
+      else resolve();
+    });
+  });
+}

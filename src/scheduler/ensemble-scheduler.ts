@@ -1,0 +1,267 @@
+/**
+ * The scheduler of an `ensemble_scheduling` model: it runs no instance of its
+ * own. Each request follows the plan compiled at load (ensemble-plan.ts):
+ * a step starts once every tensor it reads is written, and goes through the
+ * same `route` the frontends use, so it is validated and batched in its own
+ * model's scheduler like any client request.
+ *
+ * Tensors stay in the arena the whole way: a step's outputs are handed to the
+ * next step's request as they are (only the name changes), never copied.
+ * Intermediate tensors are freed as soon as every step reading them has
+ * finished; ensemble outputs go to the requester, who frees them; the
+ * request's own inputs belong to its frontend.
+ *
+ * A failing step fails the request with that step's error, once every step
+ * already running has finished (they may be reading the request's inputs,
+ * which the frontend frees after our final response).
+ */
+import { toErrorInfo, type ErrorInfo } from '../errors';
+import type { DecodedRequest } from '../frontend/decoded-request';
+import { validateRequest } from '../frontend/validate';
+import type { ValidationPlan } from '../frontend/validation-plan';
+import type { Arena } from '../instances/arena';
+import type { ModelConfig } from '../repository/config/model-config';
+import { nowNs } from './clock';
+import { compileEnsemblePlan, type ComposingConfig, type EnsemblePlan } from './ensemble-plan';
+import { stoppingMessage } from './execution-pool';
+import type { InferRequest, InferResponse, Respond, TensorRef } from './request';
+import type { Scheduler } from './scheduler';
+import type { RequestDoneStats, SchedulerHooks } from './scheduler-hooks';
+
+/** What an ensemble needs from the server around it. */
+export interface EnsembleServices {
+  arena: Arena;
+  /** Config of a composing model's READY version (-1 = newest), for the load-time checks; throws Triton's dependency error. */
+  composingConfig: ComposingConfig;
+  /** A READY version (-1 = newest) and its validation plan, at request time; throws the lookup error. */
+  resolve(model: string, version: number): { version: number; plan: ValidationPlan };
+  /** Where composing requests enter: the frontends' route. */
+  route(request: InferRequest, respond: Respond): void;
+}
+
+export class EnsembleScheduler implements Scheduler {
+  private readonly plan: EnsemblePlan;
+  private inflight = 0;
+  private drainWaiters: (() => void)[] = [];
+  private stopped: Promise<void> | null = null;
+
+  constructor(config: ModelConfig, private readonly services: EnsembleServices, private readonly hooks?: SchedulerHooks) {
+    this.plan = compileEnsemblePlan(config, services.composingConfig);
+  }
+
+  enqueue(request: InferRequest, respond: Respond): void {
+    if (this.stopped !== null) {
+      const now = nowNs();
+      respond({ outputs: [], error: { code: 'UNAVAILABLE', message: stoppingMessage(request) }, final: true });
+      this.report(request, false, now, now, now);
+      return;
+    }
+    this.inflight++;
+    new EnsembleRun(this.plan, this.services, request, (response, startNs) => {
+      try {
+        respond(response);
+      } finally {
+        this.report(request, response.error === undefined, startNs, startNs, nowNs());
+        this.inflight--;
+        if (this.inflight === 0 && this.drainWaiters.length > 0) {
+          const waiters = this.drainWaiters;
+          this.drainWaiters = [];
+          for (const w of waiters) w();
+        }
+      }
+    }).start();
+  }
+
+  inflightCount(): number {
+    return this.inflight;
+  }
+
+  stop(): Promise<void> {
+    this.stopped ??= this.inflight === 0 ? Promise.resolve() : new Promise((resolve) => this.drainWaiters.push(resolve));
+    return this.stopped;
+  }
+
+  /**
+   * Statistics as one "execution" per request spanning all its steps: the
+   * ensemble itself never queues, its compute is the whole pipeline.
+   */
+  private report(request: InferRequest, success: boolean, queueStartNs: number, computeStartNs: number, endNs: number): void {
+    const hooks = this.hooks;
+    if (hooks === undefined) return;
+    const ran = computeStartNs !== queueStartNs || endNs !== queueStartNs;
+    const s: RequestDoneStats = {
+      success, queueStartNs, computeStartNs: ran ? computeStartNs : 0, computeInputEndNs: ran ? computeStartNs : 0,
+      computeInferEndNs: ran ? endNs : 0, computeEndNs: ran ? endNs : 0, endNs,
+    };
+    try {
+      if (success) hooks.executionDone?.(request.batchSize, 1, s);
+      hooks.requestDone?.(request, s);
+    } catch (err) {
+      process.emitWarning(`ensemble '${this.plan.name}': statistics hook threw: ${String(err)}`);
+    }
+  }
+}
+
+/** One request's walk through the plan. */
+class EnsembleRun {
+  private readonly slots: (TensorRef | undefined)[];
+  /** Per step: input slots not written yet. */
+  private readonly waiting: number[];
+  /** Per slot: steps that read it and have not finished. */
+  private readonly readersLeft: number[];
+  private running = 0;
+  private finished = 0;
+  private error: ErrorInfo | undefined;
+  /** The final response went out (steps may answer synchronously, so finish can be reached twice). */
+  private over = false;
+  private readonly startNs = nowNs();
+
+  constructor(
+    private readonly plan: EnsemblePlan,
+    private readonly services: EnsembleServices,
+    private readonly request: InferRequest,
+    private readonly done: (response: InferResponse, startNs: number) => void,
+  ) {
+    this.slots = new Array<TensorRef | undefined>(plan.slotNames.length);
+    this.waiting = plan.steps.map((s) => s.inputSlots.length);
+    this.readersLeft = plan.consumers.map((c) => c.length);
+  }
+
+  start(): void {
+    const ready: number[] = [];
+    for (const t of this.request.inputs) {
+      const slot = this.plan.inputSlots.get(t.name);
+      if (slot === undefined || this.slots[slot] !== undefined) continue;
+      this.slots[slot] = t;
+      ready.push(slot);
+    }
+    for (const slot of ready) this.written(slot);
+    if (this.running === 0 && this.finished !== this.plan.steps.length) this.finish(); // nothing could start
+  }
+
+  /** A slot got its tensor: start the steps that now have all their inputs. */
+  private written(slot: number): void {
+    for (const step of this.plan.consumers[slot]!) {
+      if (--this.waiting[step]! === 0 && this.error === undefined) this.runStep(step);
+    }
+  }
+
+  private runStep(index: number): void {
+    const step = this.plan.steps[index]!;
+    const inputs: TensorRef[] = step.inputs.map((i) => ({ ...this.slots[i.slot]!, name: i.name }));
+    this.running++;
+    let request: InferRequest;
+    try {
+      request = this.stepRequest(step.model, step.version, inputs, step.requestedOutputs);
+    } catch (err) {
+      this.stepDone(index, { outputs: [], error: toErrorInfo(err), final: true });
+      return;
+    }
+    this.services.route(request, (response) => {
+      if (response.final) this.stepDone(index, response);
+      else for (const o of response.outputs) this.services.arena.free(o.offset); // decoupled steps are refused at load
+    });
+  }
+
+  /** The composing request, validated against its model as a client request would be. */
+  private stepRequest(model: string, version: number, inputs: TensorRef[], requestedOutputs: string[]): InferRequest {
+    const { version: resolved, plan } = this.services.resolve(model, version);
+    const arena = this.services.arena;
+    const decoded: DecodedRequest = {
+      id: this.request.id,
+      inputs: inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, data: arena.bytes(t.offset, t.byteSize), parameters: {} })),
+      outputs: requestedOutputs.map((name) => ({ name, binary: true, classification: 0, parameters: {} })),
+      parameters: this.request.parameters,
+      binaryDataOutput: true,
+    };
+    const { batchSize } = validateRequest(plan, decoded);
+    return {
+      id: this.request.id,
+      model,
+      version: resolved,
+      batchSize: plan.maxBatchSize > 0 ? batchSize : 1,
+      inputs,
+      requestedOutputs,
+      parameters: this.request.parameters,
+      arrivalNs: nowNs(),
+    };
+  }
+
+  private stepDone(index: number, response: InferResponse): void {
+    this.running--;
+    this.finished++;
+    const step = this.plan.steps[index]!;
+    const written: number[] = [];
+    if (response.error !== undefined || this.error !== undefined) {
+      this.error ??= response.error;
+      for (const o of response.outputs) this.services.arena.free(o.offset);
+    } else {
+      for (const o of response.outputs) {
+        const mapped = step.outputs.find((x) => x.name === o.name);
+        if (mapped === undefined || this.slots[mapped.slot] !== undefined) {
+          this.services.arena.free(o.offset);
+          continue;
+        }
+        this.slots[mapped.slot] = o;
+        written.push(mapped.slot);
+      }
+      const missing = step.outputs.find((x) => this.slots[x.slot] === undefined);
+      if (missing !== undefined) {
+        this.error = { code: 'INTERNAL', message: `in ensemble ${this.plan.name}, step of model '${step.model}' did not produce output '${missing.name}'` };
+      }
+    }
+    // Intermediates nobody else reads go back to the arena now.
+    for (const slot of step.inputSlots) {
+      if (--this.readersLeft[slot]! === 0) this.release(slot);
+    }
+    if (this.error === undefined) for (const slot of written) this.written(slot);
+    if (this.running === 0 && (this.error !== undefined || this.finished === this.plan.steps.length)) this.finish();
+  }
+
+  /** Free a slot the ensemble owns (a step wrote it and the requester will not get it). */
+  private release(slot: number): void {
+    if (this.plan.producer[slot] === -1 || this.plan.isOutput[slot]) return;
+    const t = this.slots[slot];
+    if (t === undefined) return;
+    this.slots[slot] = undefined;
+    this.services.arena.free(t.offset);
+  }
+
+  private finish(): void {
+    if (this.over) return;
+    this.over = true;
+    const plan = this.plan;
+    if (this.error === undefined && this.finished !== plan.steps.length) {
+      this.error = { code: 'INTERNAL', message: `in ensemble ${plan.name}, not every step could run with the given inputs` };
+    }
+    if (this.error !== undefined) {
+      for (let slot = 0; slot < this.slots.length; slot++) {
+        const t = this.slots[slot];
+        if (t !== undefined && plan.producer[slot] !== -1) this.services.arena.free(t.offset);
+        this.slots[slot] = undefined;
+      }
+      this.done({ outputs: [], error: this.error, final: true }, this.startNs);
+      return;
+    }
+    const wanted = this.request.requestedOutputs;
+    const outputs: TensorRef[] = [];
+    for (const o of plan.outputs) {
+      const t = this.slots[o.slot]!;
+      const owned = plan.producer[o.slot] !== -1;
+      if (wanted !== null && !wanted.includes(o.name)) {
+        if (owned) this.services.arena.free(t.offset);
+        continue;
+      }
+      outputs.push(owned ? { ...t, name: o.name } : this.copy(t, o.name));
+    }
+    this.done({ outputs, final: true }, this.startNs);
+  }
+
+  /** An ensemble input passed straight through: the requester frees outputs, so it gets its own copy. */
+  private copy(t: TensorRef, name: string): TensorRef {
+    const arena = this.services.arena;
+    const offset = arena.alloc(t.byteSize);
+    arena.bytes(offset, t.byteSize).set(arena.bytes(t.offset, t.byteSize));
+    return { ...t, name, offset };
+  }
+}

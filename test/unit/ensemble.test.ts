@@ -1,0 +1,160 @@
+/**
+ * The ensemble plan's load-time checks (Triton's texts) and the ensemble
+ * scheduler over a real arena, with composing "models" answered in-process
+ * by the route: composition, outputs subset, a failing step, and every
+ * arena block freed.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { compileValidationPlan } from '../../src/frontend/validation-plan';
+import { Arena } from '../../src/instances/arena';
+import type { ModelConfig } from '../../src/repository/config/model-config';
+import { compileEnsemblePlan } from '../../src/scheduler/ensemble-plan';
+import { EnsembleScheduler, type EnsembleServices } from '../../src/scheduler/ensemble-scheduler';
+import type { InferRequest, InferResponse, TensorRef } from '../../src/scheduler/request';
+
+type Io = [string, string, number[]];
+function model(name: string, mbs: number, inputs: Io[], outputs: Io[], extra: Partial<ModelConfig> = {}): ModelConfig {
+  return {
+    name, platform: '', backend: 'x', runtime: '', version_policy: {}, max_batch_size: mbs,
+    input: inputs.map(([n, t, d]) => ({ name: n, data_type: t, format: 'FORMAT_NONE', dims: d, is_shape_tensor: false, allow_ragged_batch: false, optional: false, is_non_linear_format_io: false })),
+    output: outputs.map(([n, t, d]) => ({ name: n, data_type: t, dims: d, label_filename: '', is_shape_tensor: false, is_non_linear_format_io: false })),
+    batch_input: [], batch_output: [], instance_group: [], default_model_filename: '', cc_model_filenames: {}, metric_tags: {},
+    parameters: {}, model_warmup: [], ...extra,
+  } as ModelConfig;
+}
+
+/** `addsub`: (A, B) → (A+B, A-B), INT32 [4]. */
+const ADDSUB = model('addsub', 8, [['A', 'TYPE_INT32', [4]], ['B', 'TYPE_INT32', [4]]], [['SUM', 'TYPE_INT32', [4]], ['DIFF', 'TYPE_INT32', [4]]]);
+
+type Step = { model_name: string; model_version: number; input_map: Record<string, string>; output_map: Record<string, string> };
+function ensemble(steps: Step[], inputs: Io[] = [['X', 'TYPE_INT32', [4]], ['Y', 'TYPE_INT32', [4]]], outputs: Io[] = [['P', 'TYPE_INT32', [4]], ['Q', 'TYPE_INT32', [4]]], mbs = 8): ModelConfig {
+  return model('ens', mbs, inputs, outputs, { platform: 'ensemble', backend: '', ensemble_scheduling: { step: steps } });
+}
+const TWO_STEPS: Step[] = [
+  { model_name: 'addsub', model_version: -1, input_map: { A: 'X', B: 'Y' }, output_map: { SUM: 's', DIFF: 'd' } },
+  { model_name: 'addsub', model_version: -1, input_map: { A: 's', B: 'd' }, output_map: { SUM: 'P', DIFF: 'Q' } },
+];
+
+const configs = new Map<string, ModelConfig>([['addsub', ADDSUB]]);
+const composing = (e: string, m: string): ModelConfig => {
+  const c = configs.get(m);
+  if (c === undefined) throw new Error(`ensemble ${e} contains models that are not available or ambiguous: ${m}`);
+  return c;
+};
+
+test('compileEnsemblePlan: slots, consumers and producers of a two-step chain', () => {
+  const plan = compileEnsemblePlan(ensemble(TWO_STEPS), composing);
+  const slot = (n: string): number => plan.slotNames.indexOf(n);
+  assert.deepEqual(plan.steps.map((s) => s.inputSlots), [[slot('X'), slot('Y')], [slot('s'), slot('d')]]);
+  assert.deepEqual(plan.consumers[slot('s')], [1]);
+  assert.equal(plan.producer[slot('X')], -1);
+  assert.equal(plan.producer[slot('P')], 1);
+  assert.deepEqual(plan.outputs.map((o) => o.name), ['P', 'Q']);
+});
+
+test("compileEnsemblePlan: Triton's texts for mapping, type, shape and batch-size mismatches", () => {
+  const step = (x: Partial<Step>): Step[] => [{ ...TWO_STEPS[0]!, ...x }, TWO_STEPS[1]!];
+  const cases: [ModelConfig, string][] = [
+    [ensemble(step({ input_map: { A: 'X', B: 'Y', C: 'Y' } })), 'in ensemble ens, ensemble tensor Y is mapping to non-existing input C in model addsub'],
+    [ensemble(step({ input_map: { A: 'X' } })), 'in ensemble ens, input B in model addsub is not mapped to any ensemble tensors'],
+    [ensemble(step({ output_map: { SUM: 's', DIFF: 'd', NOPE: 'z' } })), 'in ensemble ens, ensemble tensor z is mapped from non-existing output NOPE in model addsub'],
+    [ensemble(TWO_STEPS, [['X', 'TYPE_FP32', [4]], ['Y', 'TYPE_INT32', [4]]]),
+      'in ensemble ens, ensemble tensor X: inconsistent data type: TYPE_FP32 is inferred from model ens while TYPE_INT32 is inferred from model addsub'],
+    [ensemble(TWO_STEPS, [['X', 'TYPE_INT32', [5]], ['Y', 'TYPE_INT32', [4]]]),
+      'in ensemble ens, ensemble tensor X: inconsistent shape: [-1,5] is inferred from model ens while [-1,4] is inferred from model addsub'],
+    [ensemble(TWO_STEPS, undefined, undefined, 16), 'ensemble ens allows maximum batch size 16, but it contains model addsub which only allows maximum batch size to be 8'],
+    [ensemble(step({ model_name: 'ghost' })), 'ensemble ens contains models that are not available or ambiguous: ghost'],
+  ];
+  for (const [config, message] of cases) assert.throws(() => compileEnsemblePlan(config, composing), { message });
+  // A -1 dim matches anything; a non-batching model's [-1,4] matches a batching [4].
+  assert.doesNotThrow(() => compileEnsemblePlan(ensemble(TWO_STEPS, [['X', 'TYPE_INT32', [-1]], ['Y', 'TYPE_INT32', [4]]]), composing));
+});
+
+/** Services whose route runs `addsub` in-process (asynchronously), failing when A[0] is 99. */
+function services(arena: Arena, log: InferRequest[]): EnsembleServices {
+  const plan = compileValidationPlan(ADDSUB);
+  const alloc = (name: string, values: number[], shape: number[]): TensorRef => {
+    const offset = arena.alloc(values.length * 4);
+    new Int32Array(arena.bytes(offset, values.length * 4).buffer, offset, values.length).set(values);
+    return { name, datatype: 'INT32', shape, offset, byteSize: values.length * 4 };
+  };
+  return {
+    arena,
+    composingConfig: composing,
+    resolve: () => ({ version: 1, plan }),
+    route: (r, respond) => {
+      log.push(r);
+      setImmediate(() => {
+        const read = (n: string): Int32Array => {
+          const t = r.inputs.find((i) => i.name === n)!;
+          return new Int32Array(arena.bytes(t.offset, t.byteSize).slice().buffer);
+        };
+        const a = read('A');
+        const b = read('B');
+        if (a[0] === 99) {
+          respond({ outputs: [], error: { code: 'INVALID_ARG', message: 'addsub refuses 99' }, final: true });
+          return;
+        }
+        const shape = r.inputs[0]!.shape;
+        respond({
+          outputs: [alloc('SUM', [...a].map((x, i) => x + b[i]!), shape), alloc('DIFF', [...a].map((x, i) => x - b[i]!), shape)],
+          final: true,
+        });
+      });
+    },
+  };
+}
+
+function run(s: EnsembleScheduler, arena: Arena, x: number[], y: number[], requestedOutputs: string[] | null = null): Promise<InferResponse> {
+  const inputs = [['X', x], ['Y', y]].map(([name, v]) => {
+    const values = v as number[];
+    const offset = arena.alloc(16);
+    new Int32Array(arena.bytes(offset, 16).buffer, offset, 4).set(values);
+    return { name: name as string, datatype: 'INT32' as const, shape: [1, 4], offset, byteSize: 16 };
+  });
+  return new Promise((resolve) => {
+    s.enqueue({ id: 'r', model: 'ens', version: 1, batchSize: 1, inputs, requestedOutputs, parameters: {}, arrivalNs: 0 }, (response) => {
+      for (const t of inputs) arena.free(t.offset); // what the frontend does after the final response
+      resolve(response);
+    });
+  });
+}
+
+const valuesOf = (arena: Arena, t: TensorRef): number[] => [...new Int32Array(arena.bytes(t.offset, t.byteSize).slice().buffer)];
+
+test('EnsembleScheduler: steps compose inside the server, tensors handed over without copies, every block freed', async () => {
+  const arena = Arena.create();
+  const base = arena.usedBytes();
+  const log: InferRequest[] = [];
+  const s = new EnsembleScheduler(ensemble(TWO_STEPS), services(arena, log));
+  const r = await run(s, arena, [1, 2, 3, 4], [1, 1, 1, 1]);
+  assert.equal(r.error, undefined);
+  assert.deepEqual(r.outputs.map((o) => [o.name, valuesOf(arena, o)]), [['P', [2, 4, 6, 8]], ['Q', [2, 2, 2, 2]]]);
+  assert.deepEqual(log.map((q) => [q.model, q.version, q.batchSize, q.inputs.map((i) => i.name), q.requestedOutputs]), [
+    ['addsub', 1, 1, ['A', 'B'], ['SUM', 'DIFF']],
+    ['addsub', 1, 1, ['A', 'B'], ['SUM', 'DIFF']],
+  ]);
+  for (const o of r.outputs) arena.free(o.offset);
+  assert.equal(arena.usedBytes(), base, 'intermediates freed, outputs were the requester\'s');
+
+  const only = await run(s, arena, [1, 2, 3, 4], [1, 1, 1, 1], ['Q']);
+  assert.deepEqual(only.outputs.map((o) => o.name), ['Q']);
+  for (const o of only.outputs) arena.free(o.offset);
+  assert.equal(arena.usedBytes(), base, 'an output not asked for is freed too');
+  assert.equal(s.inflightCount(), 0);
+  await s.stop();
+});
+
+test("EnsembleScheduler: a failing step fails the request with the step's message, nothing leaks", async () => {
+  const arena = Arena.create();
+  const base = arena.usedBytes();
+  const s = new EnsembleScheduler(ensemble(TWO_STEPS), services(arena, []));
+  // Step 1 gets X=[98..] + Y=[1..] = 99 in SUM: step 2 fails.
+  const r = await run(s, arena, [98, 0, 0, 0], [1, 0, 0, 0]);
+  assert.deepEqual(r, { outputs: [], error: { code: 'INVALID_ARG', message: 'addsub refuses 99' }, final: true });
+  assert.equal(arena.usedBytes(), base);
+  await s.stop();
+  const late = await run(s, arena, [1, 1, 1, 1], [1, 1, 1, 1]);
+  assert.equal(late.error?.code, 'UNAVAILABLE', 'a stopped ensemble admits nothing');
+});
