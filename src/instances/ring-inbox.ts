@@ -15,6 +15,9 @@ const waitAsync = (Atomics as unknown as {
   waitAsync(ta: Int32Array, index: number, value: number): { async: boolean; value: Promise<string> | string };
 }).waitAsync;
 
+/** Period of the event-loop mode's safety poll (see Inbox.start). */
+const GUARD_MS = 50;
+
 /** Consumer state of one ring. */
 class RingReader {
   readonly id: number;
@@ -94,7 +97,16 @@ export class Inbox {
   private readonly spin: number;
   private readonly onError: (err: unknown) => void;
   private running = false;
-  private loopActive = false;
+  /** Bumped by start, stop and a stall: a loop of an older generation exits when it resumes. */
+  private generation = 0;
+  /** Loop rounds, and whether the loop is parked in waitAsync on which SEQ: what the safety poll looks at. */
+  private rounds = 0;
+  private parked = false;
+  private parkedSeq = 0;
+  private guard: NodeJS.Timeout | null = null;
+  private guardRounds = -1;
+  /** Wake-ups the doorbell missed and the safety poll made up for; stays 0 unless something is wrong. */
+  missedWakeups = 0;
 
   constructor(bell: DoorbellHandle, options: InboxOptions = {}) {
     Doorbell.attach(bell);
@@ -157,7 +169,11 @@ export class Inbox {
   start(): void {
     if (this.running) return;
     this.running = true;
-    if (!this.loopActive) void this.loop();
+    void this.loop(++this.generation);
+    // Safety net: should a wake-up ever be lost (a bug here or in the platform),
+    // messages still arrive, late, and missedWakeups says so. Unref'd.
+    this.guard = setInterval(() => this.checkStall(), GUARD_MS);
+    this.guard.unref();
   }
 
   /**
@@ -167,6 +183,9 @@ export class Inbox {
   stop(): void {
     if (!this.running) return;
     this.running = false;
+    this.generation++;
+    if (this.guard !== null) clearInterval(this.guard);
+    this.guard = null;
     Atomics.store(this.bell, D_SLEEPING, 0);
     Atomics.add(this.bell, D_SEQ, 1);
     Atomics.notify(this.bell, D_SEQ);
@@ -177,26 +196,51 @@ export class Inbox {
     return false;
   }
 
-  private async loop(): Promise<void> {
-    this.loopActive = true;
-    try {
-      while (this.running) {
-        this.drain();
-        if (!this.running) break;
-        Atomics.store(this.bell, D_SLEEPING, 1);
-        const seq = Atomics.load(this.bell, D_SEQ);
-        if (this.anyData()) {
-          // More arrived while draining: let I/O run before the next round.
-          Atomics.store(this.bell, D_SLEEPING, 0);
-          await new Promise<void>((resolve) => setImmediate(resolve));
-          continue;
-        }
-        const w = waitAsync(this.bell, D_SEQ, seq);
-        if (w.async) await w.value;
+  /** Data that sat in the rings for a whole poll period while the loop slept means a lost wake-up. */
+  private checkStall(): void {
+    if (!this.parked || !this.anyData()) {
+      this.guardRounds = -1;
+      return;
+    }
+    if (this.guardRounds !== this.rounds) {
+      this.guardRounds = this.rounds; // first sighting: the wake-up may just be in flight
+      return;
+    }
+    this.missedWakeups++;
+    if (this.missedWakeups === 1) {
+      // Whether SEQ moved tells a bell that was never rung from a waitAsync that never resolved.
+      const rung = Atomics.load(this.bell, D_SEQ) !== this.parkedSeq;
+      process.emitWarning(`Inbox: a doorbell wake-up was lost (bell ${rung ? 'rung, waitAsync did not resolve' :
+        'not rung'}); the safety poll took over`, 'NodetronWarning');
+    }
+    // Abandon the stuck wait: a fresh loop takes over; the old one exits if it ever resumes.
+    this.parked = false;
+    Atomics.store(this.bell, D_SLEEPING, 0);
+    void this.loop(++this.generation);
+  }
+
+  private async loop(gen: number): Promise<void> {
+    while (gen === this.generation) {
+      this.rounds++;
+      this.drain();
+      if (gen !== this.generation) return;
+      Atomics.store(this.bell, D_SLEEPING, 1);
+      const seq = Atomics.load(this.bell, D_SEQ);
+      if (this.anyData()) {
+        // More arrived while draining: let I/O run before the next round.
         Atomics.store(this.bell, D_SLEEPING, 0);
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        continue;
       }
-    } finally {
-      this.loopActive = false;
+      const w = waitAsync(this.bell, D_SEQ, seq);
+      if (w.async) {
+        this.parked = true;
+        this.parkedSeq = seq;
+        await w.value;
+        if (gen !== this.generation) return;
+        this.parked = false;
+      }
+      Atomics.store(this.bell, D_SLEEPING, 0);
     }
   }
 }

@@ -188,3 +188,34 @@ test('Inbox.stop lets an event-loop thread exit', { timeout: 15_000 }, async () 
   inbox.drain();
   assert.deepEqual(got, [{ got: 'hello' }]);
 });
+
+test('a lost wake-up is made up for by the safety poll and counted', { timeout: 15_000 }, async () => {
+  const bell = Doorbell.create();
+  const h = createRing(bell.handle, 1024);
+  const inbox = new Inbox(bell.handle);
+  const got = collect(inbox, h);
+  inbox.start();
+  await new Promise((r) => setTimeout(r, 20)); // let the loop park in waitAsync
+  // Simulate the bug the poll guards against: hide the SLEEPING flag so the writer does not ring.
+  Atomics.store(new Int32Array(bell.handle.sab), 16, 0);
+  RingWriter.attach(h).send('late');
+  await until(() => got.length === 1, 'the message through the safety poll');
+  inbox.stop();
+  assert.deepEqual(got, ['late']);
+  assert.equal(inbox.missedWakeups, 1);
+});
+
+test('start() delivers through waitAsync without the safety poll', { timeout: 15_000 }, async () => {
+  const bell = Doorbell.create();
+  const h = createRing(bell.handle, 1024);
+  const inbox = new Inbox(bell.handle);
+  const got = collect(inbox, h);
+  inbox.start();
+  const w = RingWriter.attach(h);
+  for (let i = 0; i < 50; i++) {
+    w.send(i);
+    await until(() => got.length === i + 1, `message ${i}`);
+  }
+  inbox.stop();
+  assert.equal(inbox.missedWakeups, 0);
+});
