@@ -15,6 +15,11 @@ function fail(text: string): never {
 }
 
 async function main(): Promise<void> {
+  // `nodetron perf ...`: the load tool (src/perf/), not the server.
+  if (process.argv[2] === 'perf') {
+    const { perfMain } = require('./perf/cli') as typeof import('./perf/cli');
+    process.exit(await perfMain(process.argv.slice(3)));
+  }
   let options: ServerOptions;
   try {
     options = parseServerOptions(process.argv.slice(2));

@@ -1,0 +1,105 @@
+/**
+ * Process plumbing of the side-by-side bench: free ports, start a server and
+ * time it until /v2/health/ready answers 200, RSS of a process tree, stop by
+ * PID, and wrk as an independent generator when it is installed.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+export interface Proc {
+  child: ChildProcess;
+  port: number;
+  readyMs: number;
+  output(): string;
+  stop(): Promise<void>;
+}
+
+export async function startProc(cmd: string, args: string[], port: number, timeoutMs = 120_000): Promise<Proc> {
+  const t0 = performance.now();
+  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-20_000)));
+  child.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-20_000)));
+  const stop = async (): Promise<void> => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((r) => child.once('exit', () => r()));
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  while (performance.now() - t0 < timeoutMs) {
+    if (child.exitCode !== null) throw new Error(`${cmd} ${args.join(' ')} exited ${child.exitCode}:\n${out}`);
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/v2/health/ready`);
+      if (res.status === 200) return { child, port, readyMs: performance.now() - t0, output: () => out, stop };
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  await stop();
+  throw new Error(`${cmd} not ready within ${timeoutMs} ms:\n${out}`);
+}
+
+/** RSS of a process and all its descendants (threads share their process's RSS), in MB. */
+export function treeRssMb(pid: number): number {
+  const children = new Map<number, number[]>();
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${d}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(d)]);
+    } catch {
+      // exited meanwhile
+    }
+  }
+  let kb = 0;
+  const visit = (p: number): void => {
+    try {
+      const m = /VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${p}/status`, 'utf8'));
+      kb += Number(m?.[1] ?? 0);
+    } catch {
+      return;
+    }
+    for (const c of children.get(p) ?? []) visit(c);
+  };
+  visit(pid);
+  return kb / 1024;
+}
+
+export function hasWrk(): boolean {
+  return spawnSync('wrk', ['--version']).error === undefined;
+}
+
+/** wrk closed loop with the same body; returns req/s (undefined if wrk is missing or failed). */
+export function wrkRps(url: string, body: Buffer, headers: Record<string, string>, connections: number, seconds: number): number | undefined {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-wrk-'));
+  const bodyFile = path.join(dir, 'body.bin');
+  fs.writeFileSync(bodyFile, body);
+  const lua = [
+    'wrk.method = "POST"',
+    `local f = io.open("${bodyFile}", "rb"); wrk.body = f:read("*all"); f:close()`,
+    ...Object.entries(headers).map(([k, v]) => `wrk.headers["${k}"] = "${v}"`),
+  ].join('\n');
+  fs.writeFileSync(path.join(dir, 's.lua'), lua);
+  const r = spawnSync('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '-s', path.join(dir, 's.lua'), url], { encoding: 'utf8' });
+  fs.rmSync(dir, { recursive: true, force: true });
+  const m = /Requests\/sec:\s+([\d.]+)/.exec(r.stdout ?? '');
+  return m ? Number(m[1]) : undefined;
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env node
+/**
+ * `nodetron perf` (also `npm run perf -- ...` and `node dist/src/perf/cli.js`):
+ * a perf_analyzer-style load tool for this server or any KServe v2 / Triton
+ * endpoint. Exit 1 with a message naming the bad option or the failed call.
+ */
+import fs from 'node:fs';
+import { parsePerfOptions, PerfUsageError, PERF_USAGE } from './perf-options';
+import { runPerf } from './perf-runner';
+import { summaryTable, toCsv } from './report';
+
+export async function perfMain(argv: string[]): Promise<number> {
+  let options;
+  try {
+    options = parsePerfOptions(argv);
+  } catch (err) {
+    if (err instanceof PerfUsageError) {
+      process.stderr.write(`error: ${err.message}\n${PERF_USAGE}`);
+      return 1;
+    }
+    throw err;
+  }
+  if (options.help) {
+    process.stdout.write(PERF_USAGE);
+    return 0;
+  }
+  const o = options;
+  const what = o.requestRate ? `request rate ${o.requestRate.start}:${o.requestRate.end}:${o.requestRate.step}` : `concurrency ${o.concurrency!.start}:${o.concurrency!.end}:${o.concurrency!.step}`;
+  process.stdout.write(`*** Measurement Settings ***\n  model ${o.model}${o.version ? ` version ${o.version}` : ''}, ${o.protocol} ${o.url}, batch ${o.batchSize}, ` +
+    `${o.protocol === 'http' ? `${o.inputFormat} input / ${o.outputFormat} output tensors, ` : ''}${what}, window ${o.measurementIntervalMs} ms, ` +
+    `stability ${o.stabilityPercentage}%${o.percentile ? `, p${o.percentile} latency` : ''}\n\n`);
+  try {
+    const { results } = await runPerf(o, (line) => process.stdout.write(line + '\n'));
+    process.stdout.write('\n' + summaryTable(results) + '\n');
+    if (o.csvFile !== undefined) fs.writeFileSync(o.csvFile, toCsv(results));
+    return 0;
+  } catch (err) {
+    process.stderr.write(`error: ${(err as Error).message}\n`);
+    return 1;
+  }
+}
+
+if (require.main === module) {
+  void perfMain(process.argv.slice(2)).then((code) => process.exit(code));
+}

@@ -1,0 +1,100 @@
+/**
+ * One keep-alive HTTP/1.1 connection that sends a prebuilt request and reads
+ * one response at a time. Deliberately minimal (no node:http parser, no
+ * per-request header objects) so that the load generator costs far less CPU
+ * than the server it measures: the request bytes are built once, and a
+ * response is only framed (status + Content-Length), never decoded.
+ */
+import net from 'node:net';
+
+export interface HttpReply {
+  status: number;
+  /** The body, only when asked for (checks); the hot path skips it. */
+  body?: Buffer;
+}
+
+const HEADER_END = Buffer.from('\r\n\r\n');
+
+/** The whole request (request line, headers, body) as one buffer, built once. */
+export function buildHttpRequest(host: string, path: string, headers: Record<string, string>, body: Buffer): Buffer {
+  let head = `POST ${path} HTTP/1.1\r\nHost: ${host}\r\nContent-Length: ${body.length}\r\n`;
+  for (const [k, v] of Object.entries(headers)) head += `${k}: ${v}\r\n`;
+  return Buffer.concat([Buffer.from(head + '\r\n', 'latin1'), body]);
+}
+
+function contentLength(head: string): number {
+  const m = /\r\ncontent-length:\s*(\d+)/i.exec(head);
+  if (m === null) {
+    if (/\r\ntransfer-encoding:\s*chunked/i.test(head)) throw new Error('chunked responses are not supported by the perf client');
+    return 0;
+  }
+  return Number(m[1]);
+}
+
+export class HttpConn {
+  private readonly socket: net.Socket;
+  private buf: Buffer = Buffer.alloc(0);
+  private pending: { resolve: (r: HttpReply) => void; reject: (e: Error) => void; keepBody: boolean } | undefined;
+  private closedError: Error | undefined;
+
+  private constructor(socket: net.Socket) {
+    this.socket = socket;
+    socket.setNoDelay(true);
+    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    const fail = (err: Error): void => {
+      this.closedError = err;
+      const p = this.pending;
+      this.pending = undefined;
+      p?.reject(err);
+    };
+    socket.on('error', fail);
+    socket.on('close', () => fail(this.closedError ?? new Error('connection closed by the server')));
+  }
+
+  static open(host: string, port: number): Promise<HttpConn> {
+    return new Promise((resolve, reject) => {
+      const socket = net.connect({ host, port }, () => {
+        socket.off('error', reject);
+        resolve(new HttpConn(socket));
+      });
+      socket.once('error', reject);
+    });
+  }
+
+  /** Send the prebuilt request; resolves with the response status (and body if asked). */
+  send(request: Buffer, keepBody = false): Promise<HttpReply> {
+    if (this.closedError !== undefined) return Promise.reject(this.closedError);
+    if (this.pending !== undefined) return Promise.reject(new Error('HttpConn: one request at a time'));
+    return new Promise((resolve, reject) => {
+      this.pending = { resolve, reject, keepBody };
+      this.socket.write(request);
+    });
+  }
+
+  close(): void {
+    this.closedError ??= new Error('closed');
+    this.socket.destroy();
+  }
+
+  private onData(chunk: Buffer): void {
+    this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
+    const end = this.buf.indexOf(HEADER_END);
+    if (end < 0) return;
+    const head = this.buf.toString('latin1', 0, end);
+    let length: number;
+    try {
+      length = contentLength(head);
+    } catch (err) {
+      this.socket.destroy(err as Error);
+      return;
+    }
+    const total = end + 4 + length;
+    if (this.buf.length < total) return;
+    const status = Number(head.slice(9, 12));
+    const p = this.pending;
+    this.pending = undefined;
+    const body = p?.keepBody ? Buffer.from(this.buf.subarray(end + 4, total)) : undefined;
+    this.buf = this.buf.length === total ? Buffer.alloc(0) : this.buf.subarray(total);
+    p?.resolve(body === undefined ? { status } : { status, body });
+  }
+}

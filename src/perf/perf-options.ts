@@ -1,0 +1,198 @@
+/**
+ * Command line of `nodetron perf`, in perf_analyzer's spelling: `-m`, `-x`,
+ * `-u`, `-i`, `-b`, `--shape NAME:d1,d2`, `--input-data`,
+ * `--concurrency-range start:end:step`, `--request-rate-range`,
+ * `--measurement-interval` (ms), `--stability-percentage`, `--max-trials`,
+ * `--percentile`, `-f out.csv`. Pure: argv in, options or a PerfUsageError out.
+ */
+
+export class PerfUsageError extends Error {}
+
+export interface Range {
+  start: number;
+  end: number;
+  step: number;
+}
+
+export interface PerfOptions {
+  model: string;
+  version: string;
+  url: string;
+  protocol: 'http' | 'grpc';
+  batchSize: number;
+  shapes: Map<string, number[]>;
+  inputData: string;
+  inputFormat: 'binary' | 'json';
+  outputFormat: 'binary' | 'json';
+  /** Exactly one of the two ranges is set. */
+  concurrency: Range | undefined;
+  requestRate: Range | undefined;
+  measurementIntervalMs: number;
+  stabilityPercentage: number;
+  maxTrials: number;
+  /** Latency percentile used for stability and the summary; undefined = average. */
+  percentile: number | undefined;
+  csvFile: string | undefined;
+  /** Connections the request-rate mode may open. */
+  maxConnections: number;
+  help: boolean;
+}
+
+type Kind = 'string' | 'int' | 'float' | 'flag';
+interface Spec {
+  key: string;
+  kind: Kind;
+  repeat?: boolean;
+}
+
+const SPECS: Record<string, Spec> = {
+  '-m': { key: 'model', kind: 'string' },
+  '--model-name': { key: 'model', kind: 'string' },
+  '-x': { key: 'version', kind: 'string' },
+  '--model-version': { key: 'version', kind: 'string' },
+  '-u': { key: 'url', kind: 'string' },
+  '--url': { key: 'url', kind: 'string' },
+  '-i': { key: 'protocol', kind: 'string' },
+  '--protocol': { key: 'protocol', kind: 'string' },
+  '-b': { key: 'batchSize', kind: 'int' },
+  '--batch-size': { key: 'batchSize', kind: 'int' },
+  '--shape': { key: 'shape', kind: 'string', repeat: true },
+  '--input-data': { key: 'inputData', kind: 'string' },
+  '--input-tensor-format': { key: 'inputFormat', kind: 'string' },
+  '--output-tensor-format': { key: 'outputFormat', kind: 'string' },
+  '--concurrency-range': { key: 'concurrency', kind: 'string' },
+  '--request-rate-range': { key: 'requestRate', kind: 'string' },
+  '-p': { key: 'measurementIntervalMs', kind: 'int' },
+  '--measurement-interval': { key: 'measurementIntervalMs', kind: 'int' },
+  '-s': { key: 'stabilityPercentage', kind: 'float' },
+  '--stability-percentage': { key: 'stabilityPercentage', kind: 'float' },
+  '-r': { key: 'maxTrials', kind: 'int' },
+  '--max-trials': { key: 'maxTrials', kind: 'int' },
+  '--percentile': { key: 'percentile', kind: 'int' },
+  '-f': { key: 'csvFile', kind: 'string' },
+  '--max-connections': { key: 'maxConnections', kind: 'int' },
+  '-h': { key: 'help', kind: 'flag' },
+  '--help': { key: 'help', kind: 'flag' },
+};
+
+export const PERF_USAGE = `Usage: nodetron perf -m <model> [options]
+  -m, --model-name NAME            model to load (required)
+  -x, --model-version V            version (default: the server's choice)
+  -u, --url HOST:PORT              server (default localhost:8000 for http, localhost:8001 for grpc)
+  -i, --protocol http|grpc         (default http)
+  -b, --batch-size N               batch dimension for batching models (default 1)
+  --shape NAME:d1,d2,...           shape of an input with variable dims (repeatable; no batch dim)
+  --input-data zero|random|FILE    tensor values (default random); FILE is perf_analyzer JSON {"data":[{...}]}
+  --input-tensor-format binary|json   HTTP request tensors (default binary)
+  --output-tensor-format binary|json  HTTP response tensors (default binary)
+  --concurrency-range S:E:STEP     closed loop with S..E requests in flight (default 1:1:1)
+  --request-rate-range S:E:STEP    open loop at S..E requests per second
+  -p, --measurement-interval MS    window length (default 5000)
+  -s, --stability-percentage P     windows agree within P% (default 10)
+  -r, --max-trials N               windows per step before giving up on stability (default 10)
+  --percentile P                   use the P-th latency percentile instead of the average
+  -f FILE                          write the steps as CSV
+  --max-connections N              connections the request-rate mode may open (default 256)
+`;
+
+function parseNumber(flag: string, kind: Kind, text: string): number {
+  const ok = kind === 'int' ? /^[+-]?\d+$/.test(text) : text.trim() !== '' && Number.isFinite(Number(text));
+  if (!ok) throw new PerfUsageError(`${flag}: expected ${kind === 'int' ? 'an integer' : 'a number'}, got '${text}'`);
+  return Number(text);
+}
+
+/** `start[:end[:step]]`, perf_analyzer's range syntax; end defaults to start, step to 1. */
+export function parseRange(flag: string, text: string): Range {
+  const parts = text.split(':');
+  if (parts.length > 3 || parts.some((p) => p === '')) throw new PerfUsageError(`${flag}: expected start:end:step, got '${text}'`);
+  const nums = parts.map((p) => {
+    const n = Number(p);
+    if (!Number.isFinite(n) || n <= 0) throw new PerfUsageError(`${flag}: '${p}' is not a positive number in '${text}'`);
+    return n;
+  });
+  const range = { start: nums[0]!, end: nums[1] ?? nums[0]!, step: nums[2] ?? 1 };
+  if (range.end < range.start) throw new PerfUsageError(`${flag}: end ${range.end} is below start ${range.start}`);
+  return range;
+}
+
+/** The steps of a range: start, start+step, ... up to end inclusive. */
+export function rangeSteps(r: Range): number[] {
+  const out: number[] = [];
+  for (let v = r.start; v <= r.end + 1e-9; v += r.step) out.push(v);
+  return out;
+}
+
+/** `NAME:d1,d2,...`; the name may itself contain ':' (the last one separates). */
+export function parseShape(text: string): [string, number[]] {
+  const at = text.lastIndexOf(':');
+  if (at <= 0 || at === text.length - 1) throw new PerfUsageError(`--shape: expected NAME:d1,d2,..., got '${text}'`);
+  const dims = text.slice(at + 1).split(',').map((d) => {
+    const n = Number(d);
+    if (!Number.isInteger(n) || n < 0) throw new PerfUsageError(`--shape: dimension '${d}' of '${text}' is not a non-negative integer`);
+    return n;
+  });
+  return [text.slice(0, at), dims];
+}
+
+function oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T {
+  if (!(allowed as readonly string[]).includes(value)) throw new PerfUsageError(`${flag}: expected one of ${allowed.join(', ')}, got '${value}'`);
+  return value as T;
+}
+
+export function parsePerfOptions(argv: string[]): PerfOptions {
+  const raw = new Map<string, string | number | boolean>();
+  const shapes = new Map<string, number[]>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const eq = arg.startsWith('--') ? arg.indexOf('=') : -1;
+    const flag = eq > 0 ? arg.slice(0, eq) : arg;
+    const spec = SPECS[flag];
+    if (spec === undefined) throw new PerfUsageError(`unknown option '${flag}'`);
+    if (spec.kind === 'flag') {
+      raw.set(spec.key, true);
+      continue;
+    }
+    const value: string | undefined = eq > 0 ? arg.slice(eq + 1) : argv[++i];
+    if (value === undefined) throw new PerfUsageError(`${flag}: missing value`);
+    if (spec.key === 'shape') {
+      const [name, dims] = parseShape(value);
+      shapes.set(name, dims);
+      continue;
+    }
+    raw.set(spec.key, spec.kind === 'string' ? value : parseNumber(flag, spec.kind, value));
+  }
+  const help = raw.get('help') === true;
+  const model = raw.get('model') as string | undefined;
+  if (model === undefined && !help) throw new PerfUsageError('-m: a model name is required');
+  const protocol = oneOf('-i', String(raw.get('protocol') ?? 'http').toLowerCase(), ['http', 'grpc'] as const);
+  const conc = raw.get('concurrency') as string | undefined;
+  const rate = raw.get('requestRate') as string | undefined;
+  if (conc !== undefined && rate !== undefined) throw new PerfUsageError('--concurrency-range and --request-rate-range cannot be used together');
+  const positive = (key: string, flag: string, dflt: number): number => {
+    const v = (raw.get(key) as number | undefined) ?? dflt;
+    if (!(v > 0)) throw new PerfUsageError(`${flag}: must be positive, got ${v}`);
+    return v;
+  };
+  const percentile = raw.get('percentile') as number | undefined;
+  if (percentile !== undefined && !(percentile > 0 && percentile < 100)) throw new PerfUsageError(`--percentile: must be between 1 and 99, got ${percentile}`);
+  return {
+    model: model ?? '',
+    version: (raw.get('version') as string | undefined) ?? '',
+    url: (raw.get('url') as string | undefined) ?? (protocol === 'grpc' ? 'localhost:8001' : 'localhost:8000'),
+    protocol,
+    batchSize: positive('batchSize', '-b', 1),
+    shapes,
+    inputData: (raw.get('inputData') as string | undefined) ?? 'random',
+    inputFormat: oneOf('--input-tensor-format', String(raw.get('inputFormat') ?? 'binary'), ['binary', 'json'] as const),
+    outputFormat: oneOf('--output-tensor-format', String(raw.get('outputFormat') ?? 'binary'), ['binary', 'json'] as const),
+    concurrency: rate === undefined ? parseRange('--concurrency-range', conc ?? '1') : undefined,
+    requestRate: rate === undefined ? undefined : parseRange('--request-rate-range', rate),
+    measurementIntervalMs: positive('measurementIntervalMs', '--measurement-interval', 5000),
+    stabilityPercentage: positive('stabilityPercentage', '--stability-percentage', 10),
+    maxTrials: positive('maxTrials', '--max-trials', 10),
+    percentile,
+    csvFile: raw.get('csvFile') as string | undefined,
+    maxConnections: positive('maxConnections', '--max-connections', 256),
+    help,
+  };
+}

@@ -1,0 +1,106 @@
+/**
+ * `nodetron perf` as a library: probe the model, build the request once,
+ * check one answer, then sweep the concurrency or request-rate range. The
+ * bench (bench/side-by-side.ts) and the tests call `runPerf` directly.
+ */
+import { buildInferBody } from '../client/kserve-http-client';
+import { encodeGrpcRequest, GrpcConn } from './grpc-conn';
+import { HttpConn, buildHttpRequest } from './http-conn';
+import { buildTensors, type PerfTensor } from './input-tensors';
+import { runStep, SenderPool, type StepResult, type Transport } from './load-driver';
+import { grpcProbe, httpProbe, type ModelProbe } from './model-probe';
+import { rangeSteps, type PerfOptions } from './perf-options';
+import { stepLine } from './report';
+
+/** host and port from `host:port` or `http://host:port`. */
+export function splitUrl(url: string): { host: string; port: number } {
+  const u = new URL(/^[a-z]+:\/\//i.test(url) ? url : `http://${url}`);
+  return { host: u.hostname, port: Number(u.port || 80) };
+}
+
+function modelPath(o: PerfOptions): string {
+  return `/v2/models/${encodeURIComponent(o.model)}${o.version ? `/versions/${o.version}` : ''}/infer`;
+}
+
+/** The HTTP request bytes: JSON tensors or the binary tensor extension. */
+export function httpRequestBytes(o: PerfOptions, tensors: PerfTensor[]): Buffer {
+  const { host, port } = splitUrl(o.url);
+  const { body, headerLength } = buildInferBody(
+    tensors.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, data: o.inputFormat === 'binary' ? t.bytes : t.values })),
+    { binaryDataOutput: o.outputFormat === 'binary' },
+  );
+  const headers: Record<string, string> = { 'Content-Type': headerLength === undefined ? 'application/json' : 'application/octet-stream' };
+  if (headerLength !== undefined) headers['Inference-Header-Content-Length'] = String(headerLength);
+  return buildHttpRequest(`${host}:${port}`, modelPath(o), headers, body);
+}
+
+async function httpTransport(o: PerfOptions, tensors: PerfTensor[]): Promise<Transport> {
+  const { host, port } = splitUrl(o.url);
+  const request = httpRequestBytes(o, tensors);
+  const conns: HttpConn[] = [];
+  const probe = await HttpConn.open(host, port);
+  const first = await probe.send(request, true);
+  probe.close();
+  if (first.status !== 200) throw new Error(`first inference failed: HTTP ${first.status} ${first.body?.toString('utf8').slice(0, 500) ?? ''}`);
+  return {
+    open: async () => {
+      const c = await HttpConn.open(host, port);
+      conns.push(c);
+      return { send: async () => (await c.send(request)).status === 200 };
+    },
+    close: () => conns.forEach((c) => c.close()),
+  };
+}
+
+async function grpcTransport(o: PerfOptions, tensors: PerfTensor[]): Promise<Transport> {
+  const conn = new GrpcConn(o.url.replace(/^[a-z]+:\/\//i, ''));
+  const request = encodeGrpcRequest(o.model, o.version, tensors);
+  const first = await conn.send(request);
+  if (first.code !== 0) {
+    conn.close();
+    throw new Error(`first inference failed: gRPC status ${first.code} ${first.message ?? ''}`);
+  }
+  return {
+    open: async () => ({ send: async () => (await conn.send(request)).code === 0 }),
+    close: () => conn.close(),
+  };
+}
+
+export interface PerfRun {
+  tensors: PerfTensor[];
+  results: StepResult[];
+}
+
+/** `tensors` skips the metadata probe and `stats: false` the statistics (peers that have neither). */
+export interface PerfPreset {
+  tensors?: PerfTensor[];
+  stats?: boolean;
+}
+
+export async function runPerf(o: PerfOptions, log: (line: string) => void = () => undefined, preset: PerfPreset = {}): Promise<PerfRun> {
+  const probe: ModelProbe = o.protocol === 'grpc'
+    ? grpcProbe(o.url.replace(/^[a-z]+:\/\//i, ''), o.model, o.version)
+    : httpProbe(`http://${splitUrl(o.url).host}:${splitUrl(o.url).port}`, o.model, o.version);
+  let transport: Transport | undefined;
+  try {
+    const tensors = preset.tensors ?? buildTensors(await probe.inputs(), await probe.maxBatchSize(), o);
+    transport = o.protocol === 'grpc' ? await grpcTransport(o, tensors) : await httpTransport(o, tensors);
+    const pool = new SenderPool(transport);
+    const mode = o.requestRate !== undefined ? 'rate' : 'concurrency';
+    const steps = rangeSteps(o.requestRate ?? o.concurrency!);
+    const results: StepResult[] = [];
+    for (const value of steps) {
+      const r = await runStep(pool, {
+        mode, value, intervalMs: o.measurementIntervalMs, stabilityPct: o.stabilityPercentage, maxTrials: o.maxTrials,
+        percentile: o.percentile, batchSize: o.batchSize, maxConnections: o.maxConnections,
+      }, preset.stats === false ? undefined : () => probe.stats(), o.model);
+      results.push(r);
+      log(`${stepLine(r)}`);
+    }
+    return { tensors, results };
+  } finally {
+    transport?.close();
+    probe.close();
+  }
+}
+
