@@ -34,6 +34,13 @@ export interface ModelInstance {
   readonly name: string;
   /** Run one batch. Never rejects: failures come back as error responses. */
   execute(requests: InferRequest[], stream?: StreamResponse): Promise<ExecuteResult>;
+  /**
+   * Batches the scheduler may hand over before the previous one finished
+   * (default 1). The instance still runs one execution at a time; a depth of
+   * 2 lets the next batch wait in the instance's own queue, so its thread
+   * does not sit idle for a round trip to the scheduler between executions.
+   */
+  readonly pipelineDepth?: number;
   /** Finalize the backend and end the thread or process. Idempotent. */
   stop(): Promise<void>;
 }

@@ -31,6 +31,8 @@ interface Pending {
 
 export class WorkerInstance implements ModelInstance {
   readonly name: string;
+  /** The thread drains its ring in order, so one batch can wait there (see ModelInstance). */
+  readonly pipelineDepth = 2;
   private readonly worker: Worker;
   private readonly out: RingWriter;
   private readonly fromInstance: RingHandle;

@@ -108,3 +108,45 @@ test('hooks see every request and execution', async () => {
 test('a scheduler needs at least one instance', () => {
   assert.throws(() => new DefaultScheduler('m', []), /model 'm' has no instances/);
 });
+
+/** An instance that, like a worker thread, queues a second batch behind the running one. */
+class PipelinedInstance extends FakeInstance {
+  readonly pipelineDepth = 2;
+  /** Handed over, not started yet: FIFO, like a worker thread draining its ring. */
+  private readonly waiting: (() => void)[] = [];
+  private starting = 0;
+  override execute(requests: InferRequest[]): ReturnType<FakeInstance['execute']> {
+    if (this.running === 0 && this.waiting.length === 0 && this.starting === 0) return super.execute(requests);
+    this.starting++;
+    return new Promise<void>((resolve) => this.waiting.push(resolve)).then(() => {
+      this.starting--;
+      return super.execute(requests);
+    });
+  }
+  finishCurrent(): void {
+    this.current().finish();
+    this.waiting.shift()?.();
+  }
+}
+
+test('instances with pipelineDepth 2 get the next request before the running one ends; order and exactly-once hold', async () => {
+  const inst = new PipelinedInstance('m_0');
+  const s = new DefaultScheduler('m', [inst]);
+  const rec = new Recorder();
+  let handedOver = 0;
+  const execute = inst.execute.bind(inst);
+  inst.execute = (requests) => {
+    handedOver++;
+    return execute(requests);
+  };
+  for (const id of ['r0', 'r1', 'r2']) s.enqueue(request(id, 1), rec.respond(id));
+  assert.equal(handedOver, 2, 'one running, one queued in the instance, one in the scheduler');
+  for (let i = 0; i < 3; i++) {
+    inst.finishCurrent();
+    await settle();
+  }
+  assert.equal(handedOver, 3);
+  assert.deepEqual(rec.finalOrder, ['r0', 'r1', 'r2']);
+  assert.equal(s.inflightCount(), 0);
+  await s.stop();
+});
