@@ -54,12 +54,15 @@ export function compileValidationPlan(config: ModelConfig): ValidationPlan {
     datatype: configTypeToDataType(o.data_type),
     dims: [...(o.dims ?? [])],
   }));
+  // The sequence batcher supplies control inputs; clients never send them.
+  const sb = config.sequence_batching as { control_input?: { name: string }[] } | undefined | null;
+  const controls = new Set((sb?.control_input ?? []).map((c) => c.name));
   return {
     modelName: config.name,
     maxBatchSize: config.max_batch_size ?? 0,
     inputs,
     outputs,
-    requiredInputs: inputs.filter((i) => !i.optional).map((i) => i.name),
+    requiredInputs: inputs.filter((i) => !i.optional && !controls.has(i.name)).map((i) => i.name),
     decoupled: config.model_transaction_policy?.decoupled === true,
   };
 }

@@ -22,6 +22,8 @@ export interface ModelFamilies {
   durations?: { request: C; queue: C; computeInput: C; computeInfer: C; computeOutput: C };
   pending: Gauge<ModelLabel>;
   loadDuration: Gauge<ModelLabel>;
+  /** Present with counter_latencies; a version has series once its response cache was used. */
+  cache?: { hits: C; hitUs: C; misses: C; missUs: C };
   /** Present with histogram_latencies=true. */
   firstResponse?: Histogram<ModelLabel>;
   /** Present with summary_latencies=true. */
@@ -78,6 +80,12 @@ export class MetricFamilies {
       } : undefined,
       pending: gauge('nv_inference_pending_request_count', 'Instantaneous number of pending requests awaiting execution per-model.'),
       loadDuration: gauge('nv_model_load_duration_secs', 'Model load time in seconds'),
+      cache: settings.counterLatencies ? {
+        hits: counter('nv_cache_num_hits_per_model', 'Number of cache hits per model'),
+        hitUs: counter('nv_cache_hit_duration_per_model', 'Total cache hit duration per model, in microseconds'),
+        misses: counter('nv_cache_num_misses_per_model', 'Number of cache misses per model'),
+        missUs: counter('nv_cache_miss_duration_per_model', 'Total cache miss (insert+lookup) duration per model, in microseconds'),
+      } : undefined,
       firstResponse: settings.histogramLatencies ? new Histogram({
         name: 'nv_inference_first_response_histogram_ms', help: 'Duration from request to first response in milliseconds',
         labelNames: ['model', 'version'], buckets: FIRST_RESPONSE_BUCKETS, registers,

@@ -26,6 +26,10 @@ interface Exported {
   computeInputUs: number;
   computeInferUs: number;
   computeOutputUs: number;
+  cacheHits: number;
+  cacheHitUs: number;
+  cacheMisses: number;
+  cacheMissUs: number;
 }
 
 export class ModelMetricReporter {
@@ -35,6 +39,7 @@ export class ModelMetricReporter {
   private readonly exported: Exported = {
     success: 0, inference: 0, exec: 0, failures: { OTHER: 0, BACKEND: 0, CANCELED: 0, REJECTED: 0 },
     requestUs: 0, queueUs: 0, computeInputUs: 0, computeInferUs: 0, computeOutputUs: 0,
+    cacheHits: 0, cacheHitUs: 0, cacheMisses: 0, cacheMissUs: 0,
   };
   private readonly summaries: { request: Observer; queue: Observer; computeInput: Observer; computeInfer: Observer; computeOutput: Observer } | null;
   private readonly firstResponse: Observer | null;
@@ -102,6 +107,15 @@ export class ModelMetricReporter {
       e.computeInferUs = bump(d.computeInfer, this.labels, e.computeInferUs, us(stats.computeInfer.ns));
       e.computeOutputUs = bump(d.computeOutput, this.labels, e.computeOutputUs, us(stats.computeOutput.ns));
     }
+    const c = f.cache;
+    // Triton shows these for models with the cache enabled; ours appear at the first lookup.
+    if (c && stats.cacheHit.count + stats.cacheMiss.count > 0) {
+      if (e.cacheHits + e.cacheMisses === 0) for (const x of Object.values(c)) x.inc(this.labels, 0);
+      e.cacheHits = bump(c.hits, this.labels, e.cacheHits, stats.cacheHit.count);
+      e.cacheHitUs = bump(c.hitUs, this.labels, e.cacheHitUs, us(stats.cacheHit.ns));
+      e.cacheMisses = bump(c.misses, this.labels, e.cacheMisses, stats.cacheMiss.count);
+      e.cacheMissUs = bump(c.missUs, this.labels, e.cacheMissUs, us(stats.cacheMiss.ns));
+    }
     f.pending.set(this.labels, pending);
   }
 
@@ -115,6 +129,7 @@ export class ModelMetricReporter {
     f.loadDuration.remove(this.labels);
     if (f.summaries) for (const s of Object.values(f.summaries)) s.remove(this.labels);
     f.firstResponse?.remove(this.labels);
+    if (f.cache) for (const c of Object.values(f.cache)) c.remove(this.labels);
   }
 }
 

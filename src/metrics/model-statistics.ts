@@ -57,7 +57,7 @@ export class ModelStatistics {
   readonly computeInput = zero();
   readonly computeInfer = zero();
   readonly computeOutput = zero();
-  /** No response cache yet: always zero, but always present in the JSON. */
+  /** Response cache lookups (src/scheduler/response-cache.ts); zero without a cache, always in the JSON. */
   readonly cacheHit = zero();
   readonly cacheMiss = zero();
   readonly failures: Record<FailureReason, number> = { OTHER: 0, BACKEND: 0, CANCELED: 0, REJECTED: 0 };
@@ -79,12 +79,19 @@ export class ModelStatistics {
       return true;
     }
     add(this.success, s.endNs - s.queueStartNs);
+    // A cache hit never queued for an instance: queue counts it with no wait (queue.count == success.count).
+    if (s.cacheHit === true) add(this.queue, 0);
     if (s.computeStartNs === 0) return true;
     add(this.queue, s.computeStartNs - s.queueStartNs);
     add(this.computeInput, s.computeInputEndNs - s.computeStartNs);
     add(this.computeInfer, s.computeInferEndNs - s.computeInputEndNs);
     add(this.computeOutput, s.computeEndNs - s.computeInferEndNs);
     return true;
+  }
+
+  /** Hook body for `cacheDone`. */
+  cacheDone(hit: boolean, ns: number): void {
+    add(hit ? this.cacheHit : this.cacheMiss, ns);
   }
 
   /** Hook body for `executionDone`. */

@@ -49,6 +49,9 @@ export class Telemetry implements VersionObserver {
         if (reporter !== undefined && reporter.observes) reporter.observe(s);
         if (tracer.active) tracer.requestDone(req, s);
       },
+      cacheDone(_req, hit, durationNs): void {
+        stats.cacheDone(hit, durationNs);
+      },
       executionDone(batchSize, requestCount, timings): void {
         stats.executionDone(batchSize, timings);
         if (log.isVerbose(2)) {

@@ -19,6 +19,8 @@ export interface RequestDoneStats {
   computeEndNs: number;
   /** When the final response was handed to the requester. */
   endNs: number;
+  /** True for a request answered from the response cache (never ran; response-cache.ts). */
+  cacheHit?: boolean;
 }
 
 export interface SchedulerHooks {
@@ -26,4 +28,9 @@ export interface SchedulerHooks {
   requestDone?(req: InferRequest, s: RequestDoneStats): void;
   /** Once per execution that an instance completed (not for one whose execute() rejected). */
   executionDone?(batchSize: number, requestCount: number, timings: ExecuteTimings): void;
+  /**
+   * Once per request of a model with the response cache: a hit (lookup time),
+   * or a miss (lookup plus insert time), before or after its requestDone.
+   */
+  cacheDone?(req: InferRequest, hit: boolean, durationNs: number): void;
 }

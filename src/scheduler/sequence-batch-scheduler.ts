@@ -1,0 +1,183 @@
+/**
+ * The scheduler of a `sequence_batching` model (direct strategy; the oldest
+ * strategy's configs run the same way: every sequence keeps one slot, which
+ * is what makes either strategy correct for a stateful model). Requests of a
+ * sequence run in arrival order on the one slot of one instance their START
+ * bound them to (sequence-slots.ts); each carries the config's control
+ * tensors (sequence-controls.ts) as extra inputs. Each free instance runs
+ * the head request of each of its slots as one batch, at once (no
+ * max_queue_delay wait, no padding of empty slots). Sequences idle past
+ * max_sequence_idle_microseconds lose their slot. Implicit state
+ * (sequence_batching.state) lives in sequence-state.ts.
+ */
+import { ServerError, toErrorInfo, type ErrorInfo } from '../errors';
+import type { Arena } from '../instances/arena';
+import type { ModelInstance } from '../instances/instance';
+import type { ModelConfig } from '../repository/config/model-config';
+import { SEQUENCE_IDLE_DEFAULT_MICROSECONDS } from '../repository/config/normalize';
+import { nowNs, nowUs } from './clock';
+import { ExecutionPool, QueuedRequest, stoppingMessage } from './execution-pool';
+import type { InferRequest, InferResponse, Respond } from './request';
+import type { Scheduler } from './scheduler';
+import type { SchedulerHooks } from './scheduler-hooks';
+import { compileControls, correlationIdOf, writeControls, type ControlPlan } from './sequence-controls';
+import { sequenceKey, SequenceSlots } from './sequence-slots';
+import { compileStates, SequenceStates } from './sequence-state';
+
+/** The idle check runs at most this often. */
+const MIN_IDLE_CHECK_MS = 10;
+
+export class SequenceBatchScheduler implements Scheduler {
+  private readonly pools: ExecutionPool[];
+  private readonly slots: SequenceSlots<QueuedRequest>;
+  private readonly controls: ControlPlan;
+  private readonly idleUs: number;
+  private readonly model: string;
+  /** Admitted, not yet handed to an instance. */
+  private queued = 0;
+  private queueWaiters: (() => void)[] = [];
+  private idleTimer: NodeJS.Timeout | null = null;
+  private stopped: Promise<void> | null = null;
+  /** Implicit state; null when the config has no `state`. */
+  private readonly states: SequenceStates | null;
+  private readonly configOutputs: string[];
+  /** Sequence of each queued request, for the state (only with states). */
+  private readonly stateOf = new Map<QueuedRequest, { key: string; start: boolean; end: boolean; original: InferRequest }>();
+
+  constructor(config: ModelConfig, instances: readonly ModelInstance[], private readonly arena: Arena, hooks?: SchedulerHooks, modelDir?: string) {
+    if (instances.length === 0) throw new ServerError('INTERNAL', `model '${config.name}' has no instances to schedule on`);
+    this.model = config.name;
+    this.controls = compileControls(config);
+    const sb = config.sequence_batching as { max_sequence_idle_microseconds?: number };
+    this.idleUs = Number(sb.max_sequence_idle_microseconds ?? 0) || SEQUENCE_IDLE_DEFAULT_MICROSECONDS;
+    this.slots = new SequenceSlots(instances.length, Math.max(1, config.max_batch_size));
+    const specs = compileStates(config, modelDir);
+    this.states = specs.length === 0 ? null : new SequenceStates(specs, arena);
+    this.configOutputs = config.output.map((o) => o.name);
+    const onResult = this.states === null ? undefined : (q: QueuedRequest, r: InferResponse): void => this.stateResult(q, r);
+    this.pools = instances.map((instance) => new ExecutionPool({
+      model: config.name, instances: [instance], hooks, onIdle: () => this.dispatchAll(), onResult,
+    }));
+  }
+
+  enqueue(request: InferRequest, respond: Respond): void {
+    const pool = this.pools[0]!;
+    if (this.stopped !== null) {
+      pool.reject(request, respond, { code: 'UNAVAILABLE', message: stoppingMessage(request) });
+      return;
+    }
+    let q: QueuedRequest;
+    let key: string;
+    let start: boolean;
+    let end: boolean;
+    let id: number | string;
+    try {
+      id = correlationIdOf(this.controls, request);
+      if (request.batchSize > 1) {
+        throw new ServerError('INVALID_ARG', `inference request to model '${this.model}' must specify batch-size 1 due to requirements of sequence batcher`);
+      }
+      start = request.parameters['sequence_start'] === true;
+      end = request.parameters['sequence_end'] === true;
+      key = sequenceKey(id);
+      q = this.withControls(request, respond, id, start, end);
+    } catch (err) {
+      pool.reject(request, respond, toErrorInfo(err));
+      return;
+    }
+    const admitted = this.slots.admit(key, { start, end }, q, nowUs());
+    if (admitted === 'no-start') {
+      this.freeControls(q.request, request);
+      pool.reject(request, respond, missingStart(id, this.model));
+      return;
+    }
+    if (this.states !== null) this.stateOf.set(q, { key, start, end, original: request });
+    this.queued++;
+    this.armIdleCheck();
+    if (admitted === 'queued') this.dispatchAll();
+  }
+
+  inflightCount(): number {
+    let n = this.queued;
+    for (const p of this.pools) n += p.inflightCount();
+    return n;
+  }
+
+  stop(): Promise<void> {
+    this.stopped ??= (async () => {
+      while (this.queued > 0) await new Promise<void>((resolve) => this.queueWaiters.push(resolve));
+      await Promise.all(this.pools.map((p) => p.drained()));
+      if (this.idleTimer !== null) clearTimeout(this.idleTimer);
+      this.idleTimer = null;
+      this.states?.dropAll();
+    })();
+    return this.stopped;
+  }
+
+  /** The request as the backend sees it: its inputs plus the control tensors, freed after its final response. */
+  private withControls(request: InferRequest, respond: Respond, id: number | string, start: boolean, end: boolean): QueuedRequest {
+    const extra = writeControls(this.controls, this.arena, id, start, end);
+    const withExtra: InferRequest = extra.length === 0 ? request : { ...request, inputs: [...request.inputs, ...extra] };
+    const wrapped: Respond = extra.length === 0 ? respond : (response) => {
+      if (response.final) for (const t of extra) this.arena.free(t.offset);
+      respond(response);
+    };
+    return new QueuedRequest(withExtra, wrapped, nowNs(), '');
+  }
+
+  private freeControls(withExtra: InferRequest, original: InferRequest): void {
+    for (let k = original.inputs.length; k < withExtra.inputs.length; k++) this.arena.free(withExtra.inputs[k]!.offset);
+  }
+
+  /** take() may free a slot and bind a waiting sequence on another instance, so every completion looks at all. */
+  private dispatchAll(): void {
+    for (let i = 0; i < this.pools.length; i++) this.dispatch(i);
+  }
+
+  private dispatch(instance: number): void {
+    const pool = this.pools[instance]!;
+    if (!pool.hasIdle() || !this.slots.hasWork(instance)) return;
+    const batch = this.slots.take(instance, nowUs());
+    if (this.states !== null) {
+      for (const q of batch) {
+        const s = this.stateOf.get(q);
+        if (s !== undefined) q.request = this.states.inject(q.request, s.key, s.start, this.configOutputs);
+      }
+    }
+    for (let k = 0; k < batch.length; k++) pool.admit();
+    this.queued -= batch.length;
+    if (this.queued === 0 && this.queueWaiters.length > 0) {
+      const waiters = this.queueWaiters;
+      this.queueWaiters = [];
+      for (const resolve of waiters) resolve();
+    }
+    pool.run(batch);
+  }
+
+  /** The state output of a final response becomes the sequence's next state. */
+  private stateResult(q: QueuedRequest, response: InferResponse): void {
+    const s = this.stateOf.get(q);
+    if (s === undefined || !response.final) return;
+    this.stateOf.delete(q);
+    this.states!.update(response, s.original, s.key, s.end, this.configOutputs);
+  }
+
+  /** One idle check pending while any sequence holds or waits for a slot. */
+  private armIdleCheck(): void {
+    if (this.idleTimer !== null) return;
+    const ms = Math.max(MIN_IDLE_CHECK_MS, Math.ceil(this.idleUs / 2000));
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = null;
+      for (const key of this.slots.expireIdle(nowUs(), this.idleUs)) this.states?.drop(key);
+      this.dispatchAll();
+      if (this.slots.sequenceCount() > 0) this.armIdleCheck();
+    }, ms);
+    this.idleTimer.unref();
+  }
+}
+
+function missingStart(id: number | string, model: string): ErrorInfo {
+  return {
+    code: 'INVALID_ARG',
+    message: `inference request for sequence ${String(id)} to model '${model}' must specify the START flag on the first request of the sequence`,
+  };
+}

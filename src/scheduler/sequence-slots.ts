@@ -1,0 +1,170 @@
+/**
+ * The state of the sequence batcher's direct strategy, pure and synchronous
+ * (sequence-batch-scheduler.ts drives it): each instance has a number of
+ * batch slots; a sequence (correlation id) is bound to one slot of one
+ * instance for its whole life, its requests queue on that slot in arrival
+ * order, and one execution takes at most one request per slot. Sequences
+ * that find every slot taken wait in a backlog, oldest first, and take the
+ * next slot that frees. A slot frees when its sequence's END request has been
+ * taken, or when the sequence stays idle past max_sequence_idle_microseconds.
+ */
+
+/** A correlation id made a map key: numbers and strings never collide. */
+export type SequenceKey = string;
+
+export function sequenceKey(id: number | string): SequenceKey {
+  return typeof id === 'number' ? `n:${id}` : `s:${id}`;
+}
+
+export interface SequenceFlags {
+  start: boolean;
+  end: boolean;
+}
+
+export type AdmitResult = 'queued' | 'backlog' | 'no-start';
+
+interface Sequence<T> {
+  key: SequenceKey;
+  /** Index into slots, or -1 while in the backlog. */
+  slot: number;
+  /** Requests waiting while in the backlog. */
+  waiting: T[];
+  /** Its END request has arrived: no more requests belong to it. */
+  ended: boolean;
+  lastUs: number;
+}
+
+interface Slot<T> {
+  instance: number;
+  owner: Sequence<T> | null;
+  queue: T[];
+}
+
+export class SequenceSlots<T> {
+  private readonly slots: Slot<T>[] = [];
+  /** Sequences that may still get requests (not ended), by key. */
+  private readonly active = new Map<SequenceKey, Sequence<T>>();
+  private readonly backlog: Sequence<T>[] = [];
+  private readonly occupied: number[];
+
+  constructor(readonly instanceCount: number, readonly slotsPerInstance: number) {
+    if (!(instanceCount >= 1 && slotsPerInstance >= 1)) {
+      throw new RangeError(`sequence slots need at least one instance and one slot, got ${instanceCount} x ${slotsPerInstance}`);
+    }
+    for (let i = 0; i < instanceCount; i++) {
+      for (let s = 0; s < slotsPerInstance; s++) this.slots.push({ instance: i, owner: null, queue: [] });
+    }
+    this.occupied = new Array<number>(instanceCount).fill(0);
+  }
+
+  /** Queue a request of sequence `key`; 'no-start' when it is not active and lacks START. */
+  admit(key: SequenceKey, flags: SequenceFlags, item: T, nowUs: number): AdmitResult {
+    let seq = this.active.get(key);
+    if (seq === undefined) {
+      if (!flags.start) return 'no-start';
+      seq = { key, slot: -1, waiting: [], ended: false, lastUs: nowUs };
+      this.active.set(key, seq);
+      if (!this.bind(seq)) this.backlog.push(seq);
+    }
+    // A START for an active sequence restarts it in place: same slot, order kept.
+    seq.lastUs = nowUs;
+    if (flags.end) {
+      seq.ended = true;
+      this.active.delete(key);
+    }
+    if (seq.slot < 0) {
+      seq.waiting.push(item);
+      return 'backlog';
+    }
+    this.slots[seq.slot]!.queue.push(item);
+    return 'queued';
+  }
+
+  /** True when some slot of the instance has a request to run. */
+  hasWork(instance: number): boolean {
+    const base = instance * this.slotsPerInstance;
+    for (let s = base; s < base + this.slotsPerInstance; s++) if (this.slots[s]!.queue.length > 0) return true;
+    return false;
+  }
+
+  /** The next execution of an instance: the head request of each of its slots, in slot order. */
+  take(instance: number, nowUs: number): T[] {
+    const batch: T[] = [];
+    const base = instance * this.slotsPerInstance;
+    for (let s = base; s < base + this.slotsPerInstance; s++) {
+      const slot = this.slots[s]!;
+      const head = slot.queue.shift();
+      if (head === undefined) continue;
+      batch.push(head);
+      const owner = slot.owner!;
+      owner.lastUs = nowUs;
+      if (owner.ended && slot.queue.length === 0) this.free(s);
+    }
+    return batch;
+  }
+
+  /**
+   * Releases sequences idle for at least idleUs (no queued request and none
+   * admitted or taken since); returns their keys. Their slots go to the backlog.
+   */
+  expireIdle(nowUs: number, idleUs: number): SequenceKey[] {
+    const released: SequenceKey[] = [];
+    for (let s = 0; s < this.slots.length; s++) {
+      const slot = this.slots[s]!;
+      const owner = slot.owner;
+      if (owner === null || slot.queue.length > 0 || nowUs - owner.lastUs < idleUs) continue;
+      released.push(owner.key);
+      if (this.active.get(owner.key) === owner) this.active.delete(owner.key);
+      this.free(s);
+    }
+    return released;
+  }
+
+  /** Sequences bound to a slot or waiting for one. */
+  sequenceCount(): number {
+    let n = this.backlog.length;
+    for (const slot of this.slots) if (slot.owner !== null) n++;
+    return n;
+  }
+
+  backlogCount(): number {
+    return this.backlog.length;
+  }
+
+  /** Where a sequence is: [instance, slot within it], or null when not bound. */
+  slotOf(key: SequenceKey): [number, number] | null {
+    const seq = this.active.get(key);
+    if (seq === undefined || seq.slot < 0) return null;
+    return [this.slots[seq.slot]!.instance, seq.slot % this.slotsPerInstance];
+  }
+
+  /** Binds seq to a free slot on the instance with the fewest taken; false when none is free. */
+  private bind(seq: Sequence<T>): boolean {
+    let best = -1;
+    for (let i = 0; i < this.instanceCount; i++) {
+      if (this.occupied[i]! < this.slotsPerInstance && (best < 0 || this.occupied[i]! < this.occupied[best]!)) best = i;
+    }
+    if (best < 0) return false;
+    const base = best * this.slotsPerInstance;
+    for (let s = base; s < base + this.slotsPerInstance; s++) {
+      const slot = this.slots[s]!;
+      if (slot.owner !== null) continue;
+      slot.owner = seq;
+      seq.slot = s;
+      this.occupied[best]!++;
+      for (const item of seq.waiting) slot.queue.push(item);
+      seq.waiting = [];
+      return true;
+    }
+    throw new Error(`sequence slots: instance ${best} counted a free slot it does not have`);
+  }
+
+  private free(s: number): void {
+    const slot = this.slots[s]!;
+    if (slot.owner !== null) slot.owner.slot = -1;
+    slot.owner = null;
+    this.occupied[slot.instance]!--;
+    const next = this.backlog.shift();
+    if (next !== undefined && !this.bind(next)) this.backlog.unshift(next);
+  }
+}

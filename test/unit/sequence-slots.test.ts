@@ -1,0 +1,95 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { sequenceKey, SequenceSlots } from '../../src/scheduler/sequence-slots';
+
+/** One step: admit `item` of sequence `seq` (S = start, E = end), take on an instance, or expire. */
+type Step =
+  | { admit: string; seq: number | string; flags?: 'S' | 'E' | 'SE'; at?: number; expect?: string }
+  | { take: number; at?: number; expect: string[] }
+  | { expire: number; idle: number; expect: string[] };
+
+const cases: { name: string; instances: number; slots: number; steps: Step[] }[] = [
+  {
+    name: 'interleaved sequences share an instance, one request per slot per execution, in order',
+    instances: 1, slots: 2,
+    steps: [
+      { admit: 'a1', seq: 1, flags: 'S' }, { admit: 'b1', seq: 2, flags: 'S' },
+      { admit: 'a2', seq: 1 }, { admit: 'b2', seq: 2 }, { admit: 'a3', seq: 1, flags: 'E' },
+      { take: 0, expect: ['a1', 'b1'] }, { take: 0, expect: ['a2', 'b2'] }, { take: 0, expect: ['a3'] }, { take: 0, expect: [] },
+    ],
+  },
+  {
+    name: 'a request without START for an unknown sequence is refused',
+    instances: 1, slots: 1,
+    steps: [{ admit: 'x', seq: 7, expect: 'no-start' }, { take: 0, expect: [] }],
+  },
+  {
+    name: 'after END the id needs a new START',
+    instances: 1, slots: 1,
+    steps: [
+      { admit: 'a1', seq: 1, flags: 'SE' }, { admit: 'a2', seq: 1, expect: 'no-start' },
+      { take: 0, expect: ['a1'] }, { admit: 'a3', seq: 1, flags: 'S', expect: 'queued' }, { take: 0, expect: ['a3'] },
+    ],
+  },
+  {
+    name: 'every slot taken: the next sequence waits in the backlog until END frees one',
+    instances: 1, slots: 1,
+    steps: [
+      { admit: 'a1', seq: 1, flags: 'S' }, { admit: 'b1', seq: 2, flags: 'S', expect: 'backlog' }, { admit: 'b2', seq: 2, expect: 'backlog' },
+      { admit: 'a2', seq: 1, flags: 'E' },
+      { take: 0, expect: ['a1'] }, { take: 0, expect: ['a2'] }, { take: 0, expect: ['b1'] }, { take: 0, expect: ['b2'] },
+    ],
+  },
+  {
+    name: 'sequences spread over instances, each bound to its own',
+    instances: 2, slots: 1,
+    steps: [
+      { admit: 'a1', seq: 'A', flags: 'S' }, { admit: 'b1', seq: 'B', flags: 'S' }, { admit: 'a2', seq: 'A' },
+      { take: 1, expect: ['b1'] }, { take: 0, expect: ['a1'] }, { take: 1, expect: [] }, { take: 0, expect: ['a2'] },
+    ],
+  },
+  {
+    name: 'string and number ids never collide',
+    instances: 1, slots: 2,
+    steps: [{ admit: 'n', seq: 5, flags: 'S' }, { admit: 's', seq: '5', expect: 'no-start' }],
+  },
+  {
+    name: 'an idle sequence loses its slot; one with queued requests does not',
+    instances: 1, slots: 2,
+    steps: [
+      { admit: 'a1', seq: 1, flags: 'S', at: 0 }, { admit: 'b1', seq: 2, flags: 'S', at: 0 },
+      { take: 0, at: 10, expect: ['a1', 'b1'] }, { admit: 'b2', seq: 2, at: 20 },
+      { expire: 1000, idle: 500, expect: [sequenceKey(1)] },
+      { admit: 'a2', seq: 1, at: 1001, expect: 'no-start' }, { take: 0, expect: ['b2'] },
+    ],
+  },
+  {
+    name: 'expiry hands the freed slot to the backlog',
+    instances: 1, slots: 1,
+    steps: [
+      { admit: 'a1', seq: 1, flags: 'S', at: 0 }, { admit: 'b1', seq: 2, flags: 'S', at: 0, expect: 'backlog' },
+      { take: 0, at: 0, expect: ['a1'] }, { expire: 2000, idle: 1000, expect: [sequenceKey(1)] }, { take: 0, expect: ['b1'] },
+    ],
+  },
+];
+
+for (const c of cases) {
+  test(`SequenceSlots: ${c.name}`, () => {
+    const slots = new SequenceSlots<string>(c.instances, c.slots);
+    for (const step of c.steps) {
+      if ('admit' in step) {
+        const flags = { start: step.flags?.includes('S') === true, end: step.flags?.includes('E') === true };
+        const r = slots.admit(sequenceKey(step.seq), flags, step.admit, step.at ?? 0);
+        if (step.expect !== undefined) assert.equal(r, step.expect, `admit ${step.admit}`);
+      } else if ('take' in step) {
+        assert.deepEqual(slots.take(step.take, step.at ?? 0), step.expect);
+      } else {
+        assert.deepEqual(slots.expireIdle(step.expire, step.idle), step.expect);
+      }
+    }
+  });
+}
+
+test('SequenceSlots: needs at least one instance and slot', () => {
+  assert.throws(() => new SequenceSlots(0, 1), /at least one instance and one slot, got 0 x 1/);
+});
