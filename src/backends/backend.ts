@@ -9,6 +9,7 @@ import type { InferRequest, InferResponse, ParamValue, Respond, TensorRef } from
 import type { Arena } from '../instances/arena';
 import type { ExecuteResult, StreamResponse } from '../instances/instance';
 import type { Logger } from '../logging/logger';
+import type { CustomMetrics } from '../metrics/custom-metrics';
 
 export interface BackendInstanceArgs {
   config: ModelConfig;
@@ -79,6 +80,8 @@ export interface ProcessHostServices {
   log: Logger;
   /** Inference requests made by a model (BLS) enter the server here. */
   gateway?: InferGateway;
+  /** Where Python models' custom metric families live (exported on /metrics). */
+  customMetrics?: CustomMetrics;
 }
 
 /** A request built inside the server (BLS): tensors already in the arena, owned by the caller. */

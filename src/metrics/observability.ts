@@ -22,6 +22,7 @@ export class Observability {
   private cpu: CpuMetricsPoller | undefined;
   private server: MetricsServer | undefined;
   private stopped = false;
+  private readonly extraText: (() => string)[] = [];
 
   constructor(private readonly options: ServerOptions, private readonly log: Logger) {
     this.tracer = new Tracer(options.traceConfig, (msg) => log.error(msg));
@@ -33,6 +34,11 @@ export class Observability {
     this.telemetry = new Telemetry(log, this.tracer, this.families);
   }
 
+  /** More exposition text, after nodetron's own families (custom metrics of models). */
+  addExposition(source: () => string): void {
+    this.extraText.push(source);
+  }
+
   /** Start the CPU poller and the metrics endpoint; resolves with the bound port. */
   async startMetrics(): Promise<number> {
     if (!this.families) return 0;
@@ -40,7 +46,7 @@ export class Observability {
       this.cpu = new CpuMetricsPoller(this.families.server, this.options.metricsIntervalMs);
       this.cpu.start();
     }
-    this.server = new MetricsServer(() => this.telemetry.metricsText());
+    this.server = new MetricsServer(async () => (await this.telemetry.metricsText()) + this.extraText.map((f) => f()).join(''));
     const { metricsAddress: address, metricsPort: port } = this.options;
     let bound: number;
     try {

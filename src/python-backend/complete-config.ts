@@ -4,6 +4,7 @@
  * any instance starts) and take back what the ModelConfig helpers may change:
  * max_batch_size, inputs, outputs, dynamic_batching, the transaction policy.
  */
+import path from 'node:path';
 import { ServerError } from '../errors';
 import type { Logger } from '../logging/logger';
 import { createLogger } from '../logging/logger';
@@ -13,6 +14,7 @@ import { schemaType } from '../repository/config/schema';
 import { modelConfigToJson } from '../repository/config/to-json';
 import { parsePythonBackendOptions } from './backend-options';
 import { StubProcess } from './stub-process';
+import { stubRuntime } from './execution-env';
 
 let fallbackLog: Logger | undefined;
 
@@ -30,8 +32,10 @@ export async function completePythonConfig(
 ): Promise<ModelConfig> {
   const opts = parsePythonBackendOptions(backendConfig);
   if (!autoComplete) return structuredClone(config);
+  const runtime = await stubRuntime(config, path.dirname(path.dirname(modelPath)), opts.interpreter);
   const stub = await StubProcess.spawn({
-    interpreter: opts.interpreter,
+    interpreter: runtime.interpreter,
+    env: runtime.env,
     mode: 'auto_complete',
     modelPath,
     name: config.name,

@@ -7,6 +7,7 @@
  *   s2h: written by the stub (response outputs, BLS inputs), read by the host.
  */
 import type { ErrorCode } from '../errors';
+import type { MetricOp } from '../metrics/custom-metrics';
 
 export interface ShmTensor {
   name: string;
@@ -83,5 +84,8 @@ export interface BlsRequest {
 export interface ReleaseH2s { t: 'release_h2s'; offsets: number[] }
 export interface CallMsg { t: 'call'; id: number; name: 'load_model' | 'unload_model' | 'is_model_ready'; args: unknown[] }
 
+/** A custom-metric operation (pb_utils.MetricFamily/Metric); with `id`, answered by a call_result. */
+export type MetricMsg = { t: 'metric'; id?: number } & MetricOp;
+
 export type StubToHost =
-  | Alive | AutoCompleteDone | InitDone | ResponseMsg | ExecuteDone | FinalizeDone | LogMsg | BlsRequest | ReleaseH2s | CallMsg;
+  | Alive | AutoCompleteDone | InitDone | ResponseMsg | ExecuteDone | FinalizeDone | LogMsg | BlsRequest | ReleaseH2s | CallMsg | MetricMsg;

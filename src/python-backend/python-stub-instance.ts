@@ -15,9 +15,11 @@ import { nowNs } from '../scheduler/clock';
 import type { InferRequest, InferResponse } from '../scheduler/request';
 import { parsePythonBackendOptions } from './backend-options';
 import { BlsClient } from './bls-client';
-import type { ResponseMsg, StubRequest, StubToHost } from './ipc-protocol';
+import type { CustomMetricsOwner } from '../metrics/custom-metrics';
+import type { MetricMsg, ResponseMsg, StubRequest, StubToHost } from './ipc-protocol';
 import { initArgs, readTensors, writeRequest } from './request-wire';
 import { StubProcess, notHealthy } from './stub-process';
+import { stubRuntime } from './execution-env';
 
 const FINALIZE_WAIT_MS = 30_000;
 const ERROR_CODES = new Set<ErrorCode>(['UNKNOWN', 'INTERNAL', 'NOT_FOUND', 'INVALID_ARG', 'UNAVAILABLE', 'UNSUPPORTED', 'ALREADY_EXISTS', 'CANCELLED']);
@@ -40,6 +42,7 @@ export class PythonStubInstance implements ProcessChild {
   private releases: number[] = [];
   private releaseQueued = false;
   private readonly bls: BlsClient;
+  private readonly metrics: CustomMetricsOwner | undefined;
 
   private constructor(
     private readonly stub: StubProcess,
@@ -47,14 +50,17 @@ export class PythonStubInstance implements ProcessChild {
     private readonly services: ProcessHostServices,
   ) {
     this.bls = new BlsClient(stub, services);
+    this.metrics = services.customMetrics?.owner();
     stub.onMessage((m) => this.onMessage(m));
     stub.onExit((why) => this.onExit(why));
   }
 
   static async start(args: BackendInstanceArgs, services: ProcessHostServices): Promise<PythonStubInstance> {
     const opts = parsePythonBackendOptions(args.backendConfig);
+    const runtime = await stubRuntime(args.config, args.modelDir, opts.interpreter);
     const stub = await StubProcess.spawn({
-      interpreter: opts.interpreter,
+      interpreter: runtime.interpreter,
+      env: runtime.env,
       mode: 'model',
       modelPath: args.modelPath,
       name: args.instanceName,
@@ -148,12 +154,28 @@ export class PythonStubInstance implements ProcessChild {
       case 'bls':
         this.bls.run(m);
         return;
+      case 'metric':
+        this.onMetric(m);
+        return;
       case 'call':
         this.stub.send({ t: 'call_result', id: m.id, error: `${m.name} is not supported in the current model control mode` });
         return;
       default:
         return;
     }
+  }
+
+  private onMetric(m: MetricMsg): void {
+    let value: number | undefined;
+    let error: string | undefined;
+    try {
+      if (this.metrics === undefined) throw new Error('custom metrics are not available in this server');
+      value = this.metrics.apply(m);
+    } catch (err) {
+      error = (err as Error).message;
+    }
+    if (m.id !== undefined) this.stub.send({ t: 'call_result', id: m.id, value, error });
+    else if (error !== undefined) this.services.log.warn(`custom metric operation '${m.op}' of ${this.args.instanceName}: ${error}`);
   }
 
   private onResponse(m: ResponseMsg): void {
@@ -216,6 +238,7 @@ export class PythonStubInstance implements ProcessChild {
     const err = toErrorInfo(notHealthy(this.args.instanceName));
     for (const [id, b] of [...this.batches]) this.failOpen(id, b, err);
     this.bls.stubGone();
+    this.metrics?.close();
     if (this.stopping) return;
     const listeners = this.deathListeners;
     this.deathListeners = [];

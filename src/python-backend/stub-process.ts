@@ -30,6 +30,8 @@ export interface StubSpawnOptions {
   shmDefaultBytes: number;
   shmGrowthBytes: number;
   log: Logger;
+  /** The stub's environment (EXECUTION_ENV_PATH); the server's own when absent. */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** The directory holding stub_main.py and triton_python_backend_utils.py. */
@@ -82,7 +84,7 @@ export class StubProcess {
     try {
       this.child = spawn(opts.interpreter, [path.join(stubDir(), 'stub_main.py'), argv], {
         stdio: ['ignore', 'inherit', 'inherit', 'pipe', 'pipe', this.h2s.fd, this.s2h.fd],
-        env: { ...process.env, PYTHONUNBUFFERED: '1' },
+        env: { ...(opts.env ?? process.env), PYTHONUNBUFFERED: '1' },
       });
     } finally {
       // The child has its descriptors (or never will): the names can go now.

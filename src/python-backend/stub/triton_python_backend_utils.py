@@ -6,6 +6,7 @@ import numpy as np
 
 from _nt_errors import TritonError, TritonModelException
 from _nt_logger import Logger
+from _nt_metrics import Metric, MetricFamily
 from _nt_model_config import ModelConfig
 from _nt_request import (InferenceRequest, InferenceTrace,  # noqa: F401 PreferredMemory, ResponseIterator,
                          TRITONSERVER_MEMORY_CPU, TRITONSERVER_MEMORY_GPU)
