@@ -34,6 +34,10 @@ export interface LoaderOptions {
   /** --backend-config, by backend name ('' = global settings). */
   backendConfig: Record<string, Record<string, string>>;
   gpuIds: readonly number[];
+  /** --model-load-thread-count: versions built at once (default 4). */
+  loadThreads?: number;
+  /** --model-load-retry-count: extra tries of a failed version build (default 0). */
+  loadRetries?: number;
 }
 
 export interface PreparedModel {
@@ -124,11 +128,11 @@ export async function loadVersion(
 ): Promise<LoadedVersion> {
   if (prepared.backend === ENSEMBLE_BACKEND) {
     // No instances: the steps run on the composing models' own schedulers.
-    return { instances: [], scheduler: createScheduler(prepared.config, [], hooks, schedulerCtx) };
+    return { instances: [], scheduler: createScheduler(prepared.config, [], hooks, { arena: ctx.arena, ...schedulerCtx }) };
   }
   const modelPath = modelFilePath(prepared.config, prepared.backend, location.dir, version);
   if (!fs.existsSync(modelPath)) throw new ServerError('INTERNAL', `failed to stat file ${modelPath}`);
-  const instances = await createInstances(
+  let instances = await createInstances(
     { ...ctx, backendConfig: prepared.backendConfig },
     prepared.backend,
     prepared.config,
@@ -138,7 +142,8 @@ export async function loadVersion(
   );
   let scheduler: Scheduler | undefined;
   try {
-    scheduler = createScheduler(prepared.config, instances, hooks, schedulerCtx);
+    if (schedulerCtx.rateLimiter !== undefined) instances = schedulerCtx.rateLimiter.wrap(prepared.config, instances);
+    scheduler = createScheduler(prepared.config, instances, hooks, { arena: ctx.arena, modelDir: location.dir, ...schedulerCtx });
     await runWarmup(prepared.config, location.dir, version, scheduler, ctx.arena, prepared.plan); // before READY
     return { instances, scheduler };
   } catch (err) {

@@ -55,10 +55,9 @@ export async function repositoryLoad(ctx: RepositoryApiContext, model: string, r
 export async function repositoryUnload(ctx: RepositoryApiContext, model: string, req: UnloadRequest): Promise<void> {
   checkModelName(model);
   requireExplicit(ctx.mode);
-  // unload_dependents: nodetron has no model that loads others along with it yet
-  // (ensembles), so there are no dependents to unload.
-  void req.unloadDependents;
-  await ctx.repo.unload(model);
+  // unload_dependents: the ensembles using the model and an ensemble's unshared composing models go too.
+  const along = req.unloadDependents ? ctx.repo.dependentsOf(model) : [];
+  await Promise.all([model, ...along].map((m) => ctx.repo.unload(m)));
   const still = ctx.repo.index(true).filter((e) => e.name === model).map((e) => e.version);
   if (still.length > 0) {
     throw new ServerError('INTERNAL', `failed to unload '${model}', versions that are still available: ${still.join(',')}`);

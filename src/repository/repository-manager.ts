@@ -10,6 +10,8 @@
  * version stops admitting, drains its in-flight requests (scheduler.stop())
  * and only then releases its instances, so no request is lost.
  */
+import type { RateLimiter } from '../scheduler/rate-limiter';
+import type { ResponseCache } from '../scheduler/response-cache';
 import path from 'node:path';
 import { CODE_WORDS, ServerError, toErrorInfo } from '../errors';
 import type { ServerSnapshot } from '../frontend/server-snapshot';
@@ -22,6 +24,8 @@ import { fingerprint } from './model-fingerprint';
 import type { VersionObserver } from '../metrics/version-observer';
 import { loadVersion, prepareModel } from './model-loader';
 import { ensembleDependencies, ensembleServices } from './ensemble-services';
+import { unloadDependents } from './dependents';
+import { LoadSlots } from './load-slots';
 import type { EnsembleServices } from '../scheduler/ensemble-scheduler';
 import type { InferRequest, Respond } from '../scheduler/request';
 import type { LoadedVersion, LoaderOptions, PreparedModel } from './model-loader';
@@ -61,6 +65,11 @@ export class RepositoryManager {
   /** How ensemble steps enter the server (the frontends' route, see setRoute). */
   private route: ((request: InferRequest, respond: Respond) => void) | undefined;
   private ensembles: EnsembleServices | undefined;
+  private slots: LoadSlots | undefined;
+  /** The server's response cache (--cache-config), handed to every scheduler built from now on. */
+  private responseCache: ResponseCache | undefined;
+  /** --rate-limit=execution_count (scheduler/rate-limiter.ts); absent when off. */
+  private rateLimiter: RateLimiter | undefined;
 
   constructor(
     private readonly repositories: readonly string[],
@@ -71,6 +80,16 @@ export class RepositoryManager {
 
   onChange(listener: () => void): void {
     this.listeners.push(listener);
+  }
+
+  /** Models with `response_cache { enable: true }` use this cache from now on. */
+  setResponseCache(cache: ResponseCache | undefined): void {
+    this.responseCache = cache;
+  }
+
+  /** Instances of every version loaded from now on take their rate_limiter resources from this. */
+  setRateLimiter(limiter: RateLimiter | undefined): void {
+    this.rateLimiter = limiter;
   }
 
   /** Telemetry (statistics, metrics, tracing) of every version loaded from now on. */
@@ -156,6 +175,11 @@ export class RepositoryManager {
         this.dropOverrideDir(record);
       }).catch(reject);
     });
+  }
+
+  /** What `unload_dependents` takes along with `name` (dependents.ts). */
+  dependentsOf(name: string): string[] {
+    return unloadDependents(this.models, name);
   }
 
   /** Stop admitting, drain in-flight requests, release instances; every model (shutdown). */
@@ -389,7 +413,11 @@ export class RepositoryManager {
   private async loadVersionOf(prepared: PreparedModel, location: ModelLocation, version: number): Promise<LoadedVersion> {
     const started = performance.now();
     const hooks = this.observer?.loading(location.name, version);
-    const loaded = await loadVersion(prepared, location, version, this.instanceCtx, hooks, { ensemble: this.ensembleServices() });
+    this.slots ??= new LoadSlots(this.loader.loadThreads ?? 4, this.loader.loadRetries ?? 0);
+    const loaded = await this.slots.run(
+      () => loadVersion(prepared, location, version, this.instanceCtx, hooks, { ensemble: this.ensembleServices(), responseCache: this.responseCache, rateLimiter: this.rateLimiter }),
+      (n, err) => this.log.warn(`retrying load of '${location.name}' version ${version} (${n}): ${reasonOf(err)}`),
+    );
     if (hooks) this.observer?.loaded(location.name, version, hooks, (performance.now() - started) / 1000, () => loaded.scheduler.inflightCount());
     return loaded;
   }
