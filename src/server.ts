@@ -4,12 +4,15 @@
  * frontends. Stop: frontends stop accepting and drain → models unload
  * (schedulers drain, instances finalize) → inbox.
  */
+import { RateLimiter } from './scheduler/rate-limiter';
+import { responseCacheFromOptions } from './scheduler/response-cache';
 import type { ServerOptions } from './cli-options';
 import { ServerError, toErrorInfo } from './errors';
 import { ControlApi } from './frontend/control-api';
 import { GrpcFrontend } from './frontend/grpc/grpc-frontend';
 import { HttpFrontend } from './frontend/http/http-frontend';
 import type { ServerSnapshot } from './frontend/server-snapshot';
+import { ShmRegistry } from './frontend/shm-registry';
 import { Arena } from './instances/arena';
 import { detectGpuIds } from './instances/gpus';
 import { MainPort } from './instances/main-port';
@@ -17,6 +20,7 @@ import { createLogger } from './logging/logger';
 import type { Logger } from './logging/logger';
 import { formatTable } from './logging/table';
 import { optionsTableRows } from './logging/table';
+import { CustomMetrics } from './metrics/custom-metrics';
 import { Observability } from './metrics/observability';
 import { startRepository } from './repository/control-mode';
 import type { RepositoryStartup } from './repository/control-mode';
@@ -49,6 +53,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   port.start();
   const gpuIds = detectGpuIds();
   // BLS requests from Python models enter through `route` like client requests.
+  const customMetrics = new CustomMetrics(); // pb_utils.MetricFamily of Python models
   const gateway: BlsGateway = new BlsGateway(arena, () => repo.snapshotModels(), (r, respond) => route(r, respond));
   const repo: RepositoryManager = new RepositoryManager(
     options.modelRepositories,
@@ -57,12 +62,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       autoComplete: !options.disableAutoCompleteConfig,
       backendConfig: options.backendConfig,
       gpuIds,
+      loadThreads: options.modelLoadThreadCount,
+      loadRetries: options.modelLoadRetryCount,
     },
-    { port, arena, gpuIds, processServices: { log, gateway } },
+    { port, arena, gpuIds, processServices: { log, gateway, customMetrics } },
     log,
   );
+  repo.setResponseCache(responseCacheFromOptions(options.cacheConfig));
+  if (options.rateLimit === 'execution_count') repo.setRateLimiter(new RateLimiter(options.rateLimitResources, gpuIds));
   repo.onChange(() => gateway.invalidate());
   const observability = new Observability(options, log);
+  observability.addExposition(() => customMetrics.text());
   repo.setVersionObserver(observability.telemetry);
 
   const state = { live: false, exiting: false };
@@ -73,7 +83,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ready: state.live && !state.exiting && (!options.strictReadiness || repo.allReady()),
     exiting: state.exiting,
     models: repo.snapshotModels(),
+    shmRegions: shm.table(),
   });
+  // Region changes reach the HTTP threads before the register/unregister reply does.
+  const shm = new ShmRegistry(options.allowClientShm, () => http?.broadcast(snapshot()));
   // Coalesce bursts of state changes (a load touches many versions) into one broadcast.
   let broadcastQueued = false;
   repo.onChange(() => {
@@ -88,6 +101,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const control = new ControlApi({
     snapshot, telemetry: observability.telemetry, tracer: observability.tracer, log,
     repository: { repo, mode: options.modelControlMode },
+    shm,
   });
 
   const route = (request: InferRequest, respond: Respond): void => {
@@ -136,7 +150,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     // Started before HTTP, as Triton does; it reads the snapshot and routes on this thread.
     grpc = new GrpcFrontend({
       options, snapshot, route, arena, log, serverName: options.id, serverVersion: SERVER_VERSION, extensions: SERVER_EXTENSIONS,
-      control, repository: { repo, mode: options.modelControlMode },
+      control, repository: { repo, mode: options.modelControlMode }, shm,
     });
     try {
       const grpcPort = await grpc.start();

@@ -17,6 +17,7 @@ import { parseRequestJson } from './http/request-json';
 import type { RepositoryApiContext } from '../repository/repository-api';
 import { isRepositoryRoute, repositoryHttp } from './repository-control';
 import type { ServerSnapshot } from './server-snapshot';
+import type { ShmRegistry } from './shm-registry';
 
 export interface ControlContext {
   snapshot(): ServerSnapshot;
@@ -25,6 +26,8 @@ export interface ControlContext {
   log: Logger;
   /** The repository extension (repository-control.ts); absent = 501. */
   repository?: RepositoryApiContext;
+  /** Client system shared memory (shm-registry.ts); absent = 501. */
+  shm?: ShmRegistry;
 }
 
 export class ControlApi {
@@ -81,6 +84,7 @@ export class ControlApi {
   /** The HTTP threads' control channel. */
   http(req: ControlRequest): ControlReply | Promise<ControlReply> {
     if (isRepositoryRoute(req)) return repositoryHttp(this.ctx.repository, req);
+    if (req.route.kind === 'shm' && this.ctx.shm !== undefined) return this.ctx.shm.http(req);
     try {
       return { t: 'control_reply', id: req.id, status: 200, body: JSON.stringify(this.route(req)) };
     } catch (err) {

@@ -5,6 +5,7 @@
  * shape, so validation is written once.
  */
 import type { ParamValue } from '../scheduler/request';
+import type { ShmRef } from './shm-regions';
 
 export interface DecodedInput {
   name: string;
@@ -24,6 +25,8 @@ export interface RequestedOutput {
   /** Number of classes asked for (classification extension); 0 = none. */
   classification: number;
   parameters: Record<string, ParamValue>;
+  /** The output goes into this client shared-memory place (shm-regions.ts); the response then carries its metadata only. */
+  shm?: ShmRef;
 }
 
 export interface DecodedRequest {

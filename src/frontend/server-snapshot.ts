@@ -7,6 +7,7 @@
  */
 import type { ModelConfig } from '../repository/config/model-config';
 import type { ModelState } from '../repository/model-state';
+import type { ShmRegionTable } from './shm-regions';
 import type { ValidationPlan } from './validation-plan';
 
 export interface VersionView {
@@ -31,6 +32,8 @@ export interface ServerSnapshot {
   ready: boolean;
   exiting: boolean;
   models: Record<string, ModelView>;
+  /** Registered client system shared-memory regions (shm-registry.ts); absent = none. */
+  shmRegions?: ShmRegionTable;
 }
 
 export function emptySnapshot(): ServerSnapshot {

@@ -33,7 +33,11 @@ function contentLength(head: string): number {
 
 export class HttpConn {
   private readonly socket: net.Socket;
-  private buf: Buffer = Buffer.alloc(0);
+  /** Received bytes not yet consumed; joined only when a whole response is in (large bodies arrive in many chunks). */
+  private chunks: Buffer[] = [];
+  private buffered = 0;
+  /** Byte length of the current response (head + body) once its head was read, else -1. */
+  private need = -1;
   private pending: { resolve: (r: HttpReply) => void; reject: (e: Error) => void; keepBody: boolean } | undefined;
   private closedError: Error | undefined;
 
@@ -76,25 +80,38 @@ export class HttpConn {
     this.socket.destroy();
   }
 
+  private joined(): Buffer {
+    if (this.chunks.length > 1) this.chunks = [Buffer.concat(this.chunks, this.buffered)];
+    return this.chunks[0] ?? Buffer.alloc(0);
+  }
+
   private onData(chunk: Buffer): void {
-    this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
-    const end = this.buf.indexOf(HEADER_END);
-    if (end < 0) return;
-    const head = this.buf.toString('latin1', 0, end);
-    let length: number;
-    try {
-      length = contentLength(head);
-    } catch (err) {
-      this.socket.destroy(err as Error);
-      return;
+    this.chunks.push(chunk);
+    this.buffered += chunk.length;
+    if (this.need < 0) {
+      const buf = this.joined(); // the head is small: usually in the first chunk
+      const end = buf.indexOf(HEADER_END);
+      if (end < 0) return;
+      try {
+        this.need = end + 4 + contentLength(buf.toString('latin1', 0, end));
+      } catch (err) {
+        this.socket.destroy(err as Error);
+        return;
+      }
     }
-    const total = end + 4 + length;
-    if (this.buf.length < total) return;
+    if (this.buffered < this.need) return;
+    const buf = this.joined();
+    const end = buf.indexOf(HEADER_END);
+    const head = buf.toString('latin1', 0, end);
+    const total = this.need;
     const status = Number(head.slice(9, 12));
     const p = this.pending;
     this.pending = undefined;
-    const body = p?.keepBody ? Buffer.from(this.buf.subarray(end + 4, total)) : undefined;
-    this.buf = this.buf.length === total ? Buffer.alloc(0) : this.buf.subarray(total);
+    const body = p?.keepBody ? Buffer.from(buf.subarray(end + 4, total)) : undefined;
+    const rest = buf.subarray(total);
+    this.chunks = rest.length === 0 ? [] : [rest];
+    this.buffered = rest.length;
+    this.need = -1;
     p?.resolve(body === undefined ? { status } : { status, body });
   }
 }

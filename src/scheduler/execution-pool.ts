@@ -24,7 +24,8 @@ export class QueuedRequest implements QueuedView, OrderSlot {
   done = false;
 
   constructor(
-    readonly request: InferRequest,
+    /** Not readonly: the sequence batcher adds implicit state inputs at dispatch (sequence-state.ts). */
+    public request: InferRequest,
     readonly respond: Respond,
     readonly queueStartNs: number,
     readonly shapeKey: string,
@@ -48,6 +49,8 @@ export interface ExecutionPoolOptions {
   pipeline?: boolean;
   /** Called after an instance became free, so the scheduler can dispatch more. */
   onIdle: () => void;
+  /** Sees each final response of an execution before the instance is free again (implicit sequence state). */
+  onResult?: (q: QueuedRequest, response: InferResponse) => void;
 }
 
 export class ExecutionPool {
@@ -62,6 +65,7 @@ export class ExecutionPool {
   private readonly order: OrderedRelease<QueuedRequest> | null;
   private readonly hooks: SchedulerHooks | undefined;
   private readonly onIdle: () => void;
+  private readonly onResult: ((q: QueuedRequest, response: InferResponse) => void) | undefined;
   /** Reused for every requestDone call (see scheduler-hooks.ts). */
   private readonly stats: RequestDoneStats = {
     success: false, queueStartNs: 0, computeStartNs: 0, computeInputEndNs: 0,
@@ -78,6 +82,7 @@ export class ExecutionPool {
     for (let d = 0; d < depth; d++) for (const i of opts.instances) if (depthOf(i) > d) this.idle.push(i);
     this.hooks = opts.hooks;
     this.onIdle = opts.onIdle;
+    this.onResult = opts.onResult;
     this.order = opts.preserveOrdering === true
       ? new OrderedRelease<QueuedRequest>((q, r) => this.release(q, r))
       : null;
@@ -146,9 +151,20 @@ export class ExecutionPool {
   }
 
   private executed(instance: ModelInstance, batch: QueuedRequest[], batchSize: number, result: ExecuteResult): void {
-    this.free(instance);
     const timings = result.timings;
     const responses = result.responses;
+    if (this.onResult !== undefined) {
+      for (let i = 0; i < batch.length; i++) {
+        const r = responses[i];
+        if (r === undefined) continue;
+        try {
+          this.onResult(batch[i]!, r);
+        } catch (err) {
+          warn('onResult hook', err);
+        }
+      }
+    }
+    this.free(instance);
     if (this.hooks?.executionDone !== undefined) {
       try {
         this.hooks.executionDone(batchSize, batch.length, timings);

@@ -255,6 +255,11 @@ test('repository, statistics, trace, log and shared-memory rpcs', async () => {
   assert.deepEqual(await client.call('SystemSharedMemoryStatus', {}), { regions: {} });
   assert.deepEqual(await client.call('CudaSharedMemoryStatus', {}), { regions: {} });
   await rejects(client.call('SystemSharedMemoryStatus', { name: 'r' }), grpc.status.NOT_FOUND, "Unable to find system shared memory region: 'r'");
+  // The same refusal over HTTP (default --allow-client-shm=false).
+  const reg = await fetch(`${server.url}/v2/systemsharedmemory/region/r/register`, { method: 'POST', body: '{"key":"/k","byte_size":64}' });
+  assert.deepEqual({ status: reg.status, body: await reg.json() }, { status: 501, body: { error: disabled } });
+  const st = await fetch(`${server.url}/v2/systemsharedmemory/status`);
+  assert.deepEqual({ status: st.status, body: await st.json() }, { status: 200, body: [] });
   const log = await client.call<{ settings: Record<string, Record<string, unknown>> }>('LogSettings', {});
   assert.equal(log.settings.log_info.bool_param, true);
   assert.equal(log.settings.log_format.string_param, 'default');

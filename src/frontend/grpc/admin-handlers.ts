@@ -7,6 +7,7 @@ import type * as grpc from '@grpc/grpc-js';
 import { ServerError } from '../../errors';
 import { lookupModel } from '../model-lookup';
 import type { ServerSnapshot } from '../server-snapshot';
+import type { ShmRegistry } from '../shm-registry';
 import { unary } from './grpc-context';
 import type { GrpcContext } from './grpc-context';
 
@@ -40,6 +41,13 @@ export function repositoryIndex(snapshot: ServerSnapshot, readyOnly: boolean): {
       out.push({ name, version: String(v.version), state: v.state, reason: v.reason });
     }
   }
+  return out;
+}
+
+/** SystemSharedMemoryStatusResponse.regions: by name (one, or all for ''). */
+function shmStatusMap(shm: ShmRegistry, name: string): Record<string, { name: string; key: string; offset: number; byte_size: number }> {
+  const out: Record<string, { name: string; key: string; offset: number; byte_size: number }> = {};
+  for (const r of shm.status(name)) out[r.name] = r;
   return out;
 }
 
@@ -96,16 +104,20 @@ export function adminHandlers(ctx: GrpcContext): grpc.UntypedServiceImplementati
     // No region can be registered (client shm is off, or system shm is not
     // built yet), so status lists nothing and names nothing.
     SystemSharedMemoryStatus: unary(ctx, 'shared-memory', (req: { name: string }) => {
+      if (ctx.shm !== undefined) return { regions: shmStatusMap(ctx.shm, req.name) };
       if (req.name !== '') throw new ServerError('NOT_FOUND', `Unable to find system shared memory region: '${req.name}'`);
       return { regions: {} };
     }),
-    SystemSharedMemoryRegister: unary(ctx, 'shared-memory', () => {
+    SystemSharedMemoryRegister: unary(ctx, 'shared-memory', (req: { name: string; key: string; offset: string; byte_size: string }) => {
       requireClientShm();
-      throw unsupported('system shared memory is not implemented by nodetron yet');
+      if (ctx.shm === undefined) throw unsupported('system shared memory is not available');
+      ctx.shm.register(req.name, req.key, Number(req.offset), Number(req.byte_size));
+      return {};
     }),
-    SystemSharedMemoryUnregister: unary(ctx, 'shared-memory', () => {
+    SystemSharedMemoryUnregister: unary(ctx, 'shared-memory', (req: { name: string }) => {
       requireClientShm();
-      return {}; // nothing is registered; unknown names succeed, as in Triton
+      ctx.shm?.unregister(req.name); // unknown names succeed, as in Triton
+      return {};
     }),
     CudaSharedMemoryStatus: unary(ctx, 'shared-memory', (req: { name: string }) => {
       if (req.name !== '') throw new ServerError('NOT_FOUND', `Unable to find cuda shared memory region: '${req.name}'`);

@@ -12,6 +12,7 @@ import type { Logger } from '../../logging/logger';
 import type { RepositoryApiContext } from '../../repository/repository-api';
 import type { InferRequest, Respond } from '../../scheduler/request';
 import type { ServerSnapshot } from '../server-snapshot';
+import type { ShmRegistry } from '../shm-registry';
 import type { Protos } from './grpc-protos';
 
 export type RestrictedCategory =
@@ -44,6 +45,8 @@ export interface GrpcDeps {
   control?: GrpcControl;
   /** The model repository extension; absent = admin-handlers.ts answers. */
   repository?: RepositoryApiContext;
+  /** Client system shared memory; absent = no region can be registered. */
+  shm?: ShmRegistry;
 }
 
 export interface GrpcContext extends GrpcDeps {

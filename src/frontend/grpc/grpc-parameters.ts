@@ -5,6 +5,7 @@
  */
 import { ServerError } from '../../errors';
 import type { ParamValue } from '../../scheduler/request';
+import { resolveShm, type ShmRef, type ShmRegionTable } from '../shm-regions';
 import type { InferParameterMsg } from './proto-types';
 
 const ALLOWED_TRITON_KEYS = ['triton_enable_empty_final_response'];
@@ -108,11 +109,17 @@ export function tensorParameters(params: Record<string, InferParameterMsg>): Rec
 }
 
 /**
- * The shared-memory parameters of a tensor (protocol.md §2.3). No region can
- * be registered yet (client shm is off), so a well-formed reference ends in
- * the region lookup error, as Triton answers for an unknown region.
+ * The shared-memory parameters of a tensor (protocol.md §2.3), resolved
+ * against the registered regions (404/400 texts in shm-regions.ts);
+ * undefined when the tensor names no region.
  */
-export function checkSharedMemory(params: Record<string, InferParameterMsg>, tensor: string, hasContents: boolean, model: string): void {
+export function checkSharedMemory(
+  params: Record<string, InferParameterMsg>,
+  tensor: string,
+  hasContents: boolean,
+  model: string,
+  regions?: ShmRegionTable,
+): ShmRef | undefined {
   const region = params.shared_memory_region;
   const offset = params.shared_memory_offset;
   const size = params.shared_memory_byte_size;
@@ -123,7 +130,7 @@ export function checkSharedMemory(params: Record<string, InferParameterMsg>, ten
     if (size !== undefined) {
       throw invalid(`'shared_memory_byte_size' can not be specified without 'shared_memory_region' parameter for tensor '${tensor}'`);
     }
-    return;
+    return undefined;
   }
   if (region.parameter_choice !== 'string_param') {
     throw invalid(`invalid value type for 'shared_memory_region' parameter for tensor '${tensor}', expected string_param.`);
@@ -140,5 +147,6 @@ export function checkSharedMemory(params: Record<string, InferParameterMsg>, ten
   if (hasContents) {
     throw invalid(`unexpected 'content' provided when using shared memory for input tensor '${tensor}' for model '${model}'`);
   }
-  throw new ServerError('NOT_FOUND', `Unable to find shared memory region: '${region.string_param}'`);
+  const at = offset === undefined ? 0 : int64ToNumber(offset.int64_param!, 'shared_memory_offset');
+  return resolveShm(regions, region.string_param ?? '', at, int64ToNumber(size.int64_param!, 'shared_memory_byte_size'));
 }

@@ -3,7 +3,8 @@
  * produces, so validate.ts and the scheduler path are shared), and a
  * scheduler response → ModelInferResponse with every output's bytes in
  * `raw_output_contents`, one entry per output in order (protocol.md §2.3,
- * §8 item 1). Pure: no I/O, no arena.
+ * §8 item 1). No arena; the only I/O is reading inputs from client shared
+ * memory (shm-regions.ts).
  */
 import type { DataType } from '../../datatypes';
 import { ServerError } from '../../errors';
@@ -14,6 +15,9 @@ import { encodeBytesTensor } from '../tensor-view';
 import { checkSharedMemory, int64ToNumber, parseRequestParameters, tensorParameters } from './grpc-parameters';
 import type { InferParameterOut, ModelInferRequestMsg, ModelInferResponseOut } from './proto-types';
 import { contentsToBytes, hasContents } from './typed-contents';
+import { readShm, type ShmRef, type ShmRegionTable } from '../shm-regions';
+
+const EMPTY = new Uint8Array(0);
 
 export interface DecodedGrpcRequest {
   decoded: DecodedRequest;
@@ -25,7 +29,7 @@ function invalid(message: string): ServerError {
 }
 
 /** `model` is the resolved model name (used in error texts). */
-export function decodeModelInferRequest(msg: ModelInferRequestMsg, model: string): DecodedGrpcRequest {
+export function decodeModelInferRequest(msg: ModelInferRequestMsg, model: string, regions?: ShmRegionTable): DecodedGrpcRequest {
   const { parameters, enableEmptyFinalResponse } = parseRequestParameters(msg.parameters ?? {});
   const raw = msg.raw_input_contents ?? [];
   let nextRaw = 0;
@@ -33,9 +37,11 @@ export function decodeModelInferRequest(msg: ModelInferRequestMsg, model: string
   for (const t of msg.inputs ?? []) {
     const params = t.parameters ?? {};
     const typed = hasContents(t.contents);
-    checkSharedMemory(params, t.name, typed, model);
+    const shm = checkSharedMemory(params, t.name, typed, model, regions);
     let data: Uint8Array;
-    if (typed) {
+    if (shm !== undefined) {
+      data = readShm(shm);
+    } else if (typed) {
       if (raw.length > 0) {
         throw invalid(`contents field must not be specified when using raw_input_contents for '${t.name}' for model '${model}'`);
       }
@@ -59,7 +65,7 @@ export function decodeModelInferRequest(msg: ModelInferRequestMsg, model: string
   if ((msg.outputs ?? []).length > 0) {
     outputs = msg.outputs.map((o) => {
       const params = o.parameters ?? {};
-      checkOutputSharedMemory(params, o.name);
+      const shm = checkOutputSharedMemory(params, o.name, regions);
       let classification = 0;
       const c = params.classification;
       if (c !== undefined) {
@@ -68,7 +74,7 @@ export function decodeModelInferRequest(msg: ModelInferRequestMsg, model: string
         }
         classification = int64ToNumber(c.int64_param!, 'classification');
       }
-      return { name: o.name, binary: true, classification, parameters: tensorParameters(params) };
+      return { name: o.name, binary: true, classification, parameters: tensorParameters(params), ...(shm !== undefined ? { shm } : {}) };
     });
   }
   return {
@@ -77,11 +83,16 @@ export function decodeModelInferRequest(msg: ModelInferRequestMsg, model: string
   };
 }
 
-function checkOutputSharedMemory(params: ModelInferRequestMsg['outputs'][number]['parameters'], name: string): void {
+function checkOutputSharedMemory(
+  params: ModelInferRequestMsg['outputs'][number]['parameters'],
+  name: string,
+  regions: ShmRegionTable | undefined,
+): ShmRef | undefined {
   // Outputs have no contents; the same region checks apply.
   if (params.shared_memory_region !== undefined || params.shared_memory_offset !== undefined || params.shared_memory_byte_size !== undefined) {
-    checkSharedMemory(params, name, false, '');
+    return checkSharedMemory(params, name, false, '', regions);
   }
+  return undefined;
 }
 
 export interface ResponseTensor {
@@ -120,7 +131,11 @@ export function buildInferResponse(args: BuildResponseArgs): ModelInferResponseO
       req = args.requested.find((r) => r.name === o.name);
       if (req === undefined) continue; // only the listed outputs are returned
     }
-    if (req !== undefined && req.classification > 0) {
+    if (req?.shm !== undefined) {
+      // Written into the client's region (writeShmOutputs); the entry stays, empty (protocol.md §8 item 1).
+      out.outputs.push({ name: o.name, datatype: o.datatype, shape: o.shape });
+      out.raw_output_contents.push(EMPTY);
+    } else if (req !== undefined && req.classification > 0) {
       const c = classify(o, req.classification, args.batched, args.labels?.(o.name));
       out.outputs.push({ name: o.name, datatype: 'BYTES', shape: c.shape });
       out.raw_output_contents.push(encodeBytesTensor(c.elements));

@@ -11,6 +11,7 @@ import { ServerError, toErrorInfo } from '../../errors';
 import { nowNs } from '../../scheduler/clock';
 import type { InferResponse } from '../../scheduler/request';
 import { admitRequest, releaseInputs, releaseOutputs } from '../admit-request';
+import { writeShmOutputs } from '../shm-regions';
 import { validateRequest } from '../validate';
 import type { GrpcContext } from './grpc-context';
 import { SHUTTING_DOWN } from './grpc-context';
@@ -53,7 +54,7 @@ export function startInfer(
   if (plan.decoupled && !allowDecoupled) {
     throw new ServerError('UNSUPPORTED', "ModelInfer RPC doesn't support models with decoupled transaction policy");
   }
-  const { decoded, enableEmptyFinalResponse } = decodeModelInferRequest(msg, view.name);
+  const { decoded, enableEmptyFinalResponse } = decodeModelInferRequest(msg, view.name, snapshot.shmRegions);
   const { batchSize } = validateRequest(plan, decoded);
   const request = admitRequest(ctx.arena, decoded, { model: view.name, version, batchSize, arrivalNs });
   const modelVersion = String(version);
@@ -82,12 +83,14 @@ export function startInfer(
       if (total > INT32_MAX) {
         throw new ServerError('INVALID_ARG', `Response has byte size ${total} which exceeds gRPC's byte size limit ${INT32_MAX}.`);
       }
+      const outputs = response.outputs.map((o) => ({ name: o.name, datatype: o.datatype, shape: o.shape, data: ctx.arena.bytes(o.offset, o.byteSize) }));
+      writeShmOutputs(outputs, decoded.outputs);
       const built = buildInferResponse({
         id: decoded.id,
         modelName: view.name,
         modelVersion,
         parameters: response.parameters,
-        outputs: response.outputs.map((o) => ({ name: o.name, datatype: o.datatype, shape: o.shape, data: ctx.arena.bytes(o.offset, o.byteSize) })),
+        outputs,
         requested: decoded.outputs,
         batched: plan!.maxBatchSize > 0,
         labels: (name) => view.labels[name],

@@ -27,7 +27,7 @@ export interface HttpThreadData {
 /** Non-data-plane routes an HTTP thread forwards to the main thread (control-api.ts). */
 export type ControlRoute = Extract<
   Route,
-  { kind: 'model_stats' | 'logging' | 'trace' | 'model_trace' | 'repository_index' | 'repository_load' | 'repository_unload' }
+  { kind: 'model_stats' | 'logging' | 'trace' | 'model_trace' | 'repository_index' | 'repository_load' | 'repository_unload' | 'shm' }
 >;
 
 /** Request of the control channel; answered by a ControlReply with the same id. */

@@ -41,6 +41,18 @@ function finished(): void {
 function whenIdle(): Promise<void> {
   return active === 0 ? Promise.resolve() : new Promise((resolve) => (onIdle = resolve));
 }
+/** When the last request arrived: requests still in flight on the wire get their answer too. */
+let lastArrivalMs = 0;
+const QUIET_MS = 100;
+/** Idle, and no request arrived for QUIET_MS (so none is half-way through the socket). */
+async function whenQuiet(): Promise<void> {
+  for (;;) {
+    await whenIdle();
+    const wait = lastArrivalMs + QUIET_MS - Date.now();
+    if (wait <= 0 && active === 0) return;
+    await new Promise((r) => setTimeout(r, Math.max(wait, 1)));
+  }
+}
 const app = uws.App().any('/*', (res, req) => route(res, req));
 
 function post(msg: HttpToMain): void {
@@ -67,8 +79,8 @@ port.on('message', (msg: MainToHttp) => {
       return;
     case 'close':
       // The snapshot already says `exiting`, so new inferences get 503 while
-      // the admitted ones finish; then close the port and every connection.
-      void whenIdle().then(() => {
+      // the admitted ones finish; once quiet, close the port and every connection.
+      void whenQuiet().then(() => {
         closeApp(app);
         inbox.stop();
         post({ t: 'closed' });
@@ -82,6 +94,7 @@ port.on('message', (msg: MainToHttp) => {
 function route(res: HttpResponse, req: HttpRequest): void {
   const head = readHead(req);
   active++;
+  lastArrivalMs = Date.now();
   const reply = new Reply(res, finished);
   // Restricted API before the method check (protocol.md §1.1); headers are readable only now.
   const denied = restrictedError(data.restrictedApi ?? [], head.url, (name) => req.getHeader(name));
@@ -126,6 +139,7 @@ function route(res: HttpResponse, req: HttpRequest): void {
       case 'repository_index':
       case 'repository_load':
       case 'repository_unload':
+      case 'shm':
         control.handle(reply, head, r);
         return;
       case 'not_found':

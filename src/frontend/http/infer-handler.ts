@@ -14,6 +14,7 @@ import { admitRequest } from '../admit-request';
 import type { DecodedRequest } from '../decoded-request';
 import { lookupModel } from '../model-lookup';
 import type { ModelView, ServerSnapshot } from '../server-snapshot';
+import { writeShmOutputs } from '../shm-regions';
 import { validateRequest } from '../validate';
 import { compressResponse, decompressRequest, negotiateEncoding } from './compression';
 import { decodeInferRequest, parseHeaderLength } from './infer-request-decode';
@@ -76,7 +77,7 @@ export class InferHandler {
     if (!plan) throw new ServerError('UNAVAILABLE', `Request for unknown model: '${view.name}' version ${version} is not at ready state`);
     const body = decompressRequest(raw, head.contentEncoding, this.maxInputSize);
     const headerLength = parseHeaderLength(head.headerLength === '' ? undefined : head.headerLength, body.length);
-    const decoded = decodeInferRequest(body, headerLength, plan, this.maxInputSize);
+    const decoded = decodeInferRequest(body, headerLength, plan, this.maxInputSize, this.snapshot().shmRegions);
     const { batchSize } = validateRequest(plan, decoded);
     const request = admitRequest(this.arena, decoded, { model: view.name, version, batchSize, arrivalNs });
     const inputs = request.inputs;
@@ -110,12 +111,14 @@ export class InferHandler {
 
   private reply(p: PendingInfer, response: InferResponse): void {
     if (p.reply.aborted) return;
+    const outputs = response.outputs.map((o) => ({ name: o.name, datatype: o.datatype, shape: o.shape, data: this.arena.bytes(o.offset, o.byteSize) }));
+    writeShmOutputs(outputs, p.decoded.outputs);
     const encoded = encodeInferResponse({
       id: p.decoded.id,
       modelName: p.view.name,
       modelVersion: String(p.version),
       parameters: response.parameters,
-      outputs: response.outputs.map((o) => ({ name: o.name, datatype: o.datatype, shape: o.shape, data: this.arena.bytes(o.offset, o.byteSize) })),
+      outputs,
       requested: p.decoded.outputs,
       binaryDataOutput: p.decoded.binaryDataOutput,
       batched: (p.view.plan?.maxBatchSize ?? 0) > 0,

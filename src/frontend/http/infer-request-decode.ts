@@ -4,7 +4,8 @@
  * it: `id`, `parameters`, `inputs` (binary blobs consumed in input order),
  * leftover bytes, `outputs`. Texts and codes are Triton's; failures of its
  * JSON helper are INTERNAL (500) on purpose (§1.2).
- * Pure: no I/O. Binary input data are views into `body` (no copy).
+ * No I/O except reading inputs from client shared memory (shm-regions.ts).
+ * Binary input data are views into `body` (no copy).
  */
 import { ELEMENT_SIZE, isDataType } from '../../datatypes';
 import { ServerError, requestIdPrefix } from '../../errors';
@@ -12,6 +13,7 @@ import type { ParamValue } from '../../scheduler/request';
 import type { DecodedInput, DecodedRequest, RequestedOutput } from '../decoded-request';
 import { dimsToString } from '../validate';
 import type { ValidationPlan } from '../validation-plan';
+import { readShm, resolveShm, type ShmRef, type ShmRegionTable } from '../shm-regions';
 import { jsonTensorBytes } from './json-tensor-data';
 import { decodeRawRequest } from './raw-request-decode';
 import { parseRequestJson } from './request-json';
@@ -76,6 +78,7 @@ export function decodeInferRequest(
   headerLength: number | undefined,
   plan: ValidationPlan,
   maxInputSize: number,
+  regions?: ShmRegionTable,
 ): DecodedRequest {
   const jsonLength = headerLength ?? body.length;
   if (jsonLength === 0) return decodeRawRequest(body, plan, maxInputSize);
@@ -101,8 +104,8 @@ export function decodeInferRequest(
   if (root.parameters !== undefined) binaryDataOutput = parseRequestParameters(root.parameters, parameters);
 
   const rid = requestIdPrefix(id);
-  const inputs = decodeInputs(root, body, jsonLength, plan, maxInputSize, rid);
-  const outputs = decodeOutputs(root, rid);
+  const inputs = decodeInputs(root, body, jsonLength, plan, maxInputSize, rid, regions);
+  const outputs = decodeOutputs(root, rid, regions);
   return { id, inputs, outputs, parameters, binaryDataOutput };
 }
 
@@ -186,9 +189,9 @@ function scalarParams(params: unknown): Record<string, ParamValue> {
   return out;
 }
 
-/** Shared-memory parameters of an input or output; the region lookup itself is not implemented yet. */
-function checkSharedMemory(params: unknown): void {
-  if (!isObject(params)) return;
+/** Shared-memory parameters of an input or output, resolved against the registered regions (shm-regions.ts). */
+function checkSharedMemory(params: unknown, regions: ShmRegionTable | undefined): ShmRef | undefined {
+  if (!isObject(params)) return undefined;
   const region = params.shared_memory_region;
   if (region !== undefined && typeof region !== 'string') {
     throw internal(`Unable to parse 'shared_memory_region': ${NON.string}`);
@@ -196,9 +199,10 @@ function checkSharedMemory(params: unknown): void {
   for (const key of ['shared_memory_offset', 'shared_memory_byte_size']) {
     if (params[key] !== undefined && !isUInt(params[key])) throw internal(`Unable to parse '${key}': ${NON.uint}`);
   }
-  if (typeof region === 'string') {
-    throw new ServerError('NOT_FOUND', `Unable to find shared memory region: '${region}'`);
-  }
+  if (typeof region !== 'string') return undefined;
+  // Absent offset and byte size read as 0 (the size check then fails the input).
+  const at = (params.shared_memory_offset as number | undefined) ?? 0;
+  return resolveShm(regions, region, at, (params.shared_memory_byte_size as number | undefined) ?? 0);
 }
 
 function decodeInputs(
@@ -208,6 +212,7 @@ function decodeInputs(
   plan: ValidationPlan,
   maxInputSize: number,
   rid: string,
+  regions: ShmRegionTable | undefined,
 ): DecodedInput[] {
   const model = plan.modelName;
   const list = root.inputs;
@@ -240,8 +245,8 @@ function decodeInputs(
       data = binarySize === 0 ? EMPTY : body.subarray(pos, pos + binarySize);
       pos += binarySize;
     } else {
-      checkSharedMemory(params);
-      data = jsonInputData(input, name, datatype, shape, maxInputSize);
+      const shm = checkSharedMemory(params, regions);
+      data = shm !== undefined ? readShm(shm) : jsonInputData(input, name, datatype, shape, maxInputSize);
     }
     inputs.push({ name, datatype, shape, data, parameters: scalarParams(params) });
   }
@@ -284,7 +289,7 @@ function jsonInputData(input: JsonObject, name: string, datatype: string, shape:
   return jsonTensorBytes(name, datatype, data, count, maxInputSize);
 }
 
-function decodeOutputs(root: JsonObject, rid: string): RequestedOutput[] | null {
+function decodeOutputs(root: JsonObject, rid: string, regions: ShmRegionTable | undefined): RequestedOutput[] | null {
   const list = root.outputs;
   if (list === undefined) return null;
   if (!Array.isArray(list)) throw internal(`Unable to parse 'outputs': ${NON.array}`);
@@ -311,13 +316,13 @@ function decodeOutputs(root: JsonObject, rid: string): RequestedOutput[] | null 
       if (!isUInt(p.classification)) throw internal(`Unable to set 'classification': ${NON.uint}`);
       classification = p.classification;
     }
-    checkSharedMemory(p);
+    const shm = checkSharedMemory(p, regions);
     let binary: boolean | undefined;
     if (p !== undefined && p.binary_data !== undefined) {
       if (typeof p.binary_data !== 'boolean') throw internal(`Unable to parse 'binary_data': ${NON.bool}`);
       binary = p.binary_data;
     }
-    outputs.push({ name, binary, classification, parameters: scalarParams(p) });
+    outputs.push({ name, binary, classification, parameters: scalarParams(p), ...(shm !== undefined ? { shm } : {}) });
   }
   // An empty list asks for nothing in particular: every output, as when absent.
   return outputs.length === 0 ? null : outputs;

@@ -78,7 +78,9 @@ export function encodeInferResponse(args: EncodeResponseArgs): EncodedResponse {
 
     json += `${first ? '' : ','}{"name":${JSON.stringify(out.name)},"datatype":"${datatype}","shape":[${shape.join(',')}]`;
     first = false;
-    if (asBinary) {
+    if (req?.shm !== undefined) {
+      json += '}'; // written into the client's shared memory: metadata only (§1.8.6)
+    } else if (asBinary) {
       const bytes = classes !== undefined ? encodeBytesTensor(classes) : out.data;
       json += `,"parameters":{"binary_data_size":${bytes.byteLength}}}`;
       anyBinary = true;
