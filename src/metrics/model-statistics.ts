@@ -16,7 +16,7 @@
  * batch-weighted and comes from executions, as Triton's batch statistics do.
  */
 import type { ExecuteTimings } from '../instances/instance';
-import type { RequestDoneStats } from '../scheduler/scheduler-hooks';
+import type { RequestDoneStats, ResponseKind } from '../scheduler/scheduler-hooks';
 
 export interface Duration {
   count: number;
@@ -31,6 +31,15 @@ export interface BatchStats {
   computeInput: Duration;
   computeInfer: Duration;
   computeOutput: Duration;
+}
+
+interface ResponseStats {
+  compute_infer: Duration;
+  compute_output: Duration;
+  success: Duration;
+  fail: Duration;
+  empty_response: Duration;
+  cancel: Duration;
 }
 
 const zero = (): Duration => ({ count: 0, ns: 0 });
@@ -66,6 +75,8 @@ export class ModelStatistics {
   /** ms since the epoch of the last request end; 0 = never. */
   lastInferenceMs = 0;
   private readonly batches = new Map<number, BatchStats>();
+  /** Per response index of streamed (decoupled) requests. */
+  private readonly responses = new Map<number, ResponseStats>();
 
   /** Hook body for `requestDone`; returns false when the request is not counted. */
   requestDone(s: RequestDoneStats): boolean {
@@ -94,6 +105,28 @@ export class ModelStatistics {
     add(hit ? this.cacheHit : this.cacheMiss, ns);
   }
 
+  /**
+   * Hook body for `responseDone`. The backend does not time a streamed
+   * response's parts, so compute_infer is the time since the previous
+   * response and compute_output is counted with no time.
+   */
+  responseDone(index: number, kind: ResponseKind, ns: number): void {
+    let r = this.responses.get(index);
+    if (r === undefined) {
+      r = { compute_infer: zero(), compute_output: zero(), success: zero(), fail: zero(), empty_response: zero(), cancel: zero() };
+      this.responses.set(index, r);
+    }
+    if (kind === 'success') {
+      add(r.compute_infer, ns);
+      add(r.compute_output, 0);
+      add(r.success, ns);
+    } else if (kind === 'fail') {
+      add(r.fail, ns);
+    } else {
+      add(r.empty_response, ns);
+    }
+  }
+
   /** Hook body for `executionDone`. */
   executionDone(batchSize: number, t: ExecuteTimings): void {
     this.inferenceCount += batchSize;
@@ -111,6 +144,18 @@ export class ModelStatistics {
   /** Per batch size, ascending. */
   batchStats(): BatchStats[] {
     return [...this.batches.values()].sort((a, b) => a.batchSize - b.batchSize);
+  }
+
+  private responseStatsJson(d: (x: Duration) => Duration): Record<string, Record<string, Duration>> {
+    const out: Record<string, Record<string, Duration>> = {};
+    for (const index of [...this.responses.keys()].sort((a, b) => a - b)) {
+      const r = this.responses.get(index)!;
+      out[String(index)] = {
+        compute_infer: d(r.compute_infer), compute_output: d(r.compute_output), success: d(r.success),
+        fail: d(r.fail), empty_response: d(r.empty_response), cancel: d(r.cancel),
+      };
+    }
+    return out;
   }
 
   /** One entry of `model_stats` (protocol.md §1.9), as a plain object. */
@@ -132,8 +177,7 @@ export class ModelStatistics {
         cache_hit: d(this.cacheHit),
         cache_miss: d(this.cacheMiss),
       },
-      // Per-response statistics need per-response hooks (decoupled models); none yet.
-      response_stats: {},
+      response_stats: this.responseStatsJson(d),
       batch_stats: this.batchStats().map((b) => ({
         batch_size: b.batchSize,
         compute_input: d(b.computeInput),

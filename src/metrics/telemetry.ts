@@ -52,6 +52,9 @@ export class Telemetry implements VersionObserver {
       cacheDone(_req, hit, durationNs): void {
         stats.cacheDone(hit, durationNs);
       },
+      responseDone(_req, index, kind, sincePreviousNs): void {
+        stats.responseDone(index, kind, sincePreviousNs);
+      },
       executionDone(batchSize, requestCount, timings): void {
         stats.executionDone(batchSize, timings);
         if (log.isVerbose(2)) {

@@ -22,6 +22,15 @@ export class QueuedRequest implements QueuedView, OrderSlot {
   finalSeen = false;
   /** Final response handed out; nothing more goes to `respond`. */
   done = false;
+  /** Responses handed out so far, and when the last one (or the dispatch) was: response_stats. */
+  responses = 0;
+  lastResponseNs = 0;
+  /**
+   * A non-final response was seen: the request streams (decoupled model).
+   * A decoupled request whose only response is its final one is therefore
+   * not in response_stats (the pool knows a request streams only then).
+   */
+  streaming = false;
 
   constructor(
     /** Not readonly: the sequence batcher adds implicit state inputs at dispatch (sequence-state.ts). */
@@ -126,10 +135,12 @@ export class ExecutionPool {
     const instance = this.idle.shift();
     if (instance === undefined) throw new Error('ExecutionPool.run called with no free instance');
     const requests: InferRequest[] = new Array(batch.length);
+    const now = nowNs();
     let batchSize = 0;
     for (let i = 0; i < batch.length; i++) {
       const q = batch[i]!;
       requests[i] = q.request;
+      q.lastResponseNs = now;
       batchSize += q.batchSize > 1 ? q.batchSize : 1;
       if (this.order !== null) this.order.register(q);
     }
@@ -213,6 +224,8 @@ export class ExecutionPool {
   private release(q: QueuedRequest, response: InferResponse): void {
     if (q.done) return; // exactly one final response, nothing after it
     if (response.final) q.done = true;
+    if (!response.final) q.streaming = true;
+    if (q.streaming) this.responseDone(q, response);
     callRespond(q.respond, response);
     if (!response.final) return;
     this.requestDone(q, response.error === undefined, nowNs());
@@ -221,6 +234,21 @@ export class ExecutionPool {
       const waiters = this.drainWaiters;
       this.drainWaiters = [];
       for (const resolve of waiters) resolve();
+    }
+  }
+
+  private responseDone(q: QueuedRequest, response: InferResponse): void {
+    const hook = this.hooks?.responseDone;
+    const index = q.responses++;
+    if (hook === undefined) return;
+    const now = nowNs();
+    const since = q.lastResponseNs === 0 ? 0 : now - q.lastResponseNs;
+    q.lastResponseNs = now;
+    const kind = response.error !== undefined ? 'fail' : response.outputs.length === 0 ? 'empty' : 'success';
+    try {
+      hook.call(this.hooks, q.request, index, kind, since);
+    } catch (err) {
+      warn('responseDone hook', err);
     }
   }
 

@@ -33,4 +33,13 @@ export interface SchedulerHooks {
    * or a miss (lookup plus insert time), before or after its requestDone.
    */
   cacheDone?(req: InferRequest, hit: boolean, durationNs: number): void;
+  /**
+   * One response of a request that streams (a decoupled model sent a
+   * non-final response): its index, what it was, and the time since the
+   * previous response (or since dispatch for the first).
+   */
+  responseDone?(req: InferRequest, index: number, kind: ResponseKind, sincePreviousNs: number): void;
 }
+
+/** What a streamed response was, for Triton's `response_stats`. */
+export type ResponseKind = 'success' | 'fail' | 'empty';

@@ -162,6 +162,14 @@ test('square (decoupled, gRPC stream): IN = N gives N responses of N, none for I
     assert.equal(mine.length, n, `responses for IN=${n}`);
     for (const r of mine) assert.deepEqual(int32Values(raw(r, 'OUT')), [n]);
   }
+  // response_stats: one entry per response index of the streamed requests.
+  const stats = (await (await fetch(`${server.url}/v2/models/square/stats`)).json()) as {
+    model_stats: { response_stats: Record<string, Record<string, { count: number; ns: number }>> }[];
+  };
+  const rs = stats.model_stats[0].response_stats;
+  assert.equal(rs['0'].success.count, 3, 'first responses of IN=4, 2 and 1');
+  assert.equal(Object.values(rs).reduce((n, r) => n + r.success.count, 0), 7, 'every data response counted once');
+  for (const r of Object.values(rs)) assert.deepEqual(Object.keys(r), ['compute_infer', 'compute_output', 'success', 'fail', 'empty_response', 'cancel']);
 });
 
 test('repeat (decoupled, gRPC stream): one response per IN element, IDX in order', async () => {

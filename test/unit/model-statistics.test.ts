@@ -78,3 +78,21 @@ test('rejectedAtEnqueue tells a refusal from a failure after admission', () => {
   assert.equal(rejectedAtEnqueue(failedInInstance(7, 9)), false);
   assert.equal(rejectedAtEnqueue(ran(1, 2, 3)), false);
 });
+
+test('response_stats: per response index, success/fail/empty counted apart, sorted by index', () => {
+  const s = new ModelStatistics();
+  const events: [number, 'success' | 'fail' | 'empty', number][] = [
+    [0, 'success', 100], [1, 'success', 50], [2, 'empty', 5], [0, 'success', 300], [1, 'fail', 7], [10, 'success', 1],
+  ];
+  for (const [i, kind, ns] of events) s.responseDone(i, kind, ns);
+  const rs = s.toJson('m', 1).response_stats;
+  assert.deepEqual(Object.keys(rs), ['0', '1', '2', '10']);
+  assert.deepEqual(rs['0'].success, { count: 2, ns: 400 });
+  assert.deepEqual(rs['0'].compute_infer, { count: 2, ns: 400 });
+  assert.deepEqual(rs['0'].compute_output, { count: 2, ns: 0 });
+  assert.deepEqual(rs['1'].fail, { count: 1, ns: 7 });
+  assert.deepEqual(rs['1'].success, { count: 1, ns: 50 });
+  assert.deepEqual(rs['2'].empty_response, { count: 1, ns: 5 });
+  assert.deepEqual(rs['2'].success, { count: 0, ns: 0 });
+  assert.deepEqual(new ModelStatistics().toJson('m', 1).response_stats, {});
+});
