@@ -42,16 +42,35 @@ function createFile(file: string, bytes: number): number {
   return fd;
 }
 
-/** Host-written region: request inputs and BLS outputs, allocated here. */
-export class HostRegion {
+/** One /dev/shm file and its descriptor: created at construction, unlinked and closed once. */
+abstract class ShmFile {
   readonly fd: number;
   readonly file: string;
+  protected closed = false;
+
+  constructor(baseName: string, suffix: string, initialBytes: number) {
+    this.file = path.join(SHM_DIR, `${baseName}_${suffix}`);
+    this.fd = createFile(this.file, initialBytes);
+  }
+
+  unlink(): void {
+    fs.rmSync(this.file, { force: true });
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.unlink();
+    fs.closeSync(this.fd);
+  }
+}
+
+/** Host-written region: request inputs and BLS outputs, allocated here. */
+export class HostRegion extends ShmFile {
   private readonly alloc: ShmAllocator;
-  private closed = false;
 
   constructor(baseName: string, initialBytes: number, growthBytes: number) {
-    this.file = path.join(SHM_DIR, `${baseName}_h2s`);
-    this.fd = createFile(this.file, initialBytes);
+    super(baseName, 'h2s', initialBytes);
     this.alloc = new ShmAllocator(initialBytes, growthBytes);
   }
 
@@ -84,28 +103,12 @@ export class HostRegion {
   usedBytes(): number {
     return this.alloc.usedBytes();
   }
-
-  unlink(): void {
-    fs.rmSync(this.file, { force: true });
-  }
-
-  close(): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.unlink();
-    fs.closeSync(this.fd);
-  }
 }
 
 /** Stub-written region: the stub allocates and grows it; the host only reads. */
-export class StubRegion {
-  readonly fd: number;
-  readonly file: string;
-  private closed = false;
-
+export class StubRegion extends ShmFile {
   constructor(baseName: string, initialBytes: number) {
-    this.file = path.join(SHM_DIR, `${baseName}_s2h`);
-    this.fd = createFile(this.file, initialBytes);
+    super(baseName, 's2h', initialBytes);
   }
 
   /** Copies `dst.byteLength` bytes at `offset` into `dst`. */
@@ -116,16 +119,5 @@ export class StubRegion {
       if (n === 0) throw new ServerError('INTERNAL', `python stub referenced bytes ${offset}..${offset + dst.byteLength} beyond its shared memory region`);
       done += n;
     }
-  }
-
-  unlink(): void {
-    fs.rmSync(this.file, { force: true });
-  }
-
-  close(): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.unlink();
-    fs.closeSync(this.fd);
   }
 }

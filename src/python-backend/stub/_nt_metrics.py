@@ -22,13 +22,7 @@ def _next_handle():
 
 
 def _call(message):
-    call_id, replies = runtime.open_call()
-    try:
-        message["id"] = call_id
-        runtime.send(message)
-        reply = replies.get()
-    finally:
-        runtime.close_call(call_id)
+    reply = runtime.call(message)
     if reply.get("error"):
         raise TritonModelException(reply["error"])
     return reply.get("value")

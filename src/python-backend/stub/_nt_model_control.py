@@ -18,12 +18,7 @@ def get_model_dir():
 def _call(name, args):
     if runtime.phase not in ("initializing", "ready"):
         raise TritonModelException("%s is not supported in auto_complete_config or finalize." % name)
-    call_id, replies = runtime.open_call()
-    try:
-        runtime.send({"t": "call", "id": call_id, "name": name, "args": args})
-        reply = replies.get()
-    finally:
-        runtime.close_call(call_id)
+    reply = runtime.call({"t": "call", "name": name, "args": args})
     if reply.get("error"):
         raise TritonModelException(reply["error"])
     return reply.get("value")

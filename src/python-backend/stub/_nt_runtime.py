@@ -39,6 +39,16 @@ class Runtime:
         with self._lock:
             self._calls.pop(call_id, None)
 
+    def call(self, message):
+        """Send `message` with a fresh id and wait for the server's one reply."""
+        call_id, replies = self.open_call()
+        try:
+            message["id"] = call_id
+            self.send(message)
+            return replies.get()
+        finally:
+            self.close_call(call_id)
+
     def deliver(self, call_id, message):
         with self._lock:
             q = self._calls.get(call_id)
