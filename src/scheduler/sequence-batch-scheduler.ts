@@ -1,12 +1,13 @@
 /**
- * The scheduler of a `sequence_batching` model (direct strategy; the oldest
- * strategy's configs run the same way: every sequence keeps one slot, which
- * is what makes either strategy correct for a stateful model). Requests of a
- * sequence run in arrival order on the one slot of one instance their START
- * bound them to (sequence-slots.ts); each carries the config's control
- * tensors (sequence-controls.ts) as extra inputs. Each free instance runs
- * the head request of each of its slots as one batch, at once (no
- * max_queue_delay wait, no padding of empty slots). Sequences idle past
+ * The scheduler of a `sequence_batching` model. Requests of a sequence run
+ * in arrival order on the one slot of one instance their START bound them to
+ * (sequence-slots.ts): max_batch_size slots per instance for the direct
+ * strategy, max_candidate_sequences candidate sequences for the oldest one.
+ * Each carries the config's control tensors (sequence-controls.ts) as extra
+ * inputs. When an instance is free, sequence-batch-policy.ts decides over the
+ * head request of each of its slots: run them (direct: all; oldest: at most
+ * max_batch_size, oldest first, preferred sizes) or wait for the queue delay
+ * (no padding of empty slots). Sequences idle past
  * max_sequence_idle_microseconds lose their slot. Implicit state
  * (sequence_batching.state) lives in sequence-state.ts.
  */
@@ -23,6 +24,7 @@ import type { SchedulerHooks } from './scheduler-hooks';
 import { compileControls, correlationIdOf, writeControls, type ControlPlan } from './sequence-controls';
 import { sequenceKey, SequenceSlots } from './sequence-slots';
 import { compileStates, SequenceStates } from './sequence-state';
+import { decideSequenceBatch, sequenceStrategyOf, type SequenceStrategy } from './sequence-batch-policy';
 
 /** The idle check runs at most this often. */
 const MIN_IDLE_CHECK_MS = 10;
@@ -41,6 +43,9 @@ export class SequenceBatchScheduler implements Scheduler {
   /** Implicit state; null when the config has no `state`. */
   private readonly states: SequenceStates | null;
   private readonly configOutputs: string[];
+  private readonly strategy: SequenceStrategy;
+  /** Per instance: the pending queue-delay wake-up, if any. */
+  private readonly waitTimers: (NodeJS.Timeout | null)[];
   /** Sequence of each queued request, for the state (only with states). */
   private readonly stateOf = new Map<QueuedRequest, { key: string; start: boolean; end: boolean; original: InferRequest }>();
 
@@ -50,7 +55,9 @@ export class SequenceBatchScheduler implements Scheduler {
     this.controls = compileControls(config);
     const sb = config.sequence_batching as { max_sequence_idle_microseconds?: number };
     this.idleUs = Number(sb.max_sequence_idle_microseconds ?? 0) || SEQUENCE_IDLE_DEFAULT_MICROSECONDS;
-    this.slots = new SequenceSlots(instances.length, Math.max(1, config.max_batch_size));
+    this.strategy = sequenceStrategyOf(config);
+    this.slots = new SequenceSlots(instances.length, this.strategy.slots);
+    this.waitTimers = instances.map(() => null);
     const specs = compileStates(config, modelDir);
     this.states = specs.length === 0 ? null : new SequenceStates(specs, arena);
     this.configOutputs = config.output.map((o) => o.name);
@@ -136,7 +143,13 @@ export class SequenceBatchScheduler implements Scheduler {
   private dispatch(instance: number): void {
     const pool = this.pools[instance]!;
     if (!pool.hasIdle() || !this.slots.hasWork(instance)) return;
-    const batch = this.slots.take(instance, nowUs());
+    const now = nowUs();
+    const decision = decideSequenceBatch(this.strategy, this.slots.readyHeads(instance), now);
+    if (decision.kind !== 'run') {
+      if (decision.kind === 'wait') this.wakeAt(instance, decision.untilUs - now);
+      return;
+    }
+    const batch = this.strategy.kind === 'oldest' ? this.slots.take(instance, now, decision.count) : this.slots.take(instance, now);
     if (this.states !== null) {
       for (const q of batch) {
         const s = this.stateOf.get(q);
@@ -151,6 +164,16 @@ export class SequenceBatchScheduler implements Scheduler {
       for (const resolve of waiters) resolve();
     }
     pool.run(batch);
+  }
+
+  /** Dispatch the instance again once its queue delay has passed (one wake-up pending per instance). */
+  private wakeAt(instance: number, inUs: number): void {
+    if (this.waitTimers[instance] !== null) return;
+    const timer = setTimeout(() => {
+      this.waitTimers[instance] = null;
+      this.dispatch(instance);
+    }, Math.max(0, Math.ceil(inUs / 1000)));
+    this.waitTimers[instance] = timer;
   }
 
   /** The state output of a final response becomes the sequence's next state. */

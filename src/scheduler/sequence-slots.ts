@@ -7,6 +7,9 @@
  * that find every slot taken wait in a backlog, oldest first, and take the
  * next slot that frees. A slot frees when its sequence's END request has been
  * taken, or when the sequence stays idle past max_sequence_idle_microseconds.
+ * The oldest strategy uses the same structure with max_candidate_sequences
+ * slots per instance and takes only the oldest ready heads (readyHeads, take
+ * with a limit).
  */
 
 /** A correlation id made a map key: numbers and strings never collide. */
@@ -23,12 +26,28 @@ export interface SequenceFlags {
 
 export type AdmitResult = 'queued' | 'backlog' | 'no-start';
 
+/** A queued request with when it was admitted (µs) and its admission number. */
+interface Entry<T> {
+  item: T;
+  us: number;
+  n: number;
+}
+
+/** The head request of a slot, as the batch policy sees it. */
+export interface ReadyHead {
+  /** Global slot index. */
+  slot: number;
+  enqueuedUs: number;
+  /** Admission number: smaller is older. */
+  n: number;
+}
+
 interface Sequence<T> {
   key: SequenceKey;
   /** Index into slots, or -1 while in the backlog. */
   slot: number;
   /** Requests waiting while in the backlog. */
-  waiting: T[];
+  waiting: Entry<T>[];
   /** Its END request has arrived: no more requests belong to it. */
   ended: boolean;
   lastUs: number;
@@ -37,7 +56,7 @@ interface Sequence<T> {
 interface Slot<T> {
   instance: number;
   owner: Sequence<T> | null;
-  queue: T[];
+  queue: Entry<T>[];
 }
 
 export class SequenceSlots<T> {
@@ -46,6 +65,7 @@ export class SequenceSlots<T> {
   private readonly active = new Map<SequenceKey, Sequence<T>>();
   private readonly backlog: Sequence<T>[] = [];
   private readonly occupied: number[];
+  private admitted = 0;
 
   constructor(readonly instanceCount: number, readonly slotsPerInstance: number) {
     if (!(instanceCount >= 1 && slotsPerInstance >= 1)) {
@@ -72,11 +92,12 @@ export class SequenceSlots<T> {
       seq.ended = true;
       this.active.delete(key);
     }
+    const entry: Entry<T> = { item, us: nowUs, n: this.admitted++ };
     if (seq.slot < 0) {
-      seq.waiting.push(item);
+      seq.waiting.push(entry);
       return 'backlog';
     }
-    this.slots[seq.slot]!.queue.push(item);
+    this.slots[seq.slot]!.queue.push(entry);
     return 'queued';
   }
 
@@ -87,20 +108,40 @@ export class SequenceSlots<T> {
     return false;
   }
 
-  /** The next execution of an instance: the head request of each of its slots, in slot order. */
-  take(instance: number, nowUs: number): T[] {
-    const batch: T[] = [];
+  /** The head request of each slot of the instance that has one, oldest request first. */
+  readyHeads(instance: number): ReadyHead[] {
+    const heads: ReadyHead[] = [];
     const base = instance * this.slotsPerInstance;
     for (let s = base; s < base + this.slotsPerInstance; s++) {
+      const head = this.slots[s]!.queue[0];
+      if (head !== undefined) heads.push({ slot: s, enqueuedUs: head.us, n: head.n });
+    }
+    return heads.sort((a, b) => a.n - b.n);
+  }
+
+  /**
+   * The next execution of an instance: the head request of each of its
+   * slots, in slot order; with a limit, only the `limit` oldest heads,
+   * oldest first.
+   */
+  take(instance: number, nowUs: number, limit?: number): T[] {
+    const batch: T[] = [];
+    const order = limit === undefined ? this.slotOrder(instance) : this.readyHeads(instance).slice(0, limit).map((h) => h.slot);
+    for (const s of order) {
       const slot = this.slots[s]!;
       const head = slot.queue.shift();
       if (head === undefined) continue;
-      batch.push(head);
+      batch.push(head.item);
       const owner = slot.owner!;
       owner.lastUs = nowUs;
       if (owner.ended && slot.queue.length === 0) this.free(s);
     }
     return batch;
+  }
+
+  private slotOrder(instance: number): number[] {
+    const base = instance * this.slotsPerInstance;
+    return Array.from({ length: this.slotsPerInstance }, (_, k) => base + k);
   }
 
   /**

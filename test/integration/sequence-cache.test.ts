@@ -2,7 +2,8 @@
  * Sequence batching and the response cache through the real server, in one
  * start over a temporary repository: a stateful Python model
  * (fixtures/sequence_models/running_sum) keeps a running sum per sequence
- * while several sequences interleave, with Triton's sequence errors; and a
+ * while several sequences interleave, with Triton's sequence errors (and
+ * running_sum_oldest, the same model under the oldest strategy); and a
  * copy of `simple` with `response_cache { enable: true }` under
  * `--cache-config=local,size=...` answers a repeated request from the cache.
  */
@@ -38,11 +39,11 @@ after(async () => {
   fs.rmSync(repo, { recursive: true, force: true });
 });
 
-function step(id: number | string, value: number, flags: { start?: boolean; end?: boolean } = {}, batch = 1): Promise<InferResult> {
+function step(id: number | string, value: number, flags: { start?: boolean; end?: boolean } = {}, batch = 1, model = 'running_sum'): Promise<InferResult> {
   const parameters: Record<string, unknown> = { sequence_id: id };
   if (flags.start === true) parameters.sequence_start = true;
   if (flags.end === true) parameters.sequence_end = true;
-  return infer(server.url, 'running_sum', [{ name: 'INPUT', datatype: 'INT32', shape: [batch, 1], data: new Array(batch).fill(value) }], { parameters });
+  return infer(server.url, model, [{ name: 'INPUT', datatype: 'INT32', shape: [batch, 1], data: new Array(batch).fill(value) }], { parameters });
 }
 
 function sumOf(r: InferResult): number {
@@ -70,6 +71,25 @@ test('interleaved sequences keep their own running sums (controls START/READY/CO
   // A restarted sequence starts again from zero.
   assert.equal(sumOf(await step(1001, 5, { start: true })), 5);
   assert.equal(sumOf(await step(1001, 6, { end: true })), 11);
+});
+
+test('oldest strategy: 4 candidate sequences interleave on one instance, at most max_batch_size (2) per execution', async () => {
+  const ids = [2001, 2002, 2003, 2004];
+  const steps = 3;
+  const expected = new Map(ids.map((id) => [id, 0]));
+  for (let k = 0; k < steps; k++) {
+    const results = await Promise.all(ids.map((id, n) => step(id, (n + 1) * 100 + k, { start: k === 0, end: k === steps - 1 }, 1, 'running_sum_oldest')));
+    results.forEach((r, n) => {
+      const id = ids[n]!;
+      expected.set(id, expected.get(id)! + (n + 1) * 100 + k);
+      assert.equal(sumOf(r), expected.get(id), `sequence ${id} after step ${k}`);
+      const batch = (r.json.outputs as { name: string; data: number[] }[]).find((o) => o.name === 'BATCH')!.data[0]!;
+      assert.ok(batch >= 1 && batch <= 2, `execution of ${batch} requests`);
+    });
+  }
+  const s = await stats('running_sum_oldest');
+  assert.equal(s.inference_count, ids.length * steps);
+  assert.ok(s.execution_count >= (ids.length * steps) / 2, `${s.execution_count} executions for ${ids.length * steps} requests`);
 });
 
 test("sequence errors: missing START, batch size above 1, a string id for a UINT64 CORRID (Triton's texts)", async () => {
