@@ -73,7 +73,7 @@ export async function createInstances(
         instanceCountHint: plans.length,
       };
       if (backend.instanceKind === 'process') return startProcessInstance(ctx, backend, args);
-      return WorkerInstance.start(ctx.port, ctx.arena, backend.instanceModule, args);
+      return WorkerInstance.start(ctx.port, ctx.arena, backend.instanceModule, args, ctx.processServices?.log);
     }),
   );
   const ok = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));

@@ -29,94 +29,117 @@ interface Pending {
   resolve: (r: ExecuteResult) => void;
 }
 
+/** One running thread of the instance; replaced when the thread dies. */
+interface ThreadLink {
+  worker: Worker;
+  out: RingWriter;
+  fromInstance: RingHandle;
+}
+
+/** Where restarts are reported (the server's logger). */
+export interface InstanceLog {
+  info(msg: string): void;
+  error(msg: string): void;
+}
+
 export class WorkerInstance implements ModelInstance {
   readonly name: string;
   /** The thread drains its ring in order, so one batch can wait there (see ModelInstance). */
   readonly pipelineDepth = 2;
-  private readonly worker: Worker;
-  private readonly out: RingWriter;
-  private readonly fromInstance: RingHandle;
-  private readonly port: MainPort;
+  private link: ThreadLink | undefined;
   private readonly pending = new Map<number, Pending>();
   private nextBatchId = 1;
-  private dead: ServerError | undefined;
+  /** Why batches cannot run now: starting, restarting, failed to restart, or stopped. */
+  private unavailable: ServerError | undefined;
   private stopping: Promise<void> | undefined;
   private onStopped: (() => void) | undefined;
 
-  private constructor(name: string, worker: Worker, out: RingWriter, fromInstance: RingHandle, port: MainPort) {
-    this.name = name;
-    this.worker = worker;
-    this.out = out;
-    this.fromInstance = fromInstance;
-    this.port = port;
+  private constructor(
+    private readonly port: MainPort,
+    private readonly arena: Arena,
+    private readonly backendModule: string,
+    private readonly args: BackendInstanceArgs,
+    private readonly log: InstanceLog | undefined,
+  ) {
+    this.name = args.instanceName;
   }
 
   /** Start the thread and wait until the backend instance is initialized (or failed). */
-  static start(port: MainPort, arena: Arena, backendModule: string, args: BackendInstanceArgs): Promise<WorkerInstance> {
-    const toInstance = createRing(Doorbell.create().handle);
-    const toMain = createRing(port.bell);
-    const data: InstanceThreadData = { arena: arena.handle, toInstance, toMain, backendModule, args };
-    const worker = new Worker(path.join(__dirname, 'instance-thread.js'), { workerData: data, name: args.instanceName });
-    const instance = new WorkerInstance(args.instanceName, worker, RingWriter.attach(toInstance), toMain, port);
-    return new Promise((resolve, reject) => {
-      let settled = false;
-      port.inbox.add(toMain, (msg: InstanceToMain) => {
-        if (!settled && (msg.t === 'ready' || msg.t === 'init_failed')) {
-          settled = true;
-          if (msg.t === 'ready') {
-            resolve(instance);
-          } else {
-            void instance.terminate();
-            reject(fromErrorInfo(msg.error));
-          }
-          return;
-        }
-        instance.onMessage(msg);
-      });
-      worker.on('error', (err) => {
-        const e = new ServerError('INTERNAL', `instance ${args.instanceName} of model '${args.config.name}' failed: ${err.message}`);
-        if (!settled) {
-          settled = true;
-          reject(e);
-        }
-        instance.fail(e);
-      });
-      worker.on('exit', (code) => {
-        const e = new ServerError('INTERNAL', `instance ${args.instanceName} of model '${args.config.name}' exited (code ${code})`);
-        if (!settled) {
-          settled = true;
-          reject(e);
-        }
-        instance.fail(e);
-      });
-    });
+  static async start(port: MainPort, arena: Arena, backendModule: string, args: BackendInstanceArgs, log?: InstanceLog): Promise<WorkerInstance> {
+    const instance = new WorkerInstance(port, arena, backendModule, args, log);
+    await instance.launch();
+    return instance;
   }
 
   execute(requests: InferRequest[]): Promise<ExecuteResult> {
-    if (this.dead) return Promise.resolve(failedResult(requests, this.dead));
+    const link = this.link;
+    if (this.unavailable || link === undefined) {
+      return Promise.resolve(failedResult(requests, this.unavailable ?? new ServerError('UNAVAILABLE', `instance ${this.name} is not running`)));
+    }
     const batchId = this.nextBatchId++;
     return new Promise((resolve) => {
       this.pending.set(batchId, { requests, resolve });
-      this.send({ t: 'execute', batchId, requests });
+      const msg: MainToInstance = { t: 'execute', batchId, requests };
+      link.out.send(msg);
     });
   }
 
   stop(): Promise<void> {
-    if (!this.stopping) {
-      this.stopping = new Promise<void>((resolve) => {
-        this.onStopped = resolve;
-        if (this.dead) {
-          resolve();
-          return;
-        }
-        this.send({ t: 'stop' });
-      }).then(() => this.terminate());
-    }
+    this.stopping ??= new Promise<void>((resolve) => {
+      this.onStopped = resolve;
+      const link = this.link;
+      if (link === undefined || this.unavailable) {
+        resolve();
+        return;
+      }
+      const msg: MainToInstance = { t: 'stop' };
+      link.out.send(msg);
+    }).then(() => this.terminate());
     return this.stopping;
   }
 
-  private send(msg: MainToInstance): void {
-    this.out.send(msg);
+  /** A new thread with its own rings; resolves once its backend instance is ready. */
+  private launch(): Promise<void> {
+    const toInstance = createRing(Doorbell.create().handle);
+    const toMain = createRing(this.port.bell);
+    const data: InstanceThreadData = { arena: this.arena.handle, toInstance, toMain, backendModule: this.backendModule, args: this.args };
+    const worker = new Worker(path.join(__dirname, 'instance-thread.js'), { workerData: data, name: this.name });
+    const link: ThreadLink = { worker, out: RingWriter.attach(toInstance), fromInstance: toMain };
+    this.link = link;
+    this.unavailable = new ServerError('UNAVAILABLE', `instance ${this.name} of model '${this.args.config.name}' is starting`);
+    const what = `instance ${this.name} of model '${this.args.config.name}'`;
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const settle = (err: ServerError | undefined): void => {
+        if (settled) return;
+        settled = true;
+        if (err === undefined) {
+          this.unavailable = undefined;
+          resolve();
+        } else {
+          this.port.inbox.remove(toMain);
+          void worker.terminate();
+          if (this.link === link) this.link = undefined;
+          this.unavailable = err;
+          reject(err);
+        }
+      };
+      this.port.inbox.add(toMain, (msg: InstanceToMain) => {
+        if (msg.t === 'ready') settle(undefined);
+        else if (msg.t === 'init_failed') settle(fromErrorInfo(msg.error));
+        else this.onMessage(msg);
+      });
+      worker.on('error', (err) => {
+        const e = new ServerError('INTERNAL', `${what} failed: ${err.message}`);
+        if (!settled) settle(e);
+        else this.threadDied(link, e);
+      });
+      worker.on('exit', (code) => {
+        const e = new ServerError('INTERNAL', `${what} exited (code ${code})`);
+        if (!settled) settle(e);
+        else this.threadDied(link, e);
+      });
+    });
   }
 
   private onMessage(msg: InstanceToMain): void {
@@ -145,20 +168,36 @@ export class WorkerInstance implements ModelInstance {
     }
   }
 
-  /** The thread died: fail what it was running, refuse what comes next. */
-  private fail(err: ServerError): void {
-    if (this.dead) return;
-    this.dead = err;
+  /**
+   * The thread died: fail what it was running, then (unless stopping) start
+   * a new thread. Batches that arrive meanwhile fail fast with UNAVAILABLE.
+   */
+  private threadDied(link: ThreadLink, err: ServerError): void {
+    if (this.link !== link) return;
+    this.link = undefined;
+    this.port.inbox.remove(link.fromInstance);
     for (const p of this.pending.values()) p.resolve(failedResult(p.requests, err));
     this.pending.clear();
-    this.onStopped?.();
-    this.port.inbox.remove(this.fromInstance);
+    if (this.stopping) {
+      this.onStopped?.();
+      return;
+    }
+    this.log?.error(`${err.message}; restarting it`);
+    this.launch().then(
+      () => this.log?.info(`instance ${this.name} of model '${this.args.config.name}' restarted`),
+      (e: unknown) => {
+        if (!this.stopping) this.log?.error(`instance ${this.name} of model '${this.args.config.name}' failed to restart: ${toErrorInfo(e).message}`);
+      },
+    );
   }
 
   private async terminate(): Promise<void> {
-    this.port.inbox.remove(this.fromInstance);
-    this.dead ??= new ServerError('UNAVAILABLE', `instance ${this.name} is stopped`);
-    await this.worker.terminate();
+    const link = this.link;
+    this.link = undefined;
+    this.unavailable = new ServerError('UNAVAILABLE', `instance ${this.name} is stopped`);
+    if (link === undefined) return;
+    this.port.inbox.remove(link.fromInstance);
+    await link.worker.terminate();
   }
 }
 

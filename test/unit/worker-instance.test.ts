@@ -1,0 +1,54 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import type { BackendInstanceArgs } from '../../src/backends/backend';
+import { Arena } from '../../src/instances/arena';
+import { MainPort } from '../../src/instances/main-port';
+import { WorkerInstance } from '../../src/instances/worker-instance';
+import type { ModelConfig } from '../../src/repository/config/model-config';
+import type { InferRequest } from '../../src/scheduler/request';
+
+const request = (id: string): InferRequest => ({
+  id, model: 'm', version: 1, batchSize: 1, inputs: [], requestedOutputs: null, parameters: {}, arrivalNs: 0,
+});
+
+test('a worker instance whose thread dies fails that batch, is restarted and serves again; stop ends it', async () => {
+  const port = new MainPort();
+  port.start();
+  const arena = Arena.create({ initialBytes: 1 << 20 });
+  const logged: string[] = [];
+  const args = {
+    config: { name: 'm' } as ModelConfig, modelDir: '', version: 1, modelPath: '', instanceName: 'm_0',
+    kind: 'KIND_CPU', deviceId: 0, backendConfig: {}, instanceCountHint: 1,
+  } satisfies BackendInstanceArgs;
+  const inst = await WorkerInstance.start(port, arena, path.join(__dirname, 'fixtures', 'crashing-backend.js'), args, {
+    info: (m) => logged.push(`I ${m}`),
+    error: (m) => logged.push(`E ${m}`),
+  });
+  try {
+    const ok = await inst.execute([request('a'), request('b')]);
+    assert.deepEqual(ok.responses.map((r) => r.error), [undefined, undefined]);
+
+    const crashed = await inst.execute([request('crash'), request('c')]);
+    for (const r of crashed.responses) {
+      assert.equal(r.error?.code, 'INTERNAL');
+      assert.match(r.error!.message, /instance m_0 of model 'm' exited \(code 3\)/);
+    }
+    // Bounded wait for the new thread (no timing assertion: just until it answers).
+    let again = await inst.execute([request('d')]);
+    for (let i = 0; i < 200 && again.responses[0].error !== undefined; i++) {
+      assert.equal(again.responses[0].error?.code, 'UNAVAILABLE', 'while restarting, batches fail fast');
+      await new Promise((r) => setTimeout(r, 25));
+      again = await inst.execute([request('d')]);
+    }
+    assert.equal(again.responses[0].error, undefined);
+    assert.ok(logged.some((l) => /^E instance m_0 of model 'm' exited \(code 3\); restarting it$/.test(l)), logged.join('\n'));
+    assert.ok(logged.includes("I instance m_0 of model 'm' restarted"), logged.join('\n'));
+  } finally {
+    await inst.stop();
+    await inst.stop();
+    port.stop();
+  }
+  const after = await inst.execute([request('e')]);
+  assert.equal(after.responses[0].error?.code, 'UNAVAILABLE');
+});
