@@ -127,7 +127,9 @@ test('SIGTERM during load: every request gets an answer (200, or 503 Server exit
       },
     ),
   );
-  await new Promise((r) => setTimeout(r, 20));
+  // Signal once the server is busy with them (the first answer is back; the
+  // rest are queued or still arriving), however slow this machine is today.
+  await Promise.race(inflight);
   const exited = server.stop();
   const results = await Promise.all(inflight);
   for (const r of results) {
