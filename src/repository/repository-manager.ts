@@ -22,16 +22,15 @@ import type { ModelConfig } from './config/model-config';
 import { removeOverrideDir } from './load-request';
 import { fingerprint } from './model-fingerprint';
 import type { VersionObserver } from '../metrics/version-observer';
-import { loadVersion, prepareModel } from './model-loader';
-import { ensembleDependencies, ensembleServices } from './ensemble-services';
+import { prepareModel } from './model-loader';
+import { ensembleDependencies } from './ensemble-services';
 import { unloadDependents } from './dependents';
-import { LoadSlots } from './load-slots';
-import type { EnsembleServices } from '../scheduler/ensemble-scheduler';
 import type { InferRequest, Respond } from '../scheduler/request';
 import type { LoadedVersion, LoaderOptions, PreparedModel } from './model-loader';
 import * as views from './model-record';
 import type { IndexEntry, ModelRecord, TableRow, VersionRecord } from './model-record';
 import { transition } from './model-state';
+import { VersionBuilder } from './version-builder';
 import { scanRepositories, scanVersions } from './scan';
 import type { ModelLocation, ScanResult } from './scan';
 
@@ -61,22 +60,23 @@ export class RepositoryManager {
   private readonly listeners: (() => void)[] = [];
   private duplicates = new Map<string, string[]>();
   private overrideCount = 0;
-  private observer: VersionObserver | undefined;
-  /** How ensemble steps enter the server (the frontends' route, see setRoute). */
-  private route: ((request: InferRequest, respond: Respond) => void) | undefined;
-  private ensembles: EnsembleServices | undefined;
-  private slots: LoadSlots | undefined;
-  /** The server's response cache (--cache-config), handed to every scheduler built from now on. */
-  private responseCache: ResponseCache | undefined;
-  /** --rate-limit=execution_count (scheduler/rate-limiter.ts); absent when off. */
-  private rateLimiter: RateLimiter | undefined;
+  private readonly builder: VersionBuilder;
 
   constructor(
     private readonly repositories: readonly string[],
     private readonly loader: LoaderOptions,
-    private readonly instanceCtx: Omit<InstanceGroupContext, 'backendConfig'>,
+    instanceCtx: Omit<InstanceGroupContext, 'backendConfig'>,
     private readonly log: Logger,
-  ) {}
+  ) {
+    const ownRoute = (request: InferRequest, respond: Respond): void => {
+      try {
+        this.scheduler(request.model, request.version).enqueue(request, respond);
+      } catch (err) {
+        respond({ outputs: [], error: toErrorInfo(err), final: true });
+      }
+    };
+    this.builder = new VersionBuilder(this.models, loader, instanceCtx, log, ownRoute, reasonOf);
+  }
 
   onChange(listener: () => void): void {
     this.listeners.push(listener);
@@ -84,22 +84,22 @@ export class RepositoryManager {
 
   /** Models with `response_cache { enable: true }` use this cache from now on. */
   setResponseCache(cache: ResponseCache | undefined): void {
-    this.responseCache = cache;
+    this.builder.responseCache = cache;
   }
 
   /** Instances of every version loaded from now on take their rate_limiter resources from this. */
   setRateLimiter(limiter: RateLimiter | undefined): void {
-    this.rateLimiter = limiter;
+    this.builder.rateLimiter = limiter;
   }
 
   /** Telemetry (statistics, metrics, tracing) of every version loaded from now on. */
   setVersionObserver(observer: VersionObserver): void {
-    this.observer = observer;
+    this.builder.observer = observer;
   }
 
   /** The route requests made inside the server (ensemble steps) take: the frontends' own. */
   setRoute(route: (request: InferRequest, respond: Respond) => void): void {
-    this.route = route;
+    this.builder.route = route;
   }
 
   /** Scan every repository; logs a duplicate name once when it appears. */
@@ -352,7 +352,7 @@ export class RepositoryManager {
       if (!changed) return 'kept';
       // Reload beside the serving version, then swap and drain the old one.
       try {
-        const fresh = await this.loadVersionOf(prepared, record.location, version);
+        const fresh = await this.builder.build(prepared, record.location, version);
         const old = v.loaded!;
         v.loaded = fresh;
         v.note = undefined;
@@ -374,7 +374,7 @@ export class RepositoryManager {
     this.log.info(`loading: ${record.name}:${version}`);
     this.changed();
     try {
-      v.loaded = await this.loadVersionOf(prepared, record.location, version);
+      v.loaded = await this.builder.build(prepared, record.location, version);
       v.readiness = transition(v.readiness, 'READY', '', what);
       this.changed();
       return 'loaded';
@@ -397,31 +397,6 @@ export class RepositoryManager {
     await Promise.all(missing.map((d) => this.load(d, {}, chain).catch(() => undefined))); // their failure shows in the ensemble's reason
   }
 
-  private ensembleServices(): EnsembleServices {
-    this.ensembles ??= ensembleServices(this.models, this.instanceCtx.arena, (request, respond) => {
-      if (this.route !== undefined) return this.route(request, respond);
-      try {
-        this.scheduler(request.model, request.version).enqueue(request, respond);
-      } catch (err) {
-        respond({ outputs: [], error: toErrorInfo(err), final: true });
-      }
-    });
-    return this.ensembles;
-  }
-
-  /** Instances and scheduler of one version (the one place versions are built). */
-  private async loadVersionOf(prepared: PreparedModel, location: ModelLocation, version: number): Promise<LoadedVersion> {
-    const started = performance.now();
-    const hooks = this.observer?.loading(location.name, version);
-    this.slots ??= new LoadSlots(this.loader.loadThreads ?? 4, this.loader.loadRetries ?? 0);
-    const loaded = await this.slots.run(
-      () => loadVersion(prepared, location, version, this.instanceCtx, hooks, { ensemble: this.ensembleServices(), responseCache: this.responseCache, rateLimiter: this.rateLimiter }),
-      (n, err) => this.log.warn(`retrying load of '${location.name}' version ${version} (${n}): ${reasonOf(err)}`),
-    );
-    if (hooks) this.observer?.loaded(location.name, version, hooks, (performance.now() - started) / 1000, () => loaded.scheduler.inflightCount());
-    return loaded;
-  }
-
   /**
    * READY → UNLOADING (synchronously, so callers can answer) → grace → drain
    * → UNAVAILABLE 'unloaded'. During the grace the version still admits:
@@ -440,7 +415,7 @@ export class RepositoryManager {
     v.admitting = false;
     await drain(loaded);
     v.loaded = undefined;
-    this.observer?.gone(record.name, v.version);
+    this.builder.gone(record.name, v.version);
     v.readiness = transition(v.readiness, 'UNAVAILABLE', 'unloaded', what);
     this.log.info(`successfully unloaded '${record.name}' version ${v.version}`);
     this.changed();
