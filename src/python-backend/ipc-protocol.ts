@@ -1,10 +1,13 @@
 /**
  * Every message between the server (host) and a Python stub process, in one
  * place (STYLE.md item 6). The Python side mirrors this in stub/_nt_ipc.py.
- * Tensor bytes never travel here: a tensor is described by its offset and
- * size in one of the two shared-memory regions of the stub:
+ * A tensor is described by its offset and size in one of the two
+ * shared-memory regions of the stub:
  *   h2s: written by the host (request inputs, BLS outputs), mapped by the stub;
- *   s2h: written by the stub (response outputs, BLS inputs), read by the host.
+ *   s2h: written by the stub (response outputs, BLS inputs), read by the host;
+ * or, for the small tensors of `execute` and `response` messages (`inline`),
+ * in the blob of the message's own frame (ipc-framing.ts): no region block
+ * to allocate, copy through a syscall, or release afterwards.
  */
 import type { ErrorCode } from '../errors';
 import type { MetricOp } from '../metrics/custom-metrics';
@@ -14,10 +17,16 @@ export interface ShmTensor {
   /** Protocol datatype string (FP32, BYTES, ...). */
   datatype: string;
   shape: number[];
-  /** Offset and byte size in the region named by the message's direction. */
+  /** Offset and byte size in the region named by the message's direction (in the frame's blob when `inline`). */
   offset: number;
   size: number;
+  inline?: true;
 }
+
+/** Tensors up to this size travel inline in execute/response frames... */
+export const INLINE_TENSOR_MAX_BYTES = 64 * 1024;
+/** ...while the frame's blob stays under this; the rest go through shared memory. */
+export const INLINE_FRAME_MAX_BYTES = 1024 * 1024;
 
 export interface StubRequest {
   /** Client request id ('' when none). */
@@ -67,8 +76,12 @@ export interface ResponseMsg {
   error?: WireError;
   parameters?: Record<string, string | number | boolean>;
 }
-/** execute() returned (or raised: `error` fails every request of the batch still open). */
-export interface ExecuteDone { t: 'execute_done'; batch: number; error?: string }
+/**
+ * execute() returned (or raised: `error` fails every request of the batch
+ * still open). `responses`: those of the list execute() returned, handled
+ * before `error`; their inline outputs are in this message's frame blob.
+ */
+export interface ExecuteDone { t: 'execute_done'; batch: number; error?: string; responses?: ResponseMsg[] }
 export interface FinalizeDone { t: 'finalize_done' }
 export interface LogMsg { t: 'log'; level: 'INFO' | 'WARNING' | 'ERROR' | 'VERBOSE'; file: string; line: number; message: string }
 /** A BLS request (inputs in s2h; the host releases them once copied). */

@@ -16,6 +16,7 @@ import type { InferRequest, InferResponse } from '../scheduler/request';
 import { parsePythonBackendOptions } from './backend-options';
 import { BlsClient } from './bls-client';
 import type { CustomMetricsOwner } from '../metrics/custom-metrics';
+import { BlobBuilder, type WithBlob } from './ipc-framing';
 import type { MetricMsg, ResponseMsg, StubRequest, StubToHost } from './ipc-protocol';
 import { initArgs, readTensors, writeRequest } from './request-wire';
 import { StubProcess, notHealthy } from './stub-process';
@@ -106,11 +107,12 @@ export class PythonStubInstance implements ProcessChild {
     const batchId = this.nextBatch++;
     const wire: StubRequest[] = [];
     const h2sOffsets: number[] = [];
+    const blob = new BlobBuilder();
     try {
       for (const r of requests) {
-        const { wire: w, offsets } = writeRequest(r, this.args.config, this.services.arena, this.stub.h2s);
+        const { wire: w, offsets } = writeRequest(r, this.args.config, this.services.arena, this.stub.h2s, blob);
         wire.push(w);
-        h2sOffsets.push(...offsets);
+        for (const o of offsets) h2sOffsets.push(o);
       }
     } catch (err) {
       for (const o of h2sOffsets) this.stub.h2s.release(o);
@@ -121,7 +123,7 @@ export class PythonStubInstance implements ProcessChild {
       this.batches.set(batchId, {
         requests, finals: new Array(requests.length).fill(undefined), open: requests.length, h2sOffsets, stream, timings, resolve,
       });
-      this.stub.send({ t: 'execute', batch: batchId, requests: wire });
+      this.stub.send({ t: 'execute', batch: batchId, requests: wire }, blob);
     });
   }
 
@@ -139,9 +141,11 @@ export class PythonStubInstance implements ProcessChild {
   private onMessage(m: StubToHost): void {
     switch (m.t) {
       case 'response':
-        this.onResponse(m);
+        this.onResponse(m, (m as WithBlob).blob);
         return;
       case 'execute_done': {
+        const blob = (m as WithBlob).blob;
+        if (m.responses !== undefined) for (const r of m.responses) this.onResponse(r, blob);
         const b = this.batches.get(m.batch);
         if (!b) return;
         b.timings.computeInferEndNs = nowNs();
@@ -178,7 +182,8 @@ export class PythonStubInstance implements ProcessChild {
     else if (error !== undefined) this.services.log.warn(`custom metric operation '${m.op}' of ${this.args.instanceName}: ${error}`);
   }
 
-  private onResponse(m: ResponseMsg): void {
+  /** One response; `blob` is its frame's blob (inline outputs). */
+  private onResponse(m: ResponseMsg, blob: Buffer | undefined): void {
     const b = this.batches.get(m.batch);
     const slotOpen = b !== undefined && b.finals[m.index] === undefined && m.index < b.requests.length;
     let response: InferResponse | undefined;
@@ -186,13 +191,13 @@ export class PythonStubInstance implements ProcessChild {
       try {
         response = m.error !== undefined
           ? { outputs: [], error: wireError(m.error), final: m.final }
-          : { outputs: readTensors(m.outputs, this.services.arena, this.stub.s2h), final: m.final };
+          : { outputs: readTensors(m.outputs, this.services.arena, this.stub.s2h, blob), final: m.final };
         if (m.parameters !== undefined && response.error === undefined) response.parameters = m.parameters;
       } catch (err) {
         response = { outputs: [], error: toErrorInfo(err), final: true };
       }
     }
-    this.release(m.outputs.map((o) => o.offset));
+    this.release(m.outputs);
     if (!slotOpen || response === undefined) return;
     if (!response.final) {
       b.stream?.(m.index, response);
@@ -220,11 +225,15 @@ export class PythonStubInstance implements ProcessChild {
     b.resolve({ responses: b.finals as InferResponse[], timings: b.timings });
   }
 
-  /** s2h blocks the host has copied out: tell the stub, a few at a time. */
-  private release(offsets: number[]): void {
-    if (offsets.length === 0) return;
-    this.releases.push(...offsets);
-    if (this.releaseQueued) return;
+  /** s2h blocks the host has copied out: tell the stub, a few at a time (inline tensors have none). */
+  private release(outputs: ResponseMsg['outputs']): void {
+    let any = false;
+    for (const o of outputs) {
+      if (o.inline === true) continue;
+      this.releases.push(o.offset);
+      any = true;
+    }
+    if (!any || this.releaseQueued) return;
     this.releaseQueued = true;
     setImmediate(() => {
       this.releaseQueued = false;

@@ -7,7 +7,8 @@ import { isDataType } from '../datatypes';
 import { ServerError } from '../errors';
 import type { ModelConfig } from '../repository/config/model-config';
 import type { InferRequest, ParamValue, TensorRef } from '../scheduler/request';
-import type { ShmTensor, StubRequest } from './ipc-protocol';
+import type { BlobBuilder } from './ipc-framing';
+import { INLINE_FRAME_MAX_BYTES, INLINE_TENSOR_MAX_BYTES, type ShmTensor, type StubRequest } from './ipc-protocol';
 import type { HostRegion, StubRegion } from './shm-region';
 
 /** Request parameters Triton consumes itself; the model sees the rest in parameters(). */
@@ -35,15 +36,23 @@ export function initArgs(
 }
 
 /**
- * Copies a request's inputs into the h2s region. Returns the wire request
- * and the h2s offsets to release once the request is done.
+ * Puts a request's inputs into the frame's blob (small ones, when `blob` is
+ * given) or the h2s region. Returns the wire request and the h2s offsets to
+ * release once the request is done.
  */
-export function writeRequest(request: InferRequest, config: ModelConfig, arena: Arena, h2s: HostRegion): { wire: StubRequest; offsets: number[] } {
+export function writeRequest(
+  request: InferRequest, config: ModelConfig, arena: Arena, h2s: HostRegion, blob?: BlobBuilder,
+): { wire: StubRequest; offsets: number[] } {
   const offsets: number[] = [];
   const inputs: ShmTensor[] = [];
   try {
     for (const t of request.inputs) {
-      const offset = h2s.write(arena.bytes(t.offset, t.byteSize));
+      const bytes = arena.bytes(t.offset, t.byteSize);
+      if (blob !== undefined && t.byteSize <= INLINE_TENSOR_MAX_BYTES && blob.size + t.byteSize <= INLINE_FRAME_MAX_BYTES) {
+        inputs.push({ name: t.name, datatype: t.datatype, shape: t.shape, offset: blob.add(bytes), size: t.byteSize, inline: true });
+        continue;
+      }
+      const offset = h2s.write(bytes);
       offsets.push(offset);
       inputs.push({ name: t.name, datatype: t.datatype, shape: t.shape, offset, size: t.byteSize });
     }
@@ -52,34 +61,50 @@ export function writeRequest(request: InferRequest, config: ModelConfig, arena: 
     throw err;
   }
   const p = request.parameters;
-  const custom: Record<string, ParamValue> = {};
-  for (const [k, v] of Object.entries(p)) if (!RESERVED_PARAMETERS.has(k)) custom[k] = v;
+  let custom: Record<string, ParamValue> | undefined;
+  for (const k in p) {
+    if (!Object.prototype.hasOwnProperty.call(p, k) || RESERVED_PARAMETERS.has(k)) continue;
+    (custom ??= {})[k] = p[k]!;
+  }
   const seq = p['sequence_id'];
   const wire: StubRequest = {
     id: request.id,
     correlation_id: typeof seq === 'number' || typeof seq === 'string' ? seq : 0,
     flags: (p['sequence_start'] === true ? 1 : 0) | (p['sequence_end'] === true ? 2 : 0),
     timeout: typeof p['timeout'] === 'number' ? p['timeout'] : 0,
-    parameters: JSON.stringify(custom),
+    parameters: custom === undefined ? '{}' : JSON.stringify(custom),
     requested_outputs: request.requestedOutputs ?? config.output.map((o) => o.name),
     inputs,
   };
   return { wire, offsets };
 }
 
-/** Copies tensors the stub wrote into s2h into new arena blocks (the receiver frees them). */
-export function readTensors(tensors: ShmTensor[], arena: Arena, s2h: StubRegion): TensorRef[] {
+/**
+ * Copies tensors the stub wrote into s2h (or inline into `blob`, the frame's
+ * blob) into new arena blocks (the receiver frees them).
+ */
+export function readTensors(tensors: ShmTensor[], arena: Arena, s2h: StubRegion, blob?: Buffer): TensorRef[] {
   const out: TensorRef[] = [];
   try {
     for (const t of tensors) {
       if (!isDataType(t.datatype)) throw new ServerError('INTERNAL', `python stub returned output '${t.name}' with unknown datatype '${t.datatype}'`);
       const offset = arena.alloc(t.size);
       out.push({ name: t.name, datatype: t.datatype, shape: t.shape, offset, byteSize: t.size });
-      s2h.read(t.offset, arena.bytes(offset, t.size));
+      if (t.inline === true) readInline(t, blob, arena.bytes(offset, t.size));
+      else s2h.read(t.offset, arena.bytes(offset, t.size));
     }
   } catch (err) {
     for (const r of out) arena.free(r.offset);
     throw err;
   }
   return out;
+}
+
+function readInline(t: ShmTensor, blob: Buffer | undefined, dst: Uint8Array): void {
+  // A frame whose inline tensors are all empty has no blob.
+  const length = blob?.length ?? 0;
+  if (t.offset < 0 || t.offset + t.size > length) {
+    throw new ServerError('INTERNAL', `python stub referenced inline bytes ${t.offset}..${t.offset + t.size} beyond its frame (${length} bytes)`);
+  }
+  if (t.size > 0) dst.set(blob!.subarray(t.offset, t.offset + t.size));
 }

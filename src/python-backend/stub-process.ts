@@ -13,7 +13,7 @@ import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { ServerError } from '../errors';
 import type { Logger } from '../logging/logger';
-import { FrameDecoder, encodeFrame } from './ipc-framing';
+import { FrameDecoder, encodeFrame, type BlobBuilder } from './ipc-framing';
 import type { HostToStub, LogMsg, StubToHost } from './ipc-protocol';
 import { HostRegion, StubRegion, regionBaseName } from './shm-region';
 
@@ -144,9 +144,10 @@ export class StubProcess {
     for (const l of listeners) l(arg);
   }
 
-  send(msg: HostToStub): void {
+  /** One frame; `blob` holds the bytes of the message's inline tensors. */
+  send(msg: HostToStub, blob?: BlobBuilder): void {
     if (this.exitedWith !== undefined) return;
-    this.out.write(encodeFrame(msg));
+    this.out.write(encodeFrame(msg, blob));
   }
 
   /** The next message of type `t`; rejects with "not healthy" if the stub exits first. */

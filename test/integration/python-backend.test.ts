@@ -57,6 +57,18 @@ test('add_vectors adds two FP32 vectors', async () => {
   assert.deepEqual(out.data, [11, 22, 33.5]);
 });
 
+test('tensors above the inline size (64 KiB) go through shared memory, empty ones inline', async () => {
+  for (const n of [20_000, 16_384, 16_385, 0]) {
+    const a = Array.from({ length: n }, (_, i) => i);
+    const b = Array.from({ length: n }, (_, i) => 2 * i);
+    const r = await infer(server.url, 'add_vectors', [vec('INPUT0', a), vec('INPUT1', b)]);
+    assert.equal(r.status, 200, JSON.stringify(r.json).slice(0, 300));
+    const out = (r.json.outputs as { shape: number[]; data: number[] }[])[0]!;
+    assert.deepEqual(out.shape, [n]);
+    assert.deepEqual(out.data, a.map((x) => 3 * x));
+  }
+});
+
 test('a TritonError response fails that request alone, with its code', async () => {
   const r = await infer(server.url, 'add_vectors', [vec('INPUT0', [1, 2, 3]), vec('INPUT1', [1, 2])]);
   assert.equal(r.status, 400);

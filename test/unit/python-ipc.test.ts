@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FrameDecoder, MAX_FRAME_BYTES, encodeFrame } from '../../src/python-backend/ipc-framing';
+import { BlobBuilder, FrameDecoder, MAX_FRAME_BYTES, encodeFrame } from '../../src/python-backend/ipc-framing';
 import { SHM_ALIGN, ShmAllocator } from '../../src/python-backend/shm-allocator';
 
 const messages = [{ t: 'alive', pid: 1 }, { t: 'log', message: 'مرحبا 🙂' }, { t: 'execute', batch: 7, requests: [] }];
@@ -18,7 +18,7 @@ const splits: { name: string; chunk: (all: Buffer) => Buffer[] }[] = [
 
 for (const s of splits) {
   test(`framing: ${s.name} decodes every message in order`, () => {
-    const all = Buffer.concat(messages.map(encodeFrame));
+    const all = Buffer.concat(messages.map((m) => encodeFrame(m)));
     const d = new FrameDecoder();
     const got = s.chunk(all).flatMap((c) => d.push(c));
     assert.deepEqual(got, messages);
@@ -37,6 +37,34 @@ test('framing: a partial frame waits, an oversized length and non-JSON are error
   assert.throws(() => new FrameDecoder().push(big), /exceeds the/);
   const bad = Buffer.concat([Buffer.from([3, 0, 0, 0]), Buffer.from('{x}')]);
   assert.throws(() => new FrameDecoder().push(bad), /not JSON/);
+});
+
+test('framing: a frame with a blob carries 8-byte aligned tensor bytes, split anywhere', () => {
+  const blob = new BlobBuilder();
+  const a = blob.add(Uint8Array.from([1, 2, 3]));
+  const b = blob.add(Uint8Array.from([4, 5, 6, 7, 8, 9, 10, 11, 12]));
+  const c = blob.add(new Uint8Array(0));
+  assert.deepEqual([a, b, c], [0, 8, 24]);
+  const msg = { t: 'response', outputs: [{ offset: a, size: 3, inline: true }, { offset: b, size: 9, inline: true }] };
+  const all = Buffer.concat([encodeFrame({ t: 'alive' }), encodeFrame(msg, blob), encodeFrame({ t: 'x' }, new BlobBuilder())]);
+  for (const cut of [1, 5, 9, all.length - 3]) {
+    const d = new FrameDecoder();
+    const got = [...d.push(all.subarray(0, cut)), ...d.push(all.subarray(cut))] as { t: string; blob?: Buffer }[];
+    assert.deepEqual(got.map((m) => m.t), ['alive', 'response', 'x']);
+    assert.equal(got[0]!.blob, undefined);
+    assert.equal(got[2]!.blob, undefined);
+    const bytes = got[1]!.blob!;
+    assert.deepEqual([...bytes.subarray(a, a + 3)], [1, 2, 3]);
+    assert.deepEqual([...bytes.subarray(b, b + 9)], [4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    assert.equal(d.pendingBytes(), 0);
+  }
+});
+
+test('framing: a blob frame whose JSON length overruns it is an error', () => {
+  const bad = Buffer.alloc(12);
+  bad.writeUInt32LE((8 | 0x80000000) >>> 0, 0);
+  bad.writeUInt32LE(100, 4);
+  assert.throws(() => new FrameDecoder().push(bad), /does not fit/);
 });
 
 const allocCases: { name: string; steps: (a: ShmAllocator) => void }[] = [

@@ -4,11 +4,16 @@ the request's sender, so there is one path for responses to the server."""
 import json
 
 from _nt_errors import TritonError, TritonModelException
+from _nt_ipc import Blob
 from _nt_runtime import runtime
 from _nt_tensor import Tensor
 
 TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
 _OMITTED = object()
+# Outputs up to this size travel inline in the response frame while its blob
+# stays under the frame limit (ipc-protocol.ts INLINE_*); the rest use s2h.
+INLINE_TENSOR_MAX_BYTES = 64 * 1024
+INLINE_FRAME_MAX_BYTES = 1024 * 1024
 
 
 def check_parameters(parameters):
@@ -58,9 +63,24 @@ class InferenceResponse:
         return json.dumps(self._parameters)
 
 
-def write_response(response, requested, batch, index, final):
-    """Outputs into s2h and a 'response' message; the error wins over outputs."""
-    msg = {"t": "response", "batch": batch, "index": index, "final": final, "outputs": []}
+class Collected:
+    """The responses of execute()'s returned list: they leave inside the
+    execute_done message, their inline outputs in its one blob."""
+
+    __slots__ = ("responses", "blob")
+
+    def __init__(self):
+        self.responses = []
+        self.blob = Blob()
+
+
+def write_response(response, requested, batch, index, final, collect=None):
+    """Outputs inline or into s2h and a 'response' message; the error wins over
+    outputs. With `collect` (a Collected), the message waits there instead of
+    being sent now."""
+    outputs = []
+    msg = {"t": "response", "batch": batch, "index": index, "final": final, "outputs": outputs}
+    blob = collect.blob if collect is not None else None
     if response is not None:
         if response._error is not None:
             msg["error"] = response._error._wire()
@@ -70,12 +90,21 @@ def write_response(response, requested, batch, index, final):
                     continue
                 data = t._wire_bytes()
                 size = memoryview(data).nbytes
+                if size <= INLINE_TENSOR_MAX_BYTES and (blob is None or blob.size + size <= INLINE_FRAME_MAX_BYTES):
+                    if blob is None:
+                        blob = Blob()
+                    outputs.append({"name": t._name, "datatype": t._datatype, "shape": t._shape,
+                                    "offset": blob.add(data), "size": size, "inline": True})
+                    continue
                 offset = runtime.s2h.write(data)
-                msg["outputs"].append({"name": t._name, "datatype": t._datatype, "shape": t._shape,
-                                       "offset": offset, "size": size})
+                outputs.append({"name": t._name, "datatype": t._datatype, "shape": t._shape,
+                                "offset": offset, "size": size})
         if response._parameters:
             msg["parameters"] = response._parameters
-    runtime.send(msg)
+    if collect is not None:
+        collect.responses.append(msg)
+    else:
+        runtime.send(msg, blob)
 
 
 class InferenceResponseSender:
@@ -86,6 +115,8 @@ class InferenceResponseSender:
         self._decoupled = decoupled
         self._closed = False
         self._sent = 0
+        # Set by the runner while it delivers execute()'s return value: frames wait there.
+        self._collect = None
         # Non-decoupled: the one response waits here until FINAL.
         self._held = None
 
@@ -114,7 +145,7 @@ class InferenceResponseSender:
             if not final:
                 return
             self._closed = True
-            write_response(self._held, self._requested, self._batch, self._index, True)
+            write_response(self._held, self._requested, self._batch, self._index, True, self._collect)
             self._held = None
             return
         if final:
@@ -131,8 +162,12 @@ class InferenceResponseSender:
         if self._closed:
             return
         self._closed = True
-        runtime.send({"t": "response", "batch": self._batch, "index": self._index, "final": True,
-                      "outputs": [], "error": {"code": "INTERNAL", "message": message}})
+        msg = {"t": "response", "batch": self._batch, "index": self._index, "final": True,
+               "outputs": [], "error": {"code": "INTERNAL", "message": message}}
+        if self._collect is not None:
+            self._collect.responses.append(msg)
+        else:
+            runtime.send(msg)
 
     def __del__(self):
         # A sender dropped without FINAL would leave its client waiting forever.

@@ -11,7 +11,7 @@ from _nt_errors import TritonModelException
 from _nt_logger import internal_log
 from _nt_model_config import ModelConfig
 from _nt_request import InferenceRequest
-from _nt_response import InferenceResponse, TRITONSERVER_RESPONSE_COMPLETE_FINAL
+from _nt_response import Collected, InferenceResponse, TRITONSERVER_RESPONSE_COMPLETE_FINAL
 from _nt_runtime import runtime
 from _nt_tensor import Tensor
 
@@ -97,11 +97,24 @@ class ModelRunner:
 
     def execute(self, message):
         batch = message["batch"]
+        blob = message.get("blob")
+        # A frame whose inline tensors are all empty has no blob.
+        blob_view = memoryview(blob if blob is not None else bytearray())
         requests = []
         for index, wire in enumerate(message["requests"]):
-            inputs = [Tensor._from_buffer(i["name"], i["datatype"], i["shape"], runtime.h2s.view(i["offset"], i["size"]))
-                      for i in wire["inputs"]]
+            inputs = []
+            for i in wire["inputs"]:
+                offset = i["offset"]
+                size = i["size"]
+                if i.get("inline"):
+                    if offset + size > len(blob_view):
+                        raise ValueError("inline tensor bytes %d..%d are beyond the frame" % (offset, offset + size))
+                    view = blob_view[offset:offset + size]
+                else:
+                    view = runtime.h2s.view(offset, size)
+                inputs.append(Tensor._from_buffer(i["name"], i["datatype"], i["shape"], view))
             requests.append(InferenceRequest._incoming(wire, inputs, batch, index, self.decoupled))
+        collected = Collected()
         try:
             result = self.model.execute(requests)
             if inspect.iscoroutine(result):
@@ -111,7 +124,7 @@ class ModelRunner:
                     result = None
                 else:
                     result = future.result()
-            error = self._deliver(requests, result)
+            error = self._deliver(requests, result, collected)
         except Exception as e:
             error = "Failed to process the request(s) for model '%s', message: %s" % (self.name, format_exception(e))
             internal_log("ERROR", error)
@@ -119,11 +132,17 @@ class ModelRunner:
             for r in requests:
                 if r._sender is not None:
                     r._sender._closed = True
-        runtime.send({"t": "execute_done", "batch": batch, "error": error} if error else
-                     {"t": "execute_done", "batch": batch})
+        # The responses of a returned list leave inside execute_done: one message, one write.
+        done = {"t": "execute_done", "batch": batch}
+        if collected.responses:
+            done["responses"] = collected.responses
+        if error:
+            done["error"] = error
+        runtime.send(done, collected.blob)
 
-    def _deliver(self, requests, result):
-        """Checks execute()'s return value and sends what it holds; returns a batch error text or None."""
+    def _deliver(self, requests, result, collected):
+        """Checks execute()'s return value and collects its responses in
+        `collected`; returns a batch error text or None."""
         if self.decoupled:
             if result is not None:
                 return ("Python model '%s' is using the decoupled mode and the execute function must return None."
@@ -142,12 +161,20 @@ class ModelRunner:
                 return ("Expected an 'InferenceResponse' object in the execute function return list, found type "
                         "'%s'." % type(r).__name__)
         for request, response in zip(requests, result):
-            if response is not None:
-                request.get_response_sender().send(response, TRITONSERVER_RESPONSE_COMPLETE_FINAL)
-            elif request._sender is None:
-                # Nothing answered this request and nothing can: say so instead of hanging the client.
-                request.get_response_sender()._close_with_error(
-                    "Python model '%s' returned None for a request and did not use its response sender" % self.name)
+            if response is None and request._sender is not None:
+                continue
+            sender = request.get_response_sender()
+            sender._collect = collected
+            try:
+                if response is not None:
+                    sender.send(response, TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+                else:
+                    # Nothing answered this request and nothing can: say so instead of hanging the client.
+                    sender._close_with_error(
+                        "Python model '%s' returned None for a request and did not use its response sender"
+                        % self.name)
+            finally:
+                sender._collect = None
         return None
 
     def finalize(self):

@@ -19,15 +19,19 @@ class Runtime:
         self._next_id = 1
         self._calls = {}
         self._loop = None
+        # Set by stub_main: makes sure a thread reads the channel while this one waits.
+        self.need_reader = None
 
-    def send(self, message):
+    def send(self, message, blob=None):
         if self.channel is not None:
-            self.channel.send(message)
+            self.channel.send(message, blob)
 
     # ---- calls that wait for the server (BLS, model control) ----
 
     def open_call(self):
         """A new call id and the queue its replies arrive on."""
+        if self.need_reader is not None:
+            self.need_reader()
         with self._lock:
             call_id = self._next_id
             self._next_id += 1

@@ -18,10 +18,17 @@ DT_CODES = {"BOOL": 1, "UINT8": 2, "UINT16": 3, "UINT32": 4, "UINT64": 5, "INT8"
             "INT32": 8, "INT64": 9, "FP16": 10, "FP32": 11, "FP64": 12, "BYTES": 13, "BF16": 14}
 
 
+_DT_OF_NP = {np.dtype(t): name for name, t in _DT_TO_NP.items() if name != "BYTES"}
+
+
 def numpy_dtype_to_datatype(dtype):
-    dtype = np.dtype(dtype)
+    if not isinstance(dtype, np.dtype):
+        dtype = np.dtype(dtype)
     if dtype.kind in ("O", "S"):
         return "BYTES"
+    name = _DT_OF_NP.get(dtype)
+    if name is not None:
+        return name
     for name, t in _DT_TO_NP.items():
         if name != "BYTES" and np.dtype(t) == dtype:
             return name

@@ -41,25 +41,77 @@ def main():
     channel = Channel()
     set_model_dir(version_dir)
 
+    # The main thread reads the control channel itself while it has nothing
+    # to do, and runs what it reads: no thread hand-off per message. A model
+    # that waits for the server while the main thread is busy (BLS, model
+    # control, metric calls) or a decoupled one (responses from other threads
+    # during a long execute: their s2h releases must come in) starts the
+    # reader thread, which from then on reads and queues commands for the
+    # main thread. One reader at a time (read_lock); the main thread reads
+    # only if reader["on"] is still off once it holds the lock, so no command
+    # is read out of order, and it never waits on the lock behind the reader.
     commands = queue.Queue()
+    read_lock = threading.Lock()
+    start_lock = threading.Lock()
+    reader = {"on": False}
+
+    def route(msg):
+        """Handles replies and releases; returns a command for the main thread, or None."""
+        if msg is None:
+            _gone(cfg["name"])
+        t = msg.get("t")
+        if t in ("bls_response", "call_result"):
+            runtime.deliver(msg["id"], msg)
+        elif t == "release":
+            for offset in msg["offsets"]:
+                runtime.s2h.release(offset)
+        else:
+            return msg
+        return None
+
+    def recv():
+        try:
+            return channel.recv()
+        except Exception as e:
+            sys.stderr.write("python stub '%s': control channel failed: %s\n" % (cfg["name"], e))
+            return None
 
     def read_loop():
         while True:
-            try:
-                msg = channel.recv()
-            except Exception as e:
-                sys.stderr.write("python stub '%s': control channel failed: %s\n" % (cfg["name"], e))
-                msg = None
-            if msg is None:
-                _gone(cfg["name"])
-            t = msg.get("t")
-            if t in ("bls_response", "call_result"):
-                runtime.deliver(msg["id"], msg)
-            elif t == "release":
-                for offset in msg["offsets"]:
-                    runtime.s2h.release(offset)
-            else:
+            with read_lock:
+                msg = recv()
+            msg = route(msg)
+            if msg is not None:
                 commands.put(msg)
+
+    def start_reader():
+        if reader["on"]:
+            return
+        with start_lock:
+            if reader["on"]:
+                return
+            reader["on"] = True
+            threading.Thread(target=read_loop, name="pb-reader", daemon=True).start()
+
+    def next_command():
+        while True:
+            if reader["on"]:
+                return commands.get()
+            # Only the reader thread can hold read_lock for long, and it is
+            # on before it starts: then the loop turns to the queue.
+            if not read_lock.acquire(timeout=0.05):
+                continue
+            try:
+                msg = recv() if not reader["on"] else False
+            finally:
+                read_lock.release()
+            if msg is False:
+                return commands.get()
+            msg = route(msg)
+            if msg is not None:
+                return msg
+
+    runtime.need_reader = start_reader
 
     def parent_watch():
         while True:
@@ -67,18 +119,19 @@ def main():
             if os.getppid() != cfg["parent_pid"]:
                 _gone(cfg["name"])
 
-    threading.Thread(target=read_loop, name="pb-reader", daemon=True).start()
     threading.Thread(target=parent_watch, name="pb-parent-watch", daemon=True).start()
     runtime.channel = channel
     runner = ModelRunner(model_path, cfg["name"])
     channel.send({"t": "alive", "pid": os.getpid(), "python": sys.version.split()[0]})
 
     while True:
-        msg = commands.get()
+        msg = next_command()
         t = msg["t"]
         if t == "execute":
             runner.execute(msg)
         elif t == "init":
+            if msg["decoupled"]:
+                start_reader()
             channel.send(runner.initialize(msg["args"], bool(msg["decoupled"])))
         elif t == "auto_complete":
             channel.send(runner.auto_complete(msg["config"]))
