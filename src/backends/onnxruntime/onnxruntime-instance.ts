@@ -7,8 +7,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { InferenceSession } from 'onnxruntime-node';
-import type { Tensor } from 'onnxruntime-node';
+import type { InferenceSession, Tensor } from 'onnxruntime-node';
 import type { DataType } from '../../datatypes';
 import { configTypeToDataType } from '../../datatypes';
 import { ServerError } from '../../errors';
@@ -20,6 +19,7 @@ import type { BackendInstance, BackendInstanceArgs, ComputeMarks, CreateBackendI
 import { resolveOnnxModelFile } from './model-file';
 import { dataTypeToOrtType } from './ort-types';
 import { sessionOptionsFor } from './session-options';
+import { createSessionRunner, type SessionRunner } from './session-runner';
 import { InputGatherer, scatterOutput } from './tensor-io';
 import type { InputSpec } from './tensor-io';
 
@@ -35,9 +35,9 @@ export const createBackendInstance: CreateBackendInstance = async (args) => {
   const options = sessionOptionsFor(args, os.availableParallelism());
   if (args.kind === 'KIND_GPU') options.executionProviders = [gpuProvider(args), 'cpu'];
   const plan = compilePlan(args.config);
-  let session: InferenceSession;
+  let session: SessionRunner;
   try {
-    session = await InferenceSession.create(file, options);
+    session = await createSessionRunner(file, options);
   } catch (err) {
     const message = `onnx runtime error: ${(err as Error).message}`;
     throw new ServerError(args.kind === 'KIND_GPU' ? 'UNAVAILABLE' : 'INTERNAL', message);
@@ -102,7 +102,7 @@ class OnnxRuntimeInstance implements BackendInstance {
   private readonly gatherer: InputGatherer;
   private released = false;
 
-  constructor(private readonly plan: Plan, private readonly session: InferenceSession) {
+  constructor(private readonly plan: Plan, private readonly session: SessionRunner) {
     this.batching = plan.batching;
     this.outputs = plan.outputs;
     this.allOutputs = new Set(plan.outputs.map((o) => o.name));
@@ -115,7 +115,9 @@ class OnnxRuntimeInstance implements BackendInstance {
     if (marks) marks.inputEndNs = nowNs();
     let results: InferenceSession.OnnxValueMapType;
     try {
-      results = await this.session.run(feeds, this.outputs.filter((o) => wanted.has(o.name)).map((o) => o.name));
+      // Synchronous when the runner calls the binding directly (session-runner.ts).
+      const run = this.session.run(feeds, this.outputs.filter((o) => wanted.has(o.name)).map((o) => o.name));
+      results = run instanceof Promise ? await run : run;
     } catch (err) {
       throw new ServerError('INTERNAL', `onnx runtime error: ${(err as Error).message}`);
     }
