@@ -10,9 +10,11 @@ import { nowNs } from '../scheduler/clock';
 import { Arena } from './arena';
 import type { InstanceToMain, MainToInstance } from './protocol';
 import { Inbox, RingWriter } from './ring';
+import { nameThisThread } from './thread-name';
 import type { InstanceThreadData } from './worker-instance';
 
 const data = workerData as InstanceThreadData;
+nameThisThread(`nt:${data.args.instanceName}`);
 const arena = Arena.attach(data.arena);
 const toMain = RingWriter.attach(data.toMain);
 const inbox = new Inbox(data.toInstance.bell);

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import os from 'node:os';
-import { CliError, formatCliError, parseServerOptions, usageText, type ServerOptions } from '../../src/cli-options';
+import { CliError, defaultHttpThreadCount, formatCliError, parseServerOptions, usageText, type ServerOptions } from '../../src/cli-options';
 
 const REPO = ['--model-repository', '/models'];
 
@@ -39,7 +39,7 @@ test('defaults equal tritonserver defaults (§6)', () => {
     httpPort: 8000,
     httpAddress: '0.0.0.0',
     reuseHttpPort: false,
-    httpThreadCount: Math.min(8, os.availableParallelism()),
+    httpThreadCount: Math.max(1, Math.min(8, os.availableParallelism() - 1)),
     httpHeaderForwardPattern: undefined,
     httpMaxInputSize: 67108864,
     httpRestrictedApi: [],
@@ -314,4 +314,10 @@ test('every §6 flag is accepted', () => {
   assert.equal(o.allowClientShm, true);
   assert.equal(o.grpcInferResponseCompressionLevel, 'high');
   assert.equal(o.modelConfigName, 'alt');
+});
+
+test('default --http-thread-count leaves a core to the scheduler and instances, 1..8', () => {
+  for (const [cores, threads] of [[1, 1], [2, 1], [3, 2], [4, 3], [9, 8], [64, 8]] as const) {
+    assert.equal(defaultHttpThreadCount(cores), threads, `${cores} cores`);
+  }
 });

@@ -10,6 +10,7 @@ import { ServerError } from '../../errors';
 import { Arena } from '../../instances/arena';
 import type { MainToFrontend } from '../../instances/protocol';
 import { Inbox, RingWriter } from '../../instances/ring';
+import { nameThisThread } from '../../instances/thread-name';
 import { lookupModel, readyVersions } from '../model-lookup';
 import { modelMetadataJson } from '../model-metadata';
 import { emptySnapshot } from '../server-snapshot';
@@ -22,6 +23,7 @@ import { matchRoute } from './routes';
 import { Reply, closeApp, readHead } from './uws-adapter';
 
 const data = workerData as HttpThreadData;
+nameThisThread(`nt:http-${data.index}`);
 const port = parentPort!;
 let snapshot: ServerSnapshot = emptySnapshot();
 const serverMetadata = JSON.stringify({ name: data.serverName, version: data.serverVersion, extensions: data.extensions });
