@@ -31,6 +31,8 @@ export function channelOptions(o: GrpcDeps['options']): grpc.ChannelOptions {
     'grpc.http2.max_pings_without_data': o.grpcHttp2MaxPingsWithoutData,
     'grpc.http2.min_ping_interval_without_data_ms': o.grpcHttp2MinRecvPingIntervalWithoutDataMs,
     'grpc.http2.max_ping_strikes': o.grpcHttp2MaxPingStrikes,
+    // No channelz service is exposed (Triton has none); its per-call bookkeeping is pure cost.
+    'grpc.enable_channelz': 0,
   };
   if (o.grpcMaxConnectionAgeMs > 0) opts['grpc.max_connection_age_ms'] = o.grpcMaxConnectionAgeMs;
   if (o.grpcMaxConnectionAgeGraceMs > 0) opts['grpc.max_connection_age_grace_ms'] = o.grpcMaxConnectionAgeGraceMs;

@@ -14,7 +14,7 @@ import type * as grpc from '@grpc/grpc-js';
 import { ServerError, fromErrorInfo, toErrorInfo } from '../../errors';
 import { checkRestricted, toStatus } from './grpc-context';
 import type { GrpcContext } from './grpc-context';
-import { encodeMessage } from './grpc-protos';
+import { encodeModelInferResponseBytes, encodeModelStreamInferResponseBytes } from './infer-response-wire';
 import { startInfer } from './infer-runner';
 import type { InferResult, StartedInfer } from './infer-runner';
 import type { ModelInferRequestMsg, ModelStreamInferResponseOut } from './proto-types';
@@ -34,7 +34,7 @@ export function modelInferHandler(ctx: GrpcContext): grpc.handleUnaryCall<ModelI
         if (!result.final) return; // non-decoupled models answer once, with the final response
         if (!result.ok) return answer(fromErrorInfo(result.error));
         try {
-          answer(undefined, encodeMessage(ctx.protos.modelInferResponse, result.response));
+          answer(undefined, encodeModelInferResponseBytes(result.response));
         } catch (err) {
           answer(err);
         }
@@ -103,7 +103,7 @@ export function modelStreamInferHandler(ctx: GrpcContext, registry: StreamRegist
       finish();
       call.emit('error', { ...toStatus(err), metadata: undefined });
     };
-    const encode = (msg: ModelStreamInferResponseOut): Buffer => encodeMessage(ctx.protos.modelStreamInferResponse, msg);
+    const encode = (msg: ModelStreamInferResponseOut): Buffer => encodeModelStreamInferResponseBytes(msg);
     const errorResponse = (id: string, message: string, info: StartedInfer | undefined): Buffer =>
       encode({
         error_message: message,
