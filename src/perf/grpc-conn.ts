@@ -1,28 +1,17 @@
 /**
- * gRPC side of `nodetron perf`: one grpc-js channel, ModelInfer calls whose
- * request is encoded once (protobufjs, from our proto/grpc_service.proto) and
- * whose response is kept as raw bytes, so the generator pays for framing only.
+ * gRPC messages of `nodetron perf`, lean like perf_analyzer's C++ client: the
+ * ModelInferRequest is encoded and framed once (5-byte gRPC prefix) and sent
+ * as is on every call (h2-grpc-conn.ts); replies are only counted, and the
+ * first one is decoded once as a check. Metadata and statistics go through
+ * grpc-js (model-probe.ts); they are not on the hot path.
  * (A client, so it lives with the tool rather than in src/frontend/grpc/.)
  */
 import path from 'node:path';
-import * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
 import { protoDir } from '../repository/config/schema';
 import type { PerfTensor } from './input-tensors';
 
-const passthrough = (b: Buffer): Buffer => b;
-
-const SERVICE: grpc.ServiceDefinition = {
-  ModelInfer: {
-    path: '/inference.GRPCInferenceService/ModelInfer',
-    requestStream: false,
-    responseStream: false,
-    requestSerialize: passthrough,
-    requestDeserialize: passthrough,
-    responseSerialize: passthrough,
-    responseDeserialize: passthrough,
-  },
-};
+export const MODEL_INFER_PATH = '/inference.GRPCInferenceService/ModelInfer';
 
 let requestType: protobuf.Type | undefined;
 let responseType: protobuf.Type | undefined;
@@ -47,38 +36,34 @@ export function encodeGrpcRequest(model: string, version: string, tensors: PerfT
   return Buffer.from(req.encode(msg).finish());
 }
 
+/** One length-prefixed gRPC message (uncompressed). */
+export function frameGrpcMessage(message: Buffer): Buffer {
+  const framed = Buffer.allocUnsafe(5 + message.length);
+  framed[0] = 0;
+  framed.writeUInt32BE(message.length, 1);
+  message.copy(framed, 5);
+  return framed;
+}
+
+/** The message of a one-message gRPC body (the response of a unary call). */
+export function unframeGrpcMessage(body: Buffer): Buffer {
+  if (body.length < 5) throw new Error(`gRPC response body of ${body.length} bytes has no message`);
+  if (body[0] !== 0) throw new Error('gRPC response is compressed; the perf client does not decompress');
+  const n = body.readUInt32BE(1);
+  if (body.length !== 5 + n) throw new Error(`gRPC response body is ${body.length} bytes, its prefix says ${5 + n}`);
+  return body.subarray(5);
+}
+
 /** Decoded response (for the tool's one-time check of the first answer). */
 export function decodeGrpcResponse(bytes: Buffer): Record<string, unknown> {
   const { res } = types();
   return res.toObject(res.decode(bytes), { longs: String }) as Record<string, unknown>;
 }
 
-type Unary = (req: Buffer, cb: (err: grpc.ServiceError | null, res?: Buffer) => void) => grpc.ClientUnaryCall;
-
-export class GrpcConn {
-  private readonly client: grpc.Client;
-  private readonly call: Unary;
-
-  constructor(address: string) {
-    const Ctor = grpc.makeGenericClientConstructor(SERVICE, 'GRPCInferenceService');
-    this.client = new Ctor(address, grpc.credentials.createInsecure(), {
-      'grpc.max_receive_message_length': -1,
-      'grpc.max_send_message_length': -1,
-    });
-    this.call = (this.client as unknown as { ModelInfer: Unary }).ModelInfer.bind(this.client);
-  }
-
-  /** Resolves with the gRPC status code (0 = OK) and the raw response. */
-  send(request: Buffer): Promise<{ code: number; body?: Buffer; message?: string }> {
-    return new Promise((resolve) => {
-      this.call(request, (err, res) => {
-        if (err) resolve({ code: err.code, message: err.details });
-        else resolve(res === undefined ? { code: 0 } : { code: 0, body: res });
-      });
-    });
-  }
-
-  close(): void {
-    this.client.close();
-  }
+export interface GrpcReply {
+  /** gRPC status (0 = OK). */
+  code: number;
+  message?: string;
+  /** The whole response body (prefix included), only when asked for. */
+  body?: Buffer;
 }

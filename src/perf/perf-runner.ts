@@ -4,7 +4,8 @@
  * bench (bench/side-by-side.ts) and the tests call `runPerf` directly.
  */
 import { buildInferBody } from '../client/kserve-http-client';
-import { encodeGrpcRequest, GrpcConn } from './grpc-conn';
+import { decodeGrpcResponse, encodeGrpcRequest, frameGrpcMessage, MODEL_INFER_PATH, unframeGrpcMessage } from './grpc-conn';
+import { H2GrpcConn } from './h2-grpc-conn';
 import { HttpConn, buildHttpRequest } from './http-conn';
 import { buildTensors, type PerfTensor } from './input-tensors';
 import { runStep, SenderPool, type StepResult, type Transport } from './load-driver';
@@ -52,17 +53,36 @@ async function httpTransport(o: PerfOptions, tensors: PerfTensor[]): Promise<Tra
   };
 }
 
+/** Concurrent calls per HTTP/2 connection; more concurrency opens more connections. */
+const GRPC_STREAMS_PER_CONN = 32;
+
 async function grpcTransport(o: PerfOptions, tensors: PerfTensor[]): Promise<Transport> {
-  const conn = new GrpcConn(o.url.replace(/^[a-z]+:\/\//i, ''));
-  const request = encodeGrpcRequest(o.model, o.version, tensors);
-  const first = await conn.send(request);
-  if (first.code !== 0) {
-    conn.close();
-    throw new Error(`first inference failed: gRPC status ${first.code} ${first.message ?? ''}`);
+  const address = o.url.replace(/^[a-z]+:\/\//i, '');
+  const request = frameGrpcMessage(encodeGrpcRequest(o.model, o.version, tensors));
+  const probe = await H2GrpcConn.open(address, MODEL_INFER_PATH);
+  const first = await probe.send(request, true);
+  try {
+    if (first.code !== 0) throw new Error(`first inference failed: gRPC status ${first.code} ${first.message ?? ''}`);
+    try {
+      decodeGrpcResponse(unframeGrpcMessage(first.body!));
+    } catch (err) {
+      throw new Error(`first inference: the response does not decode as a ModelInferResponse: ${(err as Error).message}`);
+    }
+  } catch (err) {
+    probe.close();
+    throw err;
   }
+  // Opened on demand (the open loop may open senders concurrently, so connections are kept as promises).
+  const conns: Promise<H2GrpcConn>[] = [Promise.resolve(probe)];
+  let senders = 0;
   return {
-    open: async () => ({ send: async () => (await conn.send(request)).code === 0 }),
-    close: () => conn.close(),
+    open: async () => {
+      const k = Math.floor(senders++ / GRPC_STREAMS_PER_CONN);
+      while (conns.length <= k) conns.push(H2GrpcConn.open(address, MODEL_INFER_PATH));
+      const conn = await conns[k];
+      return { send: async () => (await conn.send(request)).code === 0 };
+    },
+    close: () => conns.forEach((c) => void c.then((conn) => conn.close(), () => undefined)),
   };
 }
 
