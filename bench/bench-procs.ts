@@ -56,8 +56,8 @@ export async function startProc(cmd: string, args: string[], port: number, timeo
   throw new Error(`${cmd} not ready within ${timeoutMs} ms:\n${out}`);
 }
 
-/** RSS of a process and all its descendants (threads share their process's RSS), in MB. */
-export function treeRssMb(pid: number): number {
+/** Pids of a process and all its descendants. */
+function processTree(pid: number): number[] {
   const children = new Map<number, number[]>();
   for (const d of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
@@ -69,18 +69,43 @@ export function treeRssMb(pid: number): number {
       // exited meanwhile
     }
   }
-  let kb = 0;
+  const out: number[] = [];
   const visit = (p: number): void => {
+    out.push(p);
+    for (const c of children.get(p) ?? []) visit(c);
+  };
+  visit(pid);
+  return out;
+}
+
+/** RSS of a process and all its descendants (threads share their process's RSS), in MB. */
+export function treeRssMb(pid: number): number {
+  let kb = 0;
+  for (const p of processTree(pid)) {
     try {
       const m = /VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${p}/status`, 'utf8'));
       kb += Number(m?.[1] ?? 0);
     } catch {
-      return;
+      // exited meanwhile
     }
-    for (const c of children.get(p) ?? []) visit(c);
-  };
-  visit(pid);
+  }
   return kb / 1024;
+}
+
+/** CPU seconds (user + system, all threads) used so far by a process and its descendants. */
+export function treeCpuSeconds(pid: number): number {
+  const hz = 100; // USER_HZ on Linux
+  let ticks = 0;
+  for (const p of processTree(pid)) {
+    try {
+      const stat = fs.readFileSync(`/proc/${p}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(f[11]) + Number(f[12]); // utime, stime (fields 14 and 15)
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return ticks / hz;
 }
 
 export function hasWrk(): boolean {
@@ -100,6 +125,8 @@ export function wrkRps(url: string, body: Buffer, headers: Record<string, string
   fs.writeFileSync(path.join(dir, 's.lua'), lua);
   const r = spawnSync('wrk', ['-t1', `-c${connections}`, `-d${seconds}s`, '-s', path.join(dir, 's.lua'), url], { encoding: 'utf8' });
   fs.rmSync(dir, { recursive: true, force: true });
+  // wrk counts every response; a rate of error answers is no rate at all.
+  if (/Non-2xx or 3xx responses/.test(r.stdout ?? '')) return undefined;
   const m = /Requests\/sec:\s+([\d.]+)/.exec(r.stdout ?? '');
   return m ? Number(m[1]) : undefined;
 }
