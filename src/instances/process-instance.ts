@@ -15,6 +15,13 @@ import type { ExecuteResult, ModelInstance, StreamResponse } from './instance';
 
 export class ProcessInstance implements ModelInstance {
   readonly name: string;
+  /**
+   * The next batch may wait in the process's pipe while one runs, so the stub
+   * reads it as soon as it is done instead of after a round trip to the
+   * scheduler. Not for decoupled models: their responses may still stream
+   * after execute() returned, and the instance stays theirs until the last.
+   */
+  readonly pipelineDepth: number;
   private child: ProcessChild | undefined;
   /** Set while a restart runs; batches wait on it. */
   private restarting: Promise<ProcessChild> | undefined;
@@ -27,6 +34,7 @@ export class ProcessInstance implements ModelInstance {
     private readonly services: ProcessHostServices,
   ) {
     this.name = args.instanceName;
+    this.pipelineDepth = args.config.model_transaction_policy?.decoupled === true ? 1 : 2;
   }
 
   /** Start the process and wait until the model is initialized (or failed: the load fails). */

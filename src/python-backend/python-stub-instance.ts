@@ -38,6 +38,8 @@ interface Batch {
 export class PythonStubInstance implements ProcessChild {
   private readonly batches = new Map<number, Batch>();
   private nextBatch = 1;
+  /** When the last batch completed: a batch queued behind it started no earlier. */
+  private busyUntilNs = 0;
   private stopping: Promise<void> | undefined;
   private deathListeners: ((why: string) => void)[] = [];
   private releases: number[] = [];
@@ -220,9 +222,15 @@ export class PythonStubInstance implements ProcessChild {
   private complete(batchId: number, b: Batch): void {
     this.batches.delete(batchId);
     if (!this.stub.exited) for (const o of b.h2sOffsets) this.stub.h2s.release(o);
-    b.timings.computeEndNs = nowNs();
-    if (b.timings.computeInferEndNs < b.timings.computeInputEndNs) b.timings.computeInferEndNs = b.timings.computeEndNs;
-    b.resolve({ responses: b.finals as InferResponse[], timings: b.timings });
+    const t = b.timings;
+    t.computeEndNs = nowNs();
+    // A batch sent while the previous one ran (pipelineDepth 2) waited in the
+    // stub's pipe until then: that wait is queue time, not compute.
+    if (this.busyUntilNs > t.computeStartNs) t.computeStartNs = Math.min(this.busyUntilNs, t.computeEndNs);
+    if (t.computeInputEndNs < t.computeStartNs) t.computeInputEndNs = t.computeStartNs;
+    if (t.computeInferEndNs < t.computeInputEndNs) t.computeInferEndNs = t.computeEndNs;
+    this.busyUntilNs = t.computeEndNs;
+    b.resolve({ responses: b.finals as InferResponse[], timings: t });
   }
 
   /** s2h blocks the host has copied out: tell the stub, a few at a time (inline tensors have none). */
