@@ -62,13 +62,28 @@ export interface ExecutionPoolOptions {
   onResult?: (q: QueuedRequest, response: InferResponse) => void;
 }
 
+interface Slot {
+  instance: ModelInstance;
+  /** Batches it may hold at once. */
+  depth: number;
+  /** Batches it holds. */
+  running: number;
+  /** Order of the last time it finished a batch (higher = later). */
+  freedAt: number;
+}
+
 export class ExecutionPool {
   /**
-   * Free execution slots, longest-idle first, so load spreads over all
-   * instances: an instance appears once per batch it may hold
-   * (ModelInstance.pipelineDepth), its first slots ahead of its extra ones.
+   * Each instance with the batches it may hold (ModelInstance.pipelineDepth)
+   * and holds. A batch goes to the instance with the fewest in flight (so
+   * load spreads before any instance gets a second batch), and among those
+   * to the one freed last: at low load the same instance keeps its caches
+   * warm while the others sleep, which on a small machine is worth more
+   * than rotating (simple at c=1: see bench/README.md).
    */
-  private readonly idle: ModelInstance[];
+  private readonly slots: Slot[];
+  private freeSlots = 0;
+  private freedTick = 0;
   private inflight = 0;
   private drainWaiters: (() => void)[] = [];
   private readonly order: OrderedRelease<QueuedRequest> | null;
@@ -85,10 +100,10 @@ export class ExecutionPool {
     if (opts.instances.length === 0) {
       throw new ServerError('INTERNAL', `model '${opts.model}' has no instances to schedule on`);
     }
-    const depthOf = (i: ModelInstance): number => (opts.pipeline === true ? i.pipelineDepth ?? 1 : 1);
-    const depth = Math.max(1, ...opts.instances.map(depthOf));
-    this.idle = [];
-    for (let d = 0; d < depth; d++) for (const i of opts.instances) if (depthOf(i) > d) this.idle.push(i);
+    const depthOf = (i: ModelInstance): number => (opts.pipeline === true ? Math.max(1, i.pipelineDepth ?? 1) : 1);
+    // Earlier instances count as freed more recently, so an idle pool starts on the first.
+    this.slots = opts.instances.map((instance, i) => ({ instance, depth: depthOf(instance), running: 0, freedAt: -i }));
+    for (const slot of this.slots) this.freeSlots += slot.depth;
     this.hooks = opts.hooks;
     this.onIdle = opts.onIdle;
     this.onResult = opts.onResult;
@@ -98,7 +113,7 @@ export class ExecutionPool {
   }
 
   hasIdle(): boolean {
-    return this.idle.length > 0;
+    return this.freeSlots > 0;
   }
 
   inflightCount(): number {
@@ -132,8 +147,9 @@ export class ExecutionPool {
 
   /** Run a batch of admitted requests on a free instance; call only when hasIdle(). */
   run(batch: QueuedRequest[]): void {
-    const instance = this.idle.shift();
-    if (instance === undefined) throw new Error('ExecutionPool.run called with no free instance');
+    const slot = this.takeSlot();
+    if (slot === undefined) throw new Error('ExecutionPool.run called with no free instance');
+    const instance = slot.instance;
     const requests: InferRequest[] = new Array(batch.length);
     const now = nowNs();
     let batchSize = 0;
@@ -206,9 +222,28 @@ export class ExecutionPool {
     }
   }
 
-  /** Back to the free list first, so the next batch starts while responses go out. */
+  /** Fewest batches in flight first, then the most recently freed. */
+  private takeSlot(): Slot | undefined {
+    let best: Slot | undefined;
+    for (const s of this.slots) {
+      if (s.running >= s.depth) continue;
+      if (best === undefined || s.running < best.running || (s.running === best.running && s.freedAt > best.freedAt)) best = s;
+    }
+    if (best !== undefined) {
+      best.running++;
+      this.freeSlots--;
+    }
+    return best;
+  }
+
+  /** Free the slot first, so the next batch starts while responses go out. */
   private free(instance: ModelInstance): void {
-    this.idle.push(instance);
+    const slot = this.slots.find((s) => s.instance === instance);
+    if (slot !== undefined && slot.running > 0) {
+      slot.running--;
+      slot.freedAt = ++this.freedTick;
+      this.freeSlots++;
+    }
     try {
       this.onIdle();
     } catch (err) {

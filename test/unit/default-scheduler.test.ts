@@ -150,3 +150,27 @@ test('instances with pipelineDepth 2 get the next request before the running one
   assert.equal(s.inflightCount(), 0);
   await s.stop();
 });
+
+test('instance choice: one request at a time stays on the instance freed last; concurrent ones spread before any instance gets a second', async () => {
+  const a = new PipelinedInstance('m_0');
+  const b = new PipelinedInstance('m_1');
+  const s = new DefaultScheduler('m', [a, b]);
+  const rec = new Recorder();
+  for (const id of ['r0', 'r1', 'r2']) {
+    s.enqueue(request(id, 1), rec.respond(id));
+    (a.running > 0 ? a : b).finishCurrent();
+    await settle();
+  }
+  assert.deepEqual(a.batches(), [['r0'], ['r1'], ['r2']], 'the warm instance takes every sequential request');
+  assert.deepEqual(b.batches(), []);
+  for (const id of ['c0', 'c1', 'c2']) s.enqueue(request(id, 1), rec.respond(id));
+  assert.deepEqual([a.batches().length, b.batches().length], [4, 1], 'c0 on m_0 (freed last), c1 on idle m_1');
+  a.finishCurrent(); // c2 was handed to m_0 behind c0 and starts now
+  await settle();
+  assert.deepEqual(a.batches().at(-1), ['c2']);
+  b.finishCurrent();
+  a.finishCurrent();
+  await s.stop();
+  assert.deepEqual(rec.finalOrder.slice(0, 3), ['r0', 'r1', 'r2']);
+  assert.equal(rec.finalOrder.length, 6);
+});
