@@ -10,7 +10,7 @@ Writes a Triton model repository under bench/models/repo/ (gitignored):
                 dynamic batching (max_batch_size 32)
   resnet50/     a ResNet-50-shaped classifier: FP32 INPUT [3,224,224] ->
                 OUTPUT [1000] logits (bottleneck stages 3,4,6,3, BN folded
-                into conv biases), dynamic batching (max_batch_size 8)
+                into conv biases), dynamic batching towards batches of 8 (max_batch_size 8)
 
 Usage: python3 bench/gen_bench_models.py [--out bench/models/repo]
 (needs numpy and onnx: `pip install onnx` from the local wheel mirror).
@@ -118,7 +118,7 @@ platform: "onnxruntime_onnx"
 max_batch_size: 8
 input [ { name: "INPUT" data_type: TYPE_FP32 dims: [ 3, 224, 224 ] } ]
 output [ { name: "OUTPUT" data_type: TYPE_FP32 dims: [ 1000 ] } ]
-dynamic_batching { }
+dynamic_batching { preferred_batch_size: [ 8 ] max_queue_delay_microseconds: 20000 }
 instance_group [ { count: 1 kind: KIND_CPU } ]
 ''',
 }
