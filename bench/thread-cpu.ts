@@ -8,7 +8,8 @@
  * the unnamed rest (V8's GC/compiler helpers, libuv). Per request = thread
  * CPU over the step divided by the requests the server counted in it.
  *   node dist/bench/thread-cpu.js [model=simple] [concurrencies=1,32] [seconds=4] [json|binary|grpc] [server flags...]
- * (server flags starting with `--v8-` go to node without the prefix: `--v8-max-semi-space-size=16`).
+ * (server flags starting with `--v8-` go to node without the prefix: `--v8-max-semi-space-size=16`;
+ * `--model-repository=DIR` replaces model_repository/, e.g. bench/models/repo for mlp).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -56,7 +57,8 @@ async function main(): Promise<void> {
   const serverFlags = extra.filter((a) => !a.startsWith('--v8-'));
   const root = path.resolve(__dirname, '../..');
   const [hp, gp] = [await freePort(), await freePort()];
-  const server = await startProc(process.execPath, [...nodeFlags, path.join(root, 'dist/src/cli.js'), `--model-repository=${path.join(root, 'model_repository')}`,
+  const repo = serverFlags.some((f) => f.startsWith('--model-repository')) ? [] : [`--model-repository=${path.join(root, 'model_repository')}`];
+  const server = await startProc(process.execPath, [...nodeFlags, path.join(root, 'dist/src/cli.js'), ...repo,
     `--http-port=${hp}`, `--grpc-port=${gp}`, '--allow-metrics=false', ...serverFlags], hp);
   const pid = server.child.pid!;
   try {
