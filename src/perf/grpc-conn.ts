@@ -2,8 +2,8 @@
  * gRPC messages of `nodetron perf`, lean like perf_analyzer's C++ client: the
  * ModelInferRequest is encoded and framed once (5-byte gRPC prefix) and sent
  * as is on every call (h2-grpc-conn.ts); replies are only counted, and the
- * first one is decoded once as a check. Metadata and statistics go through
- * grpc-js (model-probe.ts); they are not on the hot path.
+ * first one is decoded once as a check. Metadata and statistics use the same
+ * client (model-probe.ts); they are not on the hot path.
  * (A client, so it lives with the tool rather than in src/frontend/grpc/.)
  */
 import path from 'node:path';

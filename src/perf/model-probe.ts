@@ -4,9 +4,10 @@
  * statistics (for the server-side split). Not on the hot path.
  */
 import path from 'node:path';
-import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import protobuf from 'protobufjs';
 import { protoDir } from '../repository/config/schema';
+import { frameGrpcMessage, unframeGrpcMessage } from './grpc-conn';
+import { H2GrpcConn } from './h2-grpc-conn';
 
 export interface InputInfo {
   name: string;
@@ -44,25 +45,41 @@ export function httpProbe(base: string, model: string, version: string): ModelPr
   };
 }
 
-type Call = (req: object, cb: (err: grpc.ServiceError | null, res: Record<string, unknown>) => void) => void;
+let types: protobuf.Root | undefined;
+function messageType(name: string): protobuf.Type {
+  types ??= new protobuf.Root().loadSync(path.join(protoDir(), 'grpc_service.proto'), { keepCase: true });
+  return types.lookupType(`inference.${name}`);
+}
 
+/**
+ * Over the same raw HTTP/2 client as the load (h2-grpc-conn.ts), one
+ * connection per method; messages coded by protobufjs from our proto, decoded
+ * to the shape @grpc/proto-loader gives (snake_case, 64-bit as strings).
+ */
 export function grpcProbe(address: string, model: string, version: string): ModelProbe {
-  const def = protoLoader.loadSync(path.join(protoDir(), 'grpc_service.proto'), { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true });
-  const pkg = grpc.loadPackageDefinition(def) as unknown as { inference: { GRPCInferenceService: grpc.ServiceClientConstructor } };
-  const client = new pkg.inference.GRPCInferenceService(address, grpc.credentials.createInsecure());
-  const call = (method: string, req: object): Promise<Record<string, unknown>> =>
-    new Promise((resolve, reject) => {
-      ((client as unknown as Record<string, Call>)[method]!).call(client, req, (err, res) => {
-        if (err) reject(new Error(`${method}: ${err.details}`));
-        else resolve(res);
-      });
-    });
+  const conns = new Map<string, Promise<H2GrpcConn>>();
+  const call = async (method: string, req: object): Promise<Record<string, unknown>> => {
+    const reqType = messageType(`${method}Request`);
+    const resType = messageType(`${method}Response`);
+    let conn = conns.get(method);
+    if (conn === undefined) {
+      conn = H2GrpcConn.open(address, `/inference.GRPCInferenceService/${method}`);
+      conns.set(method, conn);
+    }
+    const bytes = Buffer.from(reqType.encode(reqType.fromObject(req)).finish());
+    const reply = await (await conn).send(frameGrpcMessage(bytes), true);
+    if (reply.code !== 0) throw new Error(`${method}: ${reply.message ?? `gRPC status ${reply.code}`}`);
+    const msg = resType.decode(unframeGrpcMessage(reply.body ?? Buffer.alloc(0)));
+    return resType.toObject(msg, { longs: String, enums: String, defaults: true, oneofs: true }) as Record<string, unknown>;
+  };
   const req = { name: model, version };
   return {
     inputs: async () => ((await call('ModelMetadata', req)).inputs as { name: string; datatype: string; shape: string[] }[])
       .map((i) => ({ name: i.name, datatype: i.datatype, shape: i.shape.map(Number) })),
     maxBatchSize: async () => Number(((await call('ModelConfig', req)).config as Record<string, unknown>).max_batch_size ?? 0),
     stats: () => call('ModelStatistics', req),
-    close: () => client.close(),
+    close: () => {
+      for (const c of conns.values()) void c.then((x) => x.close(), () => undefined);
+    },
   };
 }

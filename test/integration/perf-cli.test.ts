@@ -63,10 +63,13 @@ test('gRPC with a variable-shape Python model', () => {
   assert.match(r.out, /errors 0/);
 });
 
-test('errors: unknown model, missing shape, bad option', () => {
+test('errors: unknown model (HTTP and gRPC), missing shape, bad option', () => {
   const unknown = perf(['-m', 'nope', '-u', `127.0.0.1:${server.port}`]);
   assert.equal(unknown.code, 1);
   assert.match(unknown.err, /error: GET .*\/v2\/models\/nope: 404/);
+  const unknownGrpc = perf(['-m', 'nope', '-i', 'grpc', '-u', `127.0.0.1:${server.grpcPort}`]);
+  assert.equal(unknownGrpc.code, 1);
+  assert.match(unknownGrpc.err, /error: ModelMetadata: Request for unknown model: 'nope' is not found/);
   const shape = perf(['-m', 'add_vectors', '-u', `127.0.0.1:${server.port}`]);
   assert.equal(shape.code, 1);
   assert.match(shape.err, /input 'INPUT0' has variable dims \[-1\]; give them with --shape INPUT0:/);
