@@ -80,11 +80,11 @@ async function measure(server: string, httpUrl: string, grpcUrl: string | undefi
     try {
       // Warm-up, not recorded: the JITs of server and generator settle first
       // (at c=1 V8 still recompiles hot functions for several seconds after start).
-      await runPerf(parsePerfOptions(['-m', s.model, '-u', grpc ? grpcUrl! : httpUrl, `--concurrency-range=${s.concurrency}`, '-p', String(WARMUP_MS), '-r', '1', '-s', '100', ...s.args]),
-        () => undefined, server === 'nodetron' ? {} : { tensors: tensorsOf.get(s.model), stats: false });
+      const preset = server === 'nodetron' ? {} : { tensors: tensorsOf.get(s.model), stats: false };
+      await runPerf({ ...o, measurementIntervalMs: WARMUP_MS, maxTrials: 1, stabilityPercentage: 100 }, () => undefined, preset);
       const t0 = performance.now();
       const [server0, gen0] = [treeCpuSeconds(pid), process.cpuUsage()];
-      const run = await runPerf(o, () => undefined, server === 'nodetron' ? {} : { tensors: tensorsOf.get(s.model), stats: false });
+      const run = await runPerf(o, () => undefined, preset);
       const wallS = (performance.now() - t0) / 1000;
       const gen = process.cpuUsage(gen0);
       if (server === 'nodetron') tensorsOf.set(s.model, run.tensors);

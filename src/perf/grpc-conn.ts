@@ -13,20 +13,16 @@ import type { PerfTensor } from './input-tensors';
 
 export const MODEL_INFER_PATH = '/inference.GRPCInferenceService/ModelInfer';
 
-let requestType: protobuf.Type | undefined;
-let responseType: protobuf.Type | undefined;
-function types(): { req: protobuf.Type; res: protobuf.Type } {
-  if (requestType === undefined || responseType === undefined) {
-    const root = new protobuf.Root().loadSync(path.join(protoDir(), 'grpc_service.proto'), { keepCase: true });
-    requestType = root.lookupType('inference.ModelInferRequest');
-    responseType = root.lookupType('inference.ModelInferResponse');
-  }
-  return { req: requestType, res: responseType };
+let root: protobuf.Root | undefined;
+/** A message type of our proto/grpc_service.proto (`ModelInferRequest`, ...), loaded once. */
+export function grpcMessageType(name: string): protobuf.Type {
+  root ??= new protobuf.Root().loadSync(path.join(protoDir(), 'grpc_service.proto'), { keepCase: true });
+  return root.lookupType(`inference.${name}`);
 }
 
 /** ModelInferRequest bytes with every tensor in raw_input_contents. */
 export function encodeGrpcRequest(model: string, version: string, tensors: PerfTensor[]): Buffer {
-  const { req } = types();
+  const req = grpcMessageType('ModelInferRequest');
   const msg = req.fromObject({
     model_name: model,
     model_version: version,
@@ -56,7 +52,7 @@ export function unframeGrpcMessage(body: Buffer): Buffer {
 
 /** Decoded response (for the tool's one-time check of the first answer). */
 export function decodeGrpcResponse(bytes: Buffer): Record<string, unknown> {
-  const { res } = types();
+  const res = grpcMessageType('ModelInferResponse');
   return res.toObject(res.decode(bytes), { longs: String }) as Record<string, unknown>;
 }
 

@@ -3,10 +3,7 @@
  * perf_analyzer does: model metadata (inputs), config (max_batch_size) and
  * statistics (for the server-side split). Not on the hot path.
  */
-import path from 'node:path';
-import protobuf from 'protobufjs';
-import { protoDir } from '../repository/config/schema';
-import { frameGrpcMessage, unframeGrpcMessage } from './grpc-conn';
+import { frameGrpcMessage, grpcMessageType, unframeGrpcMessage } from './grpc-conn';
 import { H2GrpcConn } from './h2-grpc-conn';
 
 export interface InputInfo {
@@ -45,12 +42,6 @@ export function httpProbe(base: string, model: string, version: string): ModelPr
   };
 }
 
-let types: protobuf.Root | undefined;
-function messageType(name: string): protobuf.Type {
-  types ??= new protobuf.Root().loadSync(path.join(protoDir(), 'grpc_service.proto'), { keepCase: true });
-  return types.lookupType(`inference.${name}`);
-}
-
 /**
  * Over the same raw HTTP/2 client as the load (h2-grpc-conn.ts), one
  * connection per method; messages coded by protobufjs from our proto, decoded
@@ -59,8 +50,8 @@ function messageType(name: string): protobuf.Type {
 export function grpcProbe(address: string, model: string, version: string): ModelProbe {
   const conns = new Map<string, Promise<H2GrpcConn>>();
   const call = async (method: string, req: object): Promise<Record<string, unknown>> => {
-    const reqType = messageType(`${method}Request`);
-    const resType = messageType(`${method}Response`);
+    const reqType = grpcMessageType(`${method}Request`);
+    const resType = grpcMessageType(`${method}Response`);
     let conn = conns.get(method);
     if (conn === undefined) {
       conn = H2GrpcConn.open(address, `/inference.GRPCInferenceService/${method}`);

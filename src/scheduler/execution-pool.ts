@@ -171,13 +171,14 @@ export class ExecutionPool {
     }
     pending
       .then(
-        (result) => this.executed(instance, batch, batchSize, result),
-        (err: unknown) => this.failed(instance, batch, err),
+        (result) => this.executed(slot, batch, batchSize, result),
+        (err: unknown) => this.failed(slot, batch, err),
       )
       .catch((err: unknown) => warn('response routing', err));
   }
 
-  private executed(instance: ModelInstance, batch: QueuedRequest[], batchSize: number, result: ExecuteResult): void {
+  private executed(slot: Slot, batch: QueuedRequest[], batchSize: number, result: ExecuteResult): void {
+    const instance = slot.instance;
     const timings = result.timings;
     const responses = result.responses;
     if (this.onResult !== undefined) {
@@ -191,7 +192,7 @@ export class ExecutionPool {
         }
       }
     }
-    this.free(instance);
+    this.free(slot);
     if (this.hooks?.executionDone !== undefined) {
       try {
         this.hooks.executionDone(batchSize, batch.length, timings);
@@ -214,8 +215,9 @@ export class ExecutionPool {
     }
   }
 
-  private failed(instance: ModelInstance, batch: QueuedRequest[], err: unknown): void {
-    this.free(instance);
+  private failed(slot: Slot, batch: QueuedRequest[], err: unknown): void {
+    const instance = slot.instance;
+    this.free(slot);
     const why = err instanceof Error ? err.message : String(err);
     for (const q of batch) {
       this.deliver(q, errorResponse(q.request, `instance '${instance.name}' of model '${q.request.model}' version ${q.request.version} failed to execute the batch: ${why}`));
@@ -237,13 +239,10 @@ export class ExecutionPool {
   }
 
   /** Free the slot first, so the next batch starts while responses go out. */
-  private free(instance: ModelInstance): void {
-    const slot = this.slots.find((s) => s.instance === instance);
-    if (slot !== undefined && slot.running > 0) {
-      slot.running--;
-      slot.freedAt = ++this.freedTick;
-      this.freeSlots++;
-    }
+  private free(slot: Slot): void {
+    slot.running--;
+    slot.freedAt = ++this.freedTick;
+    this.freeSlots++;
     try {
       this.onIdle();
     } catch (err) {

@@ -100,7 +100,6 @@ class OnnxRuntimeInstance implements BackendInstance {
   private readonly allOutputs: ReadonlySet<string>;
   private readonly batching: boolean;
   private readonly gatherer: InputGatherer;
-  private released = false;
 
   constructor(private readonly plan: Plan, private readonly session: SessionRunner) {
     this.batching = plan.batching;
@@ -126,9 +125,7 @@ class OnnxRuntimeInstance implements BackendInstance {
   }
 
   async finalize(): Promise<void> {
-    if (this.released) return;
-    this.released = true;
-    await this.session.release();
+    await this.session.release(); // idempotent (session-runner.ts)
   }
 
   private gatherInputs(requests: InferRequest[], arena: Arena): InferenceSession.FeedsType {
