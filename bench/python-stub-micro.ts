@@ -7,11 +7,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { Arena } from '../src/instances/arena';
+import { Arena } from '../src/dataplane/arena';
 import type { Logger } from '../src/logging/logger';
 import { PythonStubInstance } from '../src/python-backend/python-stub-instance';
 import { parseModelConfigText } from '../src/repository/config/pbtxt';
-import type { InferRequest } from '../src/scheduler/request';
+import type { InferRequest } from '../src/core/request';
 
 const MODEL_DIR = path.resolve(__dirname, '../../bench/models/repo/add_vectors');
 

@@ -10,8 +10,8 @@
  *   node dist/bench/ring-handoff.js        (about 20 s)
  */
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { Arena, type ArenaHandle } from '../src/instances/arena';
-import { Doorbell, Inbox, RingWriter, createRing, type DoorbellHandle, type RingHandle } from '../src/instances/ring';
+import { Arena, type ArenaHandle } from '../src/dataplane/arena';
+import { Doorbell, Inbox, RingWriter, createRing, type DoorbellHandle, type RingHandle } from '../src/dataplane/ring';
 
 const SLICES = 6;
 const SLICE_MS = 300;

@@ -3,7 +3,7 @@
  * model_repository/ under closed-loop load from `nodetron perf`'s generator
  * (this process), with the CPU time and context switches of every OS thread
  * of the server read from /proc before and after each step. Threads are
- * told apart by name (src/instances/thread-name.ts): `nt:http-N` (uWS),
+ * told apart by name (src/dataplane/thread-name.ts): `nt:http-N` (uWS),
  * `nt:<instance>` (model instances), the main thread (scheduler, gRPC), and
  * the unnamed rest (V8's GC/compiler helpers, libuv). Per request = thread
  * CPU over the step divided by the requests the server counted in it.

@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import { CliError, formatCliError, parseServerOptions, type ServerOptions } from './cli-options';
-import { CODE_WORDS, toErrorInfo } from './errors';
+import { CODE_WORDS, toErrorInfo } from './core/errors';
 
 function fail(text: string): never {
   // Synchronous, so the text is out before exit whatever stderr is.

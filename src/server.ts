@@ -7,15 +7,15 @@
 import { RateLimiter } from './scheduler/rate-limiter';
 import { responseCacheFromOptions } from './scheduler/response-cache';
 import type { ServerOptions } from './cli-options';
-import { ServerError, toErrorInfo } from './errors';
-import { ControlApi } from './frontend/control-api';
+import { ServerError, toErrorInfo } from './core/errors';
+import { ControlApi } from './frontend/http/control-api';
 import { GrpcFrontend } from './frontend/grpc/grpc-frontend';
 import { HttpFrontend } from './frontend/http/http-frontend';
-import type { ServerSnapshot } from './frontend/server-snapshot';
+import type { ServerSnapshot } from './request/server-snapshot';
 import { ShmRegistry } from './frontend/shm-registry';
-import { Arena } from './instances/arena';
+import { Arena } from './dataplane/arena';
 import { detectGpuIds } from './instances/gpus';
-import { MainPort } from './instances/main-port';
+import { MainPort } from './dataplane/main-port';
 import { createLogger } from './logging/logger';
 import type { Logger } from './logging/logger';
 import { formatTable } from './logging/table';
@@ -26,7 +26,7 @@ import { startRepository } from './repository/control-mode';
 import type { RepositoryStartup } from './repository/control-mode';
 import { BlsGateway } from './python-backend/bls-gateway';
 import { RepositoryManager } from './repository/repository-manager';
-import type { InferRequest, Respond } from './scheduler/request';
+import type { InferRequest, Respond } from './core/request';
 import { SERVER_EXTENSIONS, SERVER_VERSION } from './server-info';
 
 export interface RunningServer {

@@ -4,10 +4,9 @@
  * runtime loaded) and an instance side that runs inside the instance's
  * worker thread or process and executes batches.
  */
-import type { ModelConfig } from '../repository/config/model-config';
-import type { InferRequest, InferResponse, ParamValue, Respond, TensorRef } from '../scheduler/request';
-import type { Arena } from '../instances/arena';
-import type { ExecuteResult, StreamResponse } from '../instances/instance';
+import type { ModelConfig } from '../core/model-config';
+import type { ExecuteResult, InferRequest, InferResponse, ParamValue, Respond, StreamResponse, TensorRef } from '../core/request';
+import type { Arena } from '../dataplane/arena';
 import type { Logger } from '../logging/logger';
 import type { CustomMetrics } from '../metrics/custom-metrics';
 
@@ -43,7 +42,7 @@ export interface BackendInstance {
 
 /**
  * Phase ends a backend may report during execute() (wall-clock ns,
- * scheduler/clock.ts): inputs gathered, and inference done (outputs about to
+ * core/clock.ts): inputs gathered, and inference done (outputs about to
  * be written). Left 0, the whole execution counts as compute_infer.
  */
 export interface ComputeMarks {

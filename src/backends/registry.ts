@@ -1,7 +1,7 @@
 /**
  * Backends nodetron knows, by the config's `backend` name.
  */
-import { ServerError } from '../errors';
+import { ServerError } from '../core/errors';
 import type { Backend } from './backend';
 import { onnxruntimeBackend } from './onnxruntime';
 import { pythonBackend } from '../python-backend';

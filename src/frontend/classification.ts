@@ -6,10 +6,10 @@
  * integer otherwise. Shape `[batch, c]` for batching models, else `[c]`, with
  * c = min(k, elements per batch item).
  */
-import type { DataType } from '../datatypes';
-import { ELEMENT_SIZE } from '../datatypes';
-import { ServerError } from '../errors';
-import { numericView } from './tensor-view';
+import type { DataType } from '../core/datatypes';
+import { ELEMENT_SIZE } from '../core/datatypes';
+import { ServerError } from '../core/errors';
+import { numericView } from '../request/tensor-view';
 
 const MAX_CLASSIFICATION_ELEMENTS = 1_000_000;
 

@@ -4,8 +4,8 @@
  * inputs/outputs in config order with protocol datatypes and the config dims,
  * prefixed by -1 for batching models.
  */
-import { configTypeToDataType } from '../datatypes';
-import type { ModelConfig } from '../repository/config/model-config';
+import { configTypeToDataType } from '../core/datatypes';
+import type { ModelConfig } from '../core/model-config';
 
 interface TensorMetadata {
   name: string;

@@ -3,12 +3,12 @@
  * instance_group entries: `count` instances per entry, per GPU for KIND_GPU.
  * In-process backends run each instance in a worker thread.
  */
-import { ServerError } from '../errors';
+import { ServerError } from '../core/errors';
 import type { Backend, BackendInstanceArgs, ProcessHostServices } from '../backends/backend';
-import type { ModelConfig } from '../repository/config/model-config';
-import type { Arena } from './arena';
+import type { ModelConfig } from '../core/model-config';
+import type { Arena } from '../dataplane/arena';
 import type { ModelInstance } from './instance';
-import type { MainPort } from './main-port';
+import type { MainPort } from '../dataplane/main-port';
 import { ProcessInstance } from './process-instance';
 import { WorkerInstance } from './worker-instance';
 

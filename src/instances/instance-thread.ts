@@ -4,13 +4,13 @@
  * thread sleeps on its doorbell (it has nothing else to do).
  */
 import { workerData } from 'node:worker_threads';
-import { toErrorInfo } from '../errors';
+import { toErrorInfo } from '../core/errors';
 import type { BackendInstance, CreateBackendInstance } from '../backends/backend';
-import { nowNs } from '../scheduler/clock';
-import { Arena } from './arena';
-import type { InstanceToMain, MainToInstance } from './protocol';
-import { Inbox, RingWriter } from './ring';
-import { nameThisThread } from './thread-name';
+import { nowNs } from '../core/clock';
+import { Arena } from '../dataplane/arena';
+import type { InstanceToMain, MainToInstance } from '../dataplane/protocol';
+import { Inbox, RingWriter } from '../dataplane/ring';
+import { nameThisThread } from '../dataplane/thread-name';
 import type { InstanceThreadData } from './worker-instance';
 
 const data = workerData as InstanceThreadData;

@@ -4,30 +4,7 @@
  * running an in-process backend such as onnxruntime); later a child-process
  * instance for the Python backend.
  */
-import type { InferRequest, InferResponse } from '../scheduler/request';
-
-export interface ExecuteTimings {
-  /** Wall-clock ns (clock.ts): execution started in the instance. */
-  computeStartNs: number;
-  /** Inputs gathered, backend about to run. */
-  computeInputEndNs: number;
-  /** Backend run finished. */
-  computeInferEndNs: number;
-  /** Outputs written to the arena. */
-  computeEndNs: number;
-}
-
-export interface ExecuteResult {
-  /** One response per request, in the order of the requests. */
-  responses: InferResponse[];
-  timings: ExecuteTimings;
-}
-
-/**
- * Receives the non-final responses of request `index` of a batch while it
- * runs (decoupled models); final responses come back in the ExecuteResult.
- */
-export type StreamResponse = (index: number, response: InferResponse) => void;
+import type { ExecuteResult, InferRequest, StreamResponse } from '../core/request';
 
 export interface ModelInstance {
   /** `<group name>_<index>` as Triton names instances. */

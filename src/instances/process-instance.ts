@@ -8,10 +8,10 @@
  * next batch tries again.
  */
 import type { BackendInstanceArgs, ProcessChild, ProcessHostServices, StartProcessChild } from '../backends/backend';
-import { ServerError, toErrorInfo } from '../errors';
-import type { InferRequest } from '../scheduler/request';
-import { nowNs } from '../scheduler/clock';
-import type { ExecuteResult, ModelInstance, StreamResponse } from './instance';
+import { ServerError, toErrorInfo } from '../core/errors';
+import type { ExecuteResult, InferRequest, StreamResponse } from '../core/request';
+import { nowNs } from '../core/clock';
+import type { ModelInstance } from './instance';
 
 export class ProcessInstance implements ModelInstance {
   readonly name: string;

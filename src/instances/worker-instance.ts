@@ -5,16 +5,16 @@
  */
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { ServerError, fromErrorInfo, toErrorInfo } from '../errors';
+import { ServerError, fromErrorInfo, toErrorInfo } from '../core/errors';
 import type { BackendInstanceArgs } from '../backends/backend';
-import type { InferRequest } from '../scheduler/request';
-import { nowNs } from '../scheduler/clock';
-import type { Arena } from './arena';
-import type { ExecuteResult, ModelInstance } from './instance';
-import type { MainPort } from './main-port';
-import type { InstanceToMain, MainToInstance } from './protocol';
-import { Doorbell, RingWriter, createRing } from './ring';
-import type { RingHandle } from './ring';
+import type { ExecuteResult, InferRequest } from '../core/request';
+import { nowNs } from '../core/clock';
+import type { Arena } from '../dataplane/arena';
+import type { ModelInstance } from './instance';
+import type { MainPort } from '../dataplane/main-port';
+import type { InstanceToMain, MainToInstance } from '../dataplane/protocol';
+import { Doorbell, RingWriter, createRing } from '../dataplane/ring';
+import type { RingHandle } from '../dataplane/ring';
 
 export interface InstanceThreadData {
   arena: Arena['handle'];

@@ -4,7 +4,7 @@
  * is validated whole before anything changes, so a bad request changes
  * nothing. Shared by HTTP (`/v2/logging`) and gRPC (LogSettings).
  */
-import { ServerError } from '../errors';
+import { ServerError } from '../core/errors';
 import type { LogFormat, LogSettings, Logger } from './logger';
 
 export interface LogSettingsJson {

@@ -6,7 +6,7 @@
  */
 import http from 'node:http';
 import type net from 'node:net';
-import { ServerError } from '../errors';
+import { ServerError } from '../core/errors';
 
 export class MetricsServer {
   private server: http.Server | undefined;

@@ -15,7 +15,7 @@
  * `batch_stats` counts executions per batch size; inference_count is
  * batch-weighted and comes from executions, as Triton's batch statistics do.
  */
-import type { ExecuteTimings } from '../instances/instance';
+import type { ExecuteTimings } from '../core/request';
 import type { RequestDoneStats, ResponseKind } from '../scheduler/scheduler-hooks';
 
 export interface Duration {

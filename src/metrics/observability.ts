@@ -6,7 +6,7 @@
  * statistics and tracing still work.
  */
 import type { ServerOptions } from '../cli-options';
-import { ServerError, toErrorInfo } from '../errors';
+import { ServerError, toErrorInfo } from '../core/errors';
 import type { Logger } from '../logging/logger';
 import { Tracer } from '../tracing/tracer';
 import { CpuMetricsPoller } from './cpu-metrics';

@@ -5,9 +5,9 @@
  * when a version starts loading and dropped when it is unloaded, so a reload
  * starts from zero and unloaded versions leave /metrics (as in Triton).
  */
-import { requestIdPrefix } from '../errors';
+import { requestIdPrefix } from '../core/errors';
 import type { Logger } from '../logging/logger';
-import type { InferRequest } from '../scheduler/request';
+import type { InferRequest } from '../core/request';
 import type { RequestDoneStats, SchedulerHooks } from '../scheduler/scheduler-hooks';
 import type { Tracer } from '../tracing/tracer';
 import type { MetricFamilies } from './metric-families';

@@ -5,7 +5,14 @@
  * Each tensor carries both its JSON values and its little-endian bytes.
  */
 import fs from 'node:fs';
-import type { InputInfo } from './model-probe';
+
+/** An input as the model metadata describes it. */
+export interface InputInfo {
+  name: string;
+  datatype: string;
+  /** Metadata shape, batch dimension included for batching models (-1). */
+  shape: number[];
+}
 
 export interface PerfTensor {
   name: string;

@@ -5,13 +5,7 @@
  */
 import { frameGrpcMessage, grpcMessageType, unframeGrpcMessage } from './grpc-conn';
 import { H2GrpcConn } from './h2-grpc-conn';
-
-export interface InputInfo {
-  name: string;
-  datatype: string;
-  /** Metadata shape, batch dimension included for batching models (-1). */
-  shape: number[];
-}
+import type { InputInfo } from './input-tensors';
 
 export interface ModelProbe {
   inputs(): Promise<InputInfo[]>;

@@ -6,7 +6,7 @@
  * `interpreter` is nodetron's own: the Python executable for the stubs
  * (Triton instead links one libpython into its stub binary).
  */
-import { ServerError } from '../errors';
+import { ServerError } from '../core/errors';
 
 export interface PythonBackendOptions {
   shmDefaultBytes: number;

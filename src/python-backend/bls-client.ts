@@ -5,8 +5,8 @@
  * stream each response back into the stub's h2s region.
  */
 import type { ProcessHostServices } from '../backends/backend';
-import { toErrorInfo } from '../errors';
-import type { InferResponse, ParamValue, TensorRef } from '../scheduler/request';
+import { toErrorInfo } from '../core/errors';
+import type { InferResponse, ParamValue, TensorRef } from '../core/request';
 import type { BlsRequest, ShmTensor } from './ipc-protocol';
 import { readTensors } from './request-wire';
 import type { StubProcess } from './stub-process';

@@ -4,14 +4,14 @@
  * then `route` into the target's scheduler. Runs on the main thread.
  */
 import type { GatewayRequest, InferGateway } from '../backends/backend';
-import { ServerError, toErrorInfo } from '../errors';
-import type { DecodedRequest } from '../frontend/decoded-request';
-import { lookupModel } from '../frontend/model-lookup';
-import type { ServerSnapshot } from '../frontend/server-snapshot';
-import { validateRequest } from '../frontend/validate';
-import type { Arena } from '../instances/arena';
-import { nowNs } from '../scheduler/clock';
-import type { InferRequest, Respond } from '../scheduler/request';
+import { ServerError, toErrorInfo } from '../core/errors';
+import type { DecodedRequest } from '../request/decoded-request';
+import { lookupModel } from '../request/model-lookup';
+import type { ServerSnapshot } from '../request/server-snapshot';
+import { validateRequest } from '../request/validate';
+import type { Arena } from '../dataplane/arena';
+import { nowNs } from '../core/clock';
+import type { InferRequest, Respond } from '../core/request';
 
 export class BlsGateway implements InferGateway {
   private cached: ServerSnapshot['models'] | undefined;

@@ -5,11 +5,11 @@
  * max_batch_size, inputs, outputs, dynamic_batching, the transaction policy.
  */
 import path from 'node:path';
-import { ServerError } from '../errors';
+import { ServerError } from '../core/errors';
 import type { Logger } from '../logging/logger';
 import { createLogger } from '../logging/logger';
 import { fillDefaults } from '../repository/config/defaults';
-import type { ModelConfig, ModelDynamicBatching, ModelInput, ModelOutput } from '../repository/config/model-config';
+import type { ModelConfig, ModelDynamicBatching, ModelInput, ModelOutput } from '../core/model-config';
 import { schemaType } from '../repository/config/schema';
 import { modelConfigToJson } from '../repository/config/to-json';
 import { parsePythonBackendOptions } from './backend-options';

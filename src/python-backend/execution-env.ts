@@ -17,8 +17,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { ServerError } from '../errors';
-import type { ModelConfig } from '../repository/config/model-config';
+import { ServerError } from '../core/errors';
+import type { ModelConfig } from '../core/model-config';
 
 const run = promisify(execFile);
 const MODEL_DIR_VAR = '$$TRITON_MODEL_DIRECTORY';

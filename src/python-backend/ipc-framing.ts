@@ -7,7 +7,7 @@
  * frame's blob. Large tensors stay in the shared-memory regions
  * (shm-region.ts).
  */
-import { ServerError } from '../errors';
+import { ServerError } from '../core/errors';
 
 /** Refuse frames above this size: a corrupt length must not make us buffer gigabytes. */
 export const MAX_FRAME_BYTES = 256 * 1024 * 1024;

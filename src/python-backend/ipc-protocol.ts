@@ -9,7 +9,7 @@
  * in the blob of the message's own frame (ipc-framing.ts): no region block
  * to allocate, copy through a syscall, or release afterwards.
  */
-import type { ErrorCode } from '../errors';
+import type { ErrorCode } from '../core/errors';
 import type { MetricOp } from '../metrics/custom-metrics';
 
 export interface ShmTensor {

@@ -8,11 +8,11 @@
  * has its final response; non-final responses are streamed as they come.
  */
 import type { BackendInstanceArgs, ProcessChild, ProcessHostServices } from '../backends/backend';
-import { ServerError, toErrorInfo, type ErrorCode, type ErrorInfo } from '../errors';
-import type { ExecuteResult, ExecuteTimings, StreamResponse } from '../instances/instance';
+import { ServerError, toErrorInfo, type ErrorCode, type ErrorInfo } from '../core/errors';
+import type { ExecuteResult, ExecuteTimings, StreamResponse } from '../core/request';
 import { modelConfigToJson } from '../repository/config/to-json';
-import { nowNs } from '../scheduler/clock';
-import type { InferRequest, InferResponse } from '../scheduler/request';
+import { nowNs } from '../core/clock';
+import type { InferRequest, InferResponse } from '../core/request';
 import { parsePythonBackendOptions } from './backend-options';
 import { BlsClient } from './bls-client';
 import type { CustomMetricsOwner } from '../metrics/custom-metrics';

@@ -2,11 +2,11 @@
  * Converting between the server's requests/responses (tensors in the arena)
  * and the stub's wire form (tensors in the stub's shared-memory regions).
  */
-import type { Arena } from '../instances/arena';
-import { isDataType } from '../datatypes';
-import { ServerError } from '../errors';
-import type { ModelConfig } from '../repository/config/model-config';
-import type { InferRequest, ParamValue, TensorRef } from '../scheduler/request';
+import type { Arena } from '../dataplane/arena';
+import { isDataType } from '../core/datatypes';
+import { ServerError } from '../core/errors';
+import type { ModelConfig } from '../core/model-config';
+import type { InferRequest, ParamValue, TensorRef } from '../core/request';
 import type { BlobBuilder } from './ipc-framing';
 import { INLINE_FRAME_MAX_BYTES, INLINE_TENSOR_MAX_BYTES, type ShmTensor, type StubRequest } from './ipc-protocol';
 import type { HostRegion, StubRegion } from './shm-region';

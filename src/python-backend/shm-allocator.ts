@@ -7,7 +7,7 @@
  * touches the memory itself. The stub's allocator (stub/_nt_shm.py) is the
  * same algorithm.
  */
-import { ServerError } from '../errors';
+import { ServerError } from '../core/errors';
 
 export const SHM_ALIGN = 64;
 

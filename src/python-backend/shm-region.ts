@@ -12,7 +12,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ServerError } from '../errors';
+import { ServerError } from '../core/errors';
 import { ShmAllocator } from './shm-allocator';
 
 const SHM_DIR = fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();

@@ -11,7 +11,7 @@ import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import { ServerError } from '../errors';
+import { ServerError } from '../core/errors';
 import type { Logger } from '../logging/logger';
 import { FrameDecoder, encodeFrame, type BlobBuilder } from './ipc-framing';
 import type { HostToStub, LogMsg, StubToHost } from './ipc-protocol';

@@ -6,11 +6,11 @@
  * config depends on, so loads can wait for them.
  */
 import fs from 'node:fs';
-import { CODE_WORDS, ServerError } from '../errors';
-import type { Arena } from '../instances/arena';
+import { CODE_WORDS, ServerError } from '../core/errors';
+import type { Arena } from '../dataplane/arena';
 import type { EnsembleServices } from '../scheduler/ensemble-scheduler';
-import type { InferRequest, Respond } from '../scheduler/request';
-import type { ModelConfig } from './config/model-config';
+import type { InferRequest, Respond } from '../core/request';
+import type { ModelConfig } from '../core/model-config';
 import { parseModelConfigText } from './config/pbtxt';
 import { configPath } from './model-loader';
 import type { ModelRecord, VersionRecord } from './model-record';

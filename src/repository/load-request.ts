@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ServerError } from '../errors';
+import { ServerError } from '../core/errors';
 
 export interface OverrideFile {
   /** Path relative to the model folder, as given after `file:`. */

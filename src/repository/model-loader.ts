@@ -7,11 +7,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { ServerError } from '../errors';
+import { ServerError } from '../core/errors';
 import type { Backend } from '../backends/backend';
 import { findBackend } from '../backends/registry';
-import { compileValidationPlan } from '../frontend/validation-plan';
-import type { ValidationPlan } from '../frontend/validation-plan';
+import { compileValidationPlan } from '../request/validation-plan';
+import type { ValidationPlan } from '../request/validation-plan';
 import { createInstances } from '../instances/instance-group';
 import type { InstanceGroupContext } from '../instances/instance-group';
 import type { ModelInstance } from '../instances/instance';
@@ -19,7 +19,7 @@ import { createScheduler, type SchedulerContext } from '../scheduler/create-sche
 import type { Scheduler } from '../scheduler/scheduler';
 import type { SchedulerHooks } from '../scheduler/scheduler-hooks';
 import { ENSEMBLE_PLATFORM, resolveBackend } from './config/backend-resolution';
-import type { ModelConfig } from './config/model-config';
+import type { ModelConfig } from '../core/model-config';
 import { normalizeConfig } from './config/normalize';
 import { parseModelConfigText } from './config/pbtxt';
 import { modelConfigToJson } from './config/to-json';

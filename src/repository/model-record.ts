@@ -3,9 +3,9 @@
  * over it: the repository index (protocol.md §1.10), the model table (§7.2)
  * and the strict-readiness rule.
  */
-import type { ModelView, ServerSnapshot } from '../frontend/server-snapshot';
+import type { ModelView, ServerSnapshot } from '../request/server-snapshot';
 import type { LoadedVersion, PreparedModel } from './model-loader';
-import type { Readiness } from './model-state';
+import type { Readiness } from '../core/model-state';
 import type { ModelLocation } from './scan';
 
 export interface VersionRecord {

@@ -9,16 +9,16 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { configTypeToDataType, elementCount, ELEMENT_SIZE, type DataType } from '../datatypes';
-import { ServerError, toErrorInfo } from '../errors';
-import type { DecodedRequest } from '../frontend/decoded-request';
-import { validateRequest } from '../frontend/validate';
-import type { ValidationPlan } from '../frontend/validation-plan';
-import type { Arena } from '../instances/arena';
-import { nowNs } from '../scheduler/clock';
-import type { InferRequest, InferResponse, TensorRef } from '../scheduler/request';
+import { configTypeToDataType, elementCount, ELEMENT_SIZE, type DataType } from '../core/datatypes';
+import { ServerError, toErrorInfo } from '../core/errors';
+import type { DecodedRequest } from '../request/decoded-request';
+import { validateRequest } from '../request/validate';
+import type { ValidationPlan } from '../request/validation-plan';
+import type { Arena } from '../dataplane/arena';
+import { nowNs } from '../core/clock';
+import type { InferRequest, InferResponse, TensorRef } from '../core/request';
 import type { Scheduler } from '../scheduler/scheduler';
-import type { ModelConfig } from './config/model-config';
+import type { ModelConfig } from '../core/model-config';
 
 interface WarmupInput {
   data_type?: string;

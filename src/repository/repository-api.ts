@@ -4,9 +4,9 @@
  * form into these calls and the results back. Texts and codes are Triton's.
  */
 import type { ModelControlMode } from '../cli-options';
-import { ServerError } from '../errors';
+import { ServerError } from '../core/errors';
 import { parseModelConfigJson } from './config/json-config';
-import type { ModelConfig } from './config/model-config';
+import type { ModelConfig } from '../core/model-config';
 import { checkLoadRequest, checkModelName, writeOverrideDir } from './load-request';
 import type { LoadRequest, UnloadRequest } from './load-request';
 import type { IndexEntry, RepositoryManager } from './repository-manager';

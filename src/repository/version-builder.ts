@@ -10,7 +10,7 @@ import type { Logger } from '../logging/logger';
 import type { VersionObserver } from '../metrics/version-observer';
 import type { EnsembleServices } from '../scheduler/ensemble-scheduler';
 import type { RateLimiter } from '../scheduler/rate-limiter';
-import type { InferRequest, Respond } from '../scheduler/request';
+import type { InferRequest, Respond } from '../core/request';
 import type { ResponseCache } from '../scheduler/response-cache';
 import { ensembleServices } from './ensemble-services';
 import { LoadSlots } from './load-slots';

@@ -18,7 +18,7 @@
  *    the oldest request has waited >= the delay.
  * 5. Otherwise wait until the oldest request has waited the delay.
  */
-import type { InferRequest } from './request';
+import type { InferRequest } from '../core/request';
 
 export interface QueuedView {
   /** Batch size of the request (values < 1 count as 1, as for non-batching models). */

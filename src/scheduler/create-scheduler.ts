@@ -2,10 +2,10 @@
  * The one place that maps a config's scheduling choice (the
  * `scheduling_choice` oneof of ModelConfig) to a Scheduler implementation.
  */
-import { ServerError } from '../errors';
-import type { Arena } from '../instances/arena';
+import { ServerError } from '../core/errors';
+import type { Arena } from '../dataplane/arena';
 import type { ModelInstance } from '../instances/instance';
-import type { ModelConfig } from '../repository/config/model-config';
+import type { ModelConfig } from '../core/model-config';
 import { DefaultScheduler } from './default-scheduler';
 import { DynamicBatchScheduler } from './dynamic-batch-scheduler';
 import { EnsembleScheduler, type EnsembleServices } from './ensemble-scheduler';

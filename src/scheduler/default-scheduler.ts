@@ -3,9 +3,9 @@
  * request per execution, each on the next free instance.
  */
 import type { ModelInstance } from '../instances/instance';
-import { nowNs } from './clock';
+import { nowNs } from '../core/clock';
 import { ExecutionPool, QueuedRequest, stoppingMessage } from './execution-pool';
-import type { InferRequest, Respond } from './request';
+import type { InferRequest, Respond } from '../core/request';
 import type { Scheduler } from './scheduler';
 import type { SchedulerHooks } from './scheduler-hooks';
 

@@ -6,13 +6,13 @@
  * decision sees a bigger batch.
  */
 import type { ModelInstance } from '../instances/instance';
-import { requestIdPrefix } from '../errors';
-import type { ModelConfig } from '../repository/config/model-config';
+import { requestIdPrefix } from '../core/errors';
+import type { ModelConfig } from '../core/model-config';
 import { decideBatch, shapeKeyOf, type BatchPolicy } from './batch-decision';
-import { nowNs, nowUs } from './clock';
+import { nowNs, nowUs } from '../core/clock';
 import { ExecutionPool, QueuedRequest, stoppingMessage } from './execution-pool';
 import { compilePriorityPlan, levelOf, PriorityQueue, timeoutOf } from './priority-queue';
-import type { InferRequest, Respond } from './request';
+import type { InferRequest, Respond } from '../core/request';
 import type { Scheduler } from './scheduler';
 import type { SchedulerHooks } from './scheduler-hooks';
 

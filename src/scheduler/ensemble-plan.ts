@@ -13,8 +13,8 @@
  * The ensemble config's own structure (cycles, unused or unwritten tensors)
  * was checked already by config/validate-ensemble.ts.
  */
-import { ServerError } from '../errors';
-import type { ModelConfig } from '../repository/config/model-config';
+import { ServerError } from '../core/errors';
+import type { ModelConfig } from '../core/model-config';
 
 export interface StepTensor {
   /** Input or output name of the composing model. */

@@ -15,16 +15,16 @@
  * already running has finished (they may be reading the request's inputs,
  * which the frontend frees after our final response).
  */
-import { toErrorInfo, type ErrorInfo } from '../errors';
-import type { DecodedRequest } from '../frontend/decoded-request';
-import { validateRequest } from '../frontend/validate';
-import type { ValidationPlan } from '../frontend/validation-plan';
-import type { Arena } from '../instances/arena';
-import type { ModelConfig } from '../repository/config/model-config';
-import { nowNs } from './clock';
+import { toErrorInfo, type ErrorInfo } from '../core/errors';
+import type { DecodedRequest } from '../request/decoded-request';
+import { validateRequest } from '../request/validate';
+import type { ValidationPlan } from '../request/validation-plan';
+import type { Arena } from '../dataplane/arena';
+import type { ModelConfig } from '../core/model-config';
+import { nowNs } from '../core/clock';
 import { compileEnsemblePlan, type ComposingConfig, type EnsemblePlan } from './ensemble-plan';
 import { stoppingMessage } from './execution-pool';
-import type { InferRequest, InferResponse, Respond, TensorRef } from './request';
+import type { InferRequest, InferResponse, Respond, TensorRef } from '../core/request';
 import type { Scheduler } from './scheduler';
 import type { RequestDoneStats, SchedulerHooks } from './scheduler-hooks';
 

@@ -4,12 +4,12 @@
  * requester exactly once (optionally in dispatch order), counting in-flight
  * requests for a draining stop, and calling the statistics hooks.
  */
-import { ServerError, requestIdPrefix, type ErrorInfo } from '../errors';
-import type { ExecuteResult, ExecuteTimings, ModelInstance } from '../instances/instance';
+import { ServerError, requestIdPrefix, type ErrorInfo } from '../core/errors';
+import type { ModelInstance } from '../instances/instance';
 import type { QueuedView } from './batch-decision';
-import { nowNs } from './clock';
+import { nowNs } from '../core/clock';
 import { OrderedRelease, type OrderSlot } from './ordered-release';
-import type { InferRequest, InferResponse, Respond } from './request';
+import type { ExecuteResult, ExecuteTimings, InferRequest, InferResponse, Respond } from '../core/request';
 import type { RequestDoneStats, SchedulerHooks } from './scheduler-hooks';
 
 /** One admitted request, from enqueue to its final response. */

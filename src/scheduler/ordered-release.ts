@@ -4,7 +4,7 @@
  * responses are released as soon as every earlier request has had its final
  * response; until then they wait here.
  */
-import type { InferResponse } from './request';
+import type { InferResponse } from '../core/request';
 
 /** What the release queue needs of a request record. */
 export interface OrderSlot {

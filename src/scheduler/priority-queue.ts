@@ -9,8 +9,8 @@
  * behind every request of that level that has not timed out (Triton's
  * delayed queue); under REJECT they leave the queue through `expire`.
  */
-import type { ModelDynamicBatching, ModelQueuePolicy } from '../repository/config/model-config';
-import type { ParamValue } from './request';
+import type { ModelDynamicBatching, ModelQueuePolicy } from '../core/model-config';
+import type { ParamValue } from '../core/request';
 
 export interface QueuePolicy {
   timeoutAction: 'REJECT' | 'DELAY';

@@ -11,11 +11,11 @@
  *
  * With `--rate-limit=off` nothing is wrapped and the hot path is unchanged.
  */
-import { ServerError } from '../errors';
-import type { ExecuteResult, ModelInstance, StreamResponse } from '../instances/instance';
+import { ServerError } from '../core/errors';
+import type { ModelInstance } from '../instances/instance';
 import { planInstances } from '../instances/instance-group';
-import type { ModelConfig } from '../repository/config/model-config';
-import type { InferRequest } from './request';
+import type { ModelConfig } from '../core/model-config';
+import type { ExecuteResult, InferRequest, StreamResponse } from '../core/request';
 
 export interface RateLimitOverride {
   name: string;

@@ -13,10 +13,10 @@
  * it frees any response's outputs.
  */
 import { createHash } from 'node:crypto';
-import type { Arena } from '../instances/arena';
-import { nowNs } from './clock';
+import type { Arena } from '../dataplane/arena';
+import { nowNs } from '../core/clock';
 import { LruBytes } from './lru-bytes';
-import type { InferRequest, InferResponse, ParamValue, Respond, TensorRef } from './request';
+import type { InferRequest, InferResponse, ParamValue, Respond, TensorRef } from '../core/request';
 import type { Scheduler } from './scheduler';
 import type { RequestDoneStats, SchedulerHooks } from './scheduler-hooks';
 

@@ -3,8 +3,8 @@
  * these on the hot path, so the argument objects are reused between calls:
  * read what you need during the call and copy it if you keep it.
  */
-import type { ExecuteTimings } from '../instances/instance';
-import type { InferRequest } from './request';
+import type { ExecuteTimings } from '../core/request';
+import type { InferRequest } from '../core/request';
 
 /** Timestamps of one request (wall-clock ns, clock.ts). */
 export interface RequestDoneStats {

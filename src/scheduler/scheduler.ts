@@ -4,7 +4,7 @@
  * them (DESIGN.md "The scheduler is central"). One implementation per config
  * scheduling block, chosen by create-scheduler.ts.
  */
-import type { InferRequest, Respond } from './request';
+import type { InferRequest, Respond } from '../core/request';
 
 export interface Scheduler {
   /**

@@ -10,7 +10,7 @@
  *   heads (each of batch size 1, one per candidate sequence), with the
  *   strategy's preferred sizes and delay, capped at max_batch_size.
  */
-import type { ModelConfig } from '../repository/config/model-config';
+import type { ModelConfig } from '../core/model-config';
 import { decideBatch, type BatchDecision, type QueuedView } from './batch-decision';
 
 export type SequenceStrategy =

@@ -11,14 +11,14 @@
  * max_sequence_idle_microseconds lose their slot. Implicit state
  * (sequence_batching.state) lives in sequence-state.ts.
  */
-import { ServerError, toErrorInfo, type ErrorInfo } from '../errors';
-import type { Arena } from '../instances/arena';
+import { ServerError, toErrorInfo, type ErrorInfo } from '../core/errors';
+import type { Arena } from '../dataplane/arena';
 import type { ModelInstance } from '../instances/instance';
-import type { ModelConfig } from '../repository/config/model-config';
+import type { ModelConfig } from '../core/model-config';
 import { SEQUENCE_IDLE_DEFAULT_MICROSECONDS } from '../repository/config/normalize';
-import { nowNs, nowUs } from './clock';
+import { nowNs, nowUs } from '../core/clock';
 import { ExecutionPool, QueuedRequest, stoppingMessage } from './execution-pool';
-import type { InferRequest, InferResponse, Respond } from './request';
+import type { InferRequest, InferResponse, Respond } from '../core/request';
 import type { Scheduler } from './scheduler';
 import type { SchedulerHooks } from './scheduler-hooks';
 import { compileControls, correlationIdOf, writeControls, type ControlPlan } from './sequence-controls';

@@ -5,11 +5,11 @@
  * CORRID in its datatype), the checks on the correlation id with Triton's
  * texts, and writing one request's control values as tensors in the arena.
  */
-import { configTypeToDataType, type DataType } from '../datatypes';
-import { ServerError, requestIdPrefix } from '../errors';
-import type { Arena } from '../instances/arena';
-import type { ModelConfig } from '../repository/config/model-config';
-import type { InferRequest, TensorRef } from './request';
+import { configTypeToDataType, type DataType } from '../core/datatypes';
+import { ServerError, requestIdPrefix } from '../core/errors';
+import type { Arena } from '../dataplane/arena';
+import type { ModelConfig } from '../core/model-config';
+import type { InferRequest, TensorRef } from '../core/request';
 
 type Kind = 'CONTROL_SEQUENCE_START' | 'CONTROL_SEQUENCE_END' | 'CONTROL_SEQUENCE_READY' | 'CONTROL_SEQUENCE_CORRID';
 

@@ -8,11 +8,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { configTypeToDataType, fixedByteSize, type DataType } from '../datatypes';
-import { ServerError } from '../errors';
-import type { Arena } from '../instances/arena';
-import type { ModelConfig } from '../repository/config/model-config';
-import type { InferRequest, InferResponse, TensorRef } from './request';
+import { configTypeToDataType, fixedByteSize, type DataType } from '../core/datatypes';
+import { ServerError } from '../core/errors';
+import type { Arena } from '../dataplane/arena';
+import type { ModelConfig } from '../core/model-config';
+import type { InferRequest, InferResponse, TensorRef } from '../core/request';
 
 export interface StateSpec {
   inputName: string;

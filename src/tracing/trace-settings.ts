@@ -3,7 +3,7 @@
  * setting from --trace-config and per-model overrides, their JSON form, and
  * POST bodies validated with Triton's texts. Pure, so it is table-tested.
  */
-import { ServerError } from '../errors';
+import { ServerError } from '../core/errors';
 import type { TraceConfig, TraceLevel, TraceMode } from '../cli-trace-config';
 
 export interface TraceSetting {

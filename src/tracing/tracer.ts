@@ -11,8 +11,8 @@
  */
 import fs from 'node:fs';
 import type { TraceConfig } from '../cli-trace-config';
-import { ServerError } from '../errors';
-import type { InferRequest } from '../scheduler/request';
+import { ServerError } from '../core/errors';
+import type { InferRequest } from '../core/request';
 import type { RequestDoneStats } from '../scheduler/scheduler-hooks';
 import {
   applyTraceUpdate, effectiveSetting, settingFromConfig, traceSettingJson,

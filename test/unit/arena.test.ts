@@ -2,8 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { Arena, ARENA_MAX_BYTES_LIMIT } from '../../src/instances/arena';
-import { ServerError } from '../../src/errors';
+import { Arena, ARENA_MAX_BYTES_LIMIT } from '../../src/dataplane/arena';
+import { ServerError } from '../../src/core/errors';
 
 function isServerError(code: string, text: RegExp): (err: unknown) => boolean {
   return (err) => err instanceof ServerError && err.code === code && text.test(err.message);

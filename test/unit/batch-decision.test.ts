@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { decideBatch, shapeKeyOf, type BatchDecision, type BatchPolicy, type QueuedView } from '../../src/scheduler/batch-decision';
-import type { InferRequest, TensorRef } from '../../src/scheduler/request';
+import type { InferRequest, TensorRef } from '../../src/core/request';
 
 /** The fake clock: every case is decided at NOW; requests carry their age in µs. */
 const NOW = 1_000_000;

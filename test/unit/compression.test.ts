@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import zlib from 'node:zlib';
-import { ServerError } from '../../src/errors';
+import { ServerError } from '../../src/core/errors';
 import { compressResponse, decompressRequest, negotiateEncoding } from '../../src/frontend/http/compression';
 
 const body = Buffer.from('{"inputs":[]}'.repeat(50));

@@ -13,7 +13,7 @@ import { parseModelConfigText } from '../../src/repository/config/pbtxt';
 import { resolveBackend } from '../../src/repository/config/backend-resolution';
 import { normalizeConfig } from '../../src/repository/config/normalize';
 import { validateConfig } from '../../src/repository/config/validate';
-import { ServerError } from '../../src/errors';
+import { ServerError } from '../../src/core/errors';
 
 /** Tests run from dist*\/test/unit, so find the repository root first. */
 function repoRoot(): string {

@@ -6,7 +6,7 @@ import { normalizeConfig } from '../../src/repository/config/normalize';
 import { validateConfig } from '../../src/repository/config/validate';
 import { messageToJson, modelConfigToJson } from '../../src/repository/config/to-json';
 import { schemaType } from '../../src/repository/config/schema';
-import type { ModelConfig } from '../../src/repository/config/model-config';
+import type { ModelConfig } from '../../src/core/model-config';
 
 /** parse → resolve → normalize → validate, as the repository loader does. */
 function load(text: string, dir: string, files: string[], gpuCount = 0): ModelConfig {

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseModelConfigText } from '../../src/repository/config/pbtxt';
 import { defaultCpuInstanceCount, normalizeConfig, type NormalizeContext } from '../../src/repository/config/normalize';
-import type { ModelConfig } from '../../src/repository/config/model-config';
+import type { ModelConfig } from '../../src/core/model-config';
 
 const cfg = (text: string): ModelConfig => parseModelConfigText(text, 'm/config.pbtxt');
 const group = (over: Record<string, unknown>): Record<string, unknown> => ({

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { defaultTraceConfig } from '../../src/cli-trace-config';
-import { ServerError } from '../../src/errors';
+import { ServerError } from '../../src/core/errors';
 import { createLogger } from '../../src/logging/logger';
 import { updateLogSettings } from '../../src/logging/logging-extension';
 import { applyTraceUpdate, settingFromConfig, traceSettingJson } from '../../src/tracing/trace-settings';

@@ -1,10 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ServerError } from '../../src/errors';
+import { ServerError } from '../../src/core/errors';
 import { createScheduler } from '../../src/scheduler/create-scheduler';
 import { DefaultScheduler } from '../../src/scheduler/default-scheduler';
 import { DynamicBatchScheduler } from '../../src/scheduler/dynamic-batch-scheduler';
-import { Arena } from '../../src/instances/arena';
+import { Arena } from '../../src/dataplane/arena';
 import { CachingScheduler, ResponseCache } from '../../src/scheduler/response-cache';
 import { SequenceBatchScheduler } from '../../src/scheduler/sequence-batch-scheduler';
 import { FakeInstance, config } from './scheduler-test-kit';

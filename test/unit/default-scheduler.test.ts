@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DefaultScheduler } from '../../src/scheduler/default-scheduler';
-import type { InferRequest } from '../../src/scheduler/request';
+import type { InferRequest } from '../../src/core/request';
 import { FakeInstance, Recorder, request, settle } from './scheduler-test-kit';
 
 test('one request per execution, FIFO, each answered exactly once', async () => {

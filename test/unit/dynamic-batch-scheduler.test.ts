@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DynamicBatchScheduler } from '../../src/scheduler/dynamic-batch-scheduler';
-import type { InferRequest, InferResponse } from '../../src/scheduler/request';
+import type { InferRequest, InferResponse } from '../../src/core/request';
 import type { RequestDoneStats } from '../../src/scheduler/scheduler-hooks';
 import { FakeInstance, Recorder, config, request, settle, until } from './scheduler-test-kit';
 

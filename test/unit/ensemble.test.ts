@@ -6,12 +6,12 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { compileValidationPlan } from '../../src/frontend/validation-plan';
-import { Arena } from '../../src/instances/arena';
-import type { ModelConfig } from '../../src/repository/config/model-config';
+import { compileValidationPlan } from '../../src/request/validation-plan';
+import { Arena } from '../../src/dataplane/arena';
+import type { ModelConfig } from '../../src/core/model-config';
 import { compileEnsemblePlan } from '../../src/scheduler/ensemble-plan';
 import { EnsembleScheduler, type EnsembleServices } from '../../src/scheduler/ensemble-scheduler';
-import type { InferRequest, InferResponse, TensorRef } from '../../src/scheduler/request';
+import type { InferRequest, InferResponse, TensorRef } from '../../src/core/request';
 
 type Io = [string, string, number[]];
 function model(name: string, mbs: number, inputs: Io[], outputs: Io[], extra: Partial<ModelConfig> = {}): ModelConfig {

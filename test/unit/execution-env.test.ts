@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { activatedEnv, stubRuntime } from '../../src/python-backend/execution-env';
-import type { ModelConfig } from '../../src/repository/config/model-config';
+import type { ModelConfig } from '../../src/core/model-config';
 
 const withEnvPath = (p: string | undefined): ModelConfig =>
   ({ parameters: p === undefined ? {} : { EXECUTION_ENV_PATH: { string_value: p } } }) as unknown as ModelConfig;

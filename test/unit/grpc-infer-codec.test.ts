@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import protobuf from 'protobufjs';
-import { ServerError } from '../../src/errors';
+import { ServerError } from '../../src/core/errors';
 import { buildInferResponse, decodeModelInferRequest } from '../../src/frontend/grpc/infer-codec';
 import { grpcServiceProtoPath, loadProtos } from '../../src/frontend/grpc/grpc-protos';
 import type { ModelInferRequestMsg } from '../../src/frontend/grpc/proto-types';

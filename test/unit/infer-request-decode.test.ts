@@ -1,11 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ServerError } from '../../src/errors';
-import type { ErrorCode } from '../../src/errors';
+import { ServerError } from '../../src/core/errors';
+import type { ErrorCode } from '../../src/core/errors';
 import { decodeInferRequest, parseHeaderLength } from '../../src/frontend/http/infer-request-decode';
-import { compileValidationPlan } from '../../src/frontend/validation-plan';
-import type { ValidationPlan } from '../../src/frontend/validation-plan';
-import type { ModelConfig } from '../../src/repository/config/model-config';
+import { compileValidationPlan } from '../../src/request/validation-plan';
+import type { ValidationPlan } from '../../src/request/validation-plan';
+import type { ModelConfig } from '../../src/core/model-config';
 
 function plan(name: string, maxBatchSize: number, inputs: [string, string, number[]][]): ValidationPlan {
   return compileValidationPlan({

@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { DataType } from '../../src/datatypes';
-import { ServerError } from '../../src/errors';
+import type { DataType } from '../../src/core/datatypes';
+import { ServerError } from '../../src/core/errors';
 import { formatFixed6 } from '../../src/frontend/classification';
-import type { RequestedOutput } from '../../src/frontend/decoded-request';
+import type { RequestedOutput } from '../../src/request/decoded-request';
 import { encodeInferResponse } from '../../src/frontend/http/infer-response-encode';
 import type { EncodeResponseArgs, ResponseOutput } from '../../src/frontend/http/infer-response-encode';
 

@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { lookupModel } from '../../src/frontend/model-lookup';
-import type { ServerSnapshot } from '../../src/frontend/server-snapshot';
-import { ServerError } from '../../src/errors';
+import { lookupModel } from '../../src/request/model-lookup';
+import type { ServerSnapshot } from '../../src/request/server-snapshot';
+import { ServerError } from '../../src/core/errors';
 
 const snap: ServerSnapshot = {
   live: true,

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { modelMetadataJson } from '../../src/frontend/model-metadata';
-import type { ModelConfig } from '../../src/repository/config/model-config';
+import type { ModelConfig } from '../../src/core/model-config';
 
 function config(fields: Record<string, unknown>): ModelConfig {
   return { name: 'simple', platform: '', backend: '', max_batch_size: 0, input: [], output: [], ...fields } as unknown as ModelConfig;

@@ -8,7 +8,7 @@ import type { OnnxTensorInfo } from '../../src/backends/onnxruntime/onnx-model-i
 import {
   dataTypeToOrtType, onnxElemTypeName, onnxElemTypeToConfigType, onnxElemTypeToDataType, ortTypeToDataType,
 } from '../../src/backends/onnxruntime/ort-types';
-import { DATATYPES } from '../../src/datatypes';
+import { DATATYPES } from '../../src/core/datatypes';
 import { fieldBytes, fieldVarint, modelBytes as model, tensorType, valueInfo, varint } from './fixtures/onnx-builder';
 import { modelFile } from './fixtures/repo-paths';
 

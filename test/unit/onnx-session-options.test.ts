@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { sessionOptionsFor } from '../../src/backends/onnxruntime/session-options';
-import { ServerError } from '../../src/errors';
-import type { ModelConfig } from '../../src/repository/config/model-config';
+import { ServerError } from '../../src/core/errors';
+import type { ModelConfig } from '../../src/core/model-config';
 
 function config(parameters: Record<string, string> = {}, optimization?: Record<string, unknown>): ModelConfig {
   return {

@@ -4,11 +4,11 @@ import path from 'node:path';
 import type { BackendInstance, BackendInstanceArgs } from '../../src/backends/backend';
 import { completeOnnxConfig } from '../../src/backends/onnxruntime/complete-config';
 import { createBackendInstance } from '../../src/backends/onnxruntime/onnxruntime-instance';
-import type { DataType } from '../../src/datatypes';
-import { ServerError } from '../../src/errors';
-import { Arena } from '../../src/instances/arena';
-import type { ModelConfig } from '../../src/repository/config/model-config';
-import type { InferRequest, TensorRef } from '../../src/scheduler/request';
+import type { DataType } from '../../src/core/datatypes';
+import { ServerError } from '../../src/core/errors';
+import { Arena } from '../../src/dataplane/arena';
+import type { ModelConfig } from '../../src/core/model-config';
+import type { InferRequest, TensorRef } from '../../src/core/request';
 import { modelFile, repoRoot } from './fixtures/repo-paths';
 
 

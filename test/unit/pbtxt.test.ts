@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fillDefaults, parseModelConfigText, parseTextProto } from '../../src/repository/config/pbtxt';
 import { schemaType } from '../../src/repository/config/schema';
-import { ServerError } from '../../src/errors';
+import { ServerError } from '../../src/core/errors';
 
 /** Value at a dotted path (`input.0.dims`). */
 function at(obj: unknown, path: string): unknown {

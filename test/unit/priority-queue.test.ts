@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { ModelDynamicBatching } from '../../src/repository/config/model-config';
+import type { ModelDynamicBatching } from '../../src/core/model-config';
 import { compilePriorityPlan, levelOf, PriorityQueue, timeoutOf, type QueuePolicy } from '../../src/scheduler/priority-queue';
 
 const db = (x: Partial<ModelDynamicBatching>): ModelDynamicBatching => ({

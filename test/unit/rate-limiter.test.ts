@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { ModelConfig } from '../../src/repository/config/model-config';
+import type { ModelConfig } from '../../src/core/model-config';
 import { RateLimiter, asksOf, availableCount, fits, resourceKey, type RateLimitOverride, type ResourceAsk } from '../../src/scheduler/rate-limiter';
 import { FakeInstance, config, request } from './scheduler-test-kit';
 

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { scanRepositories, scanVersions, selectVersions } from '../../src/repository/scan';
-import { transition } from '../../src/repository/model-state';
+import { transition } from '../../src/core/model-state';
 
 test('scanVersions keeps integer folders, warns about the others by name', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'scan-'));

@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Arena } from '../../src/instances/arena';
+import { Arena } from '../../src/dataplane/arena';
 import { DefaultScheduler } from '../../src/scheduler/default-scheduler';
-import type { InferRequest, InferResponse } from '../../src/scheduler/request';
+import type { InferRequest, InferResponse } from '../../src/core/request';
 import { CachingScheduler, ResponseCache, responseCacheFromOptions } from '../../src/scheduler/response-cache';
 import type { SchedulerHooks } from '../../src/scheduler/scheduler-hooks';
 import { FakeInstance, Recorder, settle } from './scheduler-test-kit';

@@ -2,8 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { Doorbell, Inbox, RingWriter, createRing, type RingHandle } from '../../src/instances/ring';
-import { ServerError } from '../../src/errors';
+import { Doorbell, Inbox, RingWriter, createRing, type RingHandle } from '../../src/dataplane/ring';
+import { ServerError } from '../../src/core/errors';
 
 const ECHO_WORKER = path.join(__dirname, 'fixtures', 'ring-echo-worker.js');
 

@@ -3,9 +3,9 @@
  * finish only when the test says so, request and config builders, and a
  * recorder of responses. Not a test file itself.
  */
-import type { ExecuteResult, ModelInstance } from '../../src/instances/instance';
-import type { ModelConfig, ModelDynamicBatching } from '../../src/repository/config/model-config';
-import type { InferRequest, InferResponse, Respond } from '../../src/scheduler/request';
+import type { ModelInstance } from '../../src/instances/instance';
+import type { ModelConfig, ModelDynamicBatching } from '../../src/core/model-config';
+import type { ExecuteResult, InferRequest, InferResponse, Respond } from '../../src/core/request';
 
 export interface FakeExecution {
   requests: InferRequest[];

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { ModelConfig } from '../../src/repository/config/model-config';
+import type { ModelConfig } from '../../src/core/model-config';
 import { decideSequenceBatch, sequenceStrategyOf, type SequenceStrategy } from '../../src/scheduler/sequence-batch-policy';
 import { SequenceSlots } from '../../src/scheduler/sequence-slots';
 

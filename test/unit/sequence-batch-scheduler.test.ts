@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Arena } from '../../src/instances/arena';
-import type { InferRequest, ParamValue } from '../../src/scheduler/request';
+import { Arena } from '../../src/dataplane/arena';
+import type { InferRequest, ParamValue } from '../../src/core/request';
 import { SequenceBatchScheduler } from '../../src/scheduler/sequence-batch-scheduler';
 import { FakeInstance, Recorder, config, request, settle } from './scheduler-test-kit';
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Arena } from '../../src/instances/arena';
+import { Arena } from '../../src/dataplane/arena';
 import { compileStates, SequenceStates } from '../../src/scheduler/sequence-state';
 import { config, request } from './scheduler-test-kit';
 

@@ -1,9 +1,9 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { ServerError } from '../../src/errors';
+import { ServerError } from '../../src/core/errors';
 import { SHM_DISABLED, ShmRegistry } from '../../src/frontend/shm-registry';
-import { readShm, resolveShm, shmPath, writeShm, writeShmOutputs } from '../../src/frontend/shm-regions';
+import { readShm, resolveShm, shmPath, writeShm, writeShmOutputs } from '../../src/request/shm-regions';
 
 const NAME = `nodetron_unit_${process.pid}`;
 const FILE = `/dev/shm/${NAME}`;

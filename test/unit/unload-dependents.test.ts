@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { ModelConfig } from '../../src/repository/config/model-config';
+import type { ModelConfig } from '../../src/core/model-config';
 import { unloadDependents } from '../../src/repository/dependents';
 import type { ModelRecord } from '../../src/repository/model-record';
 

@@ -1,11 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ServerError } from '../../src/errors';
-import type { DecodedInput, DecodedRequest, RequestedOutput } from '../../src/frontend/decoded-request';
-import { validateRequest } from '../../src/frontend/validate';
-import { compileValidationPlan } from '../../src/frontend/validation-plan';
-import type { ValidationPlan } from '../../src/frontend/validation-plan';
-import type { ModelConfig, ModelInput, ModelOutput } from '../../src/repository/config/model-config';
+import { ServerError } from '../../src/core/errors';
+import type { DecodedInput, DecodedRequest, RequestedOutput } from '../../src/request/decoded-request';
+import { validateRequest } from '../../src/request/validate';
+import { compileValidationPlan } from '../../src/request/validation-plan';
+import type { ValidationPlan } from '../../src/request/validation-plan';
+import type { ModelConfig, ModelInput, ModelOutput } from '../../src/core/model-config';
 
 function input(name: string, data_type: string, dims: number[], extra: Partial<ModelInput> = {}): ModelInput {
   return {

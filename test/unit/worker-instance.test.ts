@@ -2,11 +2,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import type { BackendInstanceArgs } from '../../src/backends/backend';
-import { Arena } from '../../src/instances/arena';
-import { MainPort } from '../../src/instances/main-port';
+import { Arena } from '../../src/dataplane/arena';
+import { MainPort } from '../../src/dataplane/main-port';
 import { WorkerInstance } from '../../src/instances/worker-instance';
-import type { ModelConfig } from '../../src/repository/config/model-config';
-import type { InferRequest } from '../../src/scheduler/request';
+import type { ModelConfig } from '../../src/core/model-config';
+import type { InferRequest } from '../../src/core/request';
 
 const request = (id: string): InferRequest => ({
   id, model: 'm', version: 1, batchSize: 1, inputs: [], requestedOutputs: null, parameters: {}, arrivalNs: 0,

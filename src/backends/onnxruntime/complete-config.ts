@@ -14,8 +14,8 @@
  *   dropped when max_batch_size > 0;
  * - the config is always checked: names, counts, datatypes and dims.
  */
-import { ServerError } from '../../errors';
-import type { ModelConfig, ModelDynamicBatching, ModelInput, ModelOutput } from '../../repository/config/model-config';
+import { ServerError } from '../../core/errors';
+import type { ModelConfig, ModelDynamicBatching, ModelInput, ModelOutput } from '../../core/model-config';
 import { resolveOnnxModelFile } from './model-file';
 import { OnnxParseError, readOnnxModelInfo } from './onnx-model-info';
 import type { OnnxModelInfo, OnnxTensorInfo } from './onnx-model-info';

@@ -5,7 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { ServerError } from '../../errors';
+import { ServerError } from '../../core/errors';
 
 /** File name looked for inside a model directory. */
 export const ONNX_FILE_IN_DIRECTORY = 'model.onnx';

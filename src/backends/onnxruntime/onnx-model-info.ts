@@ -14,7 +14,7 @@
  * TensorShapeProto.dim = 1; Dimension dim_value = 1, dim_param = 2.
  */
 import fs from 'node:fs';
-import type { DataType } from '../../datatypes';
+import type { DataType } from '../../core/datatypes';
 import { onnxElemTypeToDataType } from './ort-types';
 
 export type OnnxValueKind = 'tensor' | 'sparse_tensor' | 'sequence' | 'map' | 'optional' | 'unknown';

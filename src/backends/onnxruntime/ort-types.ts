@@ -5,7 +5,7 @@
  * (complex, float8, 4-bit) map to null; so does BF16 on the ORT side, which
  * the Node binding cannot feed or fetch.
  */
-import type { DataType } from '../../datatypes';
+import type { DataType } from '../../core/datatypes';
 
 /** Tensor type strings of onnxruntime-node (`Tensor.Type`) that nodetron uses. */
 export type OrtTensorType =

@@ -16,7 +16,7 @@
  * showed up as worse tail latency on 2-core machines.
  */
 import type { InferenceSession } from 'onnxruntime-node';
-import { ServerError } from '../../errors';
+import { ServerError } from '../../core/errors';
 import type { BackendInstanceArgs } from '../backend';
 
 export const ALLOW_SPINNING_KEY = 'session.intra_op.allow_spinning';

@@ -11,11 +11,11 @@
  * non-UTF-8 bytes do not round-trip through a string tensor.
  */
 import { Tensor } from 'onnxruntime-node';
-import type { DataType } from '../../datatypes';
-import { ELEMENT_SIZE, elementCount } from '../../datatypes';
-import { ServerError } from '../../errors';
-import type { Arena } from '../../instances/arena';
-import type { TensorRef } from '../../scheduler/request';
+import type { DataType } from '../../core/datatypes';
+import { ELEMENT_SIZE, elementCount } from '../../core/datatypes';
+import { ServerError } from '../../core/errors';
+import type { Arena } from '../../dataplane/arena';
+import type { TensorRef } from '../../core/request';
 import type { OrtTensorType } from './ort-types';
 
 type TypedArrayCtor = new (buffer: ArrayBufferLike, byteOffset: number, length: number) => Tensor['data'];

@@ -4,9 +4,9 @@
  * feature is off, and a clear UNIMPLEMENTED text for what is not built yet.
  */
 import type * as grpc from '@grpc/grpc-js';
-import { ServerError } from '../../errors';
-import { lookupModel } from '../model-lookup';
-import type { ServerSnapshot } from '../server-snapshot';
+import { ServerError } from '../../core/errors';
+import { lookupModel } from '../../request/model-lookup';
+import type { ServerSnapshot } from '../../request/server-snapshot';
 import type { ShmRegistry } from '../shm-registry';
 import { unary } from './grpc-context';
 import type { GrpcContext } from './grpc-context';

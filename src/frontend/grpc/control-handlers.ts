@@ -1,12 +1,12 @@
 /**
  * Statistics, trace, log and repository rpcs over the main thread's shared
- * control APIs (src/frontend/control-api.ts, src/repository/repository-api.ts),
+ * control APIs (src/frontend/http/control-api.ts, src/repository/repository-api.ts),
  * when server.ts hands them in: gRPC only converts its wire form into their
  * calls and their JSON-shaped results back into messages (protocol.md
  * §2.5, §2.7). Without them, admin-handlers.ts answers.
  */
 import type * as grpc from '@grpc/grpc-js';
-import { ServerError } from '../../errors';
+import { ServerError } from '../../core/errors';
 import { checkRepositoryName, repositoryIndex, repositoryLoad, repositoryUnload } from '../../repository/repository-api';
 import type { OverrideFile } from '../../repository/repository-api';
 import { unary } from './grpc-context';

@@ -6,12 +6,12 @@
  */
 import type * as grpc from '@grpc/grpc-js';
 import type { ServerOptions } from '../../cli-options';
-import { GRPC_STATUS, ServerError, toErrorInfo } from '../../errors';
-import type { Arena } from '../../instances/arena';
+import { GRPC_STATUS, ServerError, toErrorInfo } from '../../core/errors';
+import type { Arena } from '../../dataplane/arena';
 import type { Logger } from '../../logging/logger';
 import type { RepositoryApiContext } from '../../repository/repository-api';
-import type { InferRequest, Respond } from '../../scheduler/request';
-import type { ServerSnapshot } from '../server-snapshot';
+import type { InferRequest, Respond } from '../../core/request';
+import type { ServerSnapshot } from '../../request/server-snapshot';
 import type { ShmRegistry } from '../shm-registry';
 import type { Protos } from './grpc-protos';
 
@@ -20,7 +20,7 @@ export type RestrictedCategory =
   | 'model-repository' | 'statistics' | 'trace' | 'logging';
 
 /**
- * The main thread's control APIs (src/frontend/control-api.ts), typed by
+ * The main thread's control APIs (src/frontend/http/control-api.ts), typed by
  * what gRPC calls; results are the JSON shapes the HTTP endpoints print.
  */
 export interface GrpcControl {

@@ -9,7 +9,7 @@
  */
 import fs from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
-import { ServerError } from '../../errors';
+import { ServerError } from '../../core/errors';
 import { adminHandlers } from './admin-handlers';
 import { controlHandlers } from './control-handlers';
 import type { GrpcContext, GrpcDeps } from './grpc-context';

@@ -3,9 +3,9 @@
  * the gRPC frontend's accepted types and texts (protocol.md §2.3 "Request
  * parameters", tensor parameters). 64-bit values arrive as decimal strings.
  */
-import { ServerError } from '../../errors';
-import type { ParamValue } from '../../scheduler/request';
-import { resolveShm, type ShmRef, type ShmRegionTable } from '../shm-regions';
+import { ServerError } from '../../core/errors';
+import type { ParamValue } from '../../core/request';
+import { resolveShm, type ShmRef, type ShmRegionTable } from '../../request/shm-regions';
 import type { InferParameterMsg } from './proto-types';
 
 const ALLOWED_TRITON_KEYS = ['triton_enable_empty_final_response'];

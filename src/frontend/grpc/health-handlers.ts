@@ -4,11 +4,11 @@
  * ServerMetadata, ModelMetadata, ModelConfig and grpc.health.v1 Check.
  */
 import type * as grpc from '@grpc/grpc-js';
-import { ServerError } from '../../errors';
+import { ServerError } from '../../core/errors';
 import { modelMetadataJson } from '../model-metadata';
-import { lookupModel, readyVersions } from '../model-lookup';
-import type { Resolved } from '../model-lookup';
-import type { ServerSnapshot } from '../server-snapshot';
+import { lookupModel, readyVersions } from '../../request/model-lookup';
+import type { Resolved } from '../../request/model-lookup';
+import type { ServerSnapshot } from '../../request/server-snapshot';
 import { unary } from './grpc-context';
 import type { GrpcContext } from './grpc-context';
 import type { ModelRefMsg } from './proto-types';

@@ -6,16 +6,16 @@
  * §8 item 1). No arena; the only I/O is reading inputs from client shared
  * memory (shm-regions.ts).
  */
-import type { DataType } from '../../datatypes';
-import { ServerError } from '../../errors';
-import type { ParamValue } from '../../scheduler/request';
+import type { DataType } from '../../core/datatypes';
+import { ServerError } from '../../core/errors';
+import type { ParamValue } from '../../core/request';
 import { classify } from '../classification';
-import type { DecodedInput, DecodedRequest, RequestedOutput } from '../decoded-request';
-import { encodeBytesTensor } from '../tensor-view';
+import type { DecodedInput, DecodedRequest, RequestedOutput } from '../../request/decoded-request';
+import { encodeBytesTensor } from '../../request/tensor-view';
 import { checkSharedMemory, int64ToNumber, parseRequestParameters, tensorParameters } from './grpc-parameters';
 import type { InferParameterOut, ModelInferRequestMsg, ModelInferResponseOut } from './proto-types';
 import { contentsToBytes, hasContents } from './typed-contents';
-import { readShm, type ShmRef, type ShmRegionTable } from '../shm-regions';
+import { readShm, type ShmRef, type ShmRegionTable } from '../../request/shm-regions';
 
 const EMPTY = new Uint8Array(0);
 

@@ -11,7 +11,7 @@
  * half-closes, the stream ends once every request was answered.
  */
 import type * as grpc from '@grpc/grpc-js';
-import { ServerError, fromErrorInfo, toErrorInfo } from '../../errors';
+import { ServerError, fromErrorInfo, toErrorInfo } from '../../core/errors';
 import { checkRestricted, toStatus } from './grpc-context';
 import type { GrpcContext } from './grpc-context';
 import { encodeModelInferResponseBytes, encodeModelStreamInferResponseBytes } from './infer-response-wire';

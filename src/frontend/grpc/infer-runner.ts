@@ -6,13 +6,13 @@
  * it to the caller, who encodes it synchronously → free the outputs (and the
  * inputs after the final response).
  */
-import type { ErrorInfo } from '../../errors';
-import { ServerError, toErrorInfo } from '../../errors';
-import { nowNs } from '../../scheduler/clock';
-import type { InferResponse } from '../../scheduler/request';
-import { admitRequest, releaseInputs, releaseOutputs } from '../admit-request';
-import { writeShmOutputs } from '../shm-regions';
-import { validateRequest } from '../validate';
+import type { ErrorInfo } from '../../core/errors';
+import { ServerError, toErrorInfo } from '../../core/errors';
+import { nowNs } from '../../core/clock';
+import type { InferResponse } from '../../core/request';
+import { admitRequest, releaseInputs, releaseOutputs } from '../../request/admit-request';
+import { writeShmOutputs } from '../../request/shm-regions';
+import { validateRequest } from '../../request/validate';
 import type { GrpcContext } from './grpc-context';
 import { SHUTTING_DOWN } from './grpc-context';
 import { resolveModel } from './health-handlers';

@@ -4,7 +4,7 @@
  * a 4-byte little-endian length prefix (protocol.md §2.3, input rule 3).
  * 8/16-bit integer types keep the low bytes of their 32-bit field values.
  */
-import { ServerError } from '../../errors';
+import { ServerError } from '../../core/errors';
 import type { InferTensorContentsMsg } from './proto-types';
 
 type ContentsField = keyof InferTensorContentsMsg;

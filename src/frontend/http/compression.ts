@@ -7,7 +7,7 @@
  * bounded by --http-max-input-size.
  */
 import zlib from 'node:zlib';
-import { ServerError } from '../../errors';
+import { ServerError } from '../../core/errors';
 
 export type ResponseEncoding = 'identity' | 'gzip' | 'deflate';
 

@@ -1,12 +1,12 @@
 /**
  * Control-plane messages between the main thread and an HTTP thread
  * (postMessage: rare and small). Data-plane messages (infer/response) go over
- * the SharedArrayBuffer rings declared in src/instances/protocol.ts.
+ * the SharedArrayBuffer rings declared in src/dataplane/protocol.ts.
  */
 import type { RestrictedGroup } from '../../cli-values';
-import type { ArenaHandle } from '../../instances/arena';
-import type { RingHandle } from '../../instances/ring';
-import type { ServerSnapshot } from '../server-snapshot';
+import type { ArenaHandle } from '../../dataplane/arena';
+import type { RingHandle } from '../../dataplane/ring';
+import type { ServerSnapshot } from '../../request/server-snapshot';
 import type { Route } from './routes';
 
 export interface HttpThreadData {

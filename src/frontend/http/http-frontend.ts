@@ -7,14 +7,14 @@ import net from 'node:net';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { RestrictedGroup } from '../../cli-values';
-import { ServerError, toErrorInfo } from '../../errors';
-import type { Arena } from '../../instances/arena';
-import type { MainPort } from '../../instances/main-port';
-import type { FrontendToMain, MainToFrontend } from '../../instances/protocol';
-import { Doorbell, RingWriter, createRing } from '../../instances/ring';
-import type { RingHandle } from '../../instances/ring';
-import type { InferRequest, Respond } from '../../scheduler/request';
-import type { ServerSnapshot } from '../server-snapshot';
+import { ServerError, toErrorInfo } from '../../core/errors';
+import type { Arena } from '../../dataplane/arena';
+import type { MainPort } from '../../dataplane/main-port';
+import type { FrontendToMain, MainToFrontend } from '../../dataplane/protocol';
+import { Doorbell, RingWriter, createRing } from '../../dataplane/ring';
+import type { RingHandle } from '../../dataplane/ring';
+import type { InferRequest, Respond } from '../../core/request';
+import type { ServerSnapshot } from '../../request/server-snapshot';
 import type { ControlReply, ControlRequest, HttpThreadData, HttpToMain, MainToHttp } from './http-control';
 
 /** Where a frontend hands a decoded, validated request: the scheduler of its model version. */

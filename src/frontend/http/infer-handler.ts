@@ -4,18 +4,18 @@
  * thread's scheduler … response ring → encode → client, then free the arena
  * blocks of the request and its outputs.
  */
-import { HTTP_STATUS, ServerError, toErrorInfo } from '../../errors';
-import type { Arena } from '../../instances/arena';
-import type { FrontendToMain } from '../../instances/protocol';
-import type { RingWriter } from '../../instances/ring';
-import { nowNs } from '../../scheduler/clock';
-import type { InferResponse, TensorRef } from '../../scheduler/request';
-import { admitRequest } from '../admit-request';
-import type { DecodedRequest } from '../decoded-request';
-import { lookupModel } from '../model-lookup';
-import type { ModelView, ServerSnapshot } from '../server-snapshot';
-import { writeShmOutputs } from '../shm-regions';
-import { validateRequest } from '../validate';
+import { HTTP_STATUS, ServerError, toErrorInfo } from '../../core/errors';
+import type { Arena } from '../../dataplane/arena';
+import type { FrontendToMain } from '../../dataplane/protocol';
+import type { RingWriter } from '../../dataplane/ring';
+import { nowNs } from '../../core/clock';
+import type { InferResponse, TensorRef } from '../../core/request';
+import { admitRequest } from '../../request/admit-request';
+import type { DecodedRequest } from '../../request/decoded-request';
+import { lookupModel } from '../../request/model-lookup';
+import type { ModelView, ServerSnapshot } from '../../request/server-snapshot';
+import { writeShmOutputs } from '../../request/shm-regions';
+import { validateRequest } from '../../request/validate';
 import { compressResponse, decompressRequest, negotiateEncoding } from './compression';
 import { decodeInferRequest, parseHeaderLength } from './infer-request-decode';
 import { encodeInferResponse } from './infer-response-encode';

@@ -7,13 +7,13 @@
  * No I/O except reading inputs from client shared memory (shm-regions.ts).
  * Binary input data are views into `body` (no copy).
  */
-import { ELEMENT_SIZE, isDataType } from '../../datatypes';
-import { ServerError, requestIdPrefix } from '../../errors';
-import type { ParamValue } from '../../scheduler/request';
-import type { DecodedInput, DecodedRequest, RequestedOutput } from '../decoded-request';
-import { dimsToString } from '../validate';
-import type { ValidationPlan } from '../validation-plan';
-import { readShm, resolveShm, type ShmRef, type ShmRegionTable } from '../shm-regions';
+import { ELEMENT_SIZE, isDataType } from '../../core/datatypes';
+import { ServerError, requestIdPrefix } from '../../core/errors';
+import type { ParamValue } from '../../core/request';
+import type { DecodedInput, DecodedRequest, RequestedOutput } from '../../request/decoded-request';
+import { dimsToString } from '../../request/validate';
+import type { ValidationPlan } from '../../request/validation-plan';
+import { readShm, resolveShm, type ShmRef, type ShmRegionTable } from '../../request/shm-regions';
 import { jsonTensorBytes } from './json-tensor-data';
 import { decodeRawRequest } from './raw-request-decode';
 import { parseRequestJson } from './request-json';

@@ -5,12 +5,12 @@
  * order after it. JSON outputs never carry a `parameters` object (the C++
  * client would read them as binary). Pure: no I/O.
  */
-import type { DataType } from '../../datatypes';
-import { elementCount } from '../../datatypes';
-import type { ParamValue } from '../../scheduler/request';
+import type { DataType } from '../../core/datatypes';
+import { elementCount } from '../../core/datatypes';
+import type { ParamValue } from '../../core/request';
 import { classify } from '../classification';
-import type { RequestedOutput } from '../decoded-request';
-import { encodeBytesTensor } from '../tensor-view';
+import type { RequestedOutput } from '../../request/decoded-request';
+import { encodeBytesTensor } from '../../request/tensor-view';
 import { tensorDataJson } from './tensor-json';
 
 export interface ResponseOutput {

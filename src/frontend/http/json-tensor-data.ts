@@ -11,10 +11,10 @@
  * integral value written with a fraction or exponent (`1.0`, `1e2`) is
  * accepted as an integer (rapidjson would reject it).
  */
-import { ELEMENT_SIZE, isDataType } from '../../datatypes';
-import type { DataType } from '../../datatypes';
-import { ServerError } from '../../errors';
-import { encodeBytesTensor } from '../tensor-view';
+import { ELEMENT_SIZE, isDataType } from '../../core/datatypes';
+import type { DataType } from '../../core/datatypes';
+import { ServerError } from '../../core/errors';
+import { encodeBytesTensor } from '../../request/tensor-view';
 
 export const MAX_JSON_DEPTH = 100;
 const TWO_32 = 4294967296;

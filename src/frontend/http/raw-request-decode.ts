@@ -3,10 +3,10 @@
  * §1.8.7): the whole body is the data of the model's only input; its shape is
  * deduced from the config dims, and every output is returned binary.
  */
-import { ELEMENT_SIZE } from '../../datatypes';
-import { ServerError, requestIdPrefix } from '../../errors';
-import type { DecodedRequest } from '../decoded-request';
-import type { ValidationPlan } from '../validation-plan';
+import { ELEMENT_SIZE } from '../../core/datatypes';
+import { ServerError, requestIdPrefix } from '../../core/errors';
+import type { DecodedRequest } from '../../request/decoded-request';
+import type { ValidationPlan } from '../../request/validation-plan';
 
 export function decodeRawRequest(body: Buffer, plan: ValidationPlan, maxInputSize: number): DecodedRequest {
   if (body.length > maxInputSize) {

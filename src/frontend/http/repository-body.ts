@@ -4,7 +4,7 @@
  * every load parameter must be a JSON string, `file:` values are base64,
  * other keys are refused; `ready` and `unload_dependents` are booleans.
  */
-import { ServerError } from '../../errors';
+import { ServerError } from '../../core/errors';
 import type { LoadRequest, UnloadRequest } from '../../repository/load-request';
 import { parseRequestJson } from './request-json';
 

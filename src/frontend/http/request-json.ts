@@ -9,7 +9,7 @@
  * double become Infinity instead of an error, lone surrogate escapes are
  * accepted, and of duplicate object keys the last one wins.
  */
-import { ServerError } from '../../errors';
+import { ServerError } from '../../core/errors';
 
 const MESSAGES = {
   empty: 'The document is empty.',

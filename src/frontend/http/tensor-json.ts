@@ -5,10 +5,10 @@
  * round-trip (0.1f → 0.10000000149011612), NaN/±Infinity bare, BYTES as
  * strings. Typed-array join does the number formatting natively.
  */
-import type { DataType } from '../../datatypes';
-import { ELEMENT_SIZE } from '../../datatypes';
-import { ServerError } from '../../errors';
-import { bytesElements, numericView } from '../tensor-view';
+import type { DataType } from '../../core/datatypes';
+import { ELEMENT_SIZE } from '../../core/datatypes';
+import { ServerError } from '../../core/errors';
+import { bytesElements, numericView } from '../../request/tensor-view';
 
 function sizeMismatch(name: string): ServerError {
   return new ServerError('INTERNAL', `output tensor shape does not match size of output for '${name}'`);

@@ -4,8 +4,8 @@
  * names in the first version directory and the model directory name. Runs
  * before the backend's own auto-complete (which adds inputs/outputs).
  */
-import { ServerError } from '../../errors';
-import type { ModelConfig } from './model-config';
+import { ServerError } from '../../core/errors';
+import type { ModelConfig } from '../../core/model-config';
 
 export const ENSEMBLE_PLATFORM = 'ensemble';
 

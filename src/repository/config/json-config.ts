@@ -7,9 +7,9 @@
  * produces (defaults.ts). Errors are INVALID_ARG `Invalid config override: ...`.
  */
 import protobuf from 'protobufjs';
-import { ServerError } from '../../errors';
+import { ServerError } from '../../core/errors';
 import { completeMessage, isMessageField, setOwn } from './defaults';
-import type { ModelConfig } from './model-config';
+import type { ModelConfig } from '../../core/model-config';
 import { modelConfigType, typeName } from './schema';
 
 const INT_LIMITS: Record<string, [number, number]> = {

@@ -3,7 +3,7 @@
  * §3.5-3.7): the defaults `/config` shows after a model loads. Runs after
  * backend resolution and backend auto-complete, before validation.
  */
-import type { ModelConfig, ModelInstanceGroup } from './model-config';
+import type { ModelConfig, ModelInstanceGroup } from '../../core/model-config';
 import { fillDefaults } from './defaults';
 import { schemaType } from './schema';
 

@@ -6,8 +6,8 @@
  * `failed to read text proto from <path>` plus the line and the reason.
  */
 import protobuf from 'protobufjs';
-import { ServerError } from '../../errors';
-import type { ModelConfig } from './model-config';
+import { ServerError } from '../../core/errors';
+import type { ModelConfig } from '../../core/model-config';
 import { modelConfigType, typeName } from './schema';
 import { completeMessage, isMessageField, scalarDefault, setOwn } from './defaults';
 import { LexError, tokenize, type Token } from './pbtxt-lexer';

@@ -6,7 +6,7 @@
  * walk follows the schema, so missing primitive keys render as defaults.
  */
 import protobuf from 'protobufjs';
-import type { ModelConfig } from './model-config';
+import type { ModelConfig } from '../../core/model-config';
 import { isMessageField, scalarDefault } from './defaults';
 import { modelConfigType } from './schema';
 

@@ -4,8 +4,8 @@
  * Data types and shapes across composing models are checked at load time by
  * the ensemble scheduler, which has those configs.
  */
-import { ServerError } from '../../errors';
-import type { ModelConfig } from './model-config';
+import { ServerError } from '../../core/errors';
+import type { ModelConfig } from '../../core/model-config';
 
 interface EnsembleTensor {
   name: string;

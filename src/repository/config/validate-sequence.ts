@@ -3,8 +3,8 @@
  * READY as boolean controls, CORRID as a typed control), the oldest
  * strategy's preferred sizes and the direct strategy's slot utilisation.
  */
-import { ServerError } from '../../errors';
-import type { ModelConfig } from './model-config';
+import { ServerError } from '../../core/errors';
+import type { ModelConfig } from '../../core/model-config';
 
 interface Control {
   kind: string;

@@ -4,8 +4,8 @@
  * inputs/outputs, then instance groups (GPU ids when the GPU count is known).
  * Every failure is INVALID_ARG except an unresolved KIND_AUTO (INTERNAL).
  */
-import { ServerError } from '../../errors';
-import type { ModelConfig, ModelInput, ModelOutput } from './model-config';
+import { ServerError } from '../../core/errors';
+import type { ModelConfig, ModelInput, ModelOutput } from '../../core/model-config';
 import { validateEnsembleScheduling } from './validate-ensemble';
 import { validateSequenceBatching } from './validate-sequence';
 

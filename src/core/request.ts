@@ -1,11 +1,11 @@
 /**
  * What flows through the data path once a frontend has decoded and validated
  * a request: tensors are references into the shared tensor arena
- * (src/instances/arena.ts), never copies. These objects are small and cross
- * threads as ring messages (src/instances/protocol.ts).
+ * (src/dataplane/arena.ts), never copies. These objects are small and cross
+ * threads as ring messages (src/dataplane/protocol.ts).
  */
-import type { DataType } from '../datatypes';
-import type { ErrorInfo } from '../errors';
+import type { DataType } from './datatypes';
+import type { ErrorInfo } from './errors';
 
 /** A tensor whose bytes live in the shared tensor arena. */
 export interface TensorRef {
@@ -48,3 +48,27 @@ export interface InferResponse {
 }
 
 export type Respond = (response: InferResponse) => void;
+
+/** When an execution passed each stage, stamped by the instance (clock.ts). */
+export interface ExecuteTimings {
+  /** Wall-clock ns (clock.ts): execution started in the instance. */
+  computeStartNs: number;
+  /** Inputs gathered, backend about to run. */
+  computeInputEndNs: number;
+  /** Backend run finished. */
+  computeInferEndNs: number;
+  /** Outputs written to the arena. */
+  computeEndNs: number;
+}
+
+export interface ExecuteResult {
+  /** One response per request, in the order of the requests. */
+  responses: InferResponse[];
+  timings: ExecuteTimings;
+}
+
+/**
+ * Receives the non-final responses of request `index` of a batch while it
+ * runs (decoupled models); final responses come back in the ExecuteResult.
+ */
+export type StreamResponse = (index: number, response: InferResponse) => void;

@@ -2,7 +2,7 @@
  * Shared-memory layout of the doorbell and the rings (see ring.ts for the
  * protocol), and the functions that create and check them.
  */
-import { ServerError } from '../errors';
+import { ServerError } from '../core/errors';
 
 export interface DoorbellHandle {
   sab: SharedArrayBuffer;

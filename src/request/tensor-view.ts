@@ -4,7 +4,7 @@
  * element size, so unaligned data is copied into a fresh buffer first.
  * Tensors are little-endian, as is every platform Node runs on here.
  */
-import type { DataType } from '../datatypes';
+import type { DataType } from '../core/datatypes';
 
 export type NumericView =
   | Uint8Array | Int8Array | Uint16Array | Int16Array | Uint32Array | Int32Array

@@ -5,8 +5,8 @@
  * each change (control plane; structured clone is fine here). Frontends
  * answer health, metadata, config and ready from it without a thread hop.
  */
-import type { ModelConfig } from '../repository/config/model-config';
-import type { ModelState } from '../repository/model-state';
+import type { ModelConfig } from '../core/model-config';
+import type { ModelState } from '../core/model-state';
 import type { ShmRegionTable } from './shm-regions';
 import type { ValidationPlan } from './validation-plan';
 

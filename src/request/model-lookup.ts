@@ -2,7 +2,7 @@
  * Resolve a model name and optional version string to a READY version, with
  * Triton's lookup errors (protocol.md §4.1). Shared by every frontend.
  */
-import { ServerError } from '../errors';
+import { ServerError } from '../core/errors';
 import type { ModelView, ServerSnapshot } from './server-snapshot';
 
 export interface Resolved {

@@ -5,19 +5,20 @@
  * protobuf); `http()` adapts them to the HTTP threads' control channel
  * (http-control.ts): JSON in, status + JSON out, errors as Triton's bodies.
  */
-import { HTTP_STATUS, ServerError, toErrorInfo } from '../errors';
-import type { Logger } from '../logging/logger';
-import { logSettingsJson, updateLogSettings, type LogSettingsJson } from '../logging/logging-extension';
-import type { ModelStatisticsJson } from '../metrics/model-statistics';
-import type { Telemetry } from '../metrics/telemetry';
-import type { TraceSettingJson } from '../tracing/trace-settings';
-import { unknownTraceModel, type Tracer } from '../tracing/tracer';
-import type { ControlReply, ControlRequest } from './http/http-control';
-import { parseRequestJson } from './http/request-json';
-import type { RepositoryApiContext } from '../repository/repository-api';
+import { HTTP_STATUS, ServerError, toErrorInfo } from '../../core/errors';
+import type { Logger } from '../../logging/logger';
+import { logSettingsJson, updateLogSettings, type LogSettingsJson } from '../../logging/logging-extension';
+import type { ModelStatisticsJson } from '../../metrics/model-statistics';
+import type { Telemetry } from '../../metrics/telemetry';
+import type { TraceSettingJson } from '../../tracing/trace-settings';
+import { unknownTraceModel, type Tracer } from '../../tracing/tracer';
+import type { ControlReply, ControlRequest } from './http-control';
+import { parseRequestJson } from './request-json';
+import type { RepositoryApiContext } from '../../repository/repository-api';
 import { isRepositoryRoute, repositoryHttp } from './repository-control';
-import type { ServerSnapshot } from './server-snapshot';
-import type { ShmRegistry } from './shm-registry';
+import type { ServerSnapshot } from '../../request/server-snapshot';
+import type { ShmRegistry } from '../shm-registry';
+import { shmHttp } from './shm-control';
 
 export interface ControlContext {
   snapshot(): ServerSnapshot;
@@ -84,7 +85,7 @@ export class ControlApi {
   /** The HTTP threads' control channel. */
   http(req: ControlRequest): ControlReply | Promise<ControlReply> {
     if (isRepositoryRoute(req)) return repositoryHttp(this.ctx.repository, req);
-    if (req.route.kind === 'shm' && this.ctx.shm !== undefined) return this.ctx.shm.http(req);
+    if (req.route.kind === 'shm' && this.ctx.shm !== undefined) return shmHttp(this.ctx.shm, req);
     try {
       return { t: 'control_reply', id: req.id, status: 200, body: JSON.stringify(this.route(req)) };
     } catch (err) {

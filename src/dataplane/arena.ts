@@ -18,7 +18,7 @@
  * length. V8 in Node 20 caps a growable SAB at 4 GiB, so maxBytes is clamped
  * to ARENA_MAX_BYTES_LIMIT.
  */
-import { ServerError } from '../errors';
+import { ServerError } from '../core/errors';
 
 export interface ArenaHandle {
   sab: SharedArrayBuffer;

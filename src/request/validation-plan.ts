@@ -3,9 +3,9 @@
  * model version (STYLE.md item 9). A plain object with no functions or Maps:
  * it is posted to the HTTP threads with postMessage (structured clone).
  */
-import { configTypeToDataType } from '../datatypes';
-import type { DataType } from '../datatypes';
-import type { ModelConfig } from '../repository/config/model-config';
+import { configTypeToDataType } from '../core/datatypes';
+import type { DataType } from '../core/datatypes';
+import type { ModelConfig } from '../core/model-config';
 
 export interface PlanInput {
   name: string;

@@ -4,8 +4,8 @@
  * InferRequest for the scheduler; and the matching release of the request's
  * arena blocks when its final response has been handled.
  */
-import type { Arena } from '../instances/arena';
-import type { InferRequest, TensorRef } from '../scheduler/request';
+import type { Arena } from '../dataplane/arena';
+import type { InferRequest, TensorRef } from '../core/request';
 import type { DecodedRequest } from './decoded-request';
 
 export interface AdmitTarget {

@@ -1,8 +1,8 @@
 /**
  * Every message that crosses a thread boundary on the data plane, in one
  * place (STYLE.md item 6). They travel as JSON over the SAB rings
- * (src/instances/ring.ts); tensor bytes never do: TensorRefs point into the
- * shared arena (src/instances/arena.ts).
+ * (src/dataplane/ring.ts); tensor bytes never do: TensorRefs point into the
+ * shared arena (src/dataplane/arena.ts).
  *
  * Pairs and correlation:
  *   frontend → main  `infer`   (key)     ⇄  main → frontend  `response` (same key;
@@ -14,9 +14,8 @@
  * Arena ownership: the frontend allocates request inputs; the instance
  * allocates outputs; the frontend frees both once it has encoded the reply.
  */
-import type { ErrorInfo } from '../errors';
-import type { InferRequest, InferResponse } from '../scheduler/request';
-import type { ExecuteTimings } from './instance';
+import type { ErrorInfo } from '../core/errors';
+import type { ExecuteTimings, InferRequest, InferResponse } from '../core/request';
 
 // ---- frontend thread (uWS) ⇄ main thread (scheduler) ----
 

@@ -9,8 +9,8 @@
  *   5. per input: datatype, then shape
  *   6. per input: byte size (BYTES: walk the 4-byte length prefixes)
  */
-import { ELEMENT_SIZE, isDataType } from '../datatypes';
-import { ServerError, requestIdPrefix } from '../errors';
+import { ELEMENT_SIZE, isDataType } from '../core/datatypes';
+import { ServerError, requestIdPrefix } from '../core/errors';
 import type { DecodedInput, DecodedRequest } from './decoded-request';
 import { findPlanInput, findPlanOutput } from './validation-plan';
 import type { PlanInput, ValidationPlan } from './validation-plan';

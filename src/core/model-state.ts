@@ -3,7 +3,7 @@
  * transition function (STYLE.md item 5). States and their names are
  * Triton's (repository index `state`).
  */
-import { ServerError } from '../errors';
+import { ServerError } from './errors';
 
 export type ModelState = 'UNAVAILABLE' | 'LOADING' | 'READY' | 'UNLOADING';
 

@@ -4,11 +4,11 @@
  * text in, status + JSON text out, errors as Triton's bodies. The work itself
  * is repository-api.ts, shared with gRPC.
  */
-import { HTTP_STATUS, ServerError, toErrorInfo } from '../errors';
-import { checkRepositoryName, repositoryIndex, repositoryLoad, repositoryUnload } from '../repository/repository-api';
-import type { RepositoryApiContext } from '../repository/repository-api';
-import type { ControlReply, ControlRequest } from './http/http-control';
-import { parseIndexBody, parseLoadBody, parseUnloadBody } from './http/repository-body';
+import { HTTP_STATUS, ServerError, toErrorInfo } from '../../core/errors';
+import { checkRepositoryName, repositoryIndex, repositoryLoad, repositoryUnload } from '../../repository/repository-api';
+import type { RepositoryApiContext } from '../../repository/repository-api';
+import type { ControlReply, ControlRequest } from './http-control';
+import { parseIndexBody, parseLoadBody, parseUnloadBody } from './repository-body';
 
 export function isRepositoryRoute(req: ControlRequest): boolean {
   const k = req.route.kind;

@@ -4,7 +4,7 @@
  * the HTTP (KServe JSON + binary extension) and gRPC decoders produce this
  * shape, so validation is written once.
  */
-import type { ParamValue } from '../scheduler/request';
+import type { ParamValue } from '../core/request';
 import type { ShmRef } from './shm-regions';
 
 export interface DecodedInput {

@@ -3,7 +3,7 @@
  * overflow queue when the ring is full, chunks for messages bigger than half
  * the ring, and the doorbell rung only when the consumer sleeps.
  */
-import { ServerError } from '../errors';
+import { ServerError } from '../core/errors';
 import {
   D_SEQ, D_SLEEPING, MORE, R_CAPACITY, R_HEAD, R_HEADER_BYTES, R_TAIL, WRAP, align4, checkRing, type RingHandle,
 } from './ring-format';

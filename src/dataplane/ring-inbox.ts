@@ -3,7 +3,7 @@
  * shares its doorbell, waiting with Atomics.waitAsync (event-loop threads) or
  * Atomics.wait (threads with nothing else to do).
  */
-import { ServerError } from '../errors';
+import { ServerError } from '../core/errors';
 import {
   D_ID, D_SEQ, D_SLEEPING, Doorbell, LEN_MASK, MORE, R_BELL_ID, R_CAPACITY, R_HEAD, R_HEADER_BYTES, R_RING_ID, R_TAIL,
   WRAP, align4, checkRing, type DoorbellHandle, type RingHandle,

@@ -10,7 +10,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { ServerError } from '../errors';
+import { ServerError } from '../core/errors';
 
 export interface ShmRegionInfo {
   name: string;
