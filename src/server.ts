@@ -173,6 +173,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         serverVersion: SERVER_VERSION,
         extensions: SERVER_EXTENSIONS,
         restrictedApi: options.httpRestrictedApi,
+        faults: testFaults(),
+        log,
         control: (m) => control.http(m),
       },
       port,
@@ -194,4 +196,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     throw err;
   }
   return { httpPort, log, stop };
+}
+
+/** NODETRON_TEST_FAULTS: comma-separated fault injections for tests (http-control.ts HttpThreadData.faults). */
+function testFaults(): string[] {
+  return (process.env.NODETRON_TEST_FAULTS ?? '').split(',').map((f) => f.trim()).filter(Boolean);
 }

@@ -37,6 +37,7 @@ export class RingWriter {
   private retryTimer: NodeJS.Timeout | null = null;
   private retryImmediate: NodeJS.Immediate | null = null;
   private retries = 0;
+  private closed = false;
 
   private constructor(h: RingHandle) {
     this.hdr = new Int32Array(h.sab, 0, R_HEADER_BYTES / 4);
@@ -60,6 +61,7 @@ export class RingWriter {
 
   /** Never blocks: when the ring is full the message waits in order in a JS queue. */
   send(msg: unknown): void {
+    if (this.closed) throw new ServerError('INTERNAL', 'RingWriter.send: the ring was closed (its consumer is gone)');
     let json: string | undefined;
     try {
       json = JSON.stringify(msg);
@@ -99,6 +101,33 @@ export class RingWriter {
     backlogged.add(this);
     this.scheduleRetry();
     return false;
+  }
+
+  /**
+   * For a consumer that is gone: write nothing more, stop retrying, and
+   * return the messages still queued here (never written to the ring), so
+   * the caller can release what they reference.
+   */
+  close(): unknown[] {
+    this.closed = true;
+    const left: unknown[] = [];
+    let parts: Buffer[] = [];
+    for (let i = this.queueStart; i < this.queue.length; i++) {
+      const p = this.queue[i];
+      parts.push(p.bytes);
+      if (p.more) continue;
+      try {
+        left.push(JSON.parse(Buffer.concat(parts).toString('utf8')));
+      } catch {
+        // The head of a chunked message already went into the ring: the rest alone is no message.
+      }
+      parts = [];
+    }
+    this.queue = [];
+    this.queueStart = 0;
+    backlogged.delete(this);
+    this.cancelRetry();
+    return left;
   }
 
   /** Fast path: UTF-8 straight into the ring when the worst case fits. */

@@ -22,6 +22,12 @@ export interface HttpThreadData {
   extensions: readonly string[];
   /** --http-restricted-api groups (restricted-api.ts). */
   restrictedApi?: RestrictedGroup[];
+  /**
+   * Test-only fault injection (NODETRON_TEST_FAULTS, read on the main
+   * thread): `http-crash` makes `POST /nodetron-test/crash` throw an uncaught
+   * exception in this thread, so a test can watch a real thread die.
+   */
+  faults?: readonly string[];
 }
 
 /** Non-data-plane routes an HTTP thread forwards to the main thread (control-api.ts). */
@@ -58,4 +64,6 @@ export type HttpToMain =
   | { t: 'listening'; port: number }
   | { t: 'listen_failed'; message: string }
   | { t: 'closed' }
+  /** An uncaught error: the thread closed its sockets and is about to exit (http-frontend.ts restarts it). */
+  | { t: 'fatal'; reason: string }
   | ControlRequest;

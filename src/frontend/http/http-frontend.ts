@@ -11,9 +11,10 @@ import { ServerError, toErrorInfo } from '../../core/errors';
 import type { Arena } from '../../dataplane/arena';
 import type { MainPort } from '../../dataplane/main-port';
 import type { FrontendToMain, MainToFrontend } from '../../dataplane/protocol';
-import { Doorbell, RingWriter, createRing } from '../../dataplane/ring';
+import { Doorbell, Inbox, RingWriter, createRing } from '../../dataplane/ring';
 import type { RingHandle } from '../../dataplane/ring';
-import type { InferRequest, Respond } from '../../core/request';
+import type { InferRequest, InferResponse, Respond, TensorRef } from '../../core/request';
+import type { Logger } from '../../logging/logger';
 import type { ServerSnapshot } from '../../request/server-snapshot';
 import type { ControlReply, ControlRequest, HttpThreadData, HttpToMain, MainToHttp } from './http-control';
 
@@ -32,18 +33,39 @@ export interface HttpFrontendOptions {
   control?: (req: ControlRequest) => ControlReply | Promise<ControlReply>;
   /** --http-restricted-api groups, checked by every thread (restricted-api.ts). */
   restrictedApi?: RestrictedGroup[];
+  /** Test-only fault injection (NODETRON_TEST_FAULTS; http-control.ts HttpThreadData.faults). */
+  faults?: readonly string[];
+  /** Where a thread's death and restart are reported. */
+  log?: Logger;
 }
 
 interface HttpThread {
+  index: number;
   worker: Worker;
   toMain: RingHandle;
+  fromMain: RingHandle;
   out: RingWriter;
+  /** False once the thread died: nothing more is written to its ring. */
+  alive: boolean;
+  /** Requests the thread sent and the scheduler has not finished, by key: their inputs. */
+  inflight: Map<number, TensorRef[]>;
+  /** Why it died (its uncaught error), when it said so before exiting. */
+  fatal?: string;
 }
+
+/** Restart delays after repeated deaths: 0 for the first, then doubling up to the cap. */
+const RESTART_BASE_MS = 100;
+const RESTART_MAX_MS = 5000;
+const RESTART_WINDOW_MS = 60_000;
 
 export class HttpFrontend {
   private readonly threads: HttpThread[] = [];
   private boundPort = 0;
   private stopping: Promise<void> | undefined;
+  private snapshot: ServerSnapshot | undefined;
+  private deaths: number[] = [];
+  /** Threads that died and were replaced, since start. */
+  restarts = 0;
 
   constructor(
     private readonly opts: HttpFrontendOptions,
@@ -54,6 +76,7 @@ export class HttpFrontend {
 
   /** Start the threads and listen; resolves with the bound port. */
   async start(snapshot: ServerSnapshot): Promise<number> {
+    this.snapshot = snapshot;
     for (let i = 0; i < Math.max(1, this.opts.threadCount); i++) this.threads.push(this.spawn(i, snapshot));
     // Every thread binds the same port (SO_REUSEPORT). The kernel refuses a
     // second bind to a port it picked for a port-0 bind, so for port 0 we ask
@@ -65,8 +88,9 @@ export class HttpFrontend {
   }
 
   broadcast(snapshot: ServerSnapshot): void {
+    this.snapshot = snapshot;
     const msg: MainToHttp = { t: 'snapshot', snapshot };
-    for (const t of this.threads) t.worker.postMessage(msg);
+    for (const t of this.threads) if (t.alive) t.worker.postMessage(msg);
   }
 
   /** Close the listen sockets, wait until every thread has answered its in-flight requests. Idempotent. */
@@ -75,6 +99,7 @@ export class HttpFrontend {
       this.threads.map(
         (t) =>
           new Promise<void>((resolve) => {
+            if (!t.alive) return resolve(); // died, replacement not started: nothing to close
             const done = (): void => {
               this.port.inbox.remove(t.toMain);
               void t.worker.terminate().then(() => resolve());
@@ -104,11 +129,16 @@ export class HttpFrontend {
       extensions: this.opts.extensions,
       restrictedApi: this.opts.restrictedApi,
     };
+    if (this.opts.faults?.length) data.faults = this.opts.faults;
     const worker = new Worker(path.join(__dirname, 'http-thread.js'), { workerData: data, name: `http-${index}` });
-    const out = RingWriter.attach(fromMain);
+    const t: HttpThread = { index, worker, toMain, fromMain, out: RingWriter.attach(fromMain), alive: true, inflight: new Map() };
     worker.postMessage({ t: 'snapshot', snapshot } satisfies MainToHttp);
-    this.port.inbox.add(toMain, (msg: FrontendToMain) => this.onRequest(out, msg));
+    this.port.inbox.add(toMain, (msg: FrontendToMain) => this.onRequest(t, msg));
+    worker.on('exit', () => {
+      if (t.alive && this.stopping === undefined) this.onDeath(t);
+    });
     worker.on('message', (m: HttpToMain) => {
+      if (m.t === 'fatal') t.fatal = m.reason;
       // Repository loads answer asynchronously (after the load finished). The
       // reply waits one setImmediate so the snapshot broadcast a load queued
       // (server.ts) reaches the thread first: a client sees what it loaded.
@@ -117,10 +147,55 @@ export class HttpFrontend {
       }
     });
     worker.on('error', (err) => {
-      // A frontend thread must not die silently: the process cannot serve correctly without it.
-      process.emitWarning(`HTTP thread ${index} failed: ${err.stack ?? err.message}`);
+      t.fatal ??= err.stack ?? err.message;
     });
-    return { worker, toMain, out };
+    return t;
+  }
+
+  /**
+   * A thread died (its sockets closed with it, so its clients saw a reset).
+   * Nothing more goes to its ring; what it sent and what was on its way to it
+   * is released; requests it had in the scheduler are released when they
+   * finish (onRequest's respond); a replacement listens on the same port.
+   */
+  private onDeath(t: HttpThread): void {
+    t.alive = false;
+    this.port.inbox.drain(); // requests it sent before dying: released unscheduled (onRequest)
+    this.port.inbox.remove(t.toMain);
+    for (const m of t.out.close() as MainToFrontend[]) this.release(t, m.key, m.response);
+    const leftovers = new Inbox(t.fromMain.bell);
+    leftovers.add(t.fromMain, (m: MainToFrontend) => this.release(t, m.key, m.response));
+    leftovers.drain();
+    const reason = t.fatal ?? 'it exited without saying why';
+    const now = Date.now();
+    this.deaths = this.deaths.filter((d) => now - d < RESTART_WINDOW_MS);
+    this.deaths.push(now);
+    const delay = this.deaths.length <= 1 ? 0 : Math.min(RESTART_BASE_MS * 2 ** (this.deaths.length - 2), RESTART_MAX_MS);
+    this.opts.log?.error(
+      `HTTP thread ${t.index} died: ${reason}\n${t.inflight.size} request(s) it had in flight fail with it ` +
+      `(their connections were reset); restarting it${delay > 0 ? ` in ${delay} ms` : ''}`);
+    setTimeout(() => this.restart(t.index), delay).unref();
+  }
+
+  private restart(index: number): void {
+    if (this.stopping !== undefined || this.snapshot === undefined) return;
+    const t = this.spawn(index, this.snapshot);
+    this.threads[index] = t;
+    this.listen(t, this.boundPort).then(
+      () => {
+        this.restarts++;
+        this.opts.log?.info(`HTTP thread ${index} restarted, listening on port ${this.boundPort}`);
+      },
+      (err) => this.opts.log?.error(`HTTP thread ${index} could not listen again: ${toErrorInfo(err).message}`),
+    );
+  }
+
+  /** Frees what a response to a dead thread references: its outputs, and on the last one the request's inputs. */
+  private release(t: HttpThread, key: number, response: InferResponse): void {
+    for (const o of response.outputs) this.arena.free(o.offset);
+    if (!response.final) return;
+    for (const i of t.inflight.get(key) ?? []) this.arena.free(i.offset);
+    t.inflight.delete(key);
   }
 
   private answerControl(m: ControlRequest): ControlReply | Promise<ControlReply> {
@@ -128,11 +203,18 @@ export class HttpFrontend {
     return { t: 'control_reply', id: m.id, status: 501, body: JSON.stringify({ error: `${m.route.kind}: this endpoint is not available` }) };
   }
 
-  private onRequest(out: RingWriter, msg: FrontendToMain): void {
+  private onRequest(t: HttpThread, msg: FrontendToMain): void {
     const key = msg.key;
+    if (!t.alive) {
+      for (const i of msg.request.inputs) this.arena.free(i.offset);
+      return;
+    }
+    t.inflight.set(key, msg.request.inputs);
     const respond: Respond = (response) => {
+      if (!t.alive) return this.release(t, key, response);
+      if (response.final) t.inflight.delete(key);
       const reply: MainToFrontend = { t: 'response', key, response };
-      out.send(reply);
+      t.out.send(reply);
     };
     try {
       this.router(msg.request, respond);

@@ -57,6 +57,23 @@ async function whenQuiet(): Promise<void> {
 }
 const app = uws.App().any('/*', (res, req) => route(res, req));
 
+// A thread that dies with uWS sockets open aborts the whole process (Node
+// checks the thread's loop has no open handles). So an uncaught error closes
+// the listen socket and every connection (their clients see a reset), says
+// why, and exits; the main thread starts a replacement (http-frontend.ts).
+let dying = false;
+function die(err: unknown): void {
+  if (dying) return;
+  dying = true;
+  inbox.stop();
+  closeApp(app);
+  post({ t: 'fatal', reason: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+  setImmediate(() => process.exit(1));
+}
+process.on('uncaughtException', die);
+process.on('unhandledRejection', die);
+const crashRoute = data.faults?.includes('http-crash') === true;
+
 function post(msg: HttpToMain): void {
   port.postMessage(msg);
 }
@@ -101,6 +118,12 @@ function route(res: HttpResponse, req: HttpRequest): void {
   // Restricted API before the method check (protocol.md §1.1); headers are readable only now.
   const denied = restrictedError(data.restrictedApi ?? [], head.url, (name) => req.getHeader(name));
   if (denied !== undefined) return reply.error(403, denied);
+  if (crashRoute && head.method === 'POST' && head.url === '/nodetron-test/crash') {
+    setImmediate(() => {
+      throw new Error('fault injected: POST /nodetron-test/crash (NODETRON_TEST_FAULTS=http-crash)');
+    });
+    return;
+  }
   const r = matchRoute(head.method, head.url);
   try {
     switch (r.kind) {
