@@ -78,7 +78,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const state = { live: false, exiting: false };
   let http: HttpFrontend | undefined;
   let grpc: GrpcFrontend | undefined;
-  const snapshot = (): ServerSnapshot => ({
+  // Built once per change, not per request: gRPC reads it on every call. Every
+  // input of it invalidates it: model states (repo.onChange), shm regions, live/exiting.
+  let cachedSnapshot: ServerSnapshot | undefined;
+  const invalidateSnapshot = (): void => {
+    cachedSnapshot = undefined;
+  };
+  repo.onChange(invalidateSnapshot);
+  const snapshot = (): ServerSnapshot => (cachedSnapshot ??= {
     live: state.live,
     ready: state.live && !state.exiting && (!options.strictReadiness || repo.allReady()),
     exiting: state.exiting,
@@ -86,7 +93,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     shmRegions: shm.table(),
   });
   // Region changes reach the HTTP threads before the register/unregister reply does.
-  const shm = new ShmRegistry(options.allowClientShm, () => http?.broadcast(snapshot()));
+  const shm = new ShmRegistry(options.allowClientShm, () => {
+    invalidateSnapshot();
+    http?.broadcast(snapshot());
+  });
   // Coalesce bursts of state changes (a load touches many versions) into one broadcast.
   let broadcastQueued = false;
   repo.onChange(() => {
@@ -118,6 +128,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
       state.exiting = true;
+      invalidateSnapshot();
       http?.broadcast(snapshot());
       log.info('Waiting for in-flight requests to complete.');
       await grpc?.stop(options.exitTimeoutSecs * 1000);
@@ -145,6 +156,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     log.error('Internal: failed to load all models');
   }
   state.live = true;
+  invalidateSnapshot();
 
   if (options.allowGrpc) {
     // Started before HTTP, as Triton does; it reads the snapshot and routes on this thread.
