@@ -22,6 +22,13 @@ import { encodeInferResponse } from './infer-response-encode';
 import { readBody } from './uws-adapter';
 import type { Reply, RequestHead } from './uws-adapter';
 
+/**
+ * Binary outputs at least this large go to the socket straight from the arena
+ * (Reply.sendParts) instead of being joined into one body first: for a
+ * 64 MiB tensor the join alone is a 64 MiB allocation and copy.
+ */
+const STREAM_BINARY_BYTES = 1 << 20;
+
 interface PendingInfer {
   reply: Reply;
   head: RequestHead;
@@ -95,22 +102,31 @@ export class InferHandler {
       return;
     }
     if (response.final) this.pending.delete(key);
+    const release = (): void => {
+      for (const o of response.outputs) this.arena.free(o.offset);
+      if (response.final) for (const t of p.inputs) this.arena.free(t.offset);
+    };
+    let streaming = false;
     try {
       if (response.error) {
         sendError(p.reply, new ServerError(response.error.code, response.error.message));
       } else {
-        this.reply(p, response);
+        streaming = this.reply(p, response, release);
       }
     } catch (err) {
       sendError(p.reply, err);
     } finally {
-      for (const o of response.outputs) this.arena.free(o.offset);
-      if (response.final) for (const t of p.inputs) this.arena.free(t.offset);
+      if (!streaming) release();
     }
   }
 
-  private reply(p: PendingInfer, response: InferResponse): void {
-    if (p.reply.aborted) return;
+  /**
+   * Encodes and sends the response. True when its binary outputs are being
+   * written straight from the arena (large bodies): `release` then runs once
+   * they are out, instead of now.
+   */
+  private reply(p: PendingInfer, response: InferResponse, release: () => void): boolean {
+    if (p.reply.aborted) return false;
     const outputs = response.outputs.map((o) => ({ name: o.name, datatype: o.datatype, shape: o.shape, data: this.arena.bytes(o.offset, o.byteSize) }));
     writeShmOutputs(outputs, p.decoded.outputs);
     const encoded = encodeInferResponse({
@@ -126,8 +142,14 @@ export class InferHandler {
     });
     const headers: Record<string, string> = { 'Content-Type': encoded.contentType };
     if (encoded.headerLength !== undefined) headers['Inference-Header-Content-Length'] = String(encoded.headerLength);
-    let body: Uint8Array = encoded.binary.length === 0 ? Buffer.from(encoded.json) : Buffer.concat([Buffer.from(encoded.json), ...encoded.binary]);
     const encoding = negotiateEncoding(p.head.acceptEncoding);
+    let binaryBytes = 0;
+    for (const b of encoded.binary) binaryBytes += b.byteLength;
+    if (encoding === 'identity' && binaryBytes >= STREAM_BINARY_BYTES) {
+      p.reply.sendParts(200, headers, [Buffer.from(encoded.json), ...encoded.binary], release);
+      return true;
+    }
+    let body: Uint8Array = encoded.binary.length === 0 ? Buffer.from(encoded.json) : Buffer.concat([Buffer.from(encoded.json), ...encoded.binary]);
     if (encoding !== 'identity') {
       const compressed = compressResponse(body, encoding);
       if (compressed) {
@@ -136,6 +158,7 @@ export class InferHandler {
       }
     }
     p.reply.send(200, headers, body);
+    return false;
   }
 }
 

@@ -4,7 +4,10 @@
  * - attach onAborted before any async work, and never touch `res` after it;
  * - copy onData chunks (uWS neuters the ArrayBuffer on return);
  * - cork writes that happen outside the handler's synchronous part;
- * - `write()` switches to chunked encoding, so a body is sent with one `end()`.
+ * - `write()` switches to chunked encoding, so a body is sent with one `end()`,
+ *   or, for a large body in parts, with `tryEnd()` (the total size up front)
+ *   and `onWritable()` under backpressure: uWS then copies nothing, so the
+ *   parts (arena views) must stay valid until `sendParts` says it is done.
  */
 import type { HttpRequest, HttpResponse, TemplatedApp } from '@trufflesuite/uws-js-unofficial';
 
@@ -69,6 +72,59 @@ export class Reply {
       this.res.writeStatus(statusLine(status));
       for (const k in headers) this.res.writeHeader(k, headers[k]);
       this.res.end(body, close);
+    });
+  }
+
+  /**
+   * Send a body made of `parts` without joining them (Content-Length is their
+   * total). `released` runs once the last byte went out or the client went
+   * away: only then may the parts' memory be reused.
+   */
+  sendParts(status: number, headers: Record<string, string>, parts: readonly Uint8Array[], released: () => void): void {
+    if (this.aborted || this.done) return released();
+    this.done = true;
+    const res = this.res;
+    let total = 0;
+    for (const p of parts) total += p.byteLength;
+    let settled = false;
+    const settle = (): void => {
+      if (settled) return;
+      settled = true;
+      this.finished();
+      released();
+    };
+    res.onAborted(() => {
+      this.aborted = true;
+      settle();
+    });
+    /** Writes from body offset `at`; true when everything is out. */
+    const writeFrom = (at: number): boolean => {
+      let base = 0;
+      for (const p of parts) {
+        const end = base + p.byteLength;
+        if (at < end) {
+          const [ok, done] = res.tryEnd(p.subarray(at - base), total);
+          if (done) return true;
+          if (!ok) return false;
+          at = end;
+        }
+        base = end;
+      }
+      return true;
+    };
+    res.cork(() => {
+      res.writeStatus(statusLine(status));
+      for (const k in headers) res.writeHeader(k, headers[k]);
+      if (total === 0) {
+        res.end();
+        return settle();
+      }
+      if (writeFrom(0)) return settle();
+      res.onWritable((offset) => {
+        const done = writeFrom(offset);
+        if (done) settle();
+        return done;
+      });
     });
   }
 
