@@ -130,12 +130,14 @@ export class HttpFrontend {
 
   private onRequest(out: RingWriter, msg: FrontendToMain): void {
     const key = msg.key;
+    const request = msg.request;
     const respond: Respond = (response) => {
-      const reply: MainToFrontend = { t: 'response', key, response };
+      // The route has written the version it chose into the request before any response.
+      const reply: MainToFrontend = { t: 'response', key, version: request.version, response };
       out.send(reply);
     };
     try {
-      this.router(msg.request, respond);
+      this.router(request, respond);
     } catch (err) {
       respond({ outputs: [], error: toErrorInfo(err), final: true });
     }
