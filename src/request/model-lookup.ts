@@ -29,6 +29,11 @@ export function unknownModel(name: string): ServerError {
   return new ServerError('NOT_FOUND', `${PREFIX}'${name}' is not found`);
 }
 
+/** Triton's text for a version that exists but is not READY. */
+export function notReady(name: string, version: number): ServerError {
+  return new ServerError('UNAVAILABLE', `${PREFIX}'${name}' version ${version} is not at ready state`);
+}
+
 /**
  * Triton's version choice (GetModel): the named version if it is READY, or,
  * with none named, the newest READY version; otherwise its lookup error.
@@ -37,7 +42,7 @@ export function chooseVersion<V extends VersionChoice>(name: string, versions: I
   if (wanted !== undefined) {
     for (const v of versions) {
       if (v.version !== wanted) continue;
-      if (v.state !== 'READY') throw new ServerError('UNAVAILABLE', `${PREFIX}'${name}' version ${wanted} is not at ready state`);
+      if (v.state !== 'READY') throw notReady(name, wanted);
       return v;
     }
     throw new ServerError('NOT_FOUND', `${PREFIX}'${name}' version ${wanted} is not found`);
