@@ -15,7 +15,7 @@
  * What to load and when is the repository manager's decision
  * (repository-manager.ts); how a version is built is version-builder.ts's.
  */
-import { CODE_WORDS, ServerError, toErrorInfo } from '../core/errors';
+import { CODE_WORDS, toErrorInfo } from '../core/errors';
 import { transition } from '../core/model-state';
 import type { ModelState, Readiness } from '../core/model-state';
 import type { InferRequest, Respond } from '../core/request';
@@ -86,12 +86,11 @@ export class VersionLifecycle {
    * A READY version built again beside itself: the fresh build takes every
    * request from the moment it is ready, the old one drains what it admitted
    * and then releases its instances. A failed build leaves the old one
-   * serving, with the reason as the version's note.
+   * serving, with the reason as the version's note. A version that is not
+   * READY has nothing to swap: it loads (an illegal move fails as transition() says).
    */
   async reload(build: BuildVersion): Promise<LoadResult> {
-    if (this.current.state !== 'READY' || this.serving === undefined) {
-      throw new ServerError('INTERNAL', `cannot reload '${this.model}' version ${this.version} in state ${this.current.state}`);
-    }
+    if (this.current.state !== 'READY' || this.serving === undefined) return this.load(build);
     let fresh: LoadedVersion;
     try {
       fresh = await build();

@@ -324,8 +324,8 @@ export class RepositoryManager {
   private async loadOneVersion(record: ModelRecord, prepared: PreparedModel, version: number, changed: boolean): Promise<'kept' | LoadResult> {
     const v = this.versionOf(record, version);
     const build: BuildVersion = () => this.builder.build(prepared, record.location, version);
-    if (v.state !== 'READY') return v.load(build);
-    return changed ? v.reload(build) : 'kept';
+    if (v.state === 'READY' && !changed) return 'kept';
+    return v.state === 'READY' ? v.reload(build) : v.load(build);
   }
 
   /** The lifecycle of a version, made (UNAVAILABLE) the first time the version is named. */
