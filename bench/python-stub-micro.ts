@@ -45,7 +45,7 @@ async function main(): Promise<void> {
   new Float32Array(arena.bytes(a, 64).buffer, arena.bytes(a, 64).byteOffset, 16).fill(1);
   new Float32Array(arena.bytes(b, 64).buffer, arena.bytes(b, 64).byteOffset, 16).fill(2);
   const req: InferRequest = {
-    id: '', model: 'add_vectors', version: 1, batchSize: 1, requestedOutputs: null, parameters: {}, arrivalNs: 0,
+    id: '', model: 'add_vectors', version: 1, latest: false, batchSize: 1, requestedOutputs: null, parameters: {}, arrivalNs: 0,
     inputs: [
       { name: 'INPUT0', datatype: 'FP32', shape: [16], offset: a, byteSize: 64 },
       { name: 'INPUT1', datatype: 'FP32', shape: [16], offset: b, byteSize: 64 },

@@ -114,13 +114,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     shm,
   });
 
-  const route = (request: InferRequest, respond: Respond): void => {
-    try {
-      repo.scheduler(request.model, request.version).enqueue(request, respond);
-    } catch (err) {
-      respond({ outputs: [], error: toErrorInfo(err), final: true });
-    }
-  };
+  // Every request's version is chosen here, at enqueue, and its gate admits or refuses it.
+  const route = (request: InferRequest, respond: Respond): void => repo.route(request, respond);
   repo.setRoute(route); // ensemble steps enter like client requests
 
   let repoStartup: RepositoryStartup | undefined;

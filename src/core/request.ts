@@ -25,8 +25,14 @@ export interface InferRequest {
   /** Client request id; '' when the request had none. */
   id: string;
   model: string;
-  /** Resolved version (never -1 here). */
+  /**
+   * The version that runs it (never -1). For a `latest` request this is the
+   * frontend's pick from its snapshot until the main thread resolves it again
+   * at enqueue and writes its choice here (repository/version-resolution.ts).
+   */
   version: number;
+  /** The client named no version: the newest READY version at enqueue time runs it (Triton's -1). */
+  latest: boolean;
   /** Leading batch dimension; 1 for models with max_batch_size 0. */
   batchSize: number;
   inputs: TensorRef[];

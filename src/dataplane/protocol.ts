@@ -29,6 +29,8 @@ export interface InferMessage {
 export interface ResponseMessage {
   t: 'response';
   key: number;
+  /** The version that ran the request: the main thread's choice at enqueue (differs from the request's for a `latest` request across a version swap). */
+  version: number;
   response: InferResponse;
 }
 

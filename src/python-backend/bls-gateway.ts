@@ -67,6 +67,7 @@ export class BlsGateway implements InferGateway {
       id: req.id,
       model: req.model,
       version: resolved.version,
+      latest: resolved.latest,
       batchSize: plan.maxBatchSize > 0 ? batchSize : 1,
       inputs: req.inputs,
       requestedOutputs: req.requestedOutputs,

@@ -13,21 +13,21 @@
  * Without the flag nothing else is unloaded: an ensemble whose step model is
  * gone stays READY and its requests fail with that step's lookup error.
  */
-import type { ModelRecord } from './model-record';
+import type { ModelRecord, VersionRecord } from './model-record';
 import { hasServing } from './model-record';
 
 /** Models a loaded (wanted, serving) model's config names in its ensemble steps. */
-function steps(record: ModelRecord): string[] {
+function steps(record: ModelRecord<VersionRecord>): string[] {
   const step = record.prepared?.config.ensemble_scheduling?.step ?? [];
   return [...new Set(step.map((s) => s.model_name).filter((n) => n !== record.name))];
 }
 
-function loaded(record: ModelRecord | undefined): record is ModelRecord {
+function loaded(record: ModelRecord<VersionRecord> | undefined): record is ModelRecord<VersionRecord> {
   return record !== undefined && record.wanted && hasServing(record);
 }
 
 /** Names to unload besides `name` (sorted; downstream ensembles and unshared composing models). */
-export function unloadDependents(models: ReadonlyMap<string, ModelRecord>, name: string): string[] {
+export function unloadDependents(models: ReadonlyMap<string, ModelRecord<VersionRecord>>, name: string): string[] {
   const live = [...models.values()].filter(loaded);
   const gone = new Set<string>([name]);
   // Downstream: ensembles whose steps reach something that goes, until nothing changes.

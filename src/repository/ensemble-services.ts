@@ -13,15 +13,15 @@ import type { InferRequest, Respond } from '../core/request';
 import type { ModelConfig } from '../core/model-config';
 import { parseModelConfigText } from './config/pbtxt';
 import { configPath } from './model-loader';
+import { notReady } from '../request/model-lookup';
 import type { ModelRecord, VersionRecord } from './model-record';
 import type { ModelLocation } from './scan';
-
-const LOOKUP = 'Request for unknown model: ';
+import { resolveVersion } from './version-resolution';
 
 function newestReady(record: ModelRecord): VersionRecord | undefined {
   let best: VersionRecord | undefined;
   for (const v of record.versions.values()) {
-    if (v.readiness.state === 'READY' && v.loaded && (best === undefined || v.version > best.version)) best = v;
+    if (v.state === 'READY' && (best === undefined || v.version > best.version)) best = v;
   }
   return best;
 }
@@ -58,19 +58,10 @@ export function ensembleServices(
       throw new ServerError('INVALID_ARG', `ensemble '${e}' depends on '${m}' which has no loaded version. Model '${m}' loading failed with error: ${why}`);
     },
     resolve(m: string, version: number) {
-      const record = models.get(m);
-      if (record === undefined) throw new ServerError('NOT_FOUND', `${LOOKUP}'${m}' is not found`);
-      let v: VersionRecord | undefined;
-      if (version === -1) {
-        v = newestReady(record);
-        if (v === undefined) throw new ServerError('NOT_FOUND', `${LOOKUP}'${m}' has no available versions`);
-      } else {
-        v = record.versions.get(version);
-        if (v === undefined) throw new ServerError('NOT_FOUND', `${LOOKUP}'${m}' version ${version} is not found`);
-        if (v.readiness.state !== 'READY') throw new ServerError('UNAVAILABLE', `${LOOKUP}'${m}' version ${version} is not at ready state`);
-      }
-      const plan = record.prepared?.plan;
-      if (plan === undefined) throw new ServerError('UNAVAILABLE', `${LOOKUP}'${m}' version ${v.version} is not at ready state`);
+      // The same choice the route makes again when the step is enqueued (version-resolution.ts).
+      const v = resolveVersion(models, m, version, version === -1);
+      const plan = models.get(m)?.prepared?.plan;
+      if (plan === undefined) throw notReady(m, v.version);
       return { version: v.version, plan };
     },
   };

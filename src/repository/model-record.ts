@@ -1,28 +1,29 @@
 /**
  * What the registry remembers per model and per version, and the pure views
  * over it: the repository index (protocol.md §1.10), the model table (§7.2)
- * and the strict-readiness rule.
+ * and the strict-readiness rule. Versions change only through their
+ * lifecycle (model-lifecycle.ts); the views read them.
  */
 import type { ModelView, ServerSnapshot } from '../request/server-snapshot';
-import type { LoadedVersion, PreparedModel } from './model-loader';
+import type { PreparedModel } from './model-loader';
 import type { Readiness } from '../core/model-state';
+import type { VersionLifecycle } from './model-lifecycle';
 import type { ModelLocation } from './scan';
 
+/** What the views read of a version (VersionLifecycle is one). */
 export interface VersionRecord {
-  version: number;
-  readiness: Readiness;
-  loaded?: LoadedVersion;
+  readonly version: number;
+  readonly readiness: Readiness;
   /** Why the last reload of this READY version failed (the previous load keeps serving). */
-  note?: string;
-  /** UNLOADING but still admitting during the unload grace (repository-manager.ts retire()). */
-  admitting?: boolean;
+  readonly note?: string | undefined;
 }
 
-export interface ModelRecord {
+/** A model and its versions; the views take any VersionRecord, the manager holds lifecycles. */
+export interface ModelRecord<V extends VersionRecord = VersionLifecycle> {
   name: string;
   location: ModelLocation;
   prepared?: PreparedModel;
-  versions: Map<number, VersionRecord>;
+  versions: Map<number, V>;
   /** Why the model has no version to load (shown as version '-' in the table). */
   noVersionReason?: string;
   /** Fingerprint of the files the last load attempt used; undefined = load again. */
@@ -48,12 +49,12 @@ export interface TableRow {
   status: string;
 }
 
-export function hasServing(record: ModelRecord): boolean {
+export function hasServing(record: ModelRecord<VersionRecord>): boolean {
   for (const v of record.versions.values()) if (v.readiness.state === 'READY') return true;
   return false;
 }
 
-function sortedVersions(record: ModelRecord): VersionRecord[] {
+function sortedVersions(record: ModelRecord<VersionRecord>): VersionRecord[] {
   return [...record.versions.values()].sort((a, b) => a.version - b.version);
 }
 
@@ -63,7 +64,7 @@ function sortedVersions(record: ModelRecord): VersionRecord[] {
  * any version folder is left out (Triton's quirk); duplicates carry their reason.
  */
 export function indexEntries(
-  records: ReadonlyMap<string, ModelRecord>,
+  records: ReadonlyMap<string, ModelRecord<VersionRecord>>,
   found: Iterable<string>,
   duplicates: Iterable<string>,
   readyOnly: boolean,
@@ -93,7 +94,7 @@ export function indexEntries(
 }
 
 /** Model | Version | Status rows, sorted by model then version (protocol.md §7.2). */
-export function tableRows(records: ReadonlyMap<string, ModelRecord>, duplicates: Iterable<string>): TableRow[] {
+export function tableRows(records: ReadonlyMap<string, ModelRecord<VersionRecord>>, duplicates: Iterable<string>): TableRow[] {
   const rows: TableRow[] = [];
   const dup = new Set(duplicates);
   for (const name of [...new Set([...records.keys(), ...dup])].sort()) {
@@ -119,7 +120,7 @@ export function tableRows(records: ReadonlyMap<string, ModelRecord>, duplicates:
  * READY (versions retired by the version policy or unloaded on request do
  * not count).
  */
-export function allReady(records: ReadonlyMap<string, ModelRecord>): boolean {
+export function allReady(records: ReadonlyMap<string, ModelRecord<VersionRecord>>): boolean {
   for (const m of records.values()) {
     if (!m.wanted) continue;
     if (m.versions.size === 0) return false;
@@ -129,13 +130,13 @@ export function allReady(records: ReadonlyMap<string, ModelRecord>): boolean {
 }
 
 /** Names of wanted models that failed (not every version READY), for startup errors. */
-export function failedModels(records: ReadonlyMap<string, ModelRecord>): string[] {
+export function failedModels(records: ReadonlyMap<string, ModelRecord<VersionRecord>>): string[] {
   return [...records.values()]
     .filter((m) => m.wanted && (m.versions.size === 0 || [...m.versions.values()].some((v) => v.readiness.state !== 'READY')))
     .map((m) => m.name);
 }
 
-export function snapshotModels(records: ReadonlyMap<string, ModelRecord>): ServerSnapshot['models'] {
+export function snapshotModels(records: ReadonlyMap<string, ModelRecord<VersionRecord>>): ServerSnapshot['models'] {
   const models: Record<string, ModelView> = {};
   for (const m of records.values()) {
     models[m.name] = {

@@ -127,7 +127,7 @@ function runOnce(sample: PreparedSample, model: string, version: number, schedul
     throw err;
   }
   const request: InferRequest = {
-    id: '', model, version, batchSize: plan.maxBatchSize > 0 ? batchSize : 1, inputs,
+    id: '', model, version, latest: false, batchSize: plan.maxBatchSize > 0 ? batchSize : 1, inputs, // warms this very version
     requestedOutputs: null, parameters: {}, arrivalNs: nowNs(),
   };
   return new Promise((resolve, reject) => {

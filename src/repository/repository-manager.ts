@@ -1,22 +1,22 @@
 /**
- * The model registry and its lifecycle: which models exist, the state and
- * reason of each version, and the scheduler of every READY version. It is
- * mode-agnostic: control-mode.ts decides what to load at startup,
- * repository-api.ts serves index/load/unload, poll-watcher.ts calls poll().
+ * The model repository manager (Triton's model_repository_manager): which
+ * models exist (scan), what to load, reload or unload and when (poll,
+ * explicit requests, control-mode.ts at startup), in which order (an
+ * ensemble after the models it uses), with which overrides, and the views
+ * over the registry (index, table, snapshot). Each version's load, swap,
+ * drain and retire, and its admission gate, are its lifecycle's
+ * (model-lifecycle.ts); where a request enters a version is
+ * version-resolution.ts; how a version is built is version-builder.ts.
  *
  * Every load, reload and unload of one model runs on that model's promise
- * chain, so concurrent requests for one model are serialized. A reload
- * builds the new version beside the serving one and swaps it in; a retired
- * version stops admitting, drains its in-flight requests (scheduler.stop())
- * and only then releases its instances, so no request is lost.
+ * chain, so concurrent requests for one model are serialized.
  */
 import type { RateLimiter } from '../scheduler/rate-limiter';
 import type { ResponseCache } from '../scheduler/response-cache';
 import path from 'node:path';
-import { CODE_WORDS, ServerError, toErrorInfo } from '../core/errors';
+import { ServerError, toErrorInfo } from '../core/errors';
 import type { ServerSnapshot } from '../request/server-snapshot';
 import type { InstanceGroupContext } from '../instances/instance-group';
-import type { Scheduler } from '../scheduler/scheduler';
 import type { Logger } from '../logging/logger';
 import type { ModelConfig } from '../core/model-config';
 import { removeOverrideDir } from './load-request';
@@ -26,11 +26,13 @@ import { prepareModel } from './model-loader';
 import { ensembleDependencies } from './ensemble-services';
 import { unloadDependents } from './dependents';
 import type { InferRequest, Respond } from '../core/request';
-import type { LoadedVersion, LoaderOptions, PreparedModel } from './model-loader';
+import type { LoaderOptions, PreparedModel } from './model-loader';
+import { VersionLifecycle, reasonOf } from './model-lifecycle';
+import type { BuildVersion, LifecycleHooks, LoadResult } from './model-lifecycle';
 import * as views from './model-record';
-import type { IndexEntry, ModelRecord, TableRow, VersionRecord } from './model-record';
-import { transition } from '../core/model-state';
+import type { IndexEntry, ModelRecord, TableRow } from './model-record';
 import { VersionBuilder } from './version-builder';
+import { routeRequest } from './version-resolution';
 import { scanRepositories, scanVersions } from './scan';
 import type { ModelLocation, ScanResult } from './scan';
 
@@ -44,12 +46,6 @@ export interface LoadOverride {
 }
 
 /** Errors of one load, each as Triton words it after `load failed for model '<m>': `. */
-/**
- * How long a version being unloaded still admits requests (see retire()).
- * Longer than a snapshot takes to reach every HTTP thread, even when busy.
- */
-export const UNLOAD_GRACE_MS = 500;
-
 export interface LoadOutcome {
   errors: string[];
 }
@@ -61,6 +57,7 @@ export class RepositoryManager {
   private duplicates = new Map<string, string[]>();
   private overrideCount = 0;
   private readonly builder: VersionBuilder;
+  private readonly lifecycleHooks: LifecycleHooks;
 
   constructor(
     private readonly repositories: readonly string[],
@@ -68,14 +65,8 @@ export class RepositoryManager {
     instanceCtx: Omit<InstanceGroupContext, 'backendConfig'>,
     private readonly log: Logger,
   ) {
-    const ownRoute = (request: InferRequest, respond: Respond): void => {
-      try {
-        this.scheduler(request.model, request.version).enqueue(request, respond);
-      } catch (err) {
-        respond({ outputs: [], error: toErrorInfo(err), final: true });
-      }
-    };
-    this.builder = new VersionBuilder(this.models, loader, instanceCtx, log, ownRoute, reasonOf);
+    this.builder = new VersionBuilder(this.models, loader, instanceCtx, log, (request, respond) => this.route(request, respond), reasonOf);
+    this.lifecycleHooks = { changed: () => this.changed(), gone: (model, version) => this.builder.gone(model, version), log };
   }
 
   onChange(listener: () => void): void {
@@ -160,16 +151,17 @@ export class RepositoryManager {
 
   /**
    * Unload every version of a model. Resolves once the versions are
-   * UNLOADING (Triton answers then); draining continues on the model's chain.
+   * UNLOADING (Triton answers then; none admits a request from then on);
+   * draining continues on the model's chain.
    */
-  unload(name: string, grace = UNLOAD_GRACE_MS): Promise<void> {
+  unload(name: string): Promise<void> {
     return new Promise((initiated, reject) => {
       this.serial(name, async () => {
         const record = this.models.get(name);
         if (!record) return initiated();
         record.wanted = false;
         record.applied = undefined;
-        const drains = [...record.versions.values()].map((v) => this.retire(record, v, grace));
+        const drains = [...record.versions.values()].map((v) => v.retire());
         initiated();
         await Promise.all(drains);
         this.dropOverrideDir(record);
@@ -184,8 +176,7 @@ export class RepositoryManager {
 
   /** Stop admitting, drain in-flight requests, release instances; every model (shutdown). */
   async unloadAll(): Promise<void> {
-    // The frontends are stopped already: no request can be on its way, so no grace.
-    await Promise.all([...this.models.keys()].map((name) => this.unload(name, 0)));
+    await Promise.all([...this.models.keys()].map((name) => this.unload(name)));
     await Promise.all([...this.chains.values()]);
   }
 
@@ -213,23 +204,13 @@ export class RepositoryManager {
     await Promise.all(work);
   }
 
-  /** The scheduler of a READY version, or the lookup error Triton gives. `latest`: the client named no version. */
-  scheduler(model: string, version: number, latest = false): Scheduler {
-    const record = this.models.get(model);
-    if (latest && record) {
-      // The frontend picked `version` from a snapshot that may be a moment old;
-      // route to the newest READY version now, so a version swap loses nothing.
-      let best: VersionRecord | undefined;
-      for (const v of record.versions.values()) if (v.readiness.state === 'READY' && v.loaded && (!best || v.version > best.version)) best = v;
-      if (best) return best.loaded!.scheduler;
-    }
-    const v = record?.versions.get(version);
-    if (!v) throw new ServerError('NOT_FOUND', `Request for unknown model: '${model}' version ${version} is not found`);
-    if (v.loaded && v.readiness.state === 'UNLOADING' && v.admitting) return v.loaded.scheduler;
-    if (v.readiness.state !== 'READY' || !v.loaded) {
-      throw new ServerError('UNAVAILABLE', `Request for unknown model: '${model}' version ${version} is not at ready state`);
-    }
-    return v.loaded.scheduler;
+  /**
+   * Where every inference request enters (frontends, BLS, ensemble steps):
+   * its version is chosen now, against the live versions, and that
+   * version's gate admits or refuses it (version-resolution.ts).
+   */
+  route(request: InferRequest, respond: Respond): void {
+    routeRequest(this.models, request, respond);
   }
 
   index(readyOnly: boolean): IndexEntry[] {
@@ -243,7 +224,7 @@ export class RepositoryManager {
 
   inflightCount(): number {
     let n = 0;
-    for (const m of this.models.values()) for (const v of m.versions.values()) n += v.loaded?.scheduler.inflightCount() ?? 0;
+    for (const m of this.models.values()) for (const v of m.versions.values()) n += v.inflightCount();
     return n;
   }
 
@@ -313,7 +294,7 @@ export class RepositoryManager {
     // Retire what the version policy no longer wants, once a wanted version serves.
     if (prepared.versions.some((v) => record!.versions.get(v)?.readiness.state === 'READY')) {
       const retired = [...record.versions.values()].filter((v) => !prepared.versions.includes(v.version));
-      await Promise.all(retired.map((v) => this.retire(record!, v, UNLOAD_GRACE_MS)));
+      await Promise.all(retired.map((v) => v.retire()));
     }
     if (prevOverrideDir && prevOverrideDir !== override.dir) removeOverrideDir(prevOverrideDir);
     this.log.info(errors.length === 0 ? `successfully loaded '${name}'` : `failed to load '${name}'`);
@@ -332,59 +313,29 @@ export class RepositoryManager {
       // Every version the default policy would load is UNAVAILABLE with that reason.
       const versions = scanVersions(record.location.dir).versions.slice(-1);
       if (versions.length === 0) record.noVersionReason = reason;
-      for (const version of versions) {
-        const v = record.versions.get(version) ?? { version, readiness: { state: 'UNAVAILABLE' as const, reason: '' } };
-        record.versions.set(version, v);
-        const what = `'${record.name}' version ${version}`;
-        v.readiness = transition(transition(v.readiness, 'LOADING', '', what), 'UNAVAILABLE', reason, what);
-      }
+      for (const version of versions) this.versionOf(record, version).failed(reason);
     }
     this.changed();
     if (isPollError(err)) throw pollFailure(record.name);
     return { errors: [...record.versions.keys()].sort((a, b) => a - b).map((v) => `version ${v} is at UNAVAILABLE state: ${reason};`) };
   }
 
-  /** 'kept' (unchanged and READY), 'loaded', or the error text for the load API. */
-  private async loadOneVersion(record: ModelRecord, prepared: PreparedModel, version: number, changed: boolean): Promise<'kept' | 'loaded' | { error: string }> {
-    const what = `'${record.name}' version ${version}`;
+  /** 'kept' (unchanged and READY), or how loading (a READY one: reloading beside itself) went. */
+  private async loadOneVersion(record: ModelRecord, prepared: PreparedModel, version: number, changed: boolean): Promise<'kept' | LoadResult> {
+    const v = this.versionOf(record, version);
+    const build: BuildVersion = () => this.builder.build(prepared, record.location, version);
+    if (v.state === 'READY' && !changed) return 'kept';
+    return v.state === 'READY' ? v.reload(build) : v.load(build);
+  }
+
+  /** The lifecycle of a version, made (UNAVAILABLE) the first time the version is named. */
+  private versionOf(record: ModelRecord, version: number): VersionLifecycle {
     let v = record.versions.get(version);
-    if (v && v.readiness.state === 'READY' && v.loaded) {
-      if (!changed) return 'kept';
-      // Reload beside the serving version, then swap and drain the old one.
-      try {
-        const fresh = await this.builder.build(prepared, record.location, version);
-        const old = v.loaded!;
-        v.loaded = fresh;
-        v.note = undefined;
-        this.changed();
-        await drain(old);
-        return 'loaded';
-      } catch (err) {
-        v.note = reasonOf(err);
-        this.log.error(`failed to load '${record.name}' version ${version}: ${v.note}`);
-        return { error: `version ${version} is at UNAVAILABLE state: ${v.note};` };
-      }
-    }
-    if (!v) {
-      v = { version, readiness: { state: 'UNAVAILABLE', reason: '' } };
+    if (v === undefined) {
+      v = new VersionLifecycle(record.name, version, this.lifecycleHooks);
       record.versions.set(version, v);
     }
-    v.readiness = transition(v.readiness, 'LOADING', '', what);
-    v.note = undefined;
-    this.log.info(`loading: ${record.name}:${version}`);
-    this.changed();
-    try {
-      v.loaded = await this.builder.build(prepared, record.location, version);
-      v.readiness = transition(v.readiness, 'READY', '', what);
-      this.changed();
-      return 'loaded';
-    } catch (err) {
-      const reason = reasonOf(err);
-      v.readiness = transition(v.readiness, 'UNAVAILABLE', reason, what);
-      this.log.error(`failed to load '${record.name}' version ${version}: ${reason}`);
-      this.changed();
-      return { error: `version ${version} is at UNAVAILABLE state: ${reason};` };
-    }
+    return v;
   }
 
   /** An ensemble's composing models that are not serving yet load first (explicit mode loads them along). */
@@ -397,30 +348,6 @@ export class RepositoryManager {
     await Promise.all(missing.map((d) => this.load(d, {}, chain).catch(() => undefined))); // their failure shows in the ensemble's reason
   }
 
-  /**
-   * READY → UNLOADING (synchronously, so callers can answer) → grace → drain
-   * → UNAVAILABLE 'unloaded'. During the grace the version still admits:
-   * frontend threads pick versions from a snapshot that reaches them a moment
-   * after this change, and a request they accepted before must not fail.
-   */
-  private async retire(record: ModelRecord, v: VersionRecord, graceMs: number): Promise<void> {
-    if (v.readiness.state !== 'READY' || !v.loaded) return;
-    const what = `'${record.name}' version ${v.version}`;
-    v.readiness = transition(v.readiness, 'UNLOADING', '', what);
-    v.note = undefined;
-    v.admitting = graceMs > 0;
-    this.changed();
-    const loaded = v.loaded;
-    if (graceMs > 0) await new Promise((r) => setTimeout(r, graceMs));
-    v.admitting = false;
-    await drain(loaded);
-    v.loaded = undefined;
-    this.builder.gone(record.name, v.version);
-    v.readiness = transition(v.readiness, 'UNAVAILABLE', 'unloaded', what);
-    this.log.info(`successfully unloaded '${record.name}' version ${v.version}`);
-    this.changed();
-  }
-
   private dropOverrideDir(record: ModelRecord): void {
     if (record.overrideDir) removeOverrideDir(record.overrideDir);
     record.overrideDir = undefined;
@@ -431,12 +358,6 @@ export class RepositoryManager {
   }
 }
 
-/** Stop admitting, let in-flight requests finish, then release the instances. */
-async function drain(loaded: LoadedVersion): Promise<void> {
-  await loaded.scheduler.stop();
-  await Promise.all(loaded.instances.map((i) => i.stop()));
-}
-
 function pollFailure(name: string): ServerError {
   return new ServerError('INTERNAL', `failed to load '${name}', failed to poll from model repository`);
 }
@@ -445,10 +366,4 @@ function pollFailure(name: string): ServerError {
 function isPollError(err: unknown): boolean {
   const m = toErrorInfo(err).message;
   return m.startsWith('failed to read text proto') || m.startsWith('unexpected directory name');
-}
-
-/** `<Code words>: <message>`, the reason text Triton shows in the table and index. */
-export function reasonOf(err: unknown): string {
-  const info = toErrorInfo(err);
-  return `${CODE_WORDS[info.code]}: ${info.message}`;
 }

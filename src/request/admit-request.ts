@@ -11,6 +11,8 @@ import type { DecodedRequest } from './decoded-request';
 export interface AdmitTarget {
   model: string;
   version: number;
+  /** No version was named (InferRequest.latest). */
+  latest: boolean;
   batchSize: number;
   arrivalNs: number;
 }
@@ -33,6 +35,7 @@ export function admitRequest(arena: Arena, decoded: DecodedRequest, target: Admi
     id: decoded.id,
     model: target.model,
     version: target.version,
+    latest: target.latest,
     batchSize: target.batchSize,
     inputs,
     requestedOutputs: decoded.outputs === null ? null : decoded.outputs.map((o) => o.name),

@@ -1,31 +1,64 @@
 /**
  * Resolve a model name and optional version string to a READY version, with
- * Triton's lookup errors (protocol.md §4.1). Shared by every frontend.
+ * Triton's lookup errors (protocol.md §4.1). Shared by every frontend, which
+ * answer from their snapshot; the main thread makes the same choice again
+ * over the live versions when a request is enqueued
+ * (repository/version-resolution.ts), and that choice is the one that counts.
  */
 import { ServerError } from '../core/errors';
+import type { ModelState } from '../core/model-state';
 import type { ModelView, ServerSnapshot } from './server-snapshot';
 
 export interface Resolved {
   view: ModelView;
   version: number;
+  /** No version was named: the newest READY one was picked (and is picked again at enqueue). */
+  latest: boolean;
+}
+
+/** A version as far as choosing one goes: a snapshot's VersionView or a live version. */
+export interface VersionChoice {
+  readonly version: number;
+  readonly state: ModelState;
 }
 
 const PREFIX = 'Request for unknown model: ';
 
+/** Triton's text for a model name nobody knows. */
+export function unknownModel(name: string): ServerError {
+  return new ServerError('NOT_FOUND', `${PREFIX}'${name}' is not found`);
+}
+
+/** Triton's text for a version that exists but is not READY. */
+export function notReady(name: string, version: number): ServerError {
+  return new ServerError('UNAVAILABLE', `${PREFIX}'${name}' version ${version} is not at ready state`);
+}
+
+/**
+ * Triton's version choice (GetModel): the named version if it is READY, or,
+ * with none named, the newest READY version; otherwise its lookup error.
+ */
+export function chooseVersion<V extends VersionChoice>(name: string, versions: Iterable<V>, wanted: number | undefined): V {
+  if (wanted !== undefined) {
+    for (const v of versions) {
+      if (v.version !== wanted) continue;
+      if (v.state !== 'READY') throw notReady(name, wanted);
+      return v;
+    }
+    throw new ServerError('NOT_FOUND', `${PREFIX}'${name}' version ${wanted} is not found`);
+  }
+  let best: V | undefined;
+  for (const v of versions) if (v.state === 'READY' && (best === undefined || v.version > best.version)) best = v;
+  if (best === undefined) throw new ServerError('NOT_FOUND', `${PREFIX}'${name}' has no available versions`);
+  return best;
+}
+
 export function lookupModel(snapshot: ServerSnapshot, name: string, versionText: string | undefined): Resolved {
   const view = Object.prototype.hasOwnProperty.call(snapshot.models, name) ? snapshot.models[name] : undefined;
-  if (view === undefined) throw new ServerError('NOT_FOUND', `${PREFIX}'${name}' is not found`);
-  if (versionText !== undefined && versionText !== '') {
-    const version = parseVersion(versionText);
-    const v = view.versions.find((x) => x.version === version);
-    if (v === undefined) throw new ServerError('NOT_FOUND', `${PREFIX}'${name}' version ${version} is not found`);
-    if (v.state !== 'READY') throw new ServerError('UNAVAILABLE', `${PREFIX}'${name}' version ${version} is not at ready state`);
-    return { view, version };
-  }
-  let best = -1;
-  for (const v of view.versions) if (v.state === 'READY' && v.version > best) best = v.version;
-  if (best < 0) throw new ServerError('NOT_FOUND', `${PREFIX}'${name}' has no available versions`);
-  return { view, version: best };
+  if (view === undefined) throw unknownModel(name);
+  const latest = versionText === undefined || versionText === '';
+  const chosen = chooseVersion(name, view.versions, latest ? undefined : parseVersion(versionText));
+  return { view, version: chosen.version, latest };
 }
 
 /** Version text to number, with Triton's texts for bad values. */

@@ -179,6 +179,7 @@ class EnsembleRun {
       id: this.request.id,
       model,
       version: resolved,
+      latest: version === -1,
       batchSize: plan.maxBatchSize > 0 ? batchSize : 1,
       inputs,
       requestedOutputs,

@@ -42,7 +42,8 @@ export async function repoIndex(url: string, headers: Record<string, string> = {
   return JSON.parse(a.text) as IndexEntry[];
 }
 
-const SIMPLE_BODY = JSON.stringify({
+/** A JSON inference body for `simple`: INPUT0 = 0..15, INPUT1 = 1 (so OUTPUT0 = INPUT0 + 1). */
+export const SIMPLE_BODY = JSON.stringify({
   inputs: [
     { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, (_, i) => i) },
     { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, () => 1) },

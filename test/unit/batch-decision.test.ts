@@ -92,7 +92,7 @@ function tensor(name: string, shape: number[], datatype: TensorRef['datatype'] =
 }
 
 function request(inputs: TensorRef[]): InferRequest {
-  return { id: '', model: 'm', version: 1, batchSize: inputs[0]?.shape[0] ?? 1, inputs, requestedOutputs: null, parameters: {}, arrivalNs: 0 };
+  return { id: '', model: 'm', version: 1, latest: false, batchSize: inputs[0]?.shape[0] ?? 1, inputs, requestedOutputs: null, parameters: {}, arrivalNs: 0 };
 }
 
 interface KeyCase { name: string; a: TensorRef[]; b: TensorRef[]; same: boolean; ragged?: string[] }

@@ -114,7 +114,7 @@ function run(s: EnsembleScheduler, arena: Arena, x: number[], y: number[], reque
     return { name: name as string, datatype: 'INT32' as const, shape: [1, 4], offset, byteSize: 16 };
   });
   return new Promise((resolve) => {
-    s.enqueue({ id: 'r', model: 'ens', version: 1, batchSize: 1, inputs, requestedOutputs, parameters: {}, arrivalNs: 0 }, (response) => {
+    s.enqueue({ id: 'r', model: 'ens', version: 1, latest: false, batchSize: 1, inputs, requestedOutputs, parameters: {}, arrivalNs: 0 }, (response) => {
       for (const t of inputs) arena.free(t.offset); // what the frontend does after the final response
       resolve(response);
     });

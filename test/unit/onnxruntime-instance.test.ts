@@ -53,7 +53,7 @@ const copyOf = (ref: TensorRef): ArrayBuffer => arena.bytes(ref.offset, ref.byte
 const int32s = (ref: TensorRef): number[] => [...new Int32Array(copyOf(ref))];
 
 function request(inputs: TensorRef[], batchSize: number, requestedOutputs: string[] | null = null): InferRequest {
-  return { id: '', model: 'm', version: 1, batchSize, inputs, requestedOutputs, parameters: {}, arrivalNs: 0 };
+  return { id: '', model: 'm', version: 1, latest: false, batchSize, inputs, requestedOutputs, parameters: {}, arrivalNs: 0 };
 }
 
 function freeAll(requests: InferRequest[], responses: { outputs: TensorRef[] }[] = []): void {

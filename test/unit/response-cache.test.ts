@@ -12,7 +12,7 @@ function tensorRequest(arena: Arena, id: string, values: number[], params: Recor
   const offset = arena.alloc(data.byteLength);
   arena.bytes(offset, data.byteLength).set(data);
   return {
-    id, model: 'm', version: 1, batchSize: 1, requestedOutputs: null, parameters: params, arrivalNs: 0,
+    id, model: 'm', version: 1, latest: false, batchSize: 1, requestedOutputs: null, parameters: params, arrivalNs: 0,
     inputs: [{ name: 'x', datatype: 'FP32', shape: [values.length], offset, byteSize: data.byteLength }],
   };
 }

@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { ModelConfig } from '../../src/core/model-config';
 import { unloadDependents } from '../../src/repository/dependents';
-import type { ModelRecord } from '../../src/repository/model-record';
+import type { ModelRecord as LiveRecord, VersionRecord } from '../../src/repository/model-record';
+
+type ModelRecord = LiveRecord<VersionRecord>;
 
 /** A record: `steps` makes it an ensemble; `ready: false` = unloaded (or failed). */
 function record(name: string, steps: string[] = [], ready = true): ModelRecord {

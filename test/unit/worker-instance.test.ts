@@ -9,7 +9,7 @@ import type { ModelConfig } from '../../src/core/model-config';
 import type { InferRequest } from '../../src/core/request';
 
 const request = (id: string): InferRequest => ({
-  id, model: 'm', version: 1, batchSize: 1, inputs: [], requestedOutputs: null, parameters: {}, arrivalNs: 0,
+  id, model: 'm', version: 1, latest: false, batchSize: 1, inputs: [], requestedOutputs: null, parameters: {}, arrivalNs: 0,
 });
 
 test('a worker instance whose thread dies fails that batch, is restarted and serves again; stop ends it', async () => {

@@ -48,7 +48,7 @@ export function startInfer(
   if (ctx.stopping()) throw new ServerError('UNAVAILABLE', SHUTTING_DOWN);
   const snapshot = ctx.snapshot();
   if (snapshot.exiting) throw new ServerError('UNAVAILABLE', 'Server exiting');
-  const { view, version } = resolveModel(snapshot, msg.model_name, msg.model_version);
+  const { view, version, latest } = resolveModel(snapshot, msg.model_name, msg.model_version);
   const plan = view.plan;
   if (!plan) throw new ServerError('UNAVAILABLE', `Request for unknown model: '${view.name}' version ${version} is not at ready state`);
   if (plan.decoupled && !allowDecoupled) {
@@ -56,9 +56,8 @@ export function startInfer(
   }
   const { decoded, enableEmptyFinalResponse } = decodeModelInferRequest(msg, view.name, snapshot.shmRegions);
   const { batchSize } = validateRequest(plan, decoded);
-  const request = admitRequest(ctx.arena, decoded, { model: view.name, version, batchSize, arrivalNs });
-  const modelVersion = String(version);
-  const info: StartedInfer = { decoupled: plan.decoupled, enableEmptyFinalResponse, modelName: view.name, modelVersion };
+  const request = admitRequest(ctx.arena, decoded, { model: view.name, version, latest, batchSize, arrivalNs });
+  const info: StartedInfer = { decoupled: plan.decoupled, enableEmptyFinalResponse, modelName: view.name, modelVersion: String(version) };
   let done = false;
 
   ctx.route(request, (response: InferResponse) => {
@@ -67,6 +66,8 @@ export function startInfer(
       return;
     }
     if (response.final) done = true;
+    // The route wrote the version it chose at enqueue (a `latest` request may run on a newer one).
+    info.modelVersion = String(request.version);
     try {
       onResult(toResult(response), info);
     } finally {
@@ -88,7 +89,7 @@ export function startInfer(
       const built = buildInferResponse({
         id: decoded.id,
         modelName: view.name,
-        modelVersion,
+        modelVersion: info.modelVersion,
         parameters: response.parameters,
         outputs,
         requested: decoded.outputs,

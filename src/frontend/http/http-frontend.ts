@@ -205,19 +205,21 @@ export class HttpFrontend {
 
   private onRequest(t: HttpThread, msg: FrontendToMain): void {
     const key = msg.key;
+    const request = msg.request;
     if (!t.alive) {
-      for (const i of msg.request.inputs) this.arena.free(i.offset);
+      for (const i of request.inputs) this.arena.free(i.offset);
       return;
     }
-    t.inflight.set(key, msg.request.inputs);
+    t.inflight.set(key, request.inputs);
     const respond: Respond = (response) => {
       if (!t.alive) return this.release(t, key, response);
       if (response.final) t.inflight.delete(key);
-      const reply: MainToFrontend = { t: 'response', key, response };
+      // The route has written the version it chose into the request before any response.
+      const reply: MainToFrontend = { t: 'response', key, version: request.version, response };
       t.out.send(reply);
     };
     try {
-      this.router(msg.request, respond);
+      this.router(request, respond);
     } catch (err) {
       respond({ outputs: [], error: toErrorInfo(err), final: true });
     }

@@ -30,7 +30,7 @@ const serverMetadata = JSON.stringify({ name: data.serverName, version: data.ser
 const arena = Arena.attach(data.arena);
 const infer = new InferHandler(arena, RingWriter.attach(data.toMain), data.maxInputSize, () => snapshot);
 const inbox = new Inbox(data.fromMain.bell);
-inbox.add(data.fromMain, (msg: MainToFrontend) => infer.onResponse(msg.key, msg.response));
+inbox.add(data.fromMain, (msg: MainToFrontend) => infer.onResponse(msg.key, msg.response, msg.version));
 inbox.start();
 
 /** Requests between arrival and their response (or abort), body uploads included. */

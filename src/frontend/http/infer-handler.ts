@@ -13,6 +13,7 @@ import type { InferResponse, TensorRef } from '../../core/request';
 import { admitRequest } from '../../request/admit-request';
 import type { DecodedRequest } from '../../request/decoded-request';
 import { lookupModel } from '../../request/model-lookup';
+import type { Resolved } from '../../request/model-lookup';
 import type { ModelView, ServerSnapshot } from '../../request/server-snapshot';
 import { writeShmOutputs } from '../../request/shm-regions';
 import { validateRequest } from '../../request/validate';
@@ -34,6 +35,7 @@ interface PendingInfer {
   head: RequestHead;
   decoded: DecodedRequest;
   view: ModelView;
+  /** The version this thread picked; the main thread's choice replaces it when its responses come. */
   version: number;
   inputs: TensorRef[];
 }
@@ -51,7 +53,7 @@ export class InferHandler {
 
   handle(reply: Reply, head: RequestHead, model: string, versionText: string | undefined): void {
     const arrivalNs = nowNs();
-    let resolved: { view: ModelView; version: number };
+    let resolved: Resolved;
     try {
       // Once the server is stopping, in-flight requests finish but new ones
       // are refused, so the drain ends even on busy keep-alive connections.
@@ -72,21 +74,22 @@ export class InferHandler {
         return;
       }
       try {
-        this.admit(reply, head, r.body, resolved.view, resolved.version, arrivalNs);
+        this.admit(reply, head, r.body, resolved, arrivalNs);
       } catch (err) {
         sendError(reply, err);
       }
     });
   }
 
-  private admit(reply: Reply, head: RequestHead, raw: Buffer, view: ModelView, version: number, arrivalNs: number): void {
+  private admit(reply: Reply, head: RequestHead, raw: Buffer, resolved: Resolved, arrivalNs: number): void {
+    const { view, version, latest } = resolved;
     const plan = view.plan;
     if (!plan) throw new ServerError('UNAVAILABLE', `Request for unknown model: '${view.name}' version ${version} is not at ready state`);
     const body = decompressRequest(raw, head.contentEncoding, this.maxInputSize);
     const headerLength = parseHeaderLength(head.headerLength === '' ? undefined : head.headerLength, body.length);
     const decoded = decodeInferRequest(body, headerLength, plan, this.maxInputSize, this.snapshot().shmRegions);
     const { batchSize } = validateRequest(plan, decoded);
-    const request = admitRequest(this.arena, decoded, { model: view.name, version, batchSize, arrivalNs });
+    const request = admitRequest(this.arena, decoded, { model: view.name, version, latest, batchSize, arrivalNs });
     const inputs = request.inputs;
     const key = this.nextKey++;
     this.pending.set(key, { reply, head, decoded, view, version, inputs });
@@ -94,14 +97,15 @@ export class InferHandler {
     this.toMain.send(msg);
   }
 
-  /** A response from the main thread (ring message). */
-  onResponse(key: number, response: InferResponse): void {
+  /** A response from the main thread (ring message); `version` is the one that ran the request. */
+  onResponse(key: number, response: InferResponse, version: number): void {
     const p = this.pending.get(key);
     if (!p) {
       for (const o of response.outputs) this.arena.free(o.offset);
       return;
     }
     if (response.final) this.pending.delete(key);
+    p.version = version; // a `latest` request may have run on a newer version than this thread picked
     const release = (): void => {
       for (const o of response.outputs) this.arena.free(o.offset);
       if (response.final) for (const t of p.inputs) this.arena.free(t.offset);

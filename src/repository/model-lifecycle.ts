@@ -1,0 +1,171 @@
+/**
+ * The lifecycle of one model version (Triton core's model_lifecycle.cc, per
+ * version): its readiness, moved only by core/model-state.ts's transition();
+ * the instances and scheduler it serves with; how it loads, reloads beside
+ * itself (swap), retires and drains; and its admission gate, the check that
+ * counts for every request routed to it (version-resolution.ts).
+ *
+ *   UNAVAILABLE → LOADING → READY | UNAVAILABLE (build failed, with the reason)
+ *   READY → (reload: a fresh build takes new requests at once, the old drains)
+ *   READY → UNLOADING → UNAVAILABLE 'unloaded'
+ *
+ * A version admits requests only while READY. Draining is the scheduler's
+ * stop(): it resolves when the in-flight count reaches zero, so a version
+ * retires as soon as its last admitted request is answered, with no timer.
+ * What to load and when is the repository manager's decision
+ * (repository-manager.ts); how a version is built is version-builder.ts's.
+ */
+import { CODE_WORDS, toErrorInfo } from '../core/errors';
+import { transition } from '../core/model-state';
+import type { ModelState, Readiness } from '../core/model-state';
+import type { InferRequest, Respond } from '../core/request';
+import type { Logger } from '../logging/logger';
+import { notReady } from '../request/model-lookup';
+import type { LoadedVersion } from './model-loader';
+
+/** What a version tells the rest of the server. */
+export interface LifecycleHooks {
+  /** Readiness or the serving build changed (snapshots, BLS lookups). */
+  changed(): void;
+  /** The version retired: its telemetry ends. */
+  gone(model: string, version: number): void;
+  log: Logger;
+}
+
+/** Builds the instances and scheduler of this version (version-builder.ts). */
+export type BuildVersion = () => Promise<LoadedVersion>;
+
+/** A load or reload: done, or the error text the load API words after `load failed for model '<m>': `. */
+export type LoadResult = 'loaded' | { error: string };
+
+export class VersionLifecycle {
+  private current: Readiness = { state: 'UNAVAILABLE', reason: '' };
+  /** Set while READY and while UNLOADING (draining); undefined otherwise. */
+  private serving: LoadedVersion | undefined;
+  /** Old builds of a reload that are still draining. */
+  private readonly retiring = new Set<LoadedVersion>();
+  /** Why the last reload of this READY version (or of its config) failed; the serving build stays. */
+  note: string | undefined;
+
+  constructor(
+    readonly model: string,
+    readonly version: number,
+    private readonly hooks: LifecycleHooks,
+  ) {}
+
+  get readiness(): Readiness {
+    return this.current;
+  }
+
+  get state(): ModelState {
+    return this.current.state;
+  }
+
+  /** UNAVAILABLE → LOADING → READY, or back to UNAVAILABLE with the build's reason. */
+  async load(build: BuildVersion): Promise<LoadResult> {
+    this.move('LOADING', '');
+    this.note = undefined;
+    this.hooks.log.info(`loading: ${this.model}:${this.version}`);
+    this.hooks.changed();
+    try {
+      const loaded = await build();
+      this.serving = loaded;
+      this.move('READY', '');
+      this.hooks.changed();
+      return 'loaded';
+    } catch (err) {
+      const reason = reasonOf(err);
+      this.move('UNAVAILABLE', reason);
+      this.hooks.log.error(`failed to load '${this.model}' version ${this.version}: ${reason}`);
+      this.hooks.changed();
+      return { error: `version ${this.version} is at UNAVAILABLE state: ${reason};` };
+    }
+  }
+
+  /**
+   * A READY version built again beside itself: the fresh build takes every
+   * request from the moment it is ready, the old one drains what it admitted
+   * and then releases its instances. A failed build leaves the old one
+   * serving, with the reason as the version's note. A version that is not
+   * READY has nothing to swap: it loads (an illegal move fails as transition() says).
+   */
+  async reload(build: BuildVersion): Promise<LoadResult> {
+    if (this.current.state !== 'READY' || this.serving === undefined) return this.load(build);
+    let fresh: LoadedVersion;
+    try {
+      fresh = await build();
+    } catch (err) {
+      this.note = reasonOf(err);
+      this.hooks.log.error(`failed to load '${this.model}' version ${this.version}: ${this.note}`);
+      return { error: `version ${this.version} is at UNAVAILABLE state: ${this.note};` };
+    }
+    const old = this.serving;
+    this.serving = fresh;
+    this.note = undefined;
+    this.hooks.changed();
+    this.retiring.add(old);
+    await drain(old);
+    this.retiring.delete(old);
+    return 'loaded';
+  }
+
+  /** A version never built because its model's config could not be read: LOADING → UNAVAILABLE with the reason. */
+  failed(reason: string): void {
+    this.move('LOADING', '');
+    this.move('UNAVAILABLE', reason);
+  }
+
+  /**
+   * READY → UNLOADING at once (so an unload can be answered, and no request
+   * is admitted from here on) → drain: the in-flight count reaches zero →
+   * instances released → UNAVAILABLE 'unloaded'. A no-op unless READY.
+   */
+  async retire(): Promise<void> {
+    const loaded = this.serving;
+    if (this.current.state !== 'READY' || loaded === undefined) return;
+    this.move('UNLOADING', '');
+    this.note = undefined;
+    this.hooks.changed();
+    await drain(loaded);
+    this.serving = undefined;
+    this.hooks.gone(this.model, this.version);
+    this.move('UNAVAILABLE', 'unloaded');
+    this.hooks.log.info(`successfully unloaded '${this.model}' version ${this.version}`);
+    this.hooks.changed();
+  }
+
+  /**
+   * The admission gate: a READY version's scheduler takes the request; in any
+   * other state the request is answered (once) with Triton's not-ready error.
+   */
+  admit(request: InferRequest, respond: Respond): void {
+    if (this.current.state === 'READY' && this.serving !== undefined) {
+      this.serving.scheduler.enqueue(request, respond);
+      return;
+    }
+    respond({ outputs: [], error: toErrorInfo(notReady(this.model, this.version)), final: true });
+  }
+
+  /** Requests admitted and not yet finally answered, draining builds included. */
+  inflightCount(): number {
+    let n = this.serving?.scheduler.inflightCount() ?? 0;
+    for (const old of this.retiring) n += old.scheduler.inflightCount();
+    return n;
+  }
+
+  private move(to: ModelState, reason: string): void {
+    this.current = transition(this.current, to, reason, `'${this.model}' version ${this.version}`);
+  }
+}
+
+/** Stop admitting, wait until the in-flight count is zero (scheduler.stop()), then release the instances. */
+async function drain(loaded: LoadedVersion): Promise<void> {
+  await loaded.scheduler.stop();
+  await Promise.all(loaded.instances.map((i) => i.stop()));
+}
+
+/** `<Code words>: <message>`, the reason text Triton shows in the table and index. */
+export function reasonOf(err: unknown): string {
+  const info = toErrorInfo(err);
+  return `${CODE_WORDS[info.code]}: ${info.message}`;
+}
