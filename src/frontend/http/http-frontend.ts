@@ -25,6 +25,8 @@ export interface HttpFrontendOptions {
   address: string;
   port: number;
   maxInputSize: number;
+  /** --http-codec-offload-bytes (codec-pool.ts); 0 = decode and encode inline always. */
+  codecOffloadBytes: number;
   serverName: string;
   serverVersion: string;
   extensions: readonly string[];
@@ -99,6 +101,7 @@ export class HttpFrontend {
       toMain,
       fromMain,
       maxInputSize: this.opts.maxInputSize,
+      codecOffloadBytes: this.opts.codecOffloadBytes,
       serverName: this.opts.serverName,
       serverVersion: this.opts.serverVersion,
       extensions: this.opts.extensions,

@@ -2,7 +2,9 @@
  * The HTTP inference path on a uWS thread:
  * body → decode → validate → copy tensors into the arena → ring to the main
  * thread's scheduler … response ring → encode → client, then free the arena
- * blocks of the request and its outputs.
+ * blocks of the request and its outputs. Decode and encode run inline, or in
+ * the thread's codec pool when the body is large (codec-pool.ts); either way
+ * through the same functions (request-body-decode.ts, response-body.ts).
  */
 import { HTTP_STATUS, ServerError, toErrorInfo } from '../../core/errors';
 import type { Arena } from '../../dataplane/arena';
@@ -10,15 +12,15 @@ import type { FrontendToMain } from '../../dataplane/protocol';
 import type { RingWriter } from '../../dataplane/ring';
 import { nowNs } from '../../core/clock';
 import type { InferResponse, TensorRef } from '../../core/request';
-import { admitRequest } from '../../request/admit-request';
+import { admitRequest, releaseInputs, releaseOutputs } from '../../request/admit-request';
 import type { DecodedRequest } from '../../request/decoded-request';
 import { lookupModel } from '../../request/model-lookup';
 import type { ModelView, ServerSnapshot } from '../../request/server-snapshot';
 import { writeShmOutputs } from '../../request/shm-regions';
 import { validateRequest } from '../../request/validate';
-import { compressResponse, decompressRequest, negotiateEncoding } from './compression';
-import { decodeInferRequest, parseHeaderLength } from './infer-request-decode';
-import { encodeInferResponse } from './infer-response-encode';
+import type { CodecPool } from './codec-pool';
+import { decodeRequestBody, type BodyDecodeTask } from './request-body-decode';
+import { encodeResponseBody, type ResponseBody, type ResponseEncodeTask } from './response-body';
 import { readBody } from './uws-adapter';
 import type { Reply, RequestHead } from './uws-adapter';
 
@@ -40,6 +42,7 @@ export class InferHandler {
     private readonly toMain: RingWriter,
     private readonly maxInputSize: number,
     private readonly snapshot: () => ServerSnapshot,
+    private readonly codec: CodecPool,
   ) {}
 
   handle(reply: Reply, head: RequestHead, model: string, versionText: string | undefined): void {
@@ -75,10 +78,36 @@ export class InferHandler {
   private admit(reply: Reply, head: RequestHead, raw: Buffer, view: ModelView, version: number, arrivalNs: number): void {
     const plan = view.plan;
     if (!plan) throw new ServerError('UNAVAILABLE', `Request for unknown model: '${view.name}' version ${version} is not at ready state`);
-    const body = decompressRequest(raw, head.contentEncoding, this.maxInputSize);
-    const headerLength = parseHeaderLength(head.headerLength === '' ? undefined : head.headerLength, body.length);
-    const decoded = decodeInferRequest(body, headerLength, plan, this.maxInputSize, this.snapshot().shmRegions);
-    const { batchSize } = validateRequest(plan, decoded);
+    const task: BodyDecodeTask = {
+      body: raw,
+      contentEncoding: head.contentEncoding,
+      headerLength: head.headerLength,
+      plan,
+      maxInputSize: this.maxInputSize,
+      regions: this.snapshot().shmRegions,
+    };
+    if (!this.codec.offloadsDecode(raw.length, head.contentEncoding, head.headerLength)) {
+      this.enqueue(reply, head, decodeRequestBody(task), view, version, arrivalNs);
+      return;
+    }
+    // Reply registered onAborted before the body was read; a client gone
+    // meanwhile gets nothing admitted, and every later write is corked.
+    this.codec.decode(task).then(
+      (decoded) => {
+        if (reply.aborted) return;
+        try {
+          this.enqueue(reply, head, decoded, view, version, arrivalNs);
+        } catch (err) {
+          sendError(reply, err);
+        }
+      },
+      (err: unknown) => sendError(reply, err),
+    );
+  }
+
+  /** Validate, copy the inputs into the arena, send to the scheduler. */
+  private enqueue(reply: Reply, head: RequestHead, decoded: DecodedRequest, view: ModelView, version: number, arrivalNs: number): void {
+    const { batchSize } = validateRequest(view.plan!, decoded);
     const request = admitRequest(this.arena, decoded, { model: view.name, version, batchSize, arrivalNs });
     const inputs = request.inputs;
     const key = this.nextKey++;
@@ -91,51 +120,56 @@ export class InferHandler {
   onResponse(key: number, response: InferResponse): void {
     const p = this.pending.get(key);
     if (!p) {
-      for (const o of response.outputs) this.arena.free(o.offset);
+      releaseOutputs(this.arena, response.outputs);
       return;
     }
     if (response.final) this.pending.delete(key);
+    let offloaded = false;
     try {
       if (response.error) {
         sendError(p.reply, new ServerError(response.error.code, response.error.message));
       } else {
-        this.reply(p, response);
+        offloaded = this.reply(p, response);
       }
     } catch (err) {
       sendError(p.reply, err);
     } finally {
-      for (const o of response.outputs) this.arena.free(o.offset);
-      if (response.final) for (const t of p.inputs) this.arena.free(t.offset);
+      if (!offloaded) this.release(p, response);
     }
   }
 
-  private reply(p: PendingInfer, response: InferResponse): void {
-    if (p.reply.aborted) return;
-    const outputs = response.outputs.map((o) => ({ name: o.name, datatype: o.datatype, shape: o.shape, data: this.arena.bytes(o.offset, o.byteSize) }));
-    writeShmOutputs(outputs, p.decoded.outputs);
-    const encoded = encodeInferResponse({
+  private release(p: PendingInfer, response: InferResponse): void {
+    releaseOutputs(this.arena, response.outputs);
+    if (response.final) releaseInputs(this.arena, p.inputs);
+  }
+
+  /** Sends the response; true when its encoding went to the pool (which then owns the release). */
+  private reply(p: PendingInfer, response: InferResponse): boolean {
+    if (p.reply.aborted) return false;
+    const views = response.outputs.map((o) => ({ name: o.name, data: this.arena.bytes(o.offset, o.byteSize) }));
+    writeShmOutputs(views, p.decoded.outputs);
+    const labels: Record<string, string[]> = {};
+    for (const r of p.decoded.outputs ?? []) if (r.classification > 0 && Object.hasOwn(p.view.labels, r.name)) labels[r.name] = p.view.labels[r.name];
+    const task: ResponseEncodeTask = {
       id: p.decoded.id,
       modelName: p.view.name,
       modelVersion: String(p.version),
       parameters: response.parameters,
-      outputs,
+      outputs: response.outputs.map((o) => ({ name: o.name, datatype: o.datatype, shape: o.shape, offset: o.offset, byteSize: o.byteSize })),
       requested: p.decoded.outputs,
       binaryDataOutput: p.decoded.binaryDataOutput,
       batched: (p.view.plan?.maxBatchSize ?? 0) > 0,
-      labels: (name) => p.view.labels[name],
-    });
-    const headers: Record<string, string> = { 'Content-Type': encoded.contentType };
-    if (encoded.headerLength !== undefined) headers['Inference-Header-Content-Length'] = String(encoded.headerLength);
-    let body: Uint8Array = encoded.binary.length === 0 ? Buffer.from(encoded.json) : Buffer.concat([Buffer.from(encoded.json), ...encoded.binary]);
-    const encoding = negotiateEncoding(p.head.acceptEncoding);
-    if (encoding !== 'identity') {
-      const compressed = compressResponse(body, encoding);
-      if (compressed) {
-        body = compressed;
-        headers['Content-Encoding'] = encoding;
-      }
+      labels,
+      acceptEncoding: p.head.acceptEncoding,
+    };
+    const send = (r: ResponseBody): void => p.reply.send(200, r.headers, r.body);
+    if (!this.codec.offloadsEncode(task)) {
+      send(encodeResponseBody(this.arena, task));
+      return false;
     }
-    p.reply.send(200, headers, body);
+    // The pool reads the outputs in place: they are freed once it is done.
+    this.codec.encode(task).then(send, (err: unknown) => sendError(p.reply, err)).finally(() => this.release(p, response));
+    return true;
   }
 }
 
