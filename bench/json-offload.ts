@@ -45,6 +45,10 @@ interface Phase {
   cores: number;
   /** Cores busy by thread name. */
   threads: Map<string, number>;
+  /** Cores busy in this process (the load generator). */
+  generatorCores: number;
+  /** The machine's 1-minute load average when the phase began (other jobs share it). */
+  loadAvg: number;
 }
 
 interface Run {
@@ -60,17 +64,19 @@ function load(url: string, model: string, body: Buffer, concurrency: number, ms:
 async function phase(p: Proc, name: PhaseName): Promise<Phase> {
   const pid = p.child.pid!;
   const url = `http://127.0.0.1:${p.port}`;
+  const loadAvg = os.loadavg()[0];
   const t0 = performance.now();
-  const [cpu0, th0] = [treeCpuSeconds(pid), sampleThreads(pid)];
+  const [cpu0, th0, gen0] = [treeCpuSeconds(pid), sampleThreads(pid), process.cpuUsage()];
   const [small, large] = await Promise.all([
     name !== 'large alone' ? load(url, 'simple', SMALL, SMALL_C, SECONDS * 1000) : Promise.resolve(undefined),
     name !== 'simple alone' ? load(url, 'image_classifier', LARGE, LARGE_C, SECONDS * 1000) : Promise.resolve(undefined),
   ]);
   const wallS = (performance.now() - t0) / 1000;
+  const gen = process.cpuUsage(gen0);
   const [cpu1, th1] = [treeCpuSeconds(pid), sampleThreads(pid)];
   const requests = (small?.requests ?? 0) + (large?.requests ?? 0);
   const threads = new Map([...threadCpuUs(th0, th1)].map(([k, us]) => [k, us / 1e6 / wallS]));
-  return { small, large, cpuPerReqUs: ((cpu1 - cpu0) * 1e6) / requests, cores: (cpu1 - cpu0) / wallS, threads };
+  return { small, large, cpuPerReqUs: ((cpu1 - cpu0) * 1e6) / requests, cores: (cpu1 - cpu0) / wallS, threads, generatorCores: (gen.user + gen.system) / 1e6 / wallS, loadAvg };
 }
 
 async function oneRun(config: 'on' | 'off', order: number): Promise<Run> {
@@ -101,7 +107,7 @@ function row(r: Run, which: PhaseName): string {
   const split = [...THREADS.map((t) => ph.threads.get(t) ?? 0), inst, other].map((c) => c.toFixed(2)).join(' / ');
   const large = ph.large ? `${ph.large.rps.toFixed(1)} (p50 ${ms(ph.large.p50Ms)}, p99 ${ms(ph.large.p99Ms)})${ph.large.errors ? ` ${ph.large.errors} err` : ''}` : '–';
   const small = ph.small ? `${ph.small.rps.toFixed(0)} | ${ms(ph.small.p50Ms)} | ${ms(ph.small.p99Ms)} | ${ph.small.errors}` : '– | – | – | –';
-  return `| ${r.order} | ${r.config} | ${which} | ${small} | ${large} | ${ph.cpuPerReqUs.toFixed(0)} | ${ph.cores.toFixed(2)} | ${split} |`;
+  return `| ${r.order} | ${r.config} | ${which} | ${small} | ${large} | ${ph.cpuPerReqUs.toFixed(0)} | ${ph.cores.toFixed(2)} | ${split} | ${ph.generatorCores.toFixed(2)} | ${ph.loadAvg.toFixed(1)} |`;
 }
 
 async function main(): Promise<void> {
@@ -120,8 +126,8 @@ async function main(): Promise<void> {
     `Run: \`node dist/bench/json-offload.js ${process.argv.slice(2).join(' ')}\`, ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, Node ${process.version}, load average at the end ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}.`,
     `simple JSON at c=${SMALL_C}; large: ${LARGE_C} connections of ${LARGE.length}-byte JSON bodies to image_classifier; ${SECONDS} s per phase after ${WARMUP_MS} ms of warm-up; offload on = default threshold, off = --http-codec-offload-bytes=0.`,
     '',
-    '| # | offload | phase | simple req/s | simple p50 ms | simple p99 ms | simple errors | large req/s (latency ms) | server CPU µs per request (of the phase) | server cores | cores: uWS / codec / main / instances / other |',
-    '|---|---|---|---|---|---|---|---|---|---|---|',
+    '| # | offload | phase | simple req/s | simple p50 ms | simple p99 ms | simple errors | large req/s (latency ms) | server CPU µs per request (of the phase) | server cores | cores: uWS / codec / main / instances / other | generator cores | load avg |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...runs.flatMap((r) => PHASES.map((name) => row(r, name))),
   ].join('\n');
   console.log(`\n${header}`);

@@ -83,6 +83,7 @@ export class CodecPool {
       minThreads: 0,
       maxThreads: 1,
       idleTimeout: IDLE_TIMEOUT_MS,
+      recordTiming: false,
       workerData: this.workerData,
     });
     return this.pool;

@@ -168,7 +168,7 @@ export class InferHandler {
       return false;
     }
     // The pool reads the outputs in place: they are freed once it is done.
-    this.codec.encode(task).then(send, (err: unknown) => sendError(p.reply, err)).finally(() => this.release(p, response));
+    this.codec.encode(task).then(send).catch((err: unknown) => sendError(p.reply, err)).finally(() => this.release(p, response));
     return true;
   }
 }
