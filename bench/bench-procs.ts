@@ -1,7 +1,8 @@
 /**
  * Process plumbing of the side-by-side bench: free ports, start a server and
  * time it until /v2/health/ready answers 200, RSS of a process tree, stop by
- * PID, and wrk as an independent generator when it is installed.
+ * PID, CPU of a process tree and of each of its threads (by name), and wrk
+ * as an independent generator when it is installed.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -129,4 +130,45 @@ export function wrkRps(url: string, body: Buffer, headers: Record<string, string
   if (/Non-2xx or 3xx responses/.test(r.stdout ?? '')) return undefined;
   const m = /Requests\/sec:\s+([\d.]+)/.exec(r.stdout ?? '');
   return m ? Number(m[1]) : undefined;
+}
+
+export interface ThreadSample {
+  /** `main`, the thread's name without `nt:` (src/dataplane/thread-name.ts), or `other (V8, libuv)`. */
+  name: string;
+  userTicks: number;
+  sysTicks: number;
+  switches: number;
+}
+
+export const TICK_US = 1e6 / 100; // USER_HZ
+
+/** CPU ticks and context switches of every thread of a process so far, by thread id. */
+export function sampleThreads(pid: number): Map<number, ThreadSample> {
+  const out = new Map<number, ThreadSample>();
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const dir = `/proc/${pid}/task/${tid}`;
+      const stat = fs.readFileSync(`${dir}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const status = fs.readFileSync(`${dir}/status`, 'utf8');
+      const sw = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0);
+      const comm = fs.readFileSync(`${dir}/comm`, 'utf8').trim();
+      const name = Number(tid) === pid ? 'main' : comm.startsWith('nt:') ? comm.slice(3) : 'other (V8, libuv)';
+      out.set(Number(tid), { name, userTicks: Number(f[11]), sysTicks: Number(f[12]), switches: sw('voluntary_ctxt_switches') + sw('nonvoluntary_ctxt_switches') });
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out;
+}
+
+/** CPU µs per thread name between two samples (threads born in between count from 0). */
+export function threadCpuUs(before: Map<number, ThreadSample>, after: Map<number, ThreadSample>): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [tid, a] of after) {
+    const b = before.get(tid);
+    const ticks = a.userTicks + a.sysTicks - (b ? b.userTicks + b.sysTicks : 0);
+    out.set(a.name, (out.get(a.name) ?? 0) + ticks * TICK_US);
+  }
+  return out;
 }

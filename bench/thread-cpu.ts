@@ -11,39 +11,10 @@
  * (server flags starting with `--v8-` go to node without the prefix: `--v8-max-semi-space-size=16`;
  * `--model-repository=DIR` replaces model_repository/, e.g. bench/models/repo for mlp).
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { parsePerfOptions } from '../src/perf/perf-options';
 import { runPerf } from '../src/perf/perf-runner';
-import { freePort, startProc } from './bench-procs';
-
-interface ThreadSample {
-  name: string;
-  userTicks: number;
-  sysTicks: number;
-  switches: number;
-}
-
-const TICK_US = 1e6 / 100; // USER_HZ
-
-function sampleThreads(pid: number): Map<number, ThreadSample> {
-  const out = new Map<number, ThreadSample>();
-  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const dir = `/proc/${pid}/task/${tid}`;
-      const stat = fs.readFileSync(`${dir}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const status = fs.readFileSync(`${dir}/status`, 'utf8');
-      const sw = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0);
-      const comm = fs.readFileSync(`${dir}/comm`, 'utf8').trim();
-      const name = Number(tid) === pid ? 'main' : comm.startsWith('nt:') ? comm.slice(3) : 'other (V8, libuv)';
-      out.set(Number(tid), { name, userTicks: Number(f[11]), sysTicks: Number(f[12]), switches: sw('voluntary_ctxt_switches') + sw('nonvoluntary_ctxt_switches') });
-    } catch {
-      // the thread ended meanwhile
-    }
-  }
-  return out;
-}
+import { TICK_US, freePort, sampleThreads, startProc } from './bench-procs';
 
 async function successCount(port: number, model: string): Promise<number> {
   const res = await fetch(`http://127.0.0.1:${port}/v2/models/${model}/stats`);

@@ -17,7 +17,7 @@ export interface FlagSpec {
 
 const f = (name: string, kind: FlagKind, arg?: string, repeatable = false): FlagSpec => ({ name, kind, arg, repeatable });
 
-/** Every flag of §6, in the usage order. */
+/** Every flag of §6, in the usage order, then nodetron's own (not tritonserver's). */
 export const FLAGS: readonly FlagSpec[] = [
   f('help', 'switch'),
   f('id', 'string'), f('model-repository', 'string', '<path>', true), f('model-store', 'string', '<path>', true),
@@ -60,6 +60,8 @@ export const FLAGS: readonly FlagSpec[] = [
   f('allow-sagemaker', 'bool'), f('sagemaker-port', 'int'), f('sagemaker-safe-port-range', 'string', '<from>-<to>'),
   f('sagemaker-thread-count', 'int'), f('allow-vertex-ai', 'bool'), f('vertex-ai-port', 'int'),
   f('vertex-ai-thread-count', 'int'), f('vertex-ai-default-model', 'string', '<name>'),
+  // nodetron's own
+  f('http-codec-offload-bytes', 'int64'),
 ];
 
 const PLACEHOLDER: Record<FlagKind, string> = {

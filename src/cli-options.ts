@@ -54,6 +54,8 @@ export interface ServerOptions {
   /** As given; Triton matches it case-insensitively (prefixes `(?i)`). */
   httpHeaderForwardPattern?: string;
   httpMaxInputSize: number;
+  /** nodetron's own: request bodies (JSON part) and response work from this many bytes are coded in the HTTP thread's codec pool; 0 = never. */
+  httpCodecOffloadBytes: number;
   httpRestrictedApi: RestrictedGroup[];
   // §6.3 gRPC
   allowGrpc: boolean;
@@ -130,6 +132,8 @@ export interface ServerOptions {
 }
 
 const DEFAULT_HTTP_PORT = 8000;
+/** --http-codec-offload-bytes default: a JSON body this size takes ~1 ms to decode inline, ~10x the pool hand-off (bench/codec-cost.ts). */
+export const DEFAULT_CODEC_OFFLOAD_BYTES = 64 * 1024;
 const INT32_MAX = 2147483647;
 
 export function parseServerOptions(argv: string[]): ServerOptions {
@@ -170,6 +174,9 @@ export function parseServerOptions(argv: string[]): ServerOptions {
 
   const httpMaxInputSize = r.int('http-max-input-size', 64 * 1024 * 1024, true);
   if (httpMaxInputSize <= 0) throw new CliError('Error: --http-max-input-size must be greater than 0.');
+
+  const httpCodecOffloadBytes = r.int('http-codec-offload-bytes', DEFAULT_CODEC_OFFLOAD_BYTES, true);
+  if (httpCodecOffloadBytes < 0) throw new CliError('Error: --http-codec-offload-bytes must be 0 (never) or greater.');
 
   const grpcInferThreadCount = r.int('grpc-infer-thread-count', 2);
   if (grpcInferThreadCount < 2 || grpcInferThreadCount > 128) {
@@ -237,6 +244,7 @@ export function parseServerOptions(argv: string[]): ServerOptions {
     httpThreadCount: r.int('http-thread-count', defaultHttpThreadCount(os.availableParallelism())),
     httpHeaderForwardPattern: r.str('http-header-forward-pattern'),
     httpMaxInputSize,
+    httpCodecOffloadBytes,
     httpRestrictedApi: parseRestricted('http-restricted-api', r.all('http-restricted-api')),
 
     allowGrpc: r.bool('allow-grpc', true),

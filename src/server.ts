@@ -176,6 +176,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         address: options.httpAddress,
         port: options.httpPort,
         maxInputSize: options.httpMaxInputSize,
+        codecOffloadBytes: options.httpCodecOffloadBytes,
         serverName: options.id,
         serverVersion: SERVER_VERSION,
         extensions: SERVER_EXTENSIONS,

@@ -42,6 +42,7 @@ test('defaults equal tritonserver defaults (§6)', () => {
     httpThreadCount: Math.max(1, Math.min(8, os.availableParallelism() - 1)),
     httpHeaderForwardPattern: undefined,
     httpMaxInputSize: 67108864,
+    httpCodecOffloadBytes: 65536,
     httpRestrictedApi: [],
     allowGrpc: true,
     grpcPort: 8001,
@@ -132,6 +133,8 @@ const ERRORS: [string[], string][] = [
     "Wildcard model name '*' must be the ONLY startup model if specified at all."],
   [[...REPO, '--http-max-input-size', '0'], 'Error: --http-max-input-size must be greater than 0.'],
   [[...REPO, '--http-max-input-size=-5'], 'Error: --http-max-input-size must be greater than 0.'],
+  [[...REPO, '--http-codec-offload-bytes=-1'], 'Error: --http-codec-offload-bytes must be 0 (never) or greater.'],
+  [[...REPO, '--http-codec-offload-bytes=64k'], 'Bad option: "--http-codec-offload-bytes".\nInvalid option value. Got 64k'],
   [[...REPO, '--model-config-name='], 'Error: empty argument for --model-config-name'],
   [[...REPO, '--model-control-mode', 'sometimes'], 'invalid argument for --model-control-mode'],
   [[...REPO, '--log-format', 'json'], 'invalid argument for --log-format'],
@@ -314,6 +317,12 @@ test('every §6 flag is accepted', () => {
   assert.equal(o.allowClientShm, true);
   assert.equal(o.grpcInferResponseCompressionLevel, 'high');
   assert.equal(o.modelConfigName, 'alt');
+});
+
+test('--http-codec-offload-bytes: 0 turns offload off, a size sets the threshold (int64)', () => {
+  assert.equal(parseServerOptions([...REPO, '--http-codec-offload-bytes=0']).httpCodecOffloadBytes, 0);
+  assert.equal(parseServerOptions([...REPO, '--http-codec-offload-bytes', '1048576']).httpCodecOffloadBytes, 1048576);
+  assert.equal(parseServerOptions([...REPO, '--http-codec-offload-bytes=8589934592']).httpCodecOffloadBytes, 8589934592);
 });
 
 test('default --http-thread-count leaves a core to the scheduler and instances, 1..8', () => {

@@ -26,6 +26,8 @@ export interface HttpFrontendOptions {
   address: string;
   port: number;
   maxInputSize: number;
+  /** --http-codec-offload-bytes (codec-pool.ts); 0 = decode and encode inline always. */
+  codecOffloadBytes: number;
   serverName: string;
   serverVersion: string;
   extensions: readonly string[];
@@ -124,6 +126,7 @@ export class HttpFrontend {
       toMain,
       fromMain,
       maxInputSize: this.opts.maxInputSize,
+      codecOffloadBytes: this.opts.codecOffloadBytes,
       serverName: this.opts.serverName,
       serverVersion: this.opts.serverVersion,
       extensions: this.opts.extensions,

@@ -16,6 +16,7 @@ import { modelMetadataJson } from '../model-metadata';
 import { emptySnapshot } from '../../request/server-snapshot';
 import type { ServerSnapshot } from '../../request/server-snapshot';
 import type { HttpThreadData, HttpToMain, MainToHttp } from './http-control';
+import { CodecPool } from './codec-pool';
 import { ControlForwarder } from './control-forward';
 import { InferHandler, sendError } from './infer-handler';
 import { restrictedError } from './restricted-api';
@@ -28,7 +29,8 @@ const port = parentPort!;
 let snapshot: ServerSnapshot = emptySnapshot();
 const serverMetadata = JSON.stringify({ name: data.serverName, version: data.serverVersion, extensions: data.extensions });
 const arena = Arena.attach(data.arena);
-const infer = new InferHandler(arena, RingWriter.attach(data.toMain), data.maxInputSize, () => snapshot);
+const codec = new CodecPool(data.codecOffloadBytes, { index: data.index, arena: data.arena });
+const infer = new InferHandler(arena, RingWriter.attach(data.toMain), data.maxInputSize, () => snapshot, codec);
 const inbox = new Inbox(data.fromMain.bell);
 inbox.add(data.fromMain, (msg: MainToFrontend) => infer.onResponse(msg.key, msg.response, msg.version));
 inbox.start();
@@ -99,9 +101,10 @@ port.on('message', (msg: MainToHttp) => {
     case 'close':
       // The snapshot already says `exiting`, so new inferences get 503 while
       // the admitted ones finish; once quiet, close the port and every connection.
-      void whenQuiet().then(() => {
+      void whenQuiet().then(async () => {
         closeApp(app);
         inbox.stop();
+        await codec.close();
         post({ t: 'closed' });
       });
       return;

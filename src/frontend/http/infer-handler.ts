@@ -2,7 +2,9 @@
  * The HTTP inference path on a uWS thread:
  * body → decode → validate → copy tensors into the arena → ring to the main
  * thread's scheduler … response ring → encode → client, then free the arena
- * blocks of the request and its outputs.
+ * blocks of the request and its outputs. Decode and encode run inline, or in
+ * the thread's codec pool when the body is large (codec-pool.ts); either way
+ * through the same functions (request-body-decode.ts, response-body.ts).
  */
 import { HTTP_STATUS, ServerError, toErrorInfo } from '../../core/errors';
 import type { Arena } from '../../dataplane/arena';
@@ -10,25 +12,18 @@ import type { FrontendToMain } from '../../dataplane/protocol';
 import type { RingWriter } from '../../dataplane/ring';
 import { nowNs } from '../../core/clock';
 import type { InferResponse, TensorRef } from '../../core/request';
-import { admitRequest } from '../../request/admit-request';
+import { admitRequest, releaseInputs, releaseOutputs } from '../../request/admit-request';
 import type { DecodedRequest } from '../../request/decoded-request';
 import { lookupModel } from '../../request/model-lookup';
 import type { Resolved } from '../../request/model-lookup';
 import type { ModelView, ServerSnapshot } from '../../request/server-snapshot';
 import { writeShmOutputs } from '../../request/shm-regions';
 import { validateRequest } from '../../request/validate';
-import { compressResponse, decompressRequest, negotiateEncoding } from './compression';
-import { decodeInferRequest, parseHeaderLength } from './infer-request-decode';
-import { encodeInferResponse } from './infer-response-encode';
+import type { CodecPool } from './codec-pool';
+import { decodeRequestBody, type BodyDecodeTask } from './request-body-decode';
+import { encodeResponseBody, type ResponseBody, type ResponseEncodeTask } from './response-body';
 import { readBody } from './uws-adapter';
 import type { Reply, RequestHead } from './uws-adapter';
-
-/**
- * Binary outputs at least this large go to the socket straight from the arena
- * (Reply.sendParts) instead of being joined into one body first: for a
- * 64 MiB tensor the join alone is a 64 MiB allocation and copy.
- */
-const STREAM_BINARY_BYTES = 1 << 20;
 
 interface PendingInfer {
   reply: Reply;
@@ -49,6 +44,7 @@ export class InferHandler {
     private readonly toMain: RingWriter,
     private readonly maxInputSize: number,
     private readonly snapshot: () => ServerSnapshot,
+    private readonly codec: CodecPool,
   ) {}
 
   handle(reply: Reply, head: RequestHead, model: string, versionText: string | undefined): void {
@@ -82,13 +78,40 @@ export class InferHandler {
   }
 
   private admit(reply: Reply, head: RequestHead, raw: Buffer, resolved: Resolved, arrivalNs: number): void {
-    const { view, version, latest } = resolved;
+    const { view, version } = resolved;
     const plan = view.plan;
     if (!plan) throw new ServerError('UNAVAILABLE', `Request for unknown model: '${view.name}' version ${version} is not at ready state`);
-    const body = decompressRequest(raw, head.contentEncoding, this.maxInputSize);
-    const headerLength = parseHeaderLength(head.headerLength === '' ? undefined : head.headerLength, body.length);
-    const decoded = decodeInferRequest(body, headerLength, plan, this.maxInputSize, this.snapshot().shmRegions);
-    const { batchSize } = validateRequest(plan, decoded);
+    const task: BodyDecodeTask = {
+      body: raw,
+      contentEncoding: head.contentEncoding,
+      headerLength: head.headerLength,
+      plan,
+      maxInputSize: this.maxInputSize,
+      regions: this.snapshot().shmRegions,
+    };
+    if (!this.codec.offloadsDecode(raw.length, head.contentEncoding, head.headerLength)) {
+      this.enqueue(reply, head, decodeRequestBody(task), resolved, arrivalNs);
+      return;
+    }
+    // Reply registered onAborted before the body was read; a client gone
+    // meanwhile gets nothing admitted, and every later write is corked.
+    this.codec.decode(task).then(
+      (decoded) => {
+        if (reply.aborted) return;
+        try {
+          this.enqueue(reply, head, decoded, resolved, arrivalNs);
+        } catch (err) {
+          sendError(reply, err);
+        }
+      },
+      (err: unknown) => sendError(reply, err),
+    );
+  }
+
+  /** Validate, copy the inputs into the arena, send to the scheduler. */
+  private enqueue(reply: Reply, head: RequestHead, decoded: DecodedRequest, resolved: Resolved, arrivalNs: number): void {
+    const { view, version, latest } = resolved;
+    const { batchSize } = validateRequest(view.plan!, decoded);
     const request = admitRequest(this.arena, decoded, { model: view.name, version, latest, batchSize, arrivalNs });
     const inputs = request.inputs;
     const key = this.nextKey++;
@@ -101,68 +124,66 @@ export class InferHandler {
   onResponse(key: number, response: InferResponse, version: number): void {
     const p = this.pending.get(key);
     if (!p) {
-      for (const o of response.outputs) this.arena.free(o.offset);
+      releaseOutputs(this.arena, response.outputs);
       return;
     }
     if (response.final) this.pending.delete(key);
     p.version = version; // a `latest` request may have run on a newer version than this thread picked
-    const release = (): void => {
-      for (const o of response.outputs) this.arena.free(o.offset);
-      if (response.final) for (const t of p.inputs) this.arena.free(t.offset);
-    };
-    let streaming = false;
+    let offloaded = false;
     try {
       if (response.error) {
         sendError(p.reply, new ServerError(response.error.code, response.error.message));
       } else {
-        streaming = this.reply(p, response, release);
+        offloaded = this.reply(p, response);
       }
     } catch (err) {
       sendError(p.reply, err);
     } finally {
-      if (!streaming) release();
+      if (!offloaded) this.release(p, response);
     }
   }
 
+  private release(p: PendingInfer, response: InferResponse): void {
+    releaseOutputs(this.arena, response.outputs);
+    if (response.final) releaseInputs(this.arena, p.inputs);
+  }
+
   /**
-   * Encodes and sends the response. True when its binary outputs are being
-   * written straight from the arena (large bodies): `release` then runs once
-   * they are out, instead of now.
+   * Sends the response; true when something else now owns the release of its
+   * blocks: the pool encoding it, or a large binary body being written to the
+   * socket straight from the arena (Reply.sendParts).
    */
-  private reply(p: PendingInfer, response: InferResponse, release: () => void): boolean {
+  private reply(p: PendingInfer, response: InferResponse): boolean {
     if (p.reply.aborted) return false;
-    const outputs = response.outputs.map((o) => ({ name: o.name, datatype: o.datatype, shape: o.shape, data: this.arena.bytes(o.offset, o.byteSize) }));
-    writeShmOutputs(outputs, p.decoded.outputs);
-    const encoded = encodeInferResponse({
+    const views = response.outputs.map((o) => ({ name: o.name, data: this.arena.bytes(o.offset, o.byteSize) }));
+    writeShmOutputs(views, p.decoded.outputs);
+    const labels: Record<string, string[]> = {};
+    for (const r of p.decoded.outputs ?? []) if (r.classification > 0 && Object.hasOwn(p.view.labels, r.name)) labels[r.name] = p.view.labels[r.name];
+    const task: ResponseEncodeTask = {
       id: p.decoded.id,
       modelName: p.view.name,
       modelVersion: String(p.version),
       parameters: response.parameters,
-      outputs,
+      outputs: response.outputs.map((o) => ({ name: o.name, datatype: o.datatype, shape: o.shape, offset: o.offset, byteSize: o.byteSize })),
       requested: p.decoded.outputs,
       binaryDataOutput: p.decoded.binaryDataOutput,
       batched: (p.view.plan?.maxBatchSize ?? 0) > 0,
-      labels: (name) => p.view.labels[name],
-    });
-    const headers: Record<string, string> = { 'Content-Type': encoded.contentType };
-    if (encoded.headerLength !== undefined) headers['Inference-Header-Content-Length'] = String(encoded.headerLength);
-    const encoding = negotiateEncoding(p.head.acceptEncoding);
-    let binaryBytes = 0;
-    for (const b of encoded.binary) binaryBytes += b.byteLength;
-    if (encoding === 'identity' && binaryBytes >= STREAM_BINARY_BYTES) {
-      p.reply.sendParts(200, headers, [Buffer.from(encoded.json), ...encoded.binary], release);
+      labels,
+      acceptEncoding: p.head.acceptEncoding,
+    };
+    const send = (r: ResponseBody): void => p.reply.send(200, r.headers, r.body);
+    if (!this.codec.offloadsEncode(task)) {
+      const r = encodeResponseBody(this.arena, task, true);
+      if (r.parts === undefined) {
+        send(r);
+        return false;
+      }
+      p.reply.sendParts(200, r.headers, r.parts, () => this.release(p, response));
       return true;
     }
-    let body: Uint8Array = encoded.binary.length === 0 ? Buffer.from(encoded.json) : Buffer.concat([Buffer.from(encoded.json), ...encoded.binary]);
-    if (encoding !== 'identity') {
-      const compressed = compressResponse(body, encoding);
-      if (compressed) {
-        body = compressed;
-        headers['Content-Encoding'] = encoding;
-      }
-    }
-    p.reply.send(200, headers, body);
-    return false;
+    // The pool reads the outputs in place: they are freed once it is done.
+    this.codec.encode(task).then(send).catch((err: unknown) => sendError(p.reply, err)).finally(() => this.release(p, response));
+    return true;
   }
 }
 
