@@ -91,7 +91,7 @@ export class InferHandler {
   onResponse(key: number, response: InferResponse): void {
     const p = this.pending.get(key);
     if (!p) {
-      for (const o of response.outputs) this.arena.free(o.offset);
+      for (const o of response.outputs) this.arena.free(o);
       return;
     }
     if (response.final) this.pending.delete(key);
@@ -104,8 +104,8 @@ export class InferHandler {
     } catch (err) {
       sendError(p.reply, err);
     } finally {
-      for (const o of response.outputs) this.arena.free(o.offset);
-      if (response.final) for (const t of p.inputs) this.arena.free(t.offset);
+      for (const o of response.outputs) this.arena.free(o);
+      if (response.final) for (const t of p.inputs) this.arena.free(t);
     }
   }
 
