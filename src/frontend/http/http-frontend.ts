@@ -36,6 +36,8 @@ export interface HttpFrontendOptions {
 
 interface HttpThread {
   worker: Worker;
+  /** worker.threadId, kept: it reads -1 once the thread has exited. */
+  threadId: number;
   toMain: RingHandle;
   out: RingWriter;
 }
@@ -106,8 +108,9 @@ export class HttpFrontend {
     };
     const worker = new Worker(path.join(__dirname, 'http-thread.js'), { workerData: data, name: `http-${index}` });
     const out = RingWriter.attach(fromMain);
+    const threadId = worker.threadId;
     worker.postMessage({ t: 'snapshot', snapshot } satisfies MainToHttp);
-    this.port.inbox.add(toMain, (msg: FrontendToMain) => this.onRequest(out, msg));
+    this.port.inbox.add(toMain, (msg: FrontendToMain) => this.onRequest(out, threadId, msg));
     worker.on('message', (m: HttpToMain) => {
       // Repository loads answer asynchronously (after the load finished). The
       // reply waits one setImmediate so the snapshot broadcast a load queued
@@ -120,7 +123,7 @@ export class HttpFrontend {
       // A frontend thread must not die silently: the process cannot serve correctly without it.
       process.emitWarning(`HTTP thread ${index} failed: ${err.stack ?? err.message}`);
     });
-    return { worker, toMain, out };
+    return { worker, threadId, toMain, out };
   }
 
   private answerControl(m: ControlRequest): ControlReply | Promise<ControlReply> {
@@ -128,9 +131,17 @@ export class HttpFrontend {
     return { t: 'control_reply', id: m.id, status: 501, body: JSON.stringify({ error: `${m.route.kind}: this endpoint is not available` }) };
   }
 
-  private onRequest(out: RingWriter, msg: FrontendToMain): void {
+  private onRequest(out: RingWriter, threadId: number, msg: FrontendToMain): void {
     const key = msg.key;
     const respond: Respond = (response) => {
+      // The HTTP thread frees the outputs: hand them to it before sending
+      // (protocol.ts, "Arena ownership"). A thread reported dead gets nothing.
+      for (const o of response.outputs) {
+        if (!this.arena.give(o, threadId)) {
+          for (const x of response.outputs) this.arena.free(x);
+          return;
+        }
+      }
       const reply: MainToFrontend = { t: 'response', key, response };
       out.send(reply);
     };
