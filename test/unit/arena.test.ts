@@ -184,3 +184,40 @@ test('four worker threads hammering alloc/free never get overlapping blocks', { 
   assert.deepEqual(arena.checkHeap(), []);
   assert.ok(arena.handle.sab.byteLength > 256 * 1024);
 });
+
+test('a stale handle (freed, the block allocated again) is refused with INTERNAL naming offset and both generations; the new owner\'s block is intact', () => {
+  const arena = Arena.create({ initialBytes: 1 << 20 });
+  const old = arena.alloc(1000);
+  const guard = arena.alloc(100); // keeps `old` off the top, so its block is reused in place
+  arena.free(old);
+  const now = arena.alloc(1000);
+  assert.equal(now.offset, old.offset, 'same block, allocated again');
+  assert.notEqual(now.gen, old.gen);
+  arena.bytes(now.offset, 1000).fill(0x5a);
+  const stale = new RegExp(`^tensor arena: stale handle: offset ${old.offset} \\(generation ${old.gen}\\), but the block there is generation ${now.gen} .*; not freed$`);
+  assert.throws(() => arena.free(old), isServerError('INTERNAL', stale));
+  assert.match(arena.adopt(old) ?? '', new RegExp(`offset ${old.offset} \\(generation ${old.gen}\\), but the block there is generation ${now.gen}`));
+  assert.throws(() => arena.give(old, 0), isServerError('INTERNAL', new RegExp(`generation ${old.gen}\\), but the block there is generation ${now.gen}`)));
+  assert.ok(arena.bytes(now.offset, 1000).every((v) => v === 0x5a), 'the new owner\'s bytes are intact');
+  assert.equal(arena.ownerOf(now), 0);
+  assert.equal(arena.ownerOf(old), undefined);
+  assert.deepEqual(arena.checkHeap(), []);
+  arena.free(now);
+  arena.free(guard);
+  assert.equal(arena.usedBytes(), 0);
+  // A handle to a block that was merged away and is free now: refused too.
+  assert.throws(() => arena.free(now), isServerError('INTERNAL', new RegExp(`offset ${now.offset}\\b`)));
+});
+
+test('each allocation gets a new generation; an offset that is no block position is refused by adopt and give', () => {
+  const arena = Arena.create({ initialBytes: 1 << 20 });
+  const gens = new Set<number>();
+  for (let i = 0; i < 100; i++) {
+    const b = arena.alloc(64);
+    gens.add(b.gen);
+    arena.free(b);
+  }
+  assert.equal(gens.size, 100);
+  assert.throws(() => arena.adopt({ offset: 100, gen: 1 }), isServerError('INTERNAL', /adopt of offset 100 \(generation 1\), which is not a block/));
+  assert.throws(() => arena.give({ offset: 2 ** 31, gen: 1 }, 0), isServerError('INTERNAL', /give of offset 2147483648/));
+});
