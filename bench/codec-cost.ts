@@ -82,7 +82,8 @@ async function main(): Promise<void> {
   console.log('|---|---|---|---|---|---|');
   for (const elements of [1024, 16384, 150528]) {
     const values = Float32Array.from({ length: elements }, (_, i) => Math.sin(i));
-    const offset = arena.alloc(values.byteLength);
+    const block = arena.alloc(values.byteLength);
+    const { offset } = block;
     arena.bytes(offset, values.byteLength).set(new Uint8Array(values.buffer));
     const t: ResponseEncodeTask = {
       id: '', modelName: 'bench', modelVersion: '1', outputs: [{ name: 'out', datatype: 'FP32', shape: [1, elements], offset, byteSize: values.byteLength }],
@@ -93,7 +94,7 @@ async function main(): Promise<void> {
     const pooled = await timed(n, async () => void (await pool.encode(t)));
     const size = encodeResponseBody(arena, t).body.byteLength;
     console.log(`| ${elements} (${size}) | ${inline.median.toFixed(0)} | ${inline.cpu.toFixed(0)} | ${pooled.median.toFixed(0)} | ${pooled.cpu.toFixed(0)} | ${(pooled.cpu - inline.cpu).toFixed(0)} |`);
-    arena.free(offset);
+    arena.free(block);
   }
   await pool.close();
 }

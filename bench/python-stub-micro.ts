@@ -42,20 +42,20 @@ async function main(): Promise<void> {
   }, { arena, log: quietLogger() });
   const a = arena.alloc(64);
   const b = arena.alloc(64);
-  new Float32Array(arena.bytes(a, 64).buffer, arena.bytes(a, 64).byteOffset, 16).fill(1);
-  new Float32Array(arena.bytes(b, 64).buffer, arena.bytes(b, 64).byteOffset, 16).fill(2);
+  new Float32Array(arena.bytes(a.offset, 64).buffer, arena.bytes(a.offset, 64).byteOffset, 16).fill(1);
+  new Float32Array(arena.bytes(b.offset, 64).buffer, arena.bytes(b.offset, 64).byteOffset, 16).fill(2);
   const req: InferRequest = {
     id: '', model: 'add_vectors', version: 1, latest: false, batchSize: 1, requestedOutputs: null, parameters: {}, arrivalNs: 0,
     inputs: [
-      { name: 'INPUT0', datatype: 'FP32', shape: [16], offset: a, byteSize: 64 },
-      { name: 'INPUT1', datatype: 'FP32', shape: [16], offset: b, byteSize: 64 },
+      { name: 'INPUT0', datatype: 'FP32', shape: [16], offset: a.offset, gen: a.gen, byteSize: 64 },
+      { name: 'INPUT1', datatype: 'FP32', shape: [16], offset: b.offset, gen: b.gen, byteSize: 64 },
     ],
   };
   const once = async (): Promise<void> => {
     const r = await inst.execute([req]);
     const out = r.responses[0]!;
     if (out.error) throw new Error(out.error.message);
-    for (const o of out.outputs) arena.free(o.offset);
+    for (const o of out.outputs) arena.free(o);
   };
   for (let i = 0; i < 500; i++) await once();
   for (let round = 0; round < rounds; round++) {

@@ -230,13 +230,13 @@ async function ringRig(arena: Arena, spin: number): Promise<RingRig> {
     tensorCase: (name, tensor) => ({
       name, perRound: 1, samples: [],
       round: async () => {
-        const offset = arena.alloc(tensor.byteLength);
+        const { offset, gen } = arena.alloc(tensor.byteLength);
         arena.bytes(offset, tensor.byteLength).set(tensor);
-        const reply = await new Promise<{ offset: number }>((resolve) => {
+        const reply = await new Promise<{ offset: number; gen: number }>((resolve) => {
           handler = resolve;
-          out.send({ offset, byteSize: tensor.byteLength });
+          out.send({ offset, gen, byteSize: tensor.byteLength });
         });
-        arena.free(reply.offset);
+        arena.free(reply);
       },
     }),
     dump: () => {

@@ -15,6 +15,12 @@ export interface TensorRef {
   shape: number[];
   /** Byte offset of the data in the arena (as returned by Arena.alloc). */
   offset: number;
+  /**
+   * Generation of the arena allocation (as returned by Arena.alloc with the
+   * offset): free and adopt refuse a handle whose generation is not the
+   * block's, so a stale TensorRef can never free someone else's block.
+   */
+  gen: number;
   /** Bytes of data; BYTES tensors hold Triton's 4-byte-length-prefixed elements. */
   byteSize: number;
 }

@@ -10,53 +10,76 @@
  * neighbours (boundary tag: each header stores the previous block's size), and
  * a free block at the end of the heap goes back to the untouched "wilderness"
  * above `top`. Small requests round up to a power of two so freed blocks are
- * reused exactly. All of it runs under one futex lock in the SAB, so any
- * thread may alloc and free.
+ * reused exactly. Layout of the header words: arena-layout.ts; the heap
+ * operations: arena-heap.ts.
  *
- * Growth: the SAB grows in place (a growable SAB never moves), so views made
- * earlier stay valid; length-tracking views in other threads see the new
- * length. V8 in Node 20 caps a growable SAB at 4 GiB, so maxBytes is clamped
- * to ARENA_MAX_BYTES_LIMIT.
+ * Threads that die. Any thread may alloc and free, under one lock in the SAB
+ * that names its holder (arena-lock.ts); a thread can be terminated anywhere,
+ * inside a critical section too. Two things make that survivable:
+ * - The tiling invariant: at every instant, walking the blocks from the first
+ *   one by their sizes reaches `top` exactly, through headers marked USED or
+ *   FREE. Each heap operation writes a new header completely where the walk
+ *   cannot see it yet and then publishes it with one store (a block's size or
+ *   `top`); a block turns allocated or free with one store of its state. So a
+ *   waiter that takes the lock over from a dead holder can walk the heap and
+ *   rebuild the rest (free lists, bitmap, used count, boundary tags; merge
+ *   neighbouring free blocks) from it: arena-repair.ts.
+ * - Ownership: every allocated block's header names its owning thread and a
+ *   generation (a counter bumped per allocation, returned with the offset and
+ *   carried by TensorRef.gen). When a thread ends, the main thread calls
+ *   threadDied(threadId), which frees every block that thread still owned.
+ *   Blocks change owner when they cross threads (adopt, give; the rules per
+ *   message are in protocol.ts), by one compareExchange of the owner word, so
+ *   a block is freed exactly once: by its owner, or by the sweep of its dead
+ *   owner, never both. free, adopt and give refuse a handle whose generation
+ *   is not the block's (INTERNAL, naming the offset and both generations).
+ *
+ * Growth: the SAB grows in place (a growable SAB never moves). Each Arena
+ * object uses fixed-length views of the SAB (element access on
+ * length-tracking views of a growable SAB is several times slower in Node
+ * 20) and remakes them when the heap reaches past them. V8 in Node 20 caps a
+ * growable SAB at 4 GiB, so maxBytes is clamped to ARENA_MAX_BYTES_LIMIT.
  */
+import { threadId as thisThreadId } from 'node:worker_threads';
 import { ServerError } from '../core/errors';
+import {
+  ARENA_MAGIC, B_GEN, B_OWNER, B_PREV, B_SIZE, B_STATE, GRANULE, HEADER_GRANULES, HEADER_WORDS, USED,
+  W_GEN, W_MAGIC, W_REPAIRS, W_TOP, W_USED, WORDS_PER_GRANULE, ownerIdOf,
+} from './arena-layout';
+import { ACQUIRED, ArenaLock, GAVE_UP, TOOK_OVER, type Acquire } from './arena-lock';
+import { release, takeFree, takeTop } from './arena-heap';
+import { adoptBlock, giveBlock, mismatch, sweepOwner, type BlockRef } from './arena-ownership';
+import { checkHeap, repairHeap } from './arena-repair';
+import { isRegistered, registerThread, unregisterThread } from './arena-threads';
+
+/** An allocated block: its data's byte offset and the generation of the allocation. */
+export type { BlockRef } from './arena-ownership';
 
 export interface ArenaHandle {
   sab: SharedArrayBuffer;
 }
 
+
+/** What threadDied reclaimed. */
+export interface ThreadDiedResult {
+  /** Blocks the dead thread owned, now free, and their bytes (headers and rounding included). */
+  blocks: number;
+  bytes: number;
+  /** The dead thread held the lock: this call took it over and repaired the heap. */
+  tookOver: boolean;
+  /** The lock could not be had in time (another holder looks alive): the sweep runs at this Arena's next lock. */
+  deferred: boolean;
+}
+
 /** The largest maxByteLength Node 20's V8 accepts for a growable SharedArrayBuffer. */
 export const ARENA_MAX_BYTES_LIMIT = 2 ** 32;
 
-const GRANULE = 64;
-const WORDS_PER_GRANULE = GRANULE / 4;
+const G = WORDS_PER_GRANULE;
 const DEFAULT_INITIAL_BYTES = 64 * 1024 * 1024;
 /** Growth step floor, so many small allocations do not grow the SAB one by one. */
 const MIN_GROWTH_BYTES = 4 * 1024 * 1024;
 /** Requests up to this many granules (64 KiB) round up to a power of two. */
 const ROUND_POW2_MAX_GRANULES = 1024;
-
-// Arena header (granules 0..HEADER_GRANULES-1), as 32-bit word indices.
-const W_LOCK = 0; // futex: 0 free, 1 held, 2 held with waiters
-const W_MAGIC = 1;
-const W_TOP = 2; // first granule of the wilderness
-const W_LAST = 3; // size of the block just below top (0: none)
-const W_USED = 4; // granules held by allocated blocks
-const W_BITMAP = 5; // bit k set: class k has free blocks
-const W_HEADS = 16; // CLASSES words: head granule of each free list (0: empty)
-const HEADER_GRANULES = 4;
-const ARENA_MAGIC = 0x4e544152; // "NTAR"
-
-// Block header, word offsets from the block's first word.
-const B_STATE = 0;
-const B_SIZE = 1; // granules, header included
-const B_PREV = 2; // size of the physically previous block (0: first block)
-const B_NEXT_FREE = 3;
-const B_PREV_FREE = 4;
-const USED = 0x55534544;
-const FREE = 0x46524545;
-
-/** Spins before sleeping on the lock; the critical section is a few hundred ns. */
-const LOCK_SPINS = 64;
 
 /** Growable SharedArrayBuffer (ES2024; the project's lib is ES2022, Node 20 has it). */
 interface GrowableSab extends SharedArrayBuffer {
@@ -67,16 +90,31 @@ const GrowableSab = SharedArrayBuffer as unknown as new (length: number, options
 
 export class Arena {
   readonly handle: ArenaHandle;
+  /** worker_threads threadId of the thread this Arena object belongs to (main: 0). */
+  readonly threadId: number;
   private readonly sab: GrowableSab;
-  /** Length-tracking views: they follow the SAB as it grows. */
-  private readonly i32: Int32Array;
-  private readonly u32: Uint32Array;
+  private readonly me: number;
+  private readonly lock: ArenaLock;
+  /** The arena header (fixed size). */
+  private readonly hdr: Int32Array;
+  /** Fixed-length views of the SAB as far as this object has seen it grow. */
+  private u32!: Uint32Array;
+  private i32!: Int32Array;
+  private granules = 0;
+  /** Frees and sweeps that could not get the lock in time (see ArenaLock); done at the next lock. */
+  private deferredFrees: BlockRef[] | null = null;
+  private deferredSweeps: number[] | null = null;
+  /** Arena.reader: reads only. */
+  private readOnly = false;
 
   private constructor(sab: SharedArrayBuffer) {
     this.sab = sab as GrowableSab;
     this.handle = { sab };
-    this.i32 = new Int32Array(sab);
-    this.u32 = new Uint32Array(sab);
+    this.threadId = thisThreadId;
+    this.me = ownerIdOf(thisThreadId);
+    this.hdr = new Int32Array(sab, 0, HEADER_WORDS);
+    this.lock = new ArenaLock(this.hdr, this.me);
+    this.refresh();
   }
 
   static create(options: { initialBytes?: number; maxBytes?: number } = {}): Arena {
@@ -91,19 +129,33 @@ export class Arena {
     }
     initial = Math.min(Math.max(roundUp(initial, GRANULE), minBytes), floorTo(maxBytes, GRANULE));
     const sab = new GrowableSab(initial, { maxByteLength: floorTo(maxBytes, GRANULE) });
-    const arena = new Arena(sab);
-    arena.u32[W_TOP] = HEADER_GRANULES;
-    Atomics.store(arena.u32, W_MAGIC, ARENA_MAGIC);
+    const header = new Int32Array(sab, 0, HEADER_WORDS);
+    header[W_TOP] = HEADER_GRANULES;
+    Atomics.store(header, W_MAGIC, ARENA_MAGIC);
+    return Arena.attach({ sab });
+  }
+
+  /**
+   * A view for a thread that only reads tensors in place (the HTTP codec
+   * pool's threads, which come and go): it does not register in the thread
+   * table, so its exit needs no threadDied, and it may not alloc or free.
+   */
+  static reader(handle: ArenaHandle): Arena {
+    const arena = Arena.attach(handle, false);
+    arena.readOnly = true;
     return arena;
   }
 
-  static attach(handle: ArenaHandle): Arena {
+  /** This thread's view of an arena; registers the thread as alive (see threadDied). */
+  static attach(handle: ArenaHandle, register = true): Arena {
     const sab = handle?.sab;
     if (!(sab instanceof SharedArrayBuffer) || sab.byteLength < HEADER_GRANULES * GRANULE ||
-        Atomics.load(new Uint32Array(sab, 0, HEADER_GRANULES * WORDS_PER_GRANULE), W_MAGIC) !== ARENA_MAGIC) {
+        Atomics.load(new Int32Array(sab, 0, HEADER_WORDS), W_MAGIC) !== ARENA_MAGIC) {
       throw new ServerError('INTERNAL', 'Arena.attach: the handle is not a tensor arena created by Arena.create');
     }
-    return new Arena(sab);
+    const arena = new Arena(sab);
+    if (register) registerThread(arena.hdr, arena.me);
+    return arena;
   }
 
   /** The most bytes the SAB may grow to. */
@@ -113,33 +165,126 @@ export class Arena {
 
   /** Bytes held by allocated blocks, headers and rounding included. */
   usedBytes(): number {
-    return Atomics.load(this.u32, W_USED) * GRANULE;
+    return Atomics.load(this.hdr, W_USED) * GRANULE;
   }
 
-  /** Allocates byteSize bytes (64-byte aligned); returns the data's byte offset. */
-  alloc(byteSize: number): number {
+  /** How many times a dead thread's lock was taken over and the heap repaired (diagnostics, tests). */
+  repairs(): number {
+    return Atomics.load(this.hdr, W_REPAIRS);
+  }
+
+  /** Allocates byteSize bytes (64-byte aligned), owned by this thread. */
+  alloc(byteSize: number): BlockRef {
+    if (this.readOnly) throw new ServerError('INTERNAL', 'tensor arena: alloc on a read-only view (Arena.reader)');
     if (!Number.isInteger(byteSize) || byteSize < 0) {
       throw new ServerError('INTERNAL', `tensor arena: invalid allocation size ${byteSize}`);
     }
     if (byteSize > this.sab.maxByteLength) throw this.exhausted(byteSize);
     let n = 1 + Math.ceil(byteSize / GRANULE);
     if (n <= ROUND_POW2_MAX_GRANULES) n = pow2Ceil(n);
-    this.lock();
+    if (this.acquire(0) === GAVE_UP) {
+      throw new ServerError('UNAVAILABLE',
+        `tensor arena: cannot allocate ${byteSize} bytes, its lock has been held by thread ${this.lock.lastHolder - 1} ` +
+        `for ${Math.round(this.lock.lastWaitedMs)} ms`);
+    }
     try {
-      const b = this.takeFree(n) || this.takeTop(n, byteSize);
-      this.u32[W_USED] += this.u32[b * WORDS_PER_GRANULE + B_SIZE];
-      return (b + 1) * GRANULE;
+      let u = this.u32;
+      const gen = (u[W_GEN] + 1) >>> 0 || 1;
+      u[W_GEN] = gen;
+      let b = takeFree(u, n, this.me, gen);
+      if (b === 0) {
+        this.ensure(u[W_TOP] + n, byteSize);
+        u = this.u32;
+        b = takeTop(u, n, this.me, gen);
+      }
+      return { offset: (b + 1) * GRANULE, gen };
     } finally {
-      this.unlock();
+      this.lock.release();
     }
   }
 
-  free(offset: number): void {
-    this.lock();
+  /**
+   * Frees a block. Refuses (INTERNAL, frees nothing) an offset that is not
+   * an allocated block or whose generation is not the handle's. If the lock
+   * cannot be had in time (its holder died and is not yet reported), the free
+   * is done at this Arena's next lock, unchecked until then.
+   */
+  free(ref: BlockRef): void {
+    if (this.readOnly) throw new ServerError('INTERNAL', 'tensor arena: free on a read-only view (Arena.reader)');
+    if (this.acquire(0) === GAVE_UP) {
+      (this.deferredFrees ??= []).push({ offset: ref.offset, gen: ref.gen });
+      return;
+    }
     try {
-      this.release(offset);
+      this.releaseChecked(ref);
     } finally {
-      this.unlock();
+      this.lock.release();
+    }
+  }
+
+  /**
+   * Makes this thread the block's owner (lock-free: one compareExchange),
+   * for a block another thread handed over. Returns undefined on success,
+   * otherwise why not (naming offset and generations): the block is no
+   * longer the one the handle names, typically because its owner died and
+   * threadDied reclaimed it. Throws INTERNAL for an offset that is no block.
+   */
+  adopt(ref: BlockRef): string | undefined {
+    if (this.readOnly) throw new ServerError('INTERNAL', 'tensor arena: adopt on a read-only view (Arena.reader)');
+    return adoptBlock(this.u32, this.i32, this.headerOf(ref, 'adopt'), ref, this.me);
+  }
+
+  /**
+   * Hands a block this thread will send away to the thread that will free
+   * it, before sending. False when that thread is not alive (reported dead):
+   * then the block stays the caller's, to free. Throws INTERNAL on a stale handle.
+   */
+  give(ref: BlockRef, toThreadId: number): boolean {
+    if (this.readOnly) throw new ServerError('INTERNAL', 'tensor arena: give on a read-only view (Arena.reader)');
+    const to = ownerIdOf(toThreadId);
+    if (!isRegistered(this.hdr, to)) return false;
+    const why = giveBlock(this.u32, this.i32, this.headerOf(ref, 'give'), ref, to);
+    if (why !== undefined) throw new ServerError('INTERNAL', `${why}; not given to thread ${toThreadId}`);
+    return true;
+  }
+
+  /** worker_threads threadId of the block's owner, or undefined when the handle is stale (tests, diagnostics). */
+  ownerOf(ref: BlockRef): number | undefined {
+    const h = this.headerOf(ref, 'ownerOf');
+    const o = Atomics.load(this.i32, h + B_OWNER);
+    return mismatch(this.u32, ref, h, o) === undefined ? o - 1 : undefined;
+  }
+
+  /**
+   * Reports that a thread has ended (its Worker emitted 'exit'); called by
+   * the main thread, once per thread, for every thread that attached this
+   * arena (instance threads: worker-instance.ts). Marks the thread dead, takes
+   * the lock over if the thread died holding it (repairing the heap), and
+   * frees every block the thread still owned. Idempotent.
+   */
+  threadDied(threadId: number): ThreadDiedResult {
+    const dead = ownerIdOf(threadId);
+    if (dead === this.me) throw new ServerError('INTERNAL', `tensor arena: thread ${threadId} reported its own death`);
+    unregisterThread(this.hdr, dead);
+    const got = this.acquire(dead);
+    if (got === GAVE_UP) {
+      (this.deferredSweeps ??= []).push(dead);
+      return { blocks: 0, bytes: 0, tookOver: false, deferred: true };
+    }
+    try {
+      return { ...sweepOwner(this.u32, this.i32, dead), tookOver: got === TOOK_OVER, deferred: false };
+    } finally {
+      this.lock.release();
+    }
+  }
+
+  /** Violations of the heap's invariants (arena-repair.ts checkHeap); empty when sound. For tests and diagnostics. */
+  checkHeap(): string[] {
+    if (this.acquire(0) === GAVE_UP) return [`the lock is held by thread ${this.lock.lastHolder - 1}`];
+    try {
+      return checkHeap(this.u32);
+    } finally {
+      this.lock.release();
     }
   }
 
@@ -151,55 +296,84 @@ export class Arena {
     return Buffer.from(this.sab, offset, byteSize);
   }
 
-  // ---- allocator internals (all called with the lock held) ----
+  // ---- internals ----
 
-  /** First fit in n's own class, else the head of the smallest larger non-empty class. 0: none. */
-  private takeFree(n: number): number {
-    const u = this.u32;
-    const k = 31 - Math.clz32(n);
-    for (let b = u[W_HEADS + k]; b !== 0; b = u[b * WORDS_PER_GRANULE + B_NEXT_FREE]) {
-      if (u[b * WORDS_PER_GRANULE + B_SIZE] >= n) return this.useFree(b, n);
+  /** Takes the lock, repairs after a takeover, catches up the views and deferred work. */
+  private acquire(deadOwner: number): Acquire {
+    const got = this.lock.acquire(deadOwner);
+    if (got === GAVE_UP) return got;
+    if (Atomics.load(this.hdr, W_TOP) > this.granules) this.refresh();
+    if (got === TOOK_OVER) {
+      try {
+        repairHeap(this.u32);
+      } catch (err) {
+        this.lock.release(); // a heap beyond repair fails every call; it must not also hang them
+        throw err;
+      }
+      Atomics.add(this.hdr, W_REPAIRS, 1);
     }
-    const larger = k >= 31 ? 0 : (u[W_BITMAP] & ~((2 << k) - 1));
-    if (larger === 0) return 0;
-    const j = 31 - Math.clz32(larger & -larger);
-    return this.useFree(u[W_HEADS + j], n);
+    if (this.deferredFrees !== null || this.deferredSweeps !== null) this.catchUp();
+    return got === TOOK_OVER ? TOOK_OVER : ACQUIRED;
   }
 
-  /** Takes free block b for n granules, splitting off the rest as a free block. */
-  private useFree(b: number, n: number): number {
+  /** With the lock held: the frees and sweeps that had to wait. A deferred free that is stale by now is dropped. */
+  private catchUp(): void {
+    const frees = this.deferredFrees ?? [];
+    const sweeps = this.deferredSweeps ?? [];
+    this.deferredFrees = null;
+    this.deferredSweeps = null;
+    for (const dead of sweeps) sweepOwner(this.u32, this.i32, dead);
+    for (const ref of frees) {
+      try {
+        this.releaseChecked(ref);
+      } catch {
+        // refused: the caller has long returned; nothing was freed.
+      }
+    }
+  }
+
+  private releaseChecked(ref: BlockRef): void {
     const u = this.u32;
-    const h = b * WORDS_PER_GRANULE;
+    const top = u[W_TOP];
+    const b = ref.offset / GRANULE - 1;
+    if (!Number.isInteger(b) || b < HEADER_GRANULES || b >= top) {
+      throw new ServerError('INTERNAL', `tensor arena: free of offset ${ref.offset} (generation ${ref.gen}), which is not an allocated block`);
+    }
+    const h = b * G;
+    if (u[h + B_STATE] !== USED || u[h + B_GEN] !== ref.gen) {
+      const why = mismatch(u, ref, h, u[h + B_OWNER] | 0)!;
+      throw new ServerError('INTERNAL', `${why}; not freed`);
+    }
     const size = u[h + B_SIZE];
-    this.unlink(b);
-    u[h + B_STATE] = USED;
-    if (size > n) {
-      const r = b + n;
-      const rh = r * WORDS_PER_GRANULE;
-      u[h + B_SIZE] = n;
-      u[rh + B_SIZE] = size - n;
-      u[rh + B_PREV] = n;
-      u[rh + B_STATE] = FREE;
-      // A free block is never the last one below top, so b + size is a block.
-      u[(b + size) * WORDS_PER_GRANULE + B_PREV] = size - n;
-      this.link(r);
+    const next = b + size;
+    if (next > top || (next < top && u[next * G + B_PREV] !== size)) {
+      throw new ServerError('INTERNAL', `tensor arena: corrupt block header at offset ${ref.offset}`);
     }
-    return b;
+    release(u, b);
   }
 
-  /** Carves n granules from the wilderness, growing the SAB if needed. */
-  private takeTop(n: number, byteSize: number): number {
-    const u = this.u32;
-    const b = u[W_TOP];
-    const needBytes = (b + n) * GRANULE;
-    if (needBytes > this.sab.byteLength) this.grow(needBytes, byteSize);
-    const h = b * WORDS_PER_GRANULE;
-    u[h + B_STATE] = USED;
-    u[h + B_SIZE] = n;
-    u[h + B_PREV] = u[W_LAST];
-    u[W_TOP] = b + n;
-    u[W_LAST] = n;
-    return b;
+  /** The header word index of a handle's block, for the lock-free calls; INTERNAL if the offset is no block position. */
+  private headerOf(ref: BlockRef, what: string): number {
+    const b = ref.offset / GRANULE - 1;
+    if (Number.isInteger(b) && b >= HEADER_GRANULES && b >= this.granules && b * GRANULE < this.sab.byteLength) this.refresh();
+    if (!Number.isInteger(b) || b < HEADER_GRANULES || b >= this.granules) {
+      throw new ServerError('INTERNAL', `tensor arena: ${what} of offset ${ref.offset} (generation ${ref.gen}), which is not a block`);
+    }
+    return b * G;
+  }
+
+  /** Makes sure the SAB and this object's views reach `need` granules (for an allocation at top). */
+  private ensure(need: number, byteSize: number): void {
+    if (need <= this.granules) return;
+    if (need * GRANULE > this.sab.byteLength) this.grow(need * GRANULE, byteSize);
+    this.refresh();
+  }
+
+  private refresh(): void {
+    const bytes = this.sab.byteLength;
+    this.u32 = new Uint32Array(this.sab, 0, bytes / 4);
+    this.i32 = new Int32Array(this.sab, 0, bytes / 4);
+    this.granules = bytes / GRANULE;
   }
 
   private grow(needBytes: number, byteSize: number): void {
@@ -218,103 +392,8 @@ export class Arena {
 
   private exhausted(byteSize: number): ServerError {
     return new ServerError('UNAVAILABLE',
-      `tensor arena exhausted: cannot allocate ${byteSize} bytes (${Atomics.load(this.u32, W_USED) * GRANULE} bytes ` +
+      `tensor arena exhausted: cannot allocate ${byteSize} bytes (${this.usedBytes()} bytes ` +
       `in use, ${this.sab.maxByteLength} bytes max)`);
-  }
-
-  private release(offset: number): void {
-    const u = this.u32;
-    const top = u[W_TOP];
-    let b = offset / GRANULE - 1;
-    if (!Number.isInteger(b) || b < HEADER_GRANULES || b >= top || u[b * WORDS_PER_GRANULE + B_STATE] !== USED) {
-      const state = Number.isInteger(b) && b >= HEADER_GRANULES && b < top ? u[b * WORDS_PER_GRANULE + B_STATE] : 0;
-      throw new ServerError('INTERNAL', state === FREE
-        ? `tensor arena: double free of offset ${offset}`
-        : `tensor arena: free of offset ${offset}, which is not an allocated block`);
-    }
-    let size = u[b * WORDS_PER_GRANULE + B_SIZE];
-    const next = b + size;
-    if (next < top && u[next * WORDS_PER_GRANULE + B_PREV] !== size) {
-      throw new ServerError('INTERNAL', `tensor arena: corrupt block header at offset ${offset}`);
-    }
-    u[W_USED] -= size;
-    u[b * WORDS_PER_GRANULE + B_STATE] = FREE;
-
-    if (next < top && u[next * WORDS_PER_GRANULE + B_STATE] === FREE) {
-      this.unlink(next);
-      size += u[next * WORDS_PER_GRANULE + B_SIZE];
-      u[next * WORDS_PER_GRANULE + B_STATE] = 0; // an absorbed header must not look like a block
-    }
-    const prevSize = u[b * WORDS_PER_GRANULE + B_PREV];
-    if (prevSize !== 0 && u[(b - prevSize) * WORDS_PER_GRANULE + B_STATE] === FREE) {
-      const p = b - prevSize;
-      this.unlink(p);
-      size += prevSize;
-      u[b * WORDS_PER_GRANULE + B_STATE] = 0;
-      b = p;
-    }
-    const h = b * WORDS_PER_GRANULE;
-    if (b + size === top) {
-      // Back to the wilderness; the block below b (if any) is in use.
-      u[h + B_STATE] = 0;
-      u[W_TOP] = b;
-      u[W_LAST] = u[h + B_PREV];
-      return;
-    }
-    u[h + B_SIZE] = size;
-    u[(b + size) * WORDS_PER_GRANULE + B_PREV] = size;
-    this.link(b);
-  }
-
-  private link(b: number): void {
-    const u = this.u32;
-    const h = b * WORDS_PER_GRANULE;
-    const k = 31 - Math.clz32(u[h + B_SIZE]);
-    const head = u[W_HEADS + k];
-    u[h + B_STATE] = FREE;
-    u[h + B_NEXT_FREE] = head;
-    u[h + B_PREV_FREE] = 0;
-    if (head !== 0) u[head * WORDS_PER_GRANULE + B_PREV_FREE] = b;
-    u[W_HEADS + k] = b;
-    u[W_BITMAP] |= 1 << k;
-  }
-
-  private unlink(b: number): void {
-    const u = this.u32;
-    const h = b * WORDS_PER_GRANULE;
-    const k = 31 - Math.clz32(u[h + B_SIZE]);
-    const next = u[h + B_NEXT_FREE];
-    const prev = u[h + B_PREV_FREE];
-    if (prev !== 0) u[prev * WORDS_PER_GRANULE + B_NEXT_FREE] = next;
-    else u[W_HEADS + k] = next;
-    if (next !== 0) u[next * WORDS_PER_GRANULE + B_PREV_FREE] = prev;
-    if (u[W_HEADS + k] === 0) u[W_BITMAP] &= ~(1 << k);
-  }
-
-  // ---- futex lock (Drepper's "mutex2"); Atomics give the happens-before for the plain header writes ----
-
-  private lock(): void {
-    const i32 = this.i32;
-    let c = Atomics.compareExchange(i32, W_LOCK, 0, 1);
-    if (c === 0) return;
-    for (let i = 0; i < LOCK_SPINS; i++) {
-      if (Atomics.load(i32, W_LOCK) === 0) {
-        c = Atomics.compareExchange(i32, W_LOCK, 0, 1);
-        if (c === 0) return;
-      }
-    }
-    if (c !== 2) c = Atomics.exchange(i32, W_LOCK, 2);
-    while (c !== 0) {
-      Atomics.wait(i32, W_LOCK, 2);
-      c = Atomics.exchange(i32, W_LOCK, 2);
-    }
-  }
-
-  private unlock(): void {
-    if (Atomics.sub(this.i32, W_LOCK, 1) !== 1) {
-      Atomics.store(this.i32, W_LOCK, 0);
-      Atomics.notify(this.i32, W_LOCK, 1);
-    }
   }
 }
 

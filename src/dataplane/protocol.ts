@@ -11,8 +11,40 @@
  *   main → instance  `stop`              ⇄  instance → main  `stopped`
  *   (thread start)                       ⇄  instance → main  `ready` | `init_failed`
  *
- * Arena ownership: the frontend allocates request inputs; the instance
- * allocates outputs; the frontend frees both once it has encoded the reply.
+ * Arena ownership: every allocated block names the thread that owns it (the
+ * one that allocated it, until it changes hands) and a generation that the
+ * TensorRef carries (src/dataplane/arena.ts). When a thread ends, the main
+ * thread calls Arena.threadDied(threadId), which frees every block that
+ * thread still owned. So a block must be owned, at every moment, by a
+ * thread that will either free it or die (and have it swept), and moves by
+ * one compareExchange of its owner word, on the side of the hop that cannot
+ * die first. The main thread never dies alone (the process goes with it):
+ *   - From a worker thread to main: main adopts the blocks on receipt
+ *     (Arena.adopt). An adopt that fails means the sender died and its sweep
+ *     freed them: that response becomes an INTERNAL error ("instance ... died
+ *     while its outputs were in flight"). Adopting and sweeping contend for
+ *     the same word, so exactly one of them gets each block.
+ *   - From main to a worker thread: main gives the blocks to the receiver
+ *     before sending (Arena.give). If the receiver dies before it frees them,
+ *     its sweep does. give refuses a receiver already reported dead; main
+ *     frees the blocks then.
+ * Per message:
+ *   `infer` (frontend → main): request inputs, allocated by the frontend
+ *     thread, stay its own; the scheduler and the instance only read them,
+ *     and the frontend frees them after the final `response`. Should the
+ *     frontend thread die, its sweep frees them (its client is gone; an
+ *     instance still reading them computes a reply nobody gets).
+ *   `execute` (main → instance): inputs are lent, never owned: the instance
+ *     reads them and frees nothing of the request's.
+ *   `executed` (instance → main): outputs, allocated by the instance thread;
+ *     main adopts them (worker-instance.ts), so an instance that dies after
+ *     sending does not take them with it, and one that dies before has them
+ *     swept.
+ *   `response` (main → frontend): outputs, given by main to the frontend
+ *     thread (http-frontend.ts), which frees them after encoding.
+ * Blocks main allocates for itself (gRPC inputs, ensemble copies, the
+ * response cache's hits, sequence state and controls, the Python host
+ * side) are main's until given as above.
  */
 import type { ErrorInfo } from '../core/errors';
 import type { ExecuteTimings, InferRequest, InferResponse } from '../core/request';

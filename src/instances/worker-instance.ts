@@ -2,12 +2,18 @@
  * Host side of an in-process backend instance: a worker thread running the
  * backend (instance-thread.ts). Batches go out and results come back over
  * SharedArrayBuffer rings; tensors stay in the shared arena.
+ *
+ * Arena ownership (protocol.ts): the thread allocates its outputs; on
+ * `executed` this (main) thread adopts them, one compareExchange per block.
+ * When the thread exits, the results it had already sent are taken first,
+ * then Arena.threadDied frees what it still owned (outputs of the batch it
+ * died in) and takes the arena lock over if it died holding it.
  */
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { ServerError, fromErrorInfo, toErrorInfo } from '../core/errors';
 import type { BackendInstanceArgs } from '../backends/backend';
-import type { ExecuteResult, InferRequest } from '../core/request';
+import type { ExecuteResult, InferRequest, InferResponse } from '../core/request';
 import { nowNs } from '../core/clock';
 import type { Arena } from '../dataplane/arena';
 import type { ModelInstance } from './instance';
@@ -32,6 +38,8 @@ interface Pending {
 /** One running thread of the instance; replaced when the thread dies. */
 interface ThreadLink {
   worker: Worker;
+  /** worker.threadId, kept: it reads -1 once the thread has exited. */
+  threadId: number;
   out: RingWriter;
   fromInstance: RingHandle;
 }
@@ -104,7 +112,7 @@ export class WorkerInstance implements ModelInstance {
     const toMain = createRing(this.port.bell);
     const data: InstanceThreadData = { arena: this.arena.handle, toInstance, toMain, backendModule: this.backendModule, args: this.args };
     const worker = new Worker(path.join(__dirname, 'instance-thread.js'), { workerData: data, name: this.name });
-    const link: ThreadLink = { worker, out: RingWriter.attach(toInstance), fromInstance: toMain };
+    const link: ThreadLink = { worker, threadId: worker.threadId, out: RingWriter.attach(toInstance), fromInstance: toMain };
     this.link = link;
     this.unavailable = new ServerError('UNAVAILABLE', `instance ${this.name} of model '${this.args.config.name}' is starting`);
     const what = `instance ${this.name} of model '${this.args.config.name}'`;
@@ -131,11 +139,15 @@ export class WorkerInstance implements ModelInstance {
       });
       worker.on('error', (err) => {
         const e = new ServerError('INTERNAL', `${what} failed: ${err.message}`);
+        if (settled && this.link === link) this.port.inbox.drain();
         if (!settled) settle(e);
         else this.threadDied(link, e);
       });
       worker.on('exit', (code) => {
         const e = new ServerError('INTERNAL', `${what} exited (code ${code})`);
+        // Results it sent before it ended are good: deliver them before its blocks are reclaimed.
+        if (settled && this.link === link) this.port.inbox.drain();
+        this.arena.threadDied(link.threadId);
         if (!settled) settle(e);
         else this.threadDied(link, e);
       });
@@ -148,7 +160,7 @@ export class WorkerInstance implements ModelInstance {
         const p = this.pending.get(msg.batchId);
         if (!p) return;
         this.pending.delete(msg.batchId);
-        p.resolve({ responses: msg.responses, timings: msg.timings });
+        p.resolve({ responses: adoptOutputs(this.arena, msg.responses, this.name), timings: msg.timings });
         return;
       }
       case 'execute_failed': {
@@ -199,6 +211,30 @@ export class WorkerInstance implements ModelInstance {
     this.port.inbox.remove(link.fromInstance);
     await link.worker.terminate();
   }
+}
+
+/**
+ * Takes the outputs of an instance thread's responses over for this thread
+ * (Arena.adopt). A response with an output that cannot be adopted (the
+ * thread died and threadDied reclaimed it) becomes an INTERNAL error; its
+ * other outputs, adopted, are freed. Exported for its unit test.
+ */
+export function adoptOutputs(arena: Arena, responses: InferResponse[], instanceName: string): InferResponse[] {
+  return responses.map((r) => {
+    let why: string | undefined;
+    const kept = r.outputs.filter((o) => {
+      const refused = arena.adopt(o);
+      why ??= refused === undefined ? undefined : `output '${o.name}': ${refused}`;
+      return refused === undefined;
+    });
+    if (why === undefined) return r;
+    for (const o of kept) arena.free(o);
+    return {
+      outputs: [],
+      error: { code: 'INTERNAL', message: `instance ${instanceName} died while its outputs were in flight (${why})` },
+      final: r.final,
+    };
+  });
 }
 
 function failedResult(requests: InferRequest[], err: ServerError): ExecuteResult {

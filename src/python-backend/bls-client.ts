@@ -34,7 +34,7 @@ export class BlsClient {
     }
     const gateway = this.services.gateway;
     if (gateway === undefined) {
-      for (const t of inputs) arena.free(t.offset);
+      for (const t of inputs) arena.free(t);
       this.reply(m.id, { outputs: [], error: { code: 'UNSUPPORTED', message: 'BLS is not available in this server' }, final: true });
       return;
     }
@@ -61,7 +61,7 @@ export class BlsClient {
         decoupled: m.decoupled,
       },
       (response) => {
-        if (response.final) for (const t of inputs) arena.free(t.offset);
+        if (response.final) for (const t of inputs) arena.free(t);
         this.reply(m.id, response);
       },
     );
@@ -71,7 +71,7 @@ export class BlsClient {
   private reply(id: number, response: InferResponse): void {
     const arena = this.services.arena;
     if (this.gone || this.stub.exited) {
-      for (const o of response.outputs) arena.free(o.offset);
+      for (const o of response.outputs) arena.free(o);
       return;
     }
     const outputs: ShmTensor[] = [];
@@ -86,7 +86,7 @@ export class BlsClient {
       outputs.length = 0;
       error = toErrorInfo(err);
     } finally {
-      for (const o of response.outputs) arena.free(o.offset);
+      for (const o of response.outputs) arena.free(o);
     }
     this.stub.send({
       t: 'bls_response',

@@ -203,7 +203,7 @@ export class PythonStubInstance implements ProcessChild {
     if (!slotOpen || response === undefined) return;
     if (!response.final) {
       b.stream?.(m.index, response);
-      if (b.stream === undefined) for (const o of response.outputs) this.services.arena.free(o.offset);
+      if (b.stream === undefined) for (const o of response.outputs) this.services.arena.free(o);
       return;
     }
     b.finals[m.index] = response;

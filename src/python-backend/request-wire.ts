@@ -88,13 +88,13 @@ export function readTensors(tensors: ShmTensor[], arena: Arena, s2h: StubRegion,
   try {
     for (const t of tensors) {
       if (!isDataType(t.datatype)) throw new ServerError('INTERNAL', `python stub returned output '${t.name}' with unknown datatype '${t.datatype}'`);
-      const offset = arena.alloc(t.size);
-      out.push({ name: t.name, datatype: t.datatype, shape: t.shape, offset, byteSize: t.size });
+      const { offset, gen } = arena.alloc(t.size);
+      out.push({ name: t.name, datatype: t.datatype, shape: t.shape, offset, gen, byteSize: t.size });
       if (t.inline === true) readInline(t, blob, arena.bytes(offset, t.size));
       else s2h.read(t.offset, arena.bytes(offset, t.size));
     }
   } catch (err) {
-    for (const r of out) arena.free(r.offset);
+    for (const r of out) arena.free(r);
     throw err;
   }
   return out;

@@ -118,12 +118,12 @@ function runOnce(sample: PreparedSample, model: string, version: number, schedul
   const inputs: TensorRef[] = [];
   try {
     for (const i of sample.inputs) {
-      const offset = arena.alloc(i.data.byteLength);
-      inputs.push({ name: i.name, datatype: i.datatype, shape: i.shape, offset, byteSize: i.data.byteLength });
+      const { offset, gen } = arena.alloc(i.data.byteLength);
+      inputs.push({ name: i.name, datatype: i.datatype, shape: i.shape, offset, gen, byteSize: i.data.byteLength });
       arena.bytes(offset, i.data.byteLength).set(i.data);
     }
   } catch (err) {
-    for (const t of inputs) arena.free(t.offset);
+    for (const t of inputs) arena.free(t);
     throw err;
   }
   const request: InferRequest = {
@@ -132,9 +132,9 @@ function runOnce(sample: PreparedSample, model: string, version: number, schedul
   };
   return new Promise((resolve, reject) => {
     scheduler.enqueue(request, (response: InferResponse) => {
-      for (const o of response.outputs) arena.free(o.offset);
+      for (const o of response.outputs) arena.free(o);
       if (!response.final) return;
-      for (const t of inputs) arena.free(t.offset);
+      for (const t of inputs) arena.free(t);
       if (response.error !== undefined) reject(new ServerError(response.error.code, response.error.message));
       else resolve();
     });

@@ -23,12 +23,12 @@ export function admitRequest(arena: Arena, decoded: DecodedRequest, target: Admi
   try {
     for (const input of decoded.inputs) {
       const size = input.data.byteLength;
-      const offset = arena.alloc(size);
-      inputs.push({ name: input.name, datatype: input.datatype as TensorRef['datatype'], shape: input.shape, offset, byteSize: size });
+      const { offset, gen } = arena.alloc(size);
+      inputs.push({ name: input.name, datatype: input.datatype as TensorRef['datatype'], shape: input.shape, offset, gen, byteSize: size });
       arena.bytes(offset, size).set(input.data);
     }
   } catch (err) {
-    for (const t of inputs) arena.free(t.offset);
+    for (const t of inputs) arena.free(t);
     throw err;
   }
   return {
@@ -46,10 +46,10 @@ export function admitRequest(arena: Arena, decoded: DecodedRequest, target: Admi
 
 /** Frees the arena blocks of a request's inputs (after its final response). */
 export function releaseInputs(arena: Arena, inputs: readonly TensorRef[]): void {
-  for (const t of inputs) arena.free(t.offset);
+  for (const t of inputs) arena.free(t);
 }
 
 /** Frees the arena blocks of a response's outputs (after they were encoded or dropped). */
 export function releaseOutputs(arena: Arena, outputs: readonly TensorRef[]): void {
-  for (const o of outputs) arena.free(o.offset);
+  for (const o of outputs) arena.free(o);
 }

@@ -159,7 +159,7 @@ class EnsembleRun {
     }
     this.services.route(request, (response) => {
       if (response.final) this.stepDone(index, response);
-      else for (const o of response.outputs) this.services.arena.free(o.offset); // decoupled steps are refused at load
+      else for (const o of response.outputs) this.services.arena.free(o); // decoupled steps are refused at load
     });
   }
 
@@ -195,12 +195,12 @@ class EnsembleRun {
     const written: number[] = [];
     if (response.error !== undefined || this.error !== undefined) {
       this.error ??= response.error;
-      for (const o of response.outputs) this.services.arena.free(o.offset);
+      for (const o of response.outputs) this.services.arena.free(o);
     } else {
       for (const o of response.outputs) {
         const mapped = step.outputs.find((x) => x.name === o.name);
         if (mapped === undefined || this.slots[mapped.slot] !== undefined) {
-          this.services.arena.free(o.offset);
+          this.services.arena.free(o);
           continue;
         }
         this.slots[mapped.slot] = o;
@@ -225,7 +225,7 @@ class EnsembleRun {
     const t = this.slots[slot];
     if (t === undefined) return;
     this.slots[slot] = undefined;
-    this.services.arena.free(t.offset);
+    this.services.arena.free(t);
   }
 
   private finish(): void {
@@ -238,7 +238,7 @@ class EnsembleRun {
     if (this.error !== undefined) {
       for (let slot = 0; slot < this.slots.length; slot++) {
         const t = this.slots[slot];
-        if (t !== undefined && plan.producer[slot] !== -1) this.services.arena.free(t.offset);
+        if (t !== undefined && plan.producer[slot] !== -1) this.services.arena.free(t);
         this.slots[slot] = undefined;
       }
       this.done({ outputs: [], error: this.error, final: true }, this.startNs);
@@ -250,7 +250,7 @@ class EnsembleRun {
       const t = this.slots[o.slot]!;
       const owned = plan.producer[o.slot] !== -1;
       if (wanted !== null && !wanted.includes(o.name)) {
-        if (owned) this.services.arena.free(t.offset);
+        if (owned) this.services.arena.free(t);
         continue;
       }
       outputs.push(owned ? { ...t, name: o.name } : this.copy(t, o.name));
@@ -261,8 +261,8 @@ class EnsembleRun {
   /** An ensemble input passed straight through: the requester frees outputs, so it gets its own copy. */
   private copy(t: TensorRef, name: string): TensorRef {
     const arena = this.services.arena;
-    const offset = arena.alloc(t.byteSize);
+    const { offset, gen } = arena.alloc(t.byteSize);
     arena.bytes(offset, t.byteSize).set(arena.bytes(t.offset, t.byteSize));
-    return { ...t, name, offset };
+    return { ...t, name, offset, gen };
   }
 }

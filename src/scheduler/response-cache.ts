@@ -92,12 +92,12 @@ export class ResponseCache {
     const outputs: TensorRef[] = [];
     try {
       for (const t of hit.outputs) {
-        const offset = arena.alloc(t.data.byteLength);
-        outputs.push({ name: t.name, datatype: t.datatype, shape: [...t.shape], offset, byteSize: t.data.byteLength });
+        const { offset, gen } = arena.alloc(t.data.byteLength);
+        outputs.push({ name: t.name, datatype: t.datatype, shape: [...t.shape], offset, gen, byteSize: t.data.byteLength });
         arena.bytes(offset, t.data.byteLength).set(t.data);
       }
     } catch (err) {
-      for (const o of outputs) arena.free(o.offset);
+      for (const o of outputs) arena.free(o);
       throw err;
     }
     const response: InferResponse = { outputs, final: true };

@@ -125,14 +125,14 @@ export class SequenceBatchScheduler implements Scheduler {
     const extra = writeControls(this.controls, this.arena, id, start, end);
     const withExtra: InferRequest = extra.length === 0 ? request : { ...request, inputs: [...request.inputs, ...extra] };
     const wrapped: Respond = extra.length === 0 ? respond : (response) => {
-      if (response.final) for (const t of extra) this.arena.free(t.offset);
+      if (response.final) for (const t of extra) this.arena.free(t);
       respond(response);
     };
     return new QueuedRequest(withExtra, wrapped, nowNs(), '');
   }
 
   private freeControls(withExtra: InferRequest, original: InferRequest): void {
-    for (let k = original.inputs.length; k < withExtra.inputs.length; k++) this.arena.free(withExtra.inputs[k]!.offset);
+    for (let k = original.inputs.length; k < withExtra.inputs.length; k++) this.arena.free(withExtra.inputs[k]!);
   }
 
   /** take() may free a slot and bind a waiting sequence on another instance, so every completion looks at all. */

@@ -102,12 +102,12 @@ export function writeControls(plan: ControlPlan, arena: Arena, id: number | stri
       const data = c.kind === 'CONTROL_SEQUENCE_CORRID'
         ? corridBytes(c.datatype, id)
         : (c.kind === 'CONTROL_SEQUENCE_START' ? start : c.kind === 'CONTROL_SEQUENCE_END' ? end : true) ? c.trueBytes : c.falseBytes;
-      const offset = arena.alloc(data.byteLength);
-      out.push({ name: c.name, datatype: c.datatype, shape: [...plan.shape], offset, byteSize: data.byteLength });
+      const { offset, gen } = arena.alloc(data.byteLength);
+      out.push({ name: c.name, datatype: c.datatype, shape: [...plan.shape], offset, gen, byteSize: data.byteLength });
       arena.bytes(offset, data.byteLength).set(data);
     }
   } catch (err) {
-    for (const t of out) arena.free(t.offset);
+    for (const t of out) arena.free(t);
     throw err;
   }
   return out;

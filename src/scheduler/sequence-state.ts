@@ -135,12 +135,12 @@ export class SequenceStates {
   }
 
   private write(name: string, datatype: DataType, shape: number[], bytes: Uint8Array): TensorRef {
-    const offset = this.arena.alloc(bytes.byteLength);
+    const { offset, gen } = this.arena.alloc(bytes.byteLength);
     this.arena.bytes(offset, bytes.byteLength).set(bytes);
-    return { name, datatype, shape: [...shape], offset, byteSize: bytes.byteLength };
+    return { name, datatype, shape: [...shape], offset, gen, byteSize: bytes.byteLength };
   }
 
   private freeAll(tensors: readonly TensorRef[]): void {
-    for (const t of tensors) this.arena.free(t.offset);
+    for (const t of tensors) this.arena.free(t);
   }
 }

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { Arena, ARENA_MAX_BYTES_LIMIT } from '../../src/dataplane/arena';
+import { Arena, ARENA_MAX_BYTES_LIMIT, type BlockRef } from '../../src/dataplane/arena';
 import { ServerError } from '../../src/core/errors';
 
 function isServerError(code: string, text: RegExp): (err: unknown) => boolean {
@@ -12,7 +12,7 @@ function isServerError(code: string, text: RegExp): (err: unknown) => boolean {
 test('alloc returns 64-byte aligned, non-overlapping blocks for a table of sizes', () => {
   const arena = Arena.create({ initialBytes: 1 << 20 });
   const sizes = [0, 1, 63, 64, 65, 100, 4096, 4097, 65536, 65537, 300_000, 602_112];
-  const blocks = sizes.map((size) => ({ size, offset: arena.alloc(size) }));
+  const blocks = sizes.map((size) => ({ size, ...arena.alloc(size) }));
   for (const b of blocks) {
     assert.equal(b.offset % 64, 0, `offset ${b.offset} for ${b.size} B`);
     arena.bytes(b.offset, b.size).fill(0xab);
@@ -21,7 +21,7 @@ test('alloc returns 64-byte aligned, non-overlapping blocks for a table of sizes
   for (let i = 1; i < sorted.length; i++) {
     assert.ok(sorted[i - 1].offset + sorted[i - 1].size <= sorted[i].offset, 'blocks overlap');
   }
-  for (const b of blocks) arena.free(b.offset);
+  for (const b of blocks) arena.free(b);
   assert.equal(arena.usedBytes(), 0);
 });
 
@@ -31,7 +31,7 @@ test('a freed block is reused for the same size', () => {
   const a = arena.alloc(1000);
   const guard = arena.alloc(100); // keeps `a` away from the top of the heap
   arena.free(a);
-  assert.equal(arena.alloc(1000), a);
+  assert.equal(arena.alloc(1000).offset, a.offset);
   arena.free(keep);
   arena.free(guard);
 });
@@ -46,7 +46,7 @@ test('freed neighbours coalesce so a larger block fits in their place', () => {
   arena.free(c);
   arena.free(b); // joins a, b and c
   const big = arena.alloc(290_000);
-  assert.equal(big, a);
+  assert.equal(big.offset, a.offset);
   arena.free(big);
   arena.free(guard);
   assert.equal(arena.usedBytes(), 0);
@@ -66,21 +66,22 @@ test('usedBytes tracks allocations and returns to zero', () => {
 
 test('bytes and buffer are views on the same memory, not copies', () => {
   const arena = Arena.create({ initialBytes: 1 << 20 });
-  const off = arena.alloc(16);
+  const block = arena.alloc(16);
+  const off = block.offset;
   arena.buffer(off, 16).write('hello', 'latin1');
   assert.equal(Buffer.from(arena.bytes(off, 5)).toString('latin1'), 'hello');
   assert.ok(arena.buffer(off, 16).buffer === arena.handle.sab);
-  arena.free(off);
+  arena.free(block);
 });
 
 test('the arena grows past its initial size and keeps earlier data', () => {
   const arena = Arena.create({ initialBytes: 64 * 1024, maxBytes: 64 << 20 });
   const first = arena.alloc(1000);
-  arena.bytes(first, 1000).fill(7);
+  arena.bytes(first.offset, 1000).fill(7);
   const big = arena.alloc(10 << 20);
-  arena.bytes(big, 10 << 20).fill(9);
+  arena.bytes(big.offset, 10 << 20).fill(9);
   assert.ok(arena.handle.sab.byteLength >= (10 << 20));
-  assert.ok(arena.bytes(first, 1000).every((v) => v === 7));
+  assert.ok(arena.bytes(first.offset, 1000).every((v) => v === 7));
   arena.free(big);
   arena.free(first);
 });
@@ -91,7 +92,7 @@ test('allocating past maxBytes throws UNAVAILABLE naming the size', () => {
     isServerError('UNAVAILABLE', /^tensor arena exhausted: cannot allocate 2097152 bytes \(/));
   assert.throws(() => arena.alloc(2 ** 40),
     isServerError('UNAVAILABLE', /^tensor arena exhausted: cannot allocate 1099511627776 bytes/));
-  const held: number[] = [];
+  const held: BlockRef[] = [];
   assert.throws(() => { for (;;) held.push(arena.alloc(100_000)); },
     isServerError('UNAVAILABLE', /^tensor arena exhausted: cannot allocate 100000 bytes/));
   // Still usable after the failure.
@@ -104,13 +105,13 @@ test('free of a bad offset or a double free throws INTERNAL naming the offset', 
   const arena = Arena.create({ initialBytes: 1 << 20 });
   const a = arena.alloc(100);
   const keep = arena.alloc(100);
-  assert.throws(() => arena.free(a + 1), isServerError('INTERNAL', new RegExp(`offset ${a + 1}\\b`)));
-  assert.throws(() => arena.free(0), isServerError('INTERNAL', /offset 0\b/));
-  assert.throws(() => arena.free(1 << 30), isServerError('INTERNAL', /offset 1073741824\b/));
+  assert.throws(() => arena.free({ offset: a.offset + 1, gen: a.gen }), isServerError('INTERNAL', new RegExp(`offset ${a.offset + 1}\\b`)));
+  assert.throws(() => arena.free({ offset: 0, gen: 1 }), isServerError('INTERNAL', /offset 0\b/));
+  assert.throws(() => arena.free({ offset: 1 << 30, gen: 1 }), isServerError('INTERNAL', /offset 1073741824\b/));
   arena.free(a);
-  assert.throws(() => arena.free(a), isServerError('INTERNAL', new RegExp(`double free of offset ${a}\\b`)));
+  assert.throws(() => arena.free(a), isServerError('INTERNAL', new RegExp(`double free of offset ${a.offset}\\b`)));
   arena.free(keep);
-  assert.throws(() => arena.free(keep), isServerError('INTERNAL', new RegExp(`offset ${keep}\\b`)));
+  assert.throws(() => arena.free(keep), isServerError('INTERNAL', new RegExp(`offset ${keep.offset}\\b`)));
 });
 
 test('invalid sizes and options are rejected', () => {
@@ -127,8 +128,8 @@ test('attach in the same thread shares the heap', () => {
   const arena = Arena.create({ initialBytes: 1 << 20 });
   const other = Arena.attach(arena.handle);
   const a = arena.alloc(500);
-  other.buffer(a, 3).write('abc', 'latin1');
-  assert.equal(arena.buffer(a, 3).toString('latin1'), 'abc');
+  other.buffer(a.offset, 3).write('abc', 'latin1');
+  assert.equal(arena.buffer(a.offset, 3).toString('latin1'), 'abc');
   other.free(a);
   assert.equal(arena.usedBytes(), 0);
 });
@@ -140,25 +141,27 @@ test('random single-thread alloc/free keeps blocks disjoint and frees everything
     seed = (seed * 1103515245 + 12345) >>> 0;
     return seed % n;
   };
-  const live = new Map<number, { size: number; tag: number }>();
+  const live = new Map<number, { size: number; tag: number; gen: number }>();
   for (let i = 0; i < 5000; i++) {
     if (live.size > 0 && rand(2) === 0) {
       const keys = [...live.keys()];
       const off = keys[rand(keys.length)];
       const b = live.get(off)!;
       assert.ok(arena.bytes(off, b.size).every((v) => v === b.tag), `block ${off} overwritten`);
-      arena.free(off);
+      arena.free({ offset: off, gen: b.gen });
       live.delete(off);
     } else {
       const size = rand(4) === 0 ? rand(200_000) : rand(2000);
-      const off = arena.alloc(size);
+      const { offset: off, gen } = arena.alloc(size);
       const tag = i % 251;
       arena.bytes(off, size).fill(tag);
-      live.set(off, { size, tag });
+      live.set(off, { size, tag, gen });
     }
   }
-  for (const off of live.keys()) arena.free(off);
+  assert.deepEqual(arena.checkHeap(), []);
+  for (const [offset, b] of live) arena.free({ offset, gen: b.gen });
   assert.equal(arena.usedBytes(), 0);
+  assert.deepEqual(arena.checkHeap(), []);
 });
 
 test('four worker threads hammering alloc/free never get overlapping blocks', { timeout: 60_000 }, async () => {
@@ -178,5 +181,43 @@ test('four worker threads hammering alloc/free never get overlapping blocks', { 
     assert.ok(r.allocs > 1000);
   }
   assert.equal(arena.usedBytes(), 0);
+  assert.deepEqual(arena.checkHeap(), []);
   assert.ok(arena.handle.sab.byteLength > 256 * 1024);
+});
+
+test('a stale handle (freed, the block allocated again) is refused with INTERNAL naming offset and both generations; the new owner\'s block is intact', () => {
+  const arena = Arena.create({ initialBytes: 1 << 20 });
+  const old = arena.alloc(1000);
+  const guard = arena.alloc(100); // keeps `old` off the top, so its block is reused in place
+  arena.free(old);
+  const now = arena.alloc(1000);
+  assert.equal(now.offset, old.offset, 'same block, allocated again');
+  assert.notEqual(now.gen, old.gen);
+  arena.bytes(now.offset, 1000).fill(0x5a);
+  const stale = new RegExp(`^tensor arena: stale handle: offset ${old.offset} \\(generation ${old.gen}\\), but the block there is generation ${now.gen} .*; not freed$`);
+  assert.throws(() => arena.free(old), isServerError('INTERNAL', stale));
+  assert.match(arena.adopt(old) ?? '', new RegExp(`offset ${old.offset} \\(generation ${old.gen}\\), but the block there is generation ${now.gen}`));
+  assert.throws(() => arena.give(old, 0), isServerError('INTERNAL', new RegExp(`generation ${old.gen}\\), but the block there is generation ${now.gen}`)));
+  assert.ok(arena.bytes(now.offset, 1000).every((v) => v === 0x5a), 'the new owner\'s bytes are intact');
+  assert.equal(arena.ownerOf(now), 0);
+  assert.equal(arena.ownerOf(old), undefined);
+  assert.deepEqual(arena.checkHeap(), []);
+  arena.free(now);
+  arena.free(guard);
+  assert.equal(arena.usedBytes(), 0);
+  // A handle to a block that was merged away and is free now: refused too.
+  assert.throws(() => arena.free(now), isServerError('INTERNAL', new RegExp(`offset ${now.offset}\\b`)));
+});
+
+test('each allocation gets a new generation; an offset that is no block position is refused by adopt and give', () => {
+  const arena = Arena.create({ initialBytes: 1 << 20 });
+  const gens = new Set<number>();
+  for (let i = 0; i < 100; i++) {
+    const b = arena.alloc(64);
+    gens.add(b.gen);
+    arena.free(b);
+  }
+  assert.equal(gens.size, 100);
+  assert.throws(() => arena.adopt({ offset: 100, gen: 1 }), isServerError('INTERNAL', /adopt of offset 100 \(generation 1\), which is not a block/));
+  assert.throws(() => arena.give({ offset: 2 ** 31, gen: 1 }, 0), isServerError('INTERNAL', /give of offset 2147483648/));
 });

@@ -88,7 +88,7 @@ test('decideBatch does not modify the queue', () => {
 });
 
 function tensor(name: string, shape: number[], datatype: TensorRef['datatype'] = 'FP32'): TensorRef {
-  return { name, datatype, shape, offset: 0, byteSize: 0 };
+  return { name, datatype, shape, offset: 0, gen: 0, byteSize: 0 };
 }
 
 function request(inputs: TensorRef[]): InferRequest {

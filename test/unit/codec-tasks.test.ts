@@ -83,7 +83,7 @@ test('runDecodeTask: every error comes back as the code and message the inline p
 
 function encodeTask(arena: Arena, extra: Partial<ResponseEncodeTask> = {}): ResponseEncodeTask {
   const data = new Float32Array(2048).map((_, i) => i / 3);
-  const offset = arena.alloc(data.byteLength);
+  const { offset } = arena.alloc(data.byteLength);
   arena.bytes(offset, data.byteLength).set(new Uint8Array(data.buffer));
   return {
     id: 'r', modelName: 'm', modelVersion: '1', outputs: [{ name: 'O', datatype: 'FP32', shape: [2048], offset, byteSize: data.byteLength }],

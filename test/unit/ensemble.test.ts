@@ -75,9 +75,9 @@ test("compileEnsemblePlan: Triton's texts for mapping, type, shape and batch-siz
 function services(arena: Arena, log: InferRequest[]): EnsembleServices {
   const plan = compileValidationPlan(ADDSUB);
   const alloc = (name: string, values: number[], shape: number[]): TensorRef => {
-    const offset = arena.alloc(values.length * 4);
+    const { offset, gen } = arena.alloc(values.length * 4);
     new Int32Array(arena.bytes(offset, values.length * 4).buffer, offset, values.length).set(values);
-    return { name, datatype: 'INT32', shape, offset, byteSize: values.length * 4 };
+    return { name, datatype: 'INT32', shape, offset, gen, byteSize: values.length * 4 };
   };
   return {
     arena,
@@ -109,13 +109,13 @@ function services(arena: Arena, log: InferRequest[]): EnsembleServices {
 function run(s: EnsembleScheduler, arena: Arena, x: number[], y: number[], requestedOutputs: string[] | null = null): Promise<InferResponse> {
   const inputs = [['X', x], ['Y', y]].map(([name, v]) => {
     const values = v as number[];
-    const offset = arena.alloc(16);
+    const { offset, gen } = arena.alloc(16);
     new Int32Array(arena.bytes(offset, 16).buffer, offset, 4).set(values);
-    return { name: name as string, datatype: 'INT32' as const, shape: [1, 4], offset, byteSize: 16 };
+    return { name: name as string, datatype: 'INT32' as const, shape: [1, 4], offset, gen, byteSize: 16 };
   });
   return new Promise((resolve) => {
     s.enqueue({ id: 'r', model: 'ens', version: 1, latest: false, batchSize: 1, inputs, requestedOutputs, parameters: {}, arrivalNs: 0 }, (response) => {
-      for (const t of inputs) arena.free(t.offset); // what the frontend does after the final response
+      for (const t of inputs) arena.free(t); // what the frontend does after the final response
       resolve(response);
     });
   });
@@ -135,12 +135,12 @@ test('EnsembleScheduler: steps compose inside the server, tensors handed over wi
     ['addsub', 1, 1, ['A', 'B'], ['SUM', 'DIFF']],
     ['addsub', 1, 1, ['A', 'B'], ['SUM', 'DIFF']],
   ]);
-  for (const o of r.outputs) arena.free(o.offset);
+  for (const o of r.outputs) arena.free(o);
   assert.equal(arena.usedBytes(), base, 'intermediates freed, outputs were the requester\'s');
 
   const only = await run(s, arena, [1, 2, 3, 4], [1, 1, 1, 1], ['Q']);
   assert.deepEqual(only.outputs.map((o) => o.name), ['Q']);
-  for (const o of only.outputs) arena.free(o.offset);
+  for (const o of only.outputs) arena.free(o);
   assert.equal(arena.usedBytes(), base, 'an output not asked for is freed too');
   assert.equal(s.inflightCount(), 0);
   await s.stop();

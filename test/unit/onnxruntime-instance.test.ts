@@ -33,9 +33,9 @@ const arena = Arena.create({ initialBytes: 1 << 20, maxBytes: 64 << 20 });
 
 function put(name: string, datatype: DataType, shape: number[], data: ArrayBufferView): TensorRef {
   const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-  const offset = arena.alloc(bytes.byteLength);
+  const { offset, gen } = arena.alloc(bytes.byteLength);
   arena.bytes(offset, bytes.byteLength).set(bytes);
-  return { name, datatype, shape, offset, byteSize: bytes.byteLength };
+  return { name, datatype, shape, offset, gen, byteSize: bytes.byteLength };
 }
 
 function serializeStrings(strings: string[]): Buffer {
@@ -57,8 +57,8 @@ function request(inputs: TensorRef[], batchSize: number, requestedOutputs: strin
 }
 
 function freeAll(requests: InferRequest[], responses: { outputs: TensorRef[] }[] = []): void {
-  for (const r of requests) for (const t of r.inputs) arena.free(t.offset);
-  for (const r of responses) for (const t of r.outputs) arena.free(t.offset);
+  for (const r of requests) for (const t of r.inputs) arena.free(t);
+  for (const r of responses) for (const t of r.outputs) arena.free(t);
 }
 
 const range = (n: number, from = 0): number[] => Array.from({ length: n }, (_, i) => from + i);

@@ -9,11 +9,11 @@ import { FakeInstance, Recorder, settle } from './scheduler-test-kit';
 
 function tensorRequest(arena: Arena, id: string, values: number[], params: Record<string, string | number> = {}): InferRequest {
   const data = Buffer.from(new Float32Array(values).buffer);
-  const offset = arena.alloc(data.byteLength);
+  const { offset, gen } = arena.alloc(data.byteLength);
   arena.bytes(offset, data.byteLength).set(data);
   return {
     id, model: 'm', version: 1, latest: false, batchSize: 1, requestedOutputs: null, parameters: params, arrivalNs: 0,
-    inputs: [{ name: 'x', datatype: 'FP32', shape: [values.length], offset, byteSize: data.byteLength }],
+    inputs: [{ name: 'x', datatype: 'FP32', shape: [values.length], offset, gen, byteSize: data.byteLength }],
   };
 }
 
@@ -22,9 +22,9 @@ function doubler(arena: Arena) {
   return (requests: InferRequest[]): InferResponse[] => requests.map((r) => {
     const x = new Float32Array(arena.bytes(r.inputs[0]!.offset, r.inputs[0]!.byteSize).slice().buffer);
     const y = Buffer.from(x.map((v) => v * 2).buffer);
-    const offset = arena.alloc(y.byteLength);
+    const { offset, gen } = arena.alloc(y.byteLength);
     arena.bytes(offset, y.byteLength).set(y);
-    return { outputs: [{ name: 'y', datatype: 'FP32', shape: [x.length], offset, byteSize: y.byteLength }], final: true };
+    return { outputs: [{ name: 'y', datatype: 'FP32', shape: [x.length], offset, gen, byteSize: y.byteLength }], final: true };
   });
 }
 

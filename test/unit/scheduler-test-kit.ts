@@ -63,7 +63,7 @@ export function echo(r: InferRequest): InferResponse {
 export function request(id: string, batchSize = 1, dims: number[] = [4]): InferRequest {
   return {
     id, model: 'm', version: 3, latest: false, batchSize,
-    inputs: [{ name: 'x', datatype: 'FP32', shape: [batchSize, ...dims], offset: 0, byteSize: 0 }],
+    inputs: [{ name: 'x', datatype: 'FP32', shape: [batchSize, ...dims], offset: 0, gen: 0, byteSize: 0 }],
     requestedOutputs: null, parameters: {}, arrivalNs: 0,
   };
 }

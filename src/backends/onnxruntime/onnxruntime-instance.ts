@@ -183,7 +183,7 @@ class OnnxRuntimeInstance implements BackendInstance {
         });
       }
     } catch (err) {
-      for (const refs of perRequest) for (const ref of refs) arena.free(ref.offset);
+      for (const refs of perRequest) for (const ref of refs) arena.free(ref);
       throw err;
     }
     // Outputs come in config order, each request with only those it asked for.

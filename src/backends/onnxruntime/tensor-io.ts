@@ -163,7 +163,7 @@ export function scatterOutput(
         : writeFixed(name, datatype, tensor.data as Exclude<Tensor['data'], string[]>, from, to, shapeOf(n), arena));
     }
   } catch (err) {
-    for (const r of refs) if (r !== null) arena.free(r.offset);
+    for (const r of refs) if (r !== null) arena.free(r);
     throw err;
   }
   return refs;
@@ -175,14 +175,14 @@ function writeFixed(
   const size = ELEMENT_SIZE[datatype];
   const byteSize = (to - from) * size;
   const src = new Uint8Array(data.buffer, data.byteOffset + from * size, byteSize);
-  const offset = arena.alloc(byteSize);
+  const { offset, gen } = arena.alloc(byteSize);
   arena.bytes(offset, byteSize).set(src);
-  return { name, datatype, shape, offset, byteSize };
+  return { name, datatype, shape, offset, gen, byteSize };
 }
 
 function writeStrings(name: string, strings: string[], from: number, to: number, shape: number[], arena: Arena): TensorRef {
   const byteSize = serializedSize(strings, from, to);
-  const offset = arena.alloc(byteSize);
+  const { offset, gen } = arena.alloc(byteSize);
   const out = arena.buffer(offset, byteSize);
   let pos = 0;
   for (let i = from; i < to; i++) {
@@ -190,5 +190,5 @@ function writeStrings(name: string, strings: string[], from: number, to: number,
     out.writeUInt32LE(len, pos);
     pos += 4 + len;
   }
-  return { name, datatype: 'BYTES', shape, offset, byteSize };
+  return { name, datatype: 'BYTES', shape, offset, gen, byteSize };
 }

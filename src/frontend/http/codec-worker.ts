@@ -15,7 +15,8 @@ import type { CodecWorkerData } from './codec-pool';
 
 const data = Piscina.workerData as CodecWorkerData;
 nameThisThread(`nt:codec-${data.index}`);
-const arena = Arena.attach(data.arena);
+// A reader: pool threads come and go, and only read outputs in place.
+const arena = Arena.reader(data.arena);
 
 function move<T>(packed: Packed<T>): unknown {
   return Piscina.move({ [Piscina.transferableSymbol]: packed.transfer, [Piscina.valueSymbol]: packed.result } as never);

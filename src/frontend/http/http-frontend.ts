@@ -11,9 +11,10 @@ import { ServerError, toErrorInfo } from '../../core/errors';
 import type { Arena } from '../../dataplane/arena';
 import type { MainPort } from '../../dataplane/main-port';
 import type { FrontendToMain, MainToFrontend } from '../../dataplane/protocol';
-import { Doorbell, Inbox, RingWriter, createRing } from '../../dataplane/ring';
+import { Doorbell, RingWriter, createRing } from '../../dataplane/ring';
 import type { RingHandle } from '../../dataplane/ring';
-import type { InferRequest, InferResponse, Respond, TensorRef } from '../../core/request';
+import type { InferRequest, Respond } from '../../core/request';
+import { releaseOutputs } from '../../request/admit-request';
 import type { Logger } from '../../logging/logger';
 import type { ServerSnapshot } from '../../request/server-snapshot';
 import type { ControlReply, ControlRequest, HttpThreadData, HttpToMain, MainToHttp } from './http-control';
@@ -44,13 +45,15 @@ export interface HttpFrontendOptions {
 interface HttpThread {
   index: number;
   worker: Worker;
+  /** worker.threadId, kept: it reads -1 once the thread has exited. */
+  threadId: number;
   toMain: RingHandle;
   fromMain: RingHandle;
   out: RingWriter;
   /** False once the thread died: nothing more is written to its ring. */
   alive: boolean;
-  /** Requests the thread sent and the scheduler has not finished, by key: their inputs. */
-  inflight: Map<number, TensorRef[]>;
+  /** Keys of the requests the thread sent that the scheduler has not finished. */
+  inflight: Set<number>;
   /** Why it died (its uncaught error), when it said so before exiting. */
   fatal?: string;
 }
@@ -134,7 +137,9 @@ export class HttpFrontend {
     };
     if (this.opts.faults?.length) data.faults = this.opts.faults;
     const worker = new Worker(path.join(__dirname, 'http-thread.js'), { workerData: data, name: `http-${index}` });
-    const t: HttpThread = { index, worker, toMain, fromMain, out: RingWriter.attach(fromMain), alive: true, inflight: new Map() };
+    const t: HttpThread = {
+      index, worker, threadId: worker.threadId, toMain, fromMain, out: RingWriter.attach(fromMain), alive: true, inflight: new Set(),
+    };
     worker.postMessage({ t: 'snapshot', snapshot } satisfies MainToHttp);
     this.port.inbox.add(toMain, (msg: FrontendToMain) => this.onRequest(t, msg));
     worker.on('exit', () => {
@@ -157,18 +162,18 @@ export class HttpFrontend {
 
   /**
    * A thread died (its sockets closed with it, so its clients saw a reset).
-   * Nothing more goes to its ring; what it sent and what was on its way to it
-   * is released; requests it had in the scheduler are released when they
-   * finish (onRequest's respond); a replacement listens on the same port.
+   * Requests it sent and the scheduler has not seen are dropped; nothing more
+   * goes to its ring; the arena sweeps every block it owned (the inputs it
+   * admitted, the outputs given to it, in its rings or not); outputs of its
+   * requests still in the scheduler are freed as they finish (onRequest's
+   * respond). A replacement listens on the same port.
    */
   private onDeath(t: HttpThread): void {
     t.alive = false;
-    this.port.inbox.drain(); // requests it sent before dying: released unscheduled (onRequest)
+    this.port.inbox.drain(); // what it sent before dying: dropped (onRequest)
     this.port.inbox.remove(t.toMain);
-    for (const m of t.out.close() as MainToFrontend[]) this.release(t, m.key, m.response);
-    const leftovers = new Inbox(t.fromMain.bell);
-    leftovers.add(t.fromMain, (m: MainToFrontend) => this.release(t, m.key, m.response));
-    leftovers.drain();
+    t.out.close();
+    this.arena.threadDied(t.threadId);
     const reason = t.fatal ?? 'it exited without saying why';
     const now = Date.now();
     this.deaths = this.deaths.filter((d) => now - d < RESTART_WINDOW_MS);
@@ -193,14 +198,6 @@ export class HttpFrontend {
     );
   }
 
-  /** Frees what a response to a dead thread references: its outputs, and on the last one the request's inputs. */
-  private release(t: HttpThread, key: number, response: InferResponse): void {
-    for (const o of response.outputs) this.arena.free(o.offset);
-    if (!response.final) return;
-    for (const i of t.inflight.get(key) ?? []) this.arena.free(i.offset);
-    t.inflight.delete(key);
-  }
-
   private answerControl(m: ControlRequest): ControlReply | Promise<ControlReply> {
     if (this.opts.control) return this.opts.control(m);
     return { t: 'control_reply', id: m.id, status: 501, body: JSON.stringify({ error: `${m.route.kind}: this endpoint is not available` }) };
@@ -209,14 +206,16 @@ export class HttpFrontend {
   private onRequest(t: HttpThread, msg: FrontendToMain): void {
     const key = msg.key;
     const request = msg.request;
-    if (!t.alive) {
-      for (const i of request.inputs) this.arena.free(i.offset);
-      return;
-    }
-    t.inflight.set(key, request.inputs);
+    if (!t.alive) return; // its inputs are the dead thread's: the sweep frees them
+    t.inflight.add(key);
     const respond: Respond = (response) => {
-      if (!t.alive) return this.release(t, key, response);
       if (response.final) t.inflight.delete(key);
+      if (!t.alive) return releaseOutputs(this.arena, response.outputs);
+      // The HTTP thread frees the outputs: hand them to it before sending
+      // (protocol.ts, "Arena ownership"). A thread reported dead gets nothing.
+      for (const o of response.outputs) {
+        if (!this.arena.give(o, t.threadId)) return releaseOutputs(this.arena, response.outputs);
+      }
       // The route has written the version it chose into the request before any response.
       const reply: MainToFrontend = { t: 'response', key, version: request.version, response };
       t.out.send(reply);
