@@ -221,3 +221,20 @@ test('each allocation gets a new generation; an offset that is no block position
   assert.throws(() => arena.adopt({ offset: 100, gen: 1 }), isServerError('INTERNAL', /adopt of offset 100 \(generation 1\), which is not a block/));
   assert.throws(() => arena.give({ offset: 2 ** 31, gen: 1 }, 0), isServerError('INTERNAL', /give of offset 2147483648/));
 });
+
+test('a reader sees the bytes in place but may not alloc, free, adopt or give', () => {
+  const arena = Arena.create({ initialBytes: 1 << 16 });
+  const block = arena.alloc(64);
+  arena.bytes(block.offset, 64).fill(9);
+  const reader = Arena.reader(arena.handle);
+  assert.ok(reader.bytes(block.offset, 64).every((v) => v === 9));
+  for (const [what, call] of [
+    ['alloc', () => reader.alloc(8)], ['free', () => reader.free(block)],
+    ['adopt', () => reader.adopt(block)], ['give', () => reader.give(block, 0)],
+  ] as const) {
+    assert.throws(call, (e: unknown) => e instanceof ServerError && e.code === 'INTERNAL' &&
+      e.message === `tensor arena: ${what} on a read-only view (Arena.reader)`);
+  }
+  arena.free(block);
+  assert.equal(arena.usedBytes(), 0);
+});
