@@ -11,7 +11,7 @@ import { ServerError, toErrorInfo } from '../../core/errors';
 import type { Arena } from '../../dataplane/arena';
 import type { MainPort } from '../../dataplane/main-port';
 import type { FrontendToMain, MainToFrontend } from '../../dataplane/protocol';
-import { Doorbell, RingWriter, createRing } from '../../dataplane/ring';
+import { RingWriter, createRing } from '../../dataplane/ring';
 import type { RingHandle } from '../../dataplane/ring';
 import type { InferRequest, Respond } from '../../core/request';
 import type { ServerSnapshot } from '../../request/server-snapshot';
@@ -92,7 +92,7 @@ export class HttpFrontend {
 
   private spawn(index: number, snapshot: ServerSnapshot): HttpThread {
     const toMain = createRing(this.port.bell);
-    const fromMain = createRing(Doorbell.create().handle);
+    const fromMain = createRing(this.port.bells.create());
     const data: HttpThreadData = {
       index,
       arena: this.arena.handle,
@@ -106,6 +106,8 @@ export class HttpFrontend {
     };
     const worker = new Worker(path.join(__dirname, 'http-thread.js'), { workerData: data, name: `http-${index}` });
     const out = RingWriter.attach(fromMain);
+    // Its wake-up counters stay in the server's totals once the thread is gone.
+    worker.once('exit', () => this.port.bells.retire(fromMain.bell));
     worker.postMessage({ t: 'snapshot', snapshot } satisfies MainToHttp);
     this.port.inbox.add(toMain, (msg: FrontendToMain) => this.onRequest(out, msg));
     worker.on('message', (m: HttpToMain) => {
