@@ -12,6 +12,7 @@
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { Arena, type ArenaHandle } from '../src/dataplane/arena';
 import { Doorbell, Inbox, RingWriter, createRing, type DoorbellHandle, type RingHandle } from '../src/dataplane/ring';
+import { D_SEQ, D_SLEEPING } from '../src/dataplane/ring-format';
 
 const SLICES = 6;
 const SLICE_MS = 300;
@@ -37,6 +38,10 @@ interface Case {
   round(): Promise<void>;
   /** µs per round, one entry per slice. */
   samples: number[];
+  /** Ring cases: SEQ of both doorbells summed (how often producers rang). */
+  rings?: () => number;
+  /** Ring cases: rings counted and rounds run over the timed slices. */
+  rang?: { rings: number; rounds: number };
 }
 
 if (isMainThread) {
@@ -90,7 +95,8 @@ function watchdog(): void {
 
 async function main(): Promise<void> {
   watchdog();
-  const same = sameThreadUs();
+  const same = sameThreadUs(false);
+  const sameRinging = sameThreadUs(true);
   const arena = Arena.create({ initialBytes: 16 << 20 });
   const post = await postWorker();
   const ring = await ringRig(arena, 0);
@@ -108,19 +114,22 @@ async function main(): Promise<void> {
   ];
   for (const c of cases) await runFor(c, SLICE_MS / 2); // warm-up
   for (let s = 0; s < SLICES; s++) {
-    for (const c of cases) c.samples.push(await runFor(c, SLICE_MS));
+    for (const c of cases) c.samples.push(await runFor(c, SLICE_MS, true));
   }
   await post.close();
   for (const r of rigs) await r.close();
 
-  console.log('| case | µs per round trip (median) | range over slices | msgs/s each way (median) |');
-  console.log('|---|---:|---:|---:|');
-  console.log(`| ring send + drain, same thread (no hand-off) | ${same.toFixed(1)} | | ${fmt(1e6 / same)} |`);
+  console.log('| case | µs per round trip (median) | range over slices | msgs/s each way (median) | bell rings per message |');
+  console.log('|---|---:|---:|---:|---:|');
+  console.log(`| ring send + drain, same thread (no hand-off) | ${same.toFixed(1)} | | ${fmt(1e6 / same)} | 0 |`);
+  console.log(`| same, consumer marked asleep (every send rings, nobody waits) | ${sameRinging.toFixed(1)} | | ${fmt(1e6 / sameRinging)} | 1 |`);
   for (const c of cases) {
     const sorted = [...c.samples].sort((a, b) => a - b);
     const med = sorted[Math.floor(sorted.length / 2)];
+    // Both directions: perRound messages each way per round.
+    const perMsg = c.rang ? (c.rang.rings / (2 * c.perRound * c.rang.rounds)).toFixed(2) : '';
     console.log(`| ${c.name} | ${med.toFixed(1)} | ${sorted[0].toFixed(0)}–${sorted[sorted.length - 1].toFixed(0)} | ` +
-      `${fmt((c.perRound * 1e6) / med)} |`);
+      `${fmt((c.perRound * 1e6) / med)} | ${perMsg} |`);
   }
   for (const r of rigs) {
     if (r.inbox.missedWakeups > 0) console.log(`(${r.inbox.missedWakeups} lost wake-ups made up by the safety poll)`);
@@ -131,9 +140,10 @@ function fmt(n: number): string {
   return Math.round(n).toLocaleString('en-US');
 }
 
-/** Runs rounds for about ms; returns µs per round. */
-async function runFor(c: Case, ms: number): Promise<number> {
+/** Runs rounds for about ms; returns µs per round. `timed`: count the bell rings too. */
+async function runFor(c: Case, ms: number, timed = false): Promise<number> {
   progress.stage = c.name;
+  const rings0 = c.rings?.() ?? 0;
   let rounds = 0;
   const start = performance.now();
   const end = start + ms;
@@ -144,21 +154,35 @@ async function runFor(c: Case, ms: number): Promise<number> {
     progress.at = Date.now();
     now = performance.now();
   }
+  if (timed && c.rings) {
+    c.rang ??= { rings: 0, rounds: 0 };
+    c.rang.rings += c.rings() - rings0;
+    c.rang.rounds += rounds;
+  }
   return ((now - start) * 1000) / rounds;
 }
 
-/** The ring's own cost with no thread hand-off: encode, copy in, copy out, decode. µs per message. */
-function sameThreadUs(): number {
+/**
+ * The ring's own cost with no thread hand-off: encode, copy in, copy out,
+ * decode. µs per message. `ringing`: the bell's SLEEPING word is held at 1,
+ * so every send also rings (SEQ += 1, notify with nobody waiting).
+ */
+function sameThreadUs(ringing: boolean): number {
   const bell = Doorbell.create();
+  const sleeping = new Int32Array(bell.handle.sab);
   const h = createRing(bell.handle);
   const w = RingWriter.attach(h);
   const inbox = new Inbox(bell.handle);
   inbox.add(h, () => undefined);
   const msg = { t: 'response', key: 1, response: { outputs: [], final: true } };
   const n = 200_000;
-  for (let i = 0; i < n / 10; i++) { w.send(msg); inbox.drain(); }
+  // Set before each send, so a writer that clears the flag when it rings rings every time too.
+  const round = ringing
+    ? (): void => { Atomics.store(sleeping, D_SLEEPING, 1); w.send(msg); inbox.drain(); }
+    : (): void => { w.send(msg); inbox.drain(); };
+  for (let i = 0; i < n / 10; i++) round();
   const start = performance.now();
-  for (let i = 0; i < n; i++) { w.send(msg); inbox.drain(); }
+  for (let i = 0; i < n; i++) round();
   return ((performance.now() - start) * 1000) / n;
 }
 
@@ -214,10 +238,12 @@ async function ringRig(arena: Arena, spin: number): Promise<RingRig> {
   inbox.add(toMain, (m) => handler(m));
   inbox.start();
   const out = RingWriter.attach(toWorker);
+  const seqs = [mainBell, workerBell].map((b) => new Int32Array(b.handle.sab));
+  const rings = (): number => seqs.reduce((n, a) => n + Atomics.load(a, D_SEQ), 0);
   const rig: RingRig = {
     inbox,
     echoCase: (name, msg, burst) => ({
-      name, perRound: burst, samples: [],
+      name, perRound: burst, samples: [], rings,
       round: () => new Promise((resolve) => {
         let pending = burst;
         handler = () => {
@@ -228,7 +254,7 @@ async function ringRig(arena: Arena, spin: number): Promise<RingRig> {
     }),
     // The frontend's path: copy the request bytes into the arena once, send a descriptor, free on reply.
     tensorCase: (name, tensor) => ({
-      name, perRound: 1, samples: [],
+      name, perRound: 1, samples: [], rings,
       round: async () => {
         const { offset, gen } = arena.alloc(tensor.byteLength);
         arena.bytes(offset, tensor.byteLength).set(tensor);

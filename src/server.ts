@@ -71,7 +71,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   repo.setResponseCache(responseCacheFromOptions(options.cacheConfig));
   if (options.rateLimit === 'execution_count') repo.setRateLimiter(new RateLimiter(options.rateLimitResources, gpuIds));
   repo.onChange(() => gateway.invalidate());
-  const observability = new Observability(options, log);
+  const observability = new Observability(options, log, {
+    wakeups: () => port.bells.totals(),
+    arenaUsedBytes: () => arena.usedBytes(),
+  });
   observability.addExposition(() => customMetrics.text());
   repo.setVersionObserver(observability.telemetry);
 

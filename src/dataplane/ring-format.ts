@@ -16,9 +16,26 @@ export interface RingHandle {
 // Doorbell words (one cache line apart: producers write SEQ, the consumer SLEEPING).
 export const D_SEQ = 0;
 export const D_SLEEPING = 16;
+// Third cache line: words written rarely (ring creation, the safety poll).
 export const D_ID = 32; // random id, so Inbox.add can check a ring belongs to its bell
 export const D_NEXT_RING = 33; // ring id counter
+export const D_MISSED = 34; // wake-ups lost with the bell never rung (see WakeupCounters)
+export const D_RECOVERIES = 35; // times the safety poll took over, any cause
 export const D_BYTES = 192;
+
+/** What the consumer of a doorbell counts in the bell's own memory; stays 0 unless something is wrong. */
+export interface WakeupCounters {
+  /** The safety poll found data waiting while the consumer slept and SEQ had not moved: a producer did not ring. */
+  missedWakeups: number;
+  /** The safety poll delivered what a wake-up should have (missed wake-ups, and waits that never returned). */
+  safetyPollRecoveries: number;
+}
+
+/** The counters of a doorbell, read from any thread that holds its handle. */
+export function doorbellCounters(h: DoorbellHandle): WakeupCounters {
+  const i32 = new Int32Array(h.sab);
+  return { missedWakeups: Atomics.load(i32, D_MISSED) >>> 0, safetyPollRecoveries: Atomics.load(i32, D_RECOVERIES) >>> 0 };
+}
 
 // Ring header words; head and tail on separate cache lines.
 export const R_HEAD = 0; // consumer's read position

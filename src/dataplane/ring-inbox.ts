@@ -1,12 +1,13 @@
 /**
  * The consumer side: an Inbox per consumer thread drains every ring that
  * shares its doorbell, waiting with Atomics.waitAsync (event-loop threads) or
- * Atomics.wait (threads with nothing else to do).
+ * Atomics.wait (threads with nothing else to do). The consumer alone writes
+ * the bell's SLEEPING word and its wake-up counters (see ring.ts).
  */
 import { ServerError } from '../core/errors';
 import {
-  D_ID, D_SEQ, D_SLEEPING, Doorbell, LEN_MASK, MORE, R_BELL_ID, R_CAPACITY, R_HEAD, R_HEADER_BYTES, R_RING_ID, R_TAIL,
-  WRAP, align4, checkRing, type DoorbellHandle, type RingHandle,
+  D_ID, D_MISSED, D_RECOVERIES, D_SEQ, D_SLEEPING, Doorbell, LEN_MASK, MORE, R_BELL_ID, R_CAPACITY, R_HEAD,
+  R_HEADER_BYTES, R_RING_ID, R_TAIL, WRAP, align4, checkRing, type DoorbellHandle, type RingHandle,
 } from './ring-format';
 import { flushBackloggedWriters } from './ring-writer';
 
@@ -15,7 +16,7 @@ const waitAsync = (Atomics as unknown as {
   waitAsync(ta: Int32Array, index: number, value: number): { async: boolean; value: Promise<string> | string };
 }).waitAsync;
 
-/** Period of the event-loop mode's safety poll (see Inbox.start). */
+/** Default period of the safety poll of both modes (see Inbox.start and Inbox.drainOrWait). */
 const GUARD_MS = 50;
 
 /** Consumer state of one ring. */
@@ -84,6 +85,11 @@ export interface InboxOptions {
    * the machine has 2 cores and spinning takes them from the other threads.
    */
   spin?: number;
+  /**
+   * Period of the safety poll, ms (default 50). Data must sit through a whole
+   * period with the consumer asleep before the poll delivers it and counts it.
+   */
+  safetyPollMs?: number;
   /** A throwing onMessage handler; default: rethrown as an uncaught exception. */
   onError?: (err: unknown) => void;
 }
@@ -95,6 +101,7 @@ export class Inbox {
   private readonly readers = new Map<number, RingReader>();
   private list: RingReader[] = [];
   private readonly spin: number;
+  private readonly pollMs: number;
   private readonly onError: (err: unknown) => void;
   private running = false;
   /** Bumped by start, stop and a stall: a loop of an older generation exits when it resumes. */
@@ -105,14 +112,14 @@ export class Inbox {
   private parkedSeq = 0;
   private guard: NodeJS.Timeout | null = null;
   private guardRounds = -1;
-  /** Wake-ups the doorbell missed and the safety poll made up for; stays 0 unless something is wrong. */
-  missedWakeups = 0;
+  private warned = false;
 
   constructor(bell: DoorbellHandle, options: InboxOptions = {}) {
     Doorbell.attach(bell);
     this.bell = new Int32Array(bell.sab);
     this.bellId = Atomics.load(this.bell, D_ID);
     this.spin = options.spin ?? 0;
+    this.pollMs = options.safetyPollMs ?? GUARD_MS;
     this.onError = options.onError ?? ((err) => queueMicrotask(() => { throw err; }));
   }
 
@@ -135,6 +142,16 @@ export class Inbox {
     if (this.readers.delete(id)) this.list = [...this.readers.values()];
   }
 
+  /** Wake-ups the doorbell missed (never rung) that the safety poll made up for; in the bell's memory. */
+  get missedWakeups(): number {
+    return Atomics.load(this.bell, D_MISSED) >>> 0;
+  }
+
+  /** Times the safety poll had to deliver, whatever the cause; in the bell's memory. */
+  get safetyPollRecoveries(): number {
+    return Atomics.load(this.bell, D_RECOVERIES) >>> 0;
+  }
+
   /** Deliver what is there now, without waiting; returns the count. */
   drain(): number {
     let n = 0;
@@ -142,7 +159,12 @@ export class Inbox {
     return n;
   }
 
-  /** For threads with nothing else to do: blocks (Atomics.wait) until a delivery or the timeout. */
+  /**
+   * For threads with nothing else to do: blocks (Atomics.wait) until a
+   * delivery or the timeout. The wait runs in safety-poll periods: data that
+   * sits in the rings for a whole period with no wake-up is delivered anyway
+   * and counted, as in the event-loop mode.
+   */
   drainOrWait(timeoutMs: number): number {
     let n = this.drain();
     if (n > 0) return n;
@@ -155,13 +177,33 @@ export class Inbox {
       }
       Atomics.store(this.bell, D_SLEEPING, 1);
       const seq = Atomics.load(this.bell, D_SEQ);
-      if (!this.anyData()) {
-        const left = deadline - performance.now();
-        if (left > 0) Atomics.wait(this.bell, D_SEQ, seq, flushed ? left : Math.min(left, 1));
-      }
+      if (!this.anyData()) this.park(seq, deadline, flushed);
       Atomics.store(this.bell, D_SLEEPING, 0);
       n = this.drain();
       if (n > 0 || performance.now() >= deadline) return n;
+    }
+  }
+
+  /** Atomics.wait on SEQ (SLEEPING is 1) until rung, the deadline, or the safety poll takes over. */
+  private park(seq: number, deadline: number, flushed: boolean): void {
+    let sighted = false;
+    for (;;) {
+      const left = deadline - performance.now();
+      if (left <= 0) return;
+      if (!flushed) {
+        // Backlogged writers of this thread: come back in 1 ms to retry them.
+        Atomics.wait(this.bell, D_SEQ, seq, Math.min(left, 1));
+        return;
+      }
+      if (Atomics.wait(this.bell, D_SEQ, seq, Math.min(left, this.pollMs)) !== 'timed-out') return;
+      if (!this.anyData()) {
+        sighted = false;
+      } else if (!sighted) {
+        sighted = true; // first sighting: the wake-up may just be in flight
+      } else {
+        this.tookOver(seq);
+        return;
+      }
     }
   }
 
@@ -171,8 +213,8 @@ export class Inbox {
     this.running = true;
     void this.loop(++this.generation);
     // Safety net: should a wake-up ever be lost (a bug here or in the platform),
-    // messages still arrive, late, and missedWakeups says so. Unref'd.
-    this.guard = setInterval(() => this.checkStall(), GUARD_MS);
+    // messages still arrive, late, and the bell's counters say so. Unref'd.
+    this.guard = setInterval(() => this.checkStall(), this.pollMs);
     this.guard.unref();
   }
 
@@ -206,17 +248,27 @@ export class Inbox {
       this.guardRounds = this.rounds; // first sighting: the wake-up may just be in flight
       return;
     }
-    this.missedWakeups++;
-    if (this.missedWakeups === 1) {
-      // Whether SEQ moved tells a bell that was never rung from a waitAsync that never resolved.
-      const rung = Atomics.load(this.bell, D_SEQ) !== this.parkedSeq;
-      process.emitWarning(`Inbox: a doorbell wake-up was lost (bell ${rung ? 'rung, waitAsync did not resolve' :
-        'not rung'}); the safety poll took over`, 'NodetronWarning');
-    }
+    this.tookOver(this.parkedSeq);
     // Abandon the stuck wait: a fresh loop takes over; the old one exits if it ever resumes.
     this.parked = false;
     Atomics.store(this.bell, D_SLEEPING, 0);
     void this.loop(++this.generation);
+  }
+
+  /**
+   * The safety poll delivers instead of a wake-up: counted in the bell. SEQ
+   * unchanged since the consumer parked means no producer rang (a missed
+   * wake-up); moved means the wait itself did not return (or a producer
+   * stopped between SEQ += 1 and notify).
+   */
+  private tookOver(parkedSeq: number): void {
+    Atomics.add(this.bell, D_RECOVERIES, 1);
+    const rung = Atomics.load(this.bell, D_SEQ) !== parkedSeq;
+    if (!rung) Atomics.add(this.bell, D_MISSED, 1);
+    if (this.warned) return;
+    this.warned = true;
+    process.emitWarning(`Inbox: a doorbell wake-up was lost (bell ${rung ? 'rung, the wait did not return' :
+      'not rung'}); the safety poll took over`, 'NodetronWarning');
   }
 
   private async loop(gen: number): Promise<void> {

@@ -191,8 +191,13 @@ export class RingWriter {
     Atomics.store(this.hdr, R_TAIL, this.tail);
   }
 
+  /**
+   * Called after the tail store (seq-cst). Every producer that sees the
+   * consumer asleep rings for itself; none clears SLEEPING (the consumer owns
+   * it), so no producer's delay can hold back another producer's wake-up.
+   */
   private ringBell(): void {
-    if (Atomics.compareExchange(this.bell, D_SLEEPING, 1, 0) === 1) {
+    if (Atomics.load(this.bell, D_SLEEPING) !== 0) {
       Atomics.add(this.bell, D_SEQ, 1);
       Atomics.notify(this.bell, D_SEQ);
     }

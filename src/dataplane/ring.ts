@@ -8,22 +8,41 @@
  * by a WRAP marker and written at 0. Messages larger than half the ring are cut
  * into MORE-flagged chunks that the reader joins, so any size gets through.
  *
- * Wake-ups (the expensive part, 10-100 µs on this VM): the consumer sets the
- * bell's SLEEPING flag, reads SEQ, re-checks every ring, then waits on SEQ.
- * A producer stores its tail, then rings (SEQ += 1, notify) only if it
- * swaps SLEEPING from 1 to 0. Both sides use seq-cst Atomics, so either the
- * producer sees the flag or the consumer sees the tail: no lost wake-up.
+ * Wake-ups (the expensive part, 10-100 µs on this VM). The consumer owns the
+ * bell's SLEEPING word: before it sleeps it stores SLEEPING = 1, reads SEQ,
+ * re-checks every ring of the bell, and only if all are empty waits on SEQ
+ * (with the value it read); once awake it stores SLEEPING = 0 and drains every
+ * ring. A producer stores its tail, then reads SLEEPING; if it is 1 the
+ * producer rings: SEQ += 1, notify. Producers never write SLEEPING, so each
+ * producer that may be the one the consumer is waiting for rings for itself,
+ * and a producer that is preempted or dies while ringing delays at most its
+ * own message. All these accesses are seq-cst Atomics, so for any producer
+ * either the consumer's re-check sees its tail, or the producer sees
+ * SLEEPING = 1 and its SEQ += 1 comes after the consumer read SEQ, so the wait
+ * returns at once or is notified: no lost wake-up. The price: producers that
+ * publish while SLEEPING is still 1 (the consumer is waking, or about to
+ * re-check) ring too; a notify with nobody waiting is cheap. One wake-up
+ * drains all rings of the bell.
+ *
+ * The safety poll (both modes, every 50 ms, InboxOptions.safetyPollMs): data
+ * that sits in the rings through a whole poll period while the consumer
+ * sleeps is delivered anyway and counted in the bell's memory
+ * (doorbellCounters, ring-format.ts): safetyPollRecoveries every time,
+ * missedWakeups too when SEQ had not moved since the consumer parked (no
+ * producer rang). Both stay 0 unless something is wrong. Note that V8 guards
+ * every Atomics.wait/notify of the process with one mutex: a thread preempted
+ * while it holds it delays every wake-up, whoever rings.
  *
  * Event-loop consumers (Inbox.start) wait with Atomics.waitAsync, which does
  * not keep Node's event loop alive: the thread needs another handle (uWS
- * socket, server) to stay up. A 50 ms unref'd safety poll delivers messages
- * should a wake-up still get lost (seen about once in ~10^5-10^6 waits under
- * load in bench runs, not reproduced in isolation) and counts it in
- * Inbox.missedWakeups.
+ * socket, server) to stay up; the safety poll is an unref'd interval. Blocking
+ * consumers (Inbox.drainOrWait) wait with Atomics.wait in poll-period slices.
  *
- * Files: ring-format.ts (shared layout, Doorbell, createRing), ring-writer.ts
- * (producer), ring-inbox.ts (consumer). Import from here.
+ * Files: ring-format.ts (shared layout, Doorbell, createRing, counters),
+ * ring-writer.ts (producer), ring-inbox.ts (consumer). Import from here.
  */
-export { Doorbell, createRing, type DoorbellHandle, type RingHandle } from './ring-format';
+export {
+  Doorbell, createRing, doorbellCounters, type DoorbellHandle, type RingHandle, type WakeupCounters,
+} from './ring-format';
 export { RingWriter, flushBackloggedWriters } from './ring-writer';
 export { Inbox, type InboxOptions } from './ring-inbox';

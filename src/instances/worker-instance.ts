@@ -19,7 +19,7 @@ import type { Arena } from '../dataplane/arena';
 import type { ModelInstance } from './instance';
 import type { MainPort } from '../dataplane/main-port';
 import type { InstanceToMain, MainToInstance } from '../dataplane/protocol';
-import { Doorbell, RingWriter, createRing } from '../dataplane/ring';
+import { RingWriter, createRing } from '../dataplane/ring';
 import type { RingHandle } from '../dataplane/ring';
 
 export interface InstanceThreadData {
@@ -108,11 +108,13 @@ export class WorkerInstance implements ModelInstance {
 
   /** A new thread with its own rings; resolves once its backend instance is ready. */
   private launch(): Promise<void> {
-    const toInstance = createRing(Doorbell.create().handle);
+    const toInstance = createRing(this.port.bells.create());
     const toMain = createRing(this.port.bell);
     const data: InstanceThreadData = { arena: this.arena.handle, toInstance, toMain, backendModule: this.backendModule, args: this.args };
     const worker = new Worker(path.join(__dirname, 'instance-thread.js'), { workerData: data, name: this.name });
     const link: ThreadLink = { worker, threadId: worker.threadId, out: RingWriter.attach(toInstance), fromInstance: toMain };
+    // A restarted thread gets a new bell; the old one's wake-up counters stay in the server's totals.
+    worker.once('exit', () => this.port.bells.retire(toInstance.bell));
     this.link = link;
     this.unavailable = new ServerError('UNAVAILABLE', `instance ${this.name} of model '${this.args.config.name}' is starting`);
     const what = `instance ${this.name} of model '${this.args.config.name}'`;

@@ -1,15 +1,16 @@
 /**
  * The observability parts the composition root starts and stops as one:
- * tracing, per-version telemetry (statistics + metrics), the CPU poller and
- * the metrics endpoint (after HTTP, as Triton starts it). With
- * --allow-metrics=false there is no registry and no listener, while
- * statistics and tracing still work.
+ * tracing, per-version telemetry (statistics + metrics), the CPU poller, the
+ * data-plane families (dataplane-metrics.ts) and the metrics endpoint (after
+ * HTTP, as Triton starts it). With --allow-metrics=false there is no
+ * registry and no listener, while statistics and tracing still work.
  */
 import type { ServerOptions } from '../cli-options';
 import { ServerError, toErrorInfo } from '../core/errors';
 import type { Logger } from '../logging/logger';
 import { Tracer } from '../tracing/tracer';
 import { CpuMetricsPoller } from './cpu-metrics';
+import { registerDataplaneMetrics, type DataplaneSource } from './dataplane-metrics';
 import { MetricFamilies } from './metric-families';
 import { resolveMetricsSettings } from './metrics-config';
 import { MetricsServer } from './metrics-server';
@@ -24,12 +25,13 @@ export class Observability {
   private stopped = false;
   private readonly extraText: (() => string)[] = [];
 
-  constructor(private readonly options: ServerOptions, private readonly log: Logger) {
+  constructor(private readonly options: ServerOptions, private readonly log: Logger, dataplane: DataplaneSource) {
     this.tracer = new Tracer(options.traceConfig, (msg) => log.error(msg));
     if (options.allowMetrics) {
       const { settings, warnings } = resolveMetricsSettings(options.metricsConfig);
       for (const w of warnings) log.warn(w);
       this.families = new MetricFamilies(settings, options.allowCpuMetrics);
+      registerDataplaneMetrics(this.families.registry, dataplane);
     }
     this.telemetry = new Telemetry(log, this.tracer, this.families);
   }

@@ -109,6 +109,37 @@ test(`metrics and statistics agree after ${REQUESTS} concurrent requests to dens
   assert.deepEqual(stats.memory_usage, []);
 });
 
+test('data-plane families: wake-up counters, and the arena gauge follows tensors in flight back to its baseline', async () => {
+  const baseline = server.arenaBaseline!;
+  assert.ok(Number.isInteger(baseline) && baseline % 64 === 0, `arena baseline ${baseline}`);
+  const pixels = new Uint8Array(3 * 224 * 224 * 4);
+  let done = false;
+  const requests = Promise.all(Array.from({ length: 16 }, () =>
+    infer(server.url, 'image_classifier', [{ name: 'input', datatype: 'FP32', shape: [1, 3, 224, 224], data: pixels }], { binaryDataOutput: true })))
+    .finally(() => { done = true; });
+  let peak = 0;
+  while (!done) peak = Math.max(peak, await server.arenaUsedBytes());
+  for (const r of await requests) assert.equal(r.status, 200);
+  assert.ok(peak >= baseline + pixels.length, `while 16 requests of ${pixels.length} B were in flight the arena held ${peak} B (baseline ${baseline})`);
+
+  const text = await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text();
+  assert.match(text, /^# TYPE nodetron_dataplane_missed_wakeups_total counter$/m);
+  assert.match(text, /^# TYPE nodetron_dataplane_safety_poll_recoveries_total counter$/m);
+  assert.match(text, /^# TYPE nodetron_arena_used_bytes gauge$/m);
+  const m = await scrape();
+  // No producer may leave the consumer asleep; the poll itself may rarely step in on an overloaded box.
+  assert.equal(m.get('nodetron_dataplane_missed_wakeups_total'), 0);
+  const recoveries = m.get('nodetron_dataplane_safety_poll_recoveries_total')!;
+  assert.ok(Number.isInteger(recoveries) && recoveries >= 0, `safety poll recoveries ${recoveries}`);
+  const end = Date.now() + 5000;
+  let used = m.get('nodetron_arena_used_bytes')!;
+  while (used !== baseline && Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 25));
+    used = await server.arenaUsedBytes();
+  }
+  assert.equal(used, baseline, 'every request and response block was freed');
+});
+
 test('statistics routes: every model, one version, Triton errors', async () => {
   const all = await getJson('/v2/models/stats');
   assert.equal(all.status, 200);

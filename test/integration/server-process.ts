@@ -2,6 +2,13 @@
  * Start the real server (the compiled CLI) as a child process on free ports,
  * wait until it says it serves, and stop it by its PID. Used by every
  * integration test: nothing here is a stand-in for a real part.
+ *
+ * Metrics are on by default (a free port on 127.0.0.1): right after startup
+ * the tensor arena's used bytes are read from /metrics
+ * (nodetron_arena_used_bytes), and stop() first waits for them to come back
+ * to that value and rejects when they do not, so every server's lifetime
+ * ends with no arena block leaked. A test that stops a server under load on
+ * purpose passes { checkArena: false }.
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -20,8 +27,17 @@ export interface ServerProcess {
   /** Bound gRPC port when the args enable gRPC (`--allow-grpc=true --grpc-port=0`), else 0. */
   grpcPort: number;
   output(): string;
-  /** SIGTERM and wait for the exit code. */
-  stop(): Promise<number | null>;
+  /** The tensor arena's used bytes seen right after startup (metrics on), else undefined. */
+  arenaBaseline: number | undefined;
+  /** The arena's used bytes now, read from /metrics. */
+  arenaUsedBytes(): Promise<number>;
+  /**
+   * Unless told not to (or metrics are off, or the process already exited),
+   * wait (bounded) for the arena's used bytes to be back at the baseline;
+   * then SIGTERM and wait for the exit code. Rejects, after the process is
+   * gone, when the arena did not come back.
+   */
+  stop(opts?: { checkArena?: boolean }): Promise<number | null>;
 }
 
 export interface ExitedServer {
@@ -29,14 +45,25 @@ export interface ExitedServer {
   output: string;
 }
 
-/** True when the args turn metrics on; give `--metrics-port=0` too for a free port. */
+/** Metrics are on unless the args turn them off (the default args turn them on). */
 function wantsMetrics(args: string[]): boolean {
-  return args.includes('--allow-metrics=true');
+  return !args.includes('--allow-metrics=false');
+}
+
+/** How long stop() waits for responses in flight to free their arena blocks. */
+const ARENA_SETTLE_MS = 5000;
+
+/** nodetron_arena_used_bytes from the metrics endpoint. */
+async function scrapeArena(metricsPort: number): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+  const m = /^nodetron_arena_used_bytes (\d+)$/m.exec(text);
+  if (!m) throw new Error(`nodetron_arena_used_bytes is not on /metrics:\n${text.slice(0, 2000)}`);
+  return Number(m[1]);
 }
 
 function launch(args: string[]): { child: ChildProcess; output: () => string } {
-  // A default the args set themselves is left out (metrics on, for one).
-  const defaults = ['--http-port=0', '--allow-grpc=false', '--allow-metrics=false']
+  // A default the args set themselves is left out (metrics off, for one).
+  const defaults = ['--http-port=0', '--allow-grpc=false', '--allow-metrics=true', '--metrics-port=0', '--metrics-address=127.0.0.1']
     .filter((d) => !args.some((a) => a.startsWith(d.slice(0, d.indexOf('=') + 1))));
   const child = spawn(process.execPath, [CLI, ...defaults, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -66,25 +93,58 @@ export function startServer(args: string[] = [`--model-repository=${MODEL_REPOSI
       child.stdout!.off('data', onData);
       child.stderr!.off('data', onData);
       const port = Number(m[1]);
-      resolve({
+      const metricsPort = mm ? Number(mm[1]) : 0;
+      const arenaUsedBytes = (): Promise<number> => scrapeArena(metricsPort);
+      const sigterm = (): Promise<number | null> =>
+        new Promise((res) => {
+          if (child.exitCode !== null) return res(child.exitCode);
+          const kill = setTimeout(() => child.kill('SIGKILL'), 20_000);
+          child.once('exit', (code) => {
+            clearTimeout(kill);
+            res(code);
+          });
+          child.kill('SIGTERM');
+        });
+      const server: ServerProcess = {
         child,
         port,
-        metricsPort: mm ? Number(mm[1]) : 0,
+        metricsPort,
+        arenaBaseline: undefined,
+        arenaUsedBytes,
         // gRPC starts before HTTP (as in Triton), so its line is already there.
         grpcPort: Number(/Started GRPCInferenceService at \S*:(\d+)/.exec(output())?.[1] ?? 0),
         url: `http://127.0.0.1:${port}`,
         output,
-        stop: () =>
-          new Promise((res) => {
-            if (child.exitCode !== null) return res(child.exitCode);
-            const kill = setTimeout(() => child.kill('SIGKILL'), 20_000);
-            child.once('exit', (code) => {
-              clearTimeout(kill);
-              res(code);
-            });
-            child.kill('SIGTERM');
-          }),
-      });
+        stop: async (opts = {}) => {
+          const baseline = server.arenaBaseline;
+          if (opts.checkArena === false || baseline === undefined || child.exitCode !== null) return sigterm();
+          let used = -1;
+          let failure: unknown;
+          try {
+            const end = Date.now() + ARENA_SETTLE_MS;
+            while ((used = await arenaUsedBytes()) !== baseline && Date.now() < end) await new Promise((r) => setTimeout(r, 25));
+          } catch (err) {
+            failure = err;
+          }
+          const code = await sigterm();
+          if (failure !== undefined) throw failure;
+          if (used !== baseline) {
+            throw new Error(`tensor arena: ${used} bytes still in use after waiting ${ARENA_SETTLE_MS} ms, ${baseline} right after startup (a leaked block?)`);
+          }
+          return code;
+        },
+      };
+      if (metricsPort === 0) return resolve(server);
+      arenaUsedBytes().then(
+        (b) => {
+          server.arenaBaseline = b;
+          resolve(server);
+        },
+        (err: unknown) => {
+          child.kill('SIGKILL');
+          reject(err);
+        },
+      );
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);

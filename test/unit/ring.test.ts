@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { Doorbell, Inbox, RingWriter, createRing, type RingHandle } from '../../src/dataplane/ring';
+import { Doorbell, Inbox, RingWriter, createRing, doorbellCounters, type RingHandle } from '../../src/dataplane/ring';
+import { D_SEQ, D_SLEEPING } from '../../src/dataplane/ring-format';
 import { ServerError } from '../../src/core/errors';
 
 const ECHO_WORKER = path.join(__dirname, 'fixtures', 'ring-echo-worker.js');
@@ -197,12 +198,79 @@ test('a lost wake-up is made up for by the safety poll and counted', { timeout: 
   inbox.start();
   await new Promise((r) => setTimeout(r, 20)); // let the loop park in waitAsync
   // Simulate the bug the poll guards against: hide the SLEEPING flag so the writer does not ring.
-  Atomics.store(new Int32Array(bell.handle.sab), 16, 0);
+  Atomics.store(new Int32Array(bell.handle.sab), D_SLEEPING, 0);
   RingWriter.attach(h).send('late');
   await until(() => got.length === 1, 'the message through the safety poll');
   inbox.stop();
   assert.deepEqual(got, ['late']);
   assert.equal(inbox.missedWakeups, 1);
+  assert.deepEqual(doorbellCounters(bell.handle), { missedWakeups: 1, safetyPollRecoveries: 1 });
+});
+
+test('a wait that never returns although the bell was rung counts as a recovery, not a missed wake-up', { timeout: 15_000 }, async () => {
+  const bell = Doorbell.create();
+  const h = createRing(bell.handle, 1024);
+  const inbox = new Inbox(bell.handle);
+  const got = collect(inbox, h);
+  inbox.start();
+  const words = new Int32Array(bell.handle.sab);
+  await until(() => Atomics.load(words, D_SLEEPING) === 1, 'the loop to park');
+  // A producer that stops between SEQ += 1 and notify: hide SLEEPING, send, move SEQ, never notify.
+  Atomics.store(words, D_SLEEPING, 0);
+  RingWriter.attach(h).send('late');
+  Atomics.add(words, D_SEQ, 1);
+  await until(() => got.length === 1, 'the message through the safety poll');
+  inbox.stop();
+  assert.deepEqual(doorbellCounters(bell.handle), { missedWakeups: 0, safetyPollRecoveries: 1 });
+});
+
+test('while the consumer sleeps every producer rings and none clears SLEEPING (no claim window)', { timeout: 15_000 }, async () => {
+  const bell = Doorbell.create();
+  const h1 = createRing(bell.handle, 1024);
+  const h2 = createRing(bell.handle, 1024);
+  const inbox = new Inbox(bell.handle);
+  const got1 = collect(inbox, h1);
+  const got2 = collect(inbox, h2);
+  inbox.start();
+  const words = new Int32Array(bell.handle.sab);
+  await until(() => Atomics.load(words, D_SLEEPING) === 1, 'the loop to park');
+  const seq = Atomics.load(words, D_SEQ);
+  // Both sends run before this thread's loop can wake: each producer must ring for itself.
+  RingWriter.attach(h1).send('one');
+  RingWriter.attach(h2).send('two');
+  assert.equal(Atomics.load(words, D_SEQ), seq + 2, 'both producers rang');
+  assert.equal(Atomics.load(words, D_SLEEPING), 1, 'SLEEPING belongs to the consumer');
+  await until(() => got1.length === 1 && got2.length === 1, 'both messages');
+  assert.equal(Atomics.load(words, D_SLEEPING), 1, 'the consumer parked again');
+  inbox.stop();
+  assert.equal(Atomics.load(words, D_SLEEPING), 0);
+  assert.deepEqual(doorbellCounters(bell.handle), { missedWakeups: 0, safetyPollRecoveries: 0 });
+});
+
+test('drainOrWait: its safety poll delivers a message whose bell was not rung, counted where the main thread reads it', { timeout: 15_000 }, async () => {
+  const mainBell = Doorbell.create();
+  const workerBell = Doorbell.create();
+  const toWorker = createRing(workerBell.handle, 4096);
+  const toMain = createRing(mainBell.handle, 4096);
+  const worker = new Worker(ECHO_WORKER, { workerData: { mode: 'echo', bell: workerBell.handle, toWorker, toMain } });
+  const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
+  const inbox = new Inbox(mainBell.handle);
+  const got = collect(inbox, toMain);
+  const out = RingWriter.attach(toWorker);
+  out.send('first');
+  await until(() => { inbox.drain(); return got.length === 1; }, 'the first echo');
+  const words = new Int32Array(workerBell.handle.sab);
+  await until(() => Atomics.load(words, D_SLEEPING) === 1, 'the worker to sleep');
+  await new Promise((r) => setTimeout(r, 30)); // past its last re-check, into Atomics.wait
+  Atomics.store(words, D_SLEEPING, 0); // the writer will not ring
+  const sentAt = performance.now();
+  out.send('late');
+  await until(() => { inbox.drain(); return got.length === 2; }, 'the late echo');
+  assert.ok(performance.now() - sentAt >= 40, 'delivered by the poll, not by a wake-up');
+  assert.deepEqual(doorbellCounters(workerBell.handle), { missedWakeups: 1, safetyPollRecoveries: 1 });
+  out.send({ stop: true });
+  assert.equal(await exited, 0);
+  assert.deepEqual(got.slice(0, 2), ['first', 'late']);
 });
 
 test('start() delivers through waitAsync without the safety poll', { timeout: 15_000 }, async () => {
@@ -218,4 +286,5 @@ test('start() delivers through waitAsync without the safety poll', { timeout: 15
   }
   inbox.stop();
   assert.equal(inbox.missedWakeups, 0);
+  assert.equal(inbox.safetyPollRecoveries, 0);
 });

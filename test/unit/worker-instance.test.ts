@@ -44,11 +44,15 @@ test('a worker instance whose thread dies fails that batch, is restarted and ser
     assert.equal(again.responses[0].error, undefined);
     assert.ok(logged.some((l) => /^E instance m_0 of model 'm' exited \(code 3\); restarting it$/.test(l)), logged.join('\n'));
     assert.ok(logged.includes("I instance m_0 of model 'm' restarted"), logged.join('\n'));
+    // The dead thread's doorbell was retired (its counters kept in the totals): the main bell and the new one remain.
+    assert.equal(port.bells.size, 2);
   } finally {
     await inst.stop();
     await inst.stop();
     port.stop();
   }
+  for (let i = 0; i < 200 && port.bells.size > 1; i++) await new Promise((r) => setTimeout(r, 5));
+  assert.equal(port.bells.size, 1, 'the stopped thread\'s bell is retired too');
   const after = await inst.execute([request('e')]);
   assert.equal(after.responses[0].error?.code, 'UNAVAILABLE');
 });

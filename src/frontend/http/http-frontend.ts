@@ -11,7 +11,7 @@ import { ServerError, toErrorInfo } from '../../core/errors';
 import type { Arena } from '../../dataplane/arena';
 import type { MainPort } from '../../dataplane/main-port';
 import type { FrontendToMain, MainToFrontend } from '../../dataplane/protocol';
-import { Doorbell, RingWriter, createRing } from '../../dataplane/ring';
+import { RingWriter, createRing } from '../../dataplane/ring';
 import type { RingHandle } from '../../dataplane/ring';
 import type { InferRequest, Respond } from '../../core/request';
 import { releaseOutputs } from '../../request/admit-request';
@@ -122,7 +122,7 @@ export class HttpFrontend {
 
   private spawn(index: number, snapshot: ServerSnapshot): HttpThread {
     const toMain = createRing(this.port.bell);
-    const fromMain = createRing(Doorbell.create().handle);
+    const fromMain = createRing(this.port.bells.create());
     const data: HttpThreadData = {
       index,
       arena: this.arena.handle,
@@ -140,6 +140,8 @@ export class HttpFrontend {
     const t: HttpThread = {
       index, worker, threadId: worker.threadId, toMain, fromMain, out: RingWriter.attach(fromMain), alive: true, inflight: new Set(),
     };
+    // Its wake-up counters stay in the server's totals once the thread is gone.
+    worker.once('exit', () => this.port.bells.retire(fromMain.bell));
     worker.postMessage({ t: 'snapshot', snapshot } satisfies MainToHttp);
     this.port.inbox.add(toMain, (msg: FrontendToMain) => this.onRequest(t, msg));
     worker.on('exit', () => {
