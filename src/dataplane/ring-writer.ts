@@ -104,30 +104,16 @@ export class RingWriter {
   }
 
   /**
-   * For a consumer that is gone: write nothing more, stop retrying, and
-   * return the messages still queued here (never written to the ring), so
-   * the caller can release what they reference.
+   * For a consumer that is gone: write nothing more, drop what is queued
+   * here, stop retrying. What the messages referenced is the caller's to
+   * release (for the arena, Arena.threadDied sweeps the dead consumer's blocks).
    */
-  close(): unknown[] {
+  close(): void {
     this.closed = true;
-    const left: unknown[] = [];
-    let parts: Buffer[] = [];
-    for (let i = this.queueStart; i < this.queue.length; i++) {
-      const p = this.queue[i];
-      parts.push(p.bytes);
-      if (p.more) continue;
-      try {
-        left.push(JSON.parse(Buffer.concat(parts).toString('utf8')));
-      } catch {
-        // The head of a chunked message already went into the ring: the rest alone is no message.
-      }
-      parts = [];
-    }
     this.queue = [];
     this.queueStart = 0;
     backlogged.delete(this);
     this.cancelRetry();
-    return left;
   }
 
   /** Fast path: UTF-8 straight into the ring when the worst case fits. */

@@ -288,3 +288,23 @@ test('start() delivers through waitAsync without the safety poll', { timeout: 15
   assert.equal(inbox.missedWakeups, 0);
   assert.equal(inbox.safetyPollRecoveries, 0);
 });
+
+test('a closed writer drops its queue, stops retrying and refuses to send', async () => {
+  const bell = Doorbell.create();
+  const h = createRing(bell.handle, 256);
+  const w = RingWriter.attach(h);
+  for (let i = 0; i < 20; i++) w.send({ fill: 'x'.repeat(40), i }); // more than the ring holds: the rest queue
+  assert.ok(w.pending > 0, 'some messages wait in the JS queue');
+  w.close();
+  assert.equal(w.pending, 0);
+  assert.throws(() => w.send({ late: true }), (e: unknown) => e instanceof ServerError && e.code === 'INTERNAL' &&
+    /the ring was closed/.test(e.message));
+  const inbox = new Inbox(bell.handle);
+  const got = collect(inbox, h);
+  inbox.drain();
+  await new Promise((r) => setTimeout(r, 20)); // a retry timer, were one left, would write now
+  const before = got.length;
+  inbox.drain();
+  assert.equal(got.length, before, 'nothing more reaches the ring after close');
+  assert.ok(before < 20);
+});

@@ -69,8 +69,6 @@ export class HttpFrontend {
   private stopping: Promise<void> | undefined;
   private snapshot: ServerSnapshot | undefined;
   private deaths: number[] = [];
-  /** Threads that died and were replaced, since start. */
-  restarts = 0;
 
   constructor(
     private readonly opts: HttpFrontendOptions,
@@ -192,10 +190,7 @@ export class HttpFrontend {
     const t = this.spawn(index, this.snapshot);
     this.threads[index] = t;
     this.listen(t, this.boundPort).then(
-      () => {
-        this.restarts++;
-        this.opts.log?.info(`HTTP thread ${index} restarted, listening on port ${this.boundPort}`);
-      },
+      () => this.opts.log?.info(`HTTP thread ${index} restarted, listening on port ${this.boundPort}`),
       (err) => this.opts.log?.error(`HTTP thread ${index} could not listen again: ${toErrorInfo(err).message}`),
     );
   }
