@@ -21,6 +21,13 @@ export interface ShmTensor {
   offset: number;
   size: number;
   inline?: true;
+  /**
+   * BYTES inputs in shared memory: where the host put the byte offset of each
+   * element's length prefix (little-endian u32, `elements` of them, same
+   * region), so the stub slices instead of scanning the prefixes in Python.
+   */
+  starts?: number;
+  elements?: number;
 }
 
 /** Tensors up to this size travel inline in execute/response frames... */

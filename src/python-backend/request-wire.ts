@@ -54,7 +54,14 @@ export function writeRequest(
       }
       const offset = h2s.write(bytes);
       offsets.push(offset);
-      inputs.push({ name: t.name, datatype: t.datatype, shape: t.shape, offset, size: t.byteSize });
+      const wire: ShmTensor = { name: t.name, datatype: t.datatype, shape: t.shape, offset, size: t.byteSize };
+      const starts = t.datatype === 'BYTES' && t.byteSize >= BYTES_INDEX_MIN_BYTES ? bytesElementStarts(bytes) : undefined;
+      if (starts !== undefined) {
+        wire.starts = h2s.write(new Uint8Array(starts.buffer, starts.byteOffset, starts.byteLength));
+        wire.elements = starts.length;
+        offsets.push(wire.starts);
+      }
+      inputs.push(wire);
     }
   } catch (err) {
     for (const o of offsets) h2s.release(o);
@@ -77,6 +84,34 @@ export function writeRequest(
     inputs,
   };
   return { wire, offsets };
+}
+
+/** BYTES inputs from this size on get an element index (ShmTensor.starts). */
+const BYTES_INDEX_MIN_BYTES = 64 * 1024;
+
+/**
+ * The byte offset of each element's 4-byte length prefix in a BYTES tensor
+ * (two passes: count, then fill); undefined when the stream is malformed or
+ * too large for u32 offsets, so the stub's own scan reports it.
+ */
+export function bytesElementStarts(bytes: Uint8Array): Uint32Array | undefined {
+  const len = bytes.byteLength;
+  if (len >= 2 ** 32) return undefined;
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, len);
+  let n = 0;
+  let pos = 0;
+  while (pos + 4 <= len) {
+    pos += 4 + dv.getUint32(pos, true);
+    n++;
+  }
+  if (pos !== len) return undefined;
+  const starts = new Uint32Array(n);
+  pos = 0;
+  for (let i = 0; i < n; i++) {
+    starts[i] = pos;
+    pos += 4 + dv.getUint32(pos, true);
+  }
+  return starts;
 }
 
 /**

@@ -4,7 +4,8 @@
  * back byte for byte with the right lengths (its output is written to the
  * socket straight from the arena, under backpressure); a client that reads a
  * little and hangs up mid-body does not stop the server from answering the
- * next one.
+ * next one; a 200,000-element BYTES tensor (sent to the stub with the host's
+ * element index) comes back element for element.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -86,4 +87,32 @@ test('a client that hangs up in the middle of a large response does not disturb 
   }
   const again = await post(big);
   assert.ok(again.body.subarray(Number(again.headers['inference-header-content-length'])).equals(big.data));
+});
+
+test('a 200,000-element BYTES tensor goes through a Python identity and back element for element', async () => {
+  const elements = Array.from({ length: 200_000 }, (_, i) => Buffer.from(i % 7 === 0 ? '' : `élément-${i}\u0000${'x'.repeat(i % 13)}`));
+  const data = Buffer.concat(elements.flatMap((e) => {
+    const len = Buffer.alloc(4);
+    len.writeUInt32LE(e.length);
+    return [len, e];
+  }));
+  const header = JSON.stringify({
+    inputs: [{ name: 'INPUT0', datatype: 'BYTES', shape: [elements.length], parameters: { binary_data_size: data.length } }],
+    outputs: [{ name: 'OUTPUT0', parameters: { binary_data: true } }],
+  });
+  const r = await new Promise<Answer>((resolve, reject) => {
+    const req = http.request(`${server.url}/v2/models/identity_bytes_py/infer`, {
+      method: 'POST',
+      headers: { 'Inference-Header-Content-Length': String(header.length), 'Content-Type': 'application/octet-stream' },
+    }, (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (d: Buffer) => parts.push(d));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(parts) }));
+    });
+    req.on('error', reject);
+    req.end(Buffer.concat([Buffer.from(header), data]));
+  });
+  assert.equal(r.status, 200, r.body.subarray(0, 300).toString());
+  const headerLength = Number(r.headers['inference-header-content-length']);
+  assert.ok(r.body.subarray(headerLength).equals(data), 'OUTPUT0 is INPUT0, byte for byte (lengths and elements)');
 });

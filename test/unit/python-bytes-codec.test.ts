@@ -2,7 +2,8 @@
  * The stub's BYTES codec (src/python-backend/stub/_nt_tensor.py), run in real
  * Python: each case serializes a numpy array to Triton's length-prefixed
  * stream and must give the expected bytes; each stream deserializes back to
- * the same elements, or to the stub's error text for a malformed stream.
+ * the same elements (with and without the host's element index), or to the
+ * stub's error text for a malformed stream.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -36,6 +37,12 @@ for name, (arr, items) in cases.items():
     raw = T.serialize_bytes(arr)
     back = T.deserialize_bytes(raw)
     out[name] = [raw == stream(items), back.dtype == object, list(back) == items]
+    starts, pos = [], 0
+    for x in items:
+        starts.append(pos)
+        pos += 4 + len(x)
+    indexed = T.deserialize_bytes(raw, memoryview(np.array(starts, dtype="<u4").tobytes()))
+    out[name + " (host index)"] = [indexed.dtype == object, list(indexed) == items]
 for name, raw in {"short length": b"\x01\x00", "past the end": b"\x05\x00\x00\x00ab"}.items():
     try:
         T.deserialize_bytes(raw)
@@ -49,6 +56,7 @@ test('the stub serializes and deserializes BYTES tensors as Triton streams them'
   const got = JSON.parse(execFileSync('python3', ['-c', SCRIPT, STUB], { encoding: 'utf8' })) as Record<string, unknown>;
   for (const name of ['empty', 'bytes', 'trailing NULs kept', 'str as UTF-8', 'mixed objects', 'S array', 'U array', '2-D in C order', 'many']) {
     assert.deepEqual(got[name], [true, true, true], `case '${name}': [stream as expected, object array, round trip]`);
+    assert.deepEqual(got[`${name} (host index)`], [true, true], `case '${name}' with the host's element index: [object array, round trip]`);
   }
   assert.equal(got['short length'], 'Invalid bytes tensor data: incomplete length field');
   assert.equal(got['past the end'], 'Invalid bytes tensor data: string extends beyond buffer');

@@ -112,7 +112,10 @@ class ModelRunner:
                     view = blob_view[offset:offset + size]
                 else:
                     view = runtime.h2s.view(offset, size)
-                inputs.append(Tensor._from_buffer(i["name"], i["datatype"], i["shape"], view))
+                starts = i.get("starts")
+                if starts is not None:
+                    starts = runtime.h2s.view(starts, 4 * i["elements"])
+                inputs.append(Tensor._from_buffer(i["name"], i["datatype"], i["shape"], view, starts))
             requests.append(InferenceRequest._incoming(wire, inputs, batch, index, self.decoupled))
         collected = Collected()
         try:

@@ -61,9 +61,21 @@ def serialize_bytes(array):
     return out.tobytes()
 
 
-def deserialize_bytes(buf):
-    """The length-prefixed byte stream -> flat object array of bytes."""
+def deserialize_bytes(buf, starts=None):
+    """The length-prefixed byte stream -> flat object array of bytes.
+
+    `starts`: the host's index of the elements (a buffer of little-endian u32
+    offsets of each length prefix, computed from this same stream), which
+    turns the scan into slicing.
+    """
     b = bytes(buf)
+    if starts is not None:
+        st = np.frombuffer(starts, dtype="<u4").tolist()
+        ends = st[1:]
+        ends.append(len(b))
+        out = np.empty(len(st), dtype=np.object_)
+        out[:] = [b[s + 4:e] for s, e in zip(st, ends)]
+        return out
     n = len(b)
     items = []
     append = items.append
@@ -97,6 +109,8 @@ class _DLPackCapsule:
 
 
 class Tensor:
+    _starts = None  # BYTES inputs: the host's element index (deserialize_bytes)
+
     def __init__(self, name, array, *_args):
         if name is None or array is None:
             raise TypeError("Tensor(): incompatible constructor arguments: name and ndarray are required")
@@ -130,10 +144,12 @@ class Tensor:
         return t
 
     @classmethod
-    def _from_buffer(cls, name, datatype, shape, view):
-        """A tensor over `view` (zero-copy for fixed-size types)."""
+    def _from_buffer(cls, name, datatype, shape, view, starts=None):
+        """A tensor over `view` (zero-copy for fixed-size types); `starts`: see deserialize_bytes."""
         if datatype == "BYTES":
-            return cls._wrap(name, datatype, shape, raw=view)
+            t = cls._wrap(name, datatype, shape, raw=view)
+            t._starts = starts
+            return t
         if datatype == "BF16":
             return cls._wrap(name, datatype, shape, array=np.frombuffer(view, dtype=np.uint16).reshape(shape))
         dtype = _DT_TO_NP.get(datatype)
@@ -174,7 +190,7 @@ class Tensor:
             raise TritonModelException(
                 "Tensor dtype is BF16 and cannot be converted to NumPy. Use to_dlpack() and from_dlpack() instead.")
         if self._datatype == "BYTES":
-            return deserialize_bytes(self._raw).reshape(self._shape)
+            return deserialize_bytes(self._raw, self._starts).reshape(self._shape)
         return self._array
 
     def to_dlpack(self):
