@@ -40,9 +40,9 @@ function body(elements: number): { header: string; data: Buffer; whole: Buffer }
 interface Answer { status: number; headers: http.IncomingHttpHeaders; body: Buffer }
 
 /** POSTs the request; `stopAfter` bytes of the response body, then hangs up (the promise then resolves with what came). */
-function post(b: ReturnType<typeof body>, stopAfter = Infinity): Promise<Answer> {
+function post(b: { header: string; whole: Buffer }, stopAfter = Infinity, model = 'identity_fp32_py'): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = http.request(`${server.url}/v2/models/identity_fp32_py/infer`, {
+    const req = http.request(`${server.url}/v2/models/${model}/infer`, {
       method: 'POST',
       headers: { 'Inference-Header-Content-Length': String(b.header.length), 'Content-Type': 'application/octet-stream' },
     }, (res) => {
@@ -100,18 +100,7 @@ test('a 200,000-element BYTES tensor goes through a Python identity and back ele
     inputs: [{ name: 'INPUT0', datatype: 'BYTES', shape: [elements.length], parameters: { binary_data_size: data.length } }],
     outputs: [{ name: 'OUTPUT0', parameters: { binary_data: true } }],
   });
-  const r = await new Promise<Answer>((resolve, reject) => {
-    const req = http.request(`${server.url}/v2/models/identity_bytes_py/infer`, {
-      method: 'POST',
-      headers: { 'Inference-Header-Content-Length': String(header.length), 'Content-Type': 'application/octet-stream' },
-    }, (res) => {
-      const parts: Buffer[] = [];
-      res.on('data', (d: Buffer) => parts.push(d));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(parts) }));
-    });
-    req.on('error', reject);
-    req.end(Buffer.concat([Buffer.from(header), data]));
-  });
+  const r = await post({ header, whole: Buffer.concat([Buffer.from(header), data]) }, Infinity, 'identity_bytes_py');
   assert.equal(r.status, 200, r.body.subarray(0, 300).toString());
   const headerLength = Number(r.headers['inference-header-content-length']);
   assert.ok(r.body.subarray(headerLength).equals(data), 'OUTPUT0 is INPUT0, byte for byte (lengths and elements)');
