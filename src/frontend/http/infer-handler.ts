@@ -164,7 +164,7 @@ export class InferHandler {
       modelName: p.view.name,
       modelVersion: String(p.version),
       parameters: response.parameters,
-      outputs: response.outputs.map((o) => ({ name: o.name, datatype: o.datatype, shape: o.shape, offset: o.offset, byteSize: o.byteSize })),
+      outputs: response.outputs,
       requested: p.decoded.outputs,
       binaryDataOutput: p.decoded.binaryDataOutput,
       batched: (p.view.plan?.maxBatchSize ?? 0) > 0,

@@ -8,19 +8,13 @@
  * the tensors stay in the arena, which every thread can read.
  */
 import type { Arena } from '../../dataplane/arena';
-import type { DataType } from '../../core/datatypes';
-import type { ParamValue } from '../../core/request';
+import type { ParamValue, TensorRef } from '../../core/request';
 import type { RequestedOutput } from '../../request/decoded-request';
 import { compressResponse, negotiateEncoding } from './compression';
 import { encodeInferResponse } from './infer-response-encode';
 
-export interface ArenaOutput {
-  name: string;
-  datatype: DataType;
-  shape: number[];
-  offset: number;
-  byteSize: number;
-}
+/** An output as the task needs it: where it is in the arena (its generation is not needed to read it). */
+export type ArenaOutput = Omit<TensorRef, 'gen'>;
 
 export interface ResponseEncodeTask {
   id: string;
