@@ -14,6 +14,17 @@ function collect(inbox: Inbox, h: RingHandle): unknown[] {
   return got;
 }
 
+/** A ring echo worker (fixtures/ring-echo-worker.ts) on its own doorbell, with a ring each way. */
+function startEcho(mode: string, capacity = 4096) {
+  const mainBell = Doorbell.create();
+  const workerBell = Doorbell.create();
+  const toWorker = createRing(workerBell.handle, capacity);
+  const toMain = createRing(mainBell.handle, capacity);
+  const worker = new Worker(ECHO_WORKER, { workerData: { mode, bell: workerBell.handle, toWorker, toMain } });
+  const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
+  return { mainBell, workerBell, toMain, worker, exited, out: RingWriter.attach(toWorker) };
+}
+
 function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
   const deadline = Date.now() + ms;
   return new Promise((resolve, reject) => {
@@ -144,14 +155,8 @@ test('a throwing handler goes to onError and later messages still arrive', () =>
 });
 
 test('cross-thread ping-pong: 10k messages round-trip through a worker in order', { timeout: 15_000 }, async () => {
-  const mainBell = Doorbell.create();
-  const workerBell = Doorbell.create();
-  const toWorker = createRing(workerBell.handle, 64 * 1024);
-  const toMain = createRing(mainBell.handle, 64 * 1024);
-  const worker = new Worker(ECHO_WORKER, { workerData: { mode: 'echo', bell: workerBell.handle, toWorker, toMain } });
-  const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
+  const { mainBell, toMain, worker, exited, out } = startEcho('echo', 64 * 1024);
   worker.on('error', (e) => assert.fail(e));
-  const out = RingWriter.attach(toWorker);
   const inbox = new Inbox(mainBell.handle);
   const got: { n: number }[] = [];
   const N = 10_000;
@@ -176,15 +181,10 @@ test('cross-thread ping-pong: 10k messages round-trip through a worker in order'
 });
 
 test('Inbox.stop lets an event-loop thread exit', { timeout: 15_000 }, async () => {
-  const mainBell = Doorbell.create();
-  const workerBell = Doorbell.create();
-  const toWorker = createRing(workerBell.handle, 4096);
-  const toMain = createRing(mainBell.handle, 4096);
-  const worker = new Worker(ECHO_WORKER, { workerData: { mode: 'inbox-exit', bell: workerBell.handle, toWorker, toMain } });
-  const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
+  const { mainBell, toMain, exited, out } = startEcho('inbox-exit');
   const inbox = new Inbox(mainBell.handle);
   const got = collect(inbox, toMain);
-  RingWriter.attach(toWorker).send('hello');
+  out.send('hello');
   assert.equal(await exited, 0);
   inbox.drain();
   assert.deepEqual(got, [{ got: 'hello' }]);
@@ -248,15 +248,9 @@ test('while the consumer sleeps every producer rings and none clears SLEEPING (n
 });
 
 test('drainOrWait: its safety poll delivers a message whose bell was not rung, counted where the main thread reads it', { timeout: 15_000 }, async () => {
-  const mainBell = Doorbell.create();
-  const workerBell = Doorbell.create();
-  const toWorker = createRing(workerBell.handle, 4096);
-  const toMain = createRing(mainBell.handle, 4096);
-  const worker = new Worker(ECHO_WORKER, { workerData: { mode: 'echo', bell: workerBell.handle, toWorker, toMain } });
-  const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
+  const { mainBell, workerBell, toMain, exited, out } = startEcho('echo');
   const inbox = new Inbox(mainBell.handle);
   const got = collect(inbox, toMain);
-  const out = RingWriter.attach(toWorker);
   out.send('first');
   await until(() => { inbox.drain(); return got.length === 1; }, 'the first echo');
   const words = new Int32Array(workerBell.handle.sab);
