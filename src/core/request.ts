@@ -57,9 +57,32 @@ export interface InferResponse {
   error?: ErrorInfo;
   /** False only for non-final responses of decoupled models. */
   final: boolean;
+  /**
+   * The instance thread already sent this response, outputs and all, to the
+   * frontend thread that owns the client's connection (the requester's
+   * Respond.replyTo); what reaches the requester here carries no outputs,
+   * only `final` and `error`, for its bookkeeping and the statistics.
+   */
+  delivered?: true;
 }
 
-export type Respond = (response: InferResponse) => void;
+/**
+ * Where a frontend thread wants a request's responses: its reply port (one
+ * per frontend thread, dataplane/reply-rings.ts) and its key for the request.
+ */
+export interface ReplyAddress {
+  port: number;
+  key: number;
+}
+
+/**
+ * How a requester receives its responses. A frontend thread's Respond carries
+ * `replyTo`: an offer that an instance thread may send the response there
+ * itself, off the main thread (DESIGN.md "Hand-offs"). Whoever wraps a Respond
+ * (response cache, ensemble, BLS) makes a new function without it, and so
+ * turns the offer down: it sees every response with its outputs.
+ */
+export type Respond = ((response: InferResponse) => void) & { replyTo?: ReplyAddress };
 
 /** When an execution passed each stage, stamped by the instance (clock.ts). */
 export interface ExecuteTimings {

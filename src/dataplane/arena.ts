@@ -243,8 +243,14 @@ export class Arena {
     if (this.readOnly) throw new ServerError('INTERNAL', 'tensor arena: give on a read-only view (Arena.reader)');
     const to = ownerIdOf(toThreadId);
     if (!isRegistered(this.hdr, to)) return false;
-    const why = giveBlock(this.u32, this.i32, this.headerOf(ref, 'give'), ref, to);
+    const h = this.headerOf(ref, 'give');
+    const why = giveBlock(this.u32, this.i32, h, ref, to);
     if (why !== undefined) throw new ServerError('INTERNAL', `${why}; not given to thread ${toThreadId}`);
+    // A worker thread gives while main may be reporting the receiver dead:
+    // if the receiver was unregistered before the block became its own, its
+    // sweep may have run already and missed it. Take it back then; if the
+    // sweep got it after all (owner SWEPT), it is freed and counts as given.
+    if (!isRegistered(this.hdr, to) && Atomics.compareExchange(this.i32, h + B_OWNER, to, this.me) === to) return false;
     return true;
   }
 

@@ -8,6 +8,10 @@
  *   frontend → main  `infer`   (key)     ⇄  main → frontend  `response` (same key;
  *                                           several for decoupled models, the last has response.final)
  *   main → instance  `execute` (batchId) ⇄  instance → main  `executed` | `execute_failed` (same batchId)
+ *                                        and, for each request with a replyTo,
+ *                                           instance → frontend `response` (the requester's key),
+ *                                           before `executed`, on the pair's ring (reply-rings.ts)
+ *   main → instance  `peers`             (no reply: read the reply-ring updates on the MessagePort)
  *   main → instance  `stop`              ⇄  instance → main  `stopped`
  *   (thread start)                       ⇄  instance → main  `ready` | `init_failed`
  *
@@ -42,12 +46,17 @@
  *     swept.
  *   `response` (main → frontend): outputs, given by main to the frontend
  *     thread (http-frontend.ts), which frees them after encoding.
+ *   `response` (instance → frontend, the direct path): outputs, given by the
+ *     instance thread to the frontend thread before sending (reply-routes.ts;
+ *     Arena.give re-checks the receiver after the swap, since main may be
+ *     reporting it dead at that moment). `executed` then carries the
+ *     response without outputs, marked `delivered`.
  * Blocks main allocates for itself (gRPC inputs, ensemble copies, the
  * response cache's hits, sequence state and controls, the Python host
  * side) are main's until given as above.
  */
 import type { ErrorInfo } from '../core/errors';
-import type { ExecuteTimings, InferRequest, InferResponse } from '../core/request';
+import type { ExecuteTimings, InferRequest, InferResponse, ReplyAddress } from '../core/request';
 
 // ---- frontend thread (uWS) ⇄ main thread (scheduler) ----
 
@@ -76,6 +85,16 @@ export interface ExecuteMessage {
   /** Unique per instance while in flight; echoed in `executed` / `execute_failed`. */
   batchId: number;
   requests: InferRequest[];
+  /**
+   * Per request, where its frontend thread takes the response directly
+   * (Respond.replyTo), or null: through main. Absent: all through main.
+   */
+  replyTo?: (ReplyAddress | null)[];
+}
+
+/** The reply-ring table changed: apply what main posted on the instance's MessagePort (reply-rings.ts). */
+export interface PeersMessage {
+  t: 'peers';
 }
 
 export interface StopMessage {
@@ -110,7 +129,7 @@ export interface StoppedMessage {
   t: 'stopped';
 }
 
-export type MainToInstance = ExecuteMessage | StopMessage;
+export type MainToInstance = ExecuteMessage | PeersMessage | StopMessage;
 export type InstanceToMain =
   | ReadyMessage
   | InitFailedMessage

@@ -1,16 +1,22 @@
 /**
  * A model instance as the scheduler sees it (main thread): it runs one
  * execution at a time. Implementations: worker-instance.ts (a worker thread
- * running an in-process backend such as onnxruntime); later a child-process
- * instance for the Python backend.
+ * running an in-process backend such as onnxruntime), python-stub-instance.ts
+ * (a Python stub process), process-instance.ts (a child process).
  */
-import type { ExecuteResult, InferRequest, StreamResponse } from '../core/request';
+import type { ExecuteResult, InferRequest, ReplyAddress, StreamResponse } from '../core/request';
 
 export interface ModelInstance {
   /** `<group name>_<index>` as Triton names instances. */
   readonly name: string;
-  /** Run one batch. Never rejects: failures come back as error responses. */
-  execute(requests: InferRequest[], stream?: StreamResponse): Promise<ExecuteResult>;
+  /**
+   * Run one batch. Never rejects: failures come back as error responses.
+   * `replyTo` (per request, or null) offers to send those responses straight
+   * to their frontend threads; an instance that does so returns them marked
+   * `delivered`, without outputs, and one that does not (a Python stub)
+   * simply returns them whole, for main to send.
+   */
+  execute(requests: InferRequest[], stream?: StreamResponse, replyTo?: (ReplyAddress | null)[]): Promise<ExecuteResult>;
   /**
    * Batches the scheduler may hand over before the previous one finished
    * (default 1). The instance still runs one execution at a time; a depth of

@@ -10,15 +10,17 @@
  * died in) and takes the arena lock over if it died holding it.
  */
 import path from 'node:path';
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, Worker } from 'node:worker_threads';
+import type { MessagePort } from 'node:worker_threads';
 import { ServerError, fromErrorInfo, toErrorInfo } from '../core/errors';
 import type { BackendInstanceArgs } from '../backends/backend';
-import type { ExecuteResult, InferRequest, InferResponse } from '../core/request';
+import type { ExecuteResult, InferRequest, InferResponse, ReplyAddress, StreamResponse } from '../core/request';
 import { nowNs } from '../core/clock';
 import type { Arena } from '../dataplane/arena';
 import type { ModelInstance } from './instance';
 import type { MainPort } from '../dataplane/main-port';
 import type { InstanceToMain, MainToInstance } from '../dataplane/protocol';
+import type { ReplyPeer } from '../dataplane/reply-rings';
 import { RingWriter, createRing } from '../dataplane/ring';
 import type { RingHandle } from '../dataplane/ring';
 
@@ -28,6 +30,10 @@ export interface InstanceThreadData {
   toMain: RingHandle;
   backendModule: string;
   args: BackendInstanceArgs;
+  /** Its rings to the frontend threads there are now (reply-rings.ts) ... */
+  peers: ReplyPeer[];
+  /** ... and where later changes wait (read on a `peers` ring message). */
+  peersPort: MessagePort;
 }
 
 interface Pending {
@@ -79,7 +85,8 @@ export class WorkerInstance implements ModelInstance {
     return instance;
   }
 
-  execute(requests: InferRequest[]): Promise<ExecuteResult> {
+  /** `replyTo`: the thread sends those responses straight to their frontend threads (protocol.ts). */
+  execute(requests: InferRequest[], _stream?: StreamResponse, replyTo?: (ReplyAddress | null)[]): Promise<ExecuteResult> {
     const link = this.link;
     if (this.unavailable || link === undefined) {
       return Promise.resolve(failedResult(requests, this.unavailable ?? new ServerError('UNAVAILABLE', `instance ${this.name} is not running`)));
@@ -87,7 +94,7 @@ export class WorkerInstance implements ModelInstance {
     const batchId = this.nextBatchId++;
     return new Promise((resolve) => {
       this.pending.set(batchId, { requests, resolve });
-      const msg: MainToInstance = { t: 'execute', batchId, requests };
+      const msg: MainToInstance = replyTo === undefined ? { t: 'execute', batchId, requests } : { t: 'execute', batchId, requests, replyTo };
       link.out.send(msg);
     });
   }
@@ -110,11 +117,27 @@ export class WorkerInstance implements ModelInstance {
   private launch(): Promise<void> {
     const toInstance = createRing(this.port.bells.create());
     const toMain = createRing(this.port.bell);
-    const data: InstanceThreadData = { arena: this.arena.handle, toInstance, toMain, backendModule: this.backendModule, args: this.args };
-    const worker = new Worker(path.join(__dirname, 'instance-thread.js'), { workerData: data, name: this.name });
-    const link: ThreadLink = { worker, threadId: worker.threadId, out: RingWriter.attach(toInstance), fromInstance: toMain };
+    const out = RingWriter.attach(toInstance);
+    // Reply-ring changes: posted first, then announced on the ring, so the
+    // thread reads them before any execute that names a new frontend.
+    const peersChannel = new MessageChannel();
+    const replies = this.port.replies.addInstance((update) => {
+      peersChannel.port1.postMessage(update);
+      out.send({ t: 'peers' } satisfies MainToInstance);
+    });
+    const data: InstanceThreadData = {
+      arena: this.arena.handle, toInstance, toMain, backendModule: this.backendModule, args: this.args,
+      peers: replies.peers, peersPort: peersChannel.port2,
+    };
+    const worker = new Worker(path.join(__dirname, 'instance-thread.js'), { workerData: data, name: this.name, transferList: [peersChannel.port2] });
+    const link: ThreadLink = { worker, threadId: worker.threadId, out, fromInstance: toMain };
     // A restarted thread gets a new bell; the old one's wake-up counters stay in the server's totals.
-    worker.once('exit', () => this.port.bells.retire(toInstance.bell));
+    // Its reply rings go too: each frontend drains what it sent and drops them.
+    worker.once('exit', () => {
+      this.port.bells.retire(toInstance.bell);
+      this.port.replies.removeInstance(replies.id);
+      peersChannel.port1.close();
+    });
     this.link = link;
     this.unavailable = new ServerError('UNAVAILABLE', `instance ${this.name} of model '${this.args.config.name}' is starting`);
     const what = `instance ${this.name} of model '${this.args.config.name}'`;

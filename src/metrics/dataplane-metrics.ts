@@ -5,6 +5,10 @@
  *    the doorbells' wake-up counters summed over every bell the server made
  *    (retired bells included); both stay 0 unless something is wrong.
  *  - nodetron_arena_used_bytes: bytes held in the shared tensor arena.
+ *  - nodetron_dataplane_direct_responses_total: responses an instance thread
+ *    sent straight to the HTTP thread of the client's connection (the rest
+ *    go through the main thread: Python models, response cache, ensembles,
+ *    sequence batching, preserve_ordering, gRPC).
  * The composition root provides the source; metrics/ does not import the
  * data plane.
  */
@@ -13,6 +17,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 export interface DataplaneSource {
   wakeups(): { missedWakeups: number; safetyPollRecoveries: number };
   arenaUsedBytes(): number;
+  directResponses(): number;
 }
 
 export function registerDataplaneMetrics(registry: Registry, source: DataplaneSource): void {
@@ -36,6 +41,14 @@ export function registerDataplaneMetrics(registry: Registry, source: DataplaneSo
     registers,
     collect() {
       total(this, source.wakeups().safetyPollRecoveries);
+    },
+  });
+  new Counter({
+    name: 'nodetron_dataplane_direct_responses_total',
+    help: 'Responses sent by an instance thread straight to the frontend thread of the connection, not through the main thread',
+    registers,
+    collect() {
+      total(this, source.directResponses());
     },
   });
   new Gauge({

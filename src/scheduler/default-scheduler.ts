@@ -15,7 +15,7 @@ export class DefaultScheduler implements Scheduler {
   private stopped: Promise<void> | null = null;
 
   constructor(model: string, instances: readonly ModelInstance[], hooks?: SchedulerHooks) {
-    this.pool = new ExecutionPool({ model, instances, hooks, pipeline: true, onIdle: () => this.dispatch() });
+    this.pool = new ExecutionPool({ model, instances, hooks, pipeline: true, directReplies: true, onIdle: () => this.dispatch() });
   }
 
   enqueue(request: InferRequest, respond: Respond): void {

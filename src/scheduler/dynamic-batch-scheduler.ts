@@ -58,6 +58,7 @@ export class DynamicBatchScheduler implements Scheduler {
       instances,
       hooks,
       preserveOrdering: db?.preserve_ordering === true,
+      directReplies: true,
       onIdle: () => this.dispatch(),
     });
   }

@@ -9,7 +9,7 @@ import type { ModelInstance } from '../instances/instance';
 import type { QueuedView } from './batch-decision';
 import { nowNs } from '../core/clock';
 import { OrderedRelease, type OrderSlot } from './ordered-release';
-import type { ExecuteResult, ExecuteTimings, InferRequest, InferResponse, Respond } from '../core/request';
+import type { ExecuteResult, ExecuteTimings, InferRequest, InferResponse, ReplyAddress, Respond } from '../core/request';
 import type { RequestDoneStats, SchedulerHooks } from './scheduler-hooks';
 
 /** One admitted request, from enqueue to its final response. */
@@ -60,6 +60,13 @@ export interface ExecutionPoolOptions {
   onIdle: () => void;
   /** Sees each final response of an execution before the instance is free again (implicit sequence state). */
   onResult?: (q: QueuedRequest, response: InferResponse) => void;
+  /**
+   * Pass the requesters' reply addresses (Respond.replyTo) to the instance,
+   * so their responses go straight from the instance thread to the frontend
+   * thread. Only where main needs nothing of a response but its status:
+   * not with preserve_ordering (main orders the release) nor onResult.
+   */
+  directReplies?: boolean;
 }
 
 interface Slot {
@@ -90,6 +97,7 @@ export class ExecutionPool {
   private readonly hooks: SchedulerHooks | undefined;
   private readonly onIdle: () => void;
   private readonly onResult: ((q: QueuedRequest, response: InferResponse) => void) | undefined;
+  private readonly direct: boolean;
   /** Reused for every requestDone call (see scheduler-hooks.ts). */
   private readonly stats: RequestDoneStats = {
     success: false, queueStartNs: 0, computeStartNs: 0, computeInputEndNs: 0,
@@ -107,6 +115,7 @@ export class ExecutionPool {
     this.hooks = opts.hooks;
     this.onIdle = opts.onIdle;
     this.onResult = opts.onResult;
+    this.direct = opts.directReplies === true && opts.preserveOrdering !== true && opts.onResult === undefined;
     this.order = opts.preserveOrdering === true
       ? new OrderedRelease<QueuedRequest>((q, r) => this.release(q, r))
       : null;
@@ -153,9 +162,12 @@ export class ExecutionPool {
     const requests: InferRequest[] = new Array(batch.length);
     const now = nowNs();
     let batchSize = 0;
+    let replyTo: (ReplyAddress | null)[] | undefined;
     for (let i = 0; i < batch.length; i++) {
       const q = batch[i]!;
       requests[i] = q.request;
+      const to = this.direct ? q.respond.replyTo : undefined;
+      if (to !== undefined) (replyTo ??= new Array<ReplyAddress | null>(batch.length).fill(null))[i] = to;
       q.lastResponseNs = now;
       batchSize += q.batchSize > 1 ? q.batchSize : 1;
       if (this.order !== null) this.order.register(q);
@@ -165,7 +177,7 @@ export class ExecutionPool {
       // Non-final responses (decoupled models) go out as they come.
       pending = instance.execute(requests, (i, r) => {
         if (!r.final && batch[i] !== undefined) this.deliver(batch[i]!, r);
-      });
+      }, replyTo);
     } catch (err) {
       pending = Promise.reject(err);
     }

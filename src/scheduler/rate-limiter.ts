@@ -15,7 +15,7 @@ import { ServerError } from '../core/errors';
 import type { ModelInstance } from '../instances/instance';
 import { planInstances } from '../instances/instance-group';
 import type { ModelConfig } from '../core/model-config';
-import type { ExecuteResult, InferRequest, StreamResponse } from '../core/request';
+import type { ExecuteResult, InferRequest, ReplyAddress, StreamResponse } from '../core/request';
 
 export interface RateLimitOverride {
   name: string;
@@ -190,10 +190,10 @@ class RateLimitedInstance implements ModelInstance {
 
   // pipelineDepth stays 1: a queued batch must not hold resources while it waits.
 
-  async execute(requests: InferRequest[], stream?: StreamResponse): Promise<ExecuteResult> {
+  async execute(requests: InferRequest[], stream?: StreamResponse, replyTo?: (ReplyAddress | null)[]): Promise<ExecuteResult> {
     await this.limiter.acquire(this.asks, this.priority);
     try {
-      return await this.inner.execute(requests, stream);
+      return await this.inner.execute(requests, stream, replyTo);
     } finally {
       this.limiter.release(this.asks);
     }

@@ -3,6 +3,7 @@
  * (postMessage: rare and small). Data-plane messages (infer/response) go over
  * the SharedArrayBuffer rings declared in src/dataplane/protocol.ts.
  */
+import type { ReplyRingNotice } from '../../dataplane/reply-rings';
 import type { RestrictedGroup } from '../../cli-values';
 import type { ArenaHandle } from '../../dataplane/arena';
 import type { RingHandle } from '../../dataplane/ring';
@@ -58,6 +59,8 @@ export interface ControlReply {
 
 export type MainToHttp =
   | { t: 'snapshot'; snapshot: ServerSnapshot }
+  /** A ring from an instance thread, for responses sent straight here (dataplane/reply-rings.ts). */
+  | ReplyRingNotice
   | ControlReply
   | { t: 'listen'; address: string; port: number }
   | { t: 'close' };

@@ -1,7 +1,8 @@
 /**
  * Main-thread side of the HTTP frontend: starts `--http-thread-count` uWS
- * threads on one port, gives each a ring pair to the scheduler, keeps their
- * server snapshot current, and stops them gracefully.
+ * threads on one port, gives each a ring pair to the scheduler and a reply
+ * port for responses straight from instance threads, keeps their server
+ * snapshot current, and stops them gracefully.
  */
 import net from 'node:net';
 import path from 'node:path';
@@ -54,6 +55,8 @@ interface HttpThread {
   alive: boolean;
   /** Keys of the requests the thread sent that the scheduler has not finished. */
   inflight: Set<number>;
+  /** Its port in the reply-ring table: instance threads answer it directly there (dataplane/reply-rings.ts). */
+  replyPort: number;
   /** Why it died (its uncaught error), when it said so before exiting. */
   fatal?: string;
 }
@@ -69,6 +72,8 @@ export class HttpFrontend {
   private stopping: Promise<void> | undefined;
   private snapshot: ServerSnapshot | undefined;
   private deaths: number[] = [];
+  /** Responses instance threads sent straight to an HTTP thread (nodetron_dataplane_direct_responses_total). */
+  private directResponses = 0;
 
   constructor(
     private readonly opts: HttpFrontendOptions,
@@ -90,6 +95,11 @@ export class HttpFrontend {
     return this.boundPort;
   }
 
+  /** Responses that went from an instance thread straight to an HTTP thread, not through main. */
+  directResponseCount(): number {
+    return this.directResponses;
+  }
+
   broadcast(snapshot: ServerSnapshot): void {
     this.snapshot = snapshot;
     const msg: MainToHttp = { t: 'snapshot', snapshot };
@@ -105,6 +115,7 @@ export class HttpFrontend {
             if (!t.alive) return resolve(); // died, replacement not started: nothing to close
             const done = (): void => {
               this.port.inbox.remove(t.toMain);
+              this.port.replies.removeFrontend(t.replyPort);
               void t.worker.terminate().then(() => resolve());
             };
             t.worker.once('exit', () => resolve());
@@ -137,6 +148,7 @@ export class HttpFrontend {
     const worker = new Worker(path.join(__dirname, 'http-thread.js'), { workerData: data, name: `http-${index}` });
     const t: HttpThread = {
       index, worker, threadId: worker.threadId, toMain, fromMain, out: RingWriter.attach(fromMain), alive: true, inflight: new Set(),
+      replyPort: this.port.replies.addFrontend(worker.threadId, fromMain.bell, (notice) => worker.postMessage(notice satisfies MainToHttp)),
     };
     // Its wake-up counters stay in the server's totals once the thread is gone.
     worker.once('exit', () => this.port.bells.retire(fromMain.bell));
@@ -173,6 +185,7 @@ export class HttpFrontend {
     this.port.inbox.drain(); // what it sent before dying: dropped (onRequest)
     this.port.inbox.remove(t.toMain);
     t.out.close();
+    this.port.replies.removeFrontend(t.replyPort);
     this.arena.threadDied(t.threadId);
     const reason = t.fatal ?? 'it exited without saying why';
     const now = Date.now();
@@ -207,6 +220,10 @@ export class HttpFrontend {
     t.inflight.add(key);
     const respond: Respond = (response) => {
       if (response.final) t.inflight.delete(key);
+      if (response.delivered === true) {
+        this.directResponses++; // the instance thread sent it to t itself; no outputs here
+        return;
+      }
       if (!t.alive) return releaseOutputs(this.arena, response.outputs);
       // The HTTP thread frees the outputs: hand them to it before sending
       // (protocol.ts, "Arena ownership"). A thread reported dead gets nothing.
@@ -217,6 +234,8 @@ export class HttpFrontend {
       const reply: MainToFrontend = { t: 'response', key, version: request.version, response };
       t.out.send(reply);
     };
+    // An offer: an instance thread that runs it may answer t directly (core/request.ts Respond).
+    respond.replyTo = { port: t.replyPort, key };
     try {
       this.router(request, respond);
     } catch (err) {

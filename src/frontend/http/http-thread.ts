@@ -2,6 +2,8 @@
  * Entry of one HTTP thread: a uWebSockets.js app on the shared port. It
  * answers health, metadata, config and ready from its copy of the server
  * snapshot, and sends inference requests to the main thread over its ring.
+ * Responses come back on that ring's partner from main, or straight from the
+ * instance thread that ran the request, on a ring of that pair.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import uws from '@trufflesuite/uws-js-unofficial';
@@ -32,7 +34,8 @@ const arena = Arena.attach(data.arena);
 const codec = new CodecPool(data.codecOffloadBytes, { index: data.index, arena: data.arena });
 const infer = new InferHandler(arena, RingWriter.attach(data.toMain), data.maxInputSize, () => snapshot, codec);
 const inbox = new Inbox(data.fromMain.bell);
-inbox.add(data.fromMain, (msg: MainToFrontend) => infer.onResponse(msg.key, msg.response, msg.version));
+const onResponse = (msg: MainToFrontend): void => infer.onResponse(msg.key, msg.response, msg.version);
+inbox.add(data.fromMain, onResponse);
 inbox.start();
 
 /** Requests between arrival and their response (or abort), body uploads included. */
@@ -88,6 +91,16 @@ port.on('message', (msg: MainToHttp) => {
       return;
     case 'control_reply':
       control.onReply(msg);
+      return;
+    case 'reply_ring_add':
+      // Responses straight from an instance thread; it may have written already.
+      inbox.add(msg.ring, onResponse);
+      inbox.drain();
+      return;
+    case 'reply_ring_remove':
+      // Its instance thread has ended: take what it sent last, then drop the ring.
+      inbox.drain();
+      inbox.remove(msg.ring);
       return;
     case 'listen':
       app.listen(msg.address, msg.port, (socket) => {
