@@ -70,9 +70,13 @@ test('a thread that dies is logged with its reason, replaced on the same port, a
   assert.match(out, /1 request\(s\) it had in flight fail with it \(their connections were reset\); restarting it/);
   assert.deepEqual(await held, { error: 'UND_ERR_SOCKET' }, 'the held client sees its connection reset, not an answer');
 
-  // The replacement serves on the same port.
+  // The replacement serves on the same port, and simple's instance thread
+  // answers it directly (a ring to the new thread was made when it started).
+  const direct = async (): Promise<number> => Number(/^nodetron_dataplane_direct_responses_total (\d+)$/m.exec(await metricsText())?.[1]);
+  const directBefore = await direct();
   const r = await infer(server.url, 'simple', SIMPLE);
   assert.equal(r.status, 200, JSON.stringify(r.json));
+  assert.equal(await direct(), directBefore + 1, 'the response came straight from the instance thread');
   assert.equal((await fetch(`${server.url}/v2/health/ready`)).status, 200);
 
   // The held request finishes in the model; its inputs and outputs go back to the arena.
