@@ -236,11 +236,19 @@ export class HttpFrontend {
     };
     // An offer: an instance thread that runs it may answer t directly (core/request.ts Respond).
     respond.replyTo = { port: t.replyPort, key };
-    try {
-      this.router(request, respond);
-    } catch (err) {
-      respond({ outputs: [], error: toErrorInfo(err), final: true });
-    }
+    // Routed after the microtasks already queued: one drain of the main inbox
+    // can hold an instance's `executed` and, right behind it, the next request
+    // of a client that already has its direct response; the pool frees that
+    // instance in a promise callback, so routing at once would find it busy
+    // and start a second instance (at c=1 the two then alternate, each with
+    // cold caches, bench/README.md).
+    queueMicrotask(() => {
+      try {
+        this.router(request, respond);
+      } catch (err) {
+        respond({ outputs: [], error: toErrorInfo(err), final: true });
+      }
+    });
   }
 
   private listen(t: HttpThread, port: number): Promise<number> {
