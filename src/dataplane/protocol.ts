@@ -1,8 +1,10 @@
 /**
  * Every message that crosses a thread boundary on the data plane, in one
- * place (STYLE.md item 6). They travel as JSON over the SAB rings
- * (src/dataplane/ring.ts); tensor bytes never do: TensorRefs point into the
- * shared arena (src/dataplane/arena.ts).
+ * place (STYLE.md item 6). They travel over the SAB rings
+ * (src/dataplane/ring.ts): `infer`, `execute`, `executed` and `response` as
+ * fixed-layout binary descriptors (descriptor-codec.ts), the rest as JSON;
+ * tensor bytes never do: TensorRefs point into the shared arena
+ * (src/dataplane/arena.ts).
  *
  * Pairs and correlation:
  *   frontend → main  `infer`   (key)     ⇄  main → frontend  `response` (same key;

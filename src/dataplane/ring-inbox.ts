@@ -9,6 +9,7 @@ import {
   D_ID, D_MISSED, D_RECOVERIES, D_SEQ, D_SLEEPING, Doorbell, LEN_MASK, MORE, R_BELL_ID, R_CAPACITY, R_HEAD,
   R_HEADER_BYTES, R_RING_ID, R_TAIL, WRAP, align4, checkRing, type DoorbellHandle, type RingHandle,
 } from './ring-format';
+import { decodeDescriptor, isDescriptor } from './descriptor-codec';
 import { flushBackloggedWriters } from './ring-writer';
 
 /** Atomics.waitAsync is ES2024 in TypeScript's libs; Node 20 has it. */
@@ -52,24 +53,41 @@ class RingReader {
       }
       const len = word & LEN_MASK;
       const start = this.head + 4;
-      let text: string | null = null;
+      let complete = false;
+      let msg: unknown;
+      let failed: unknown;
       if (word & MORE) {
         this.parts.push(Buffer.from(this.data.subarray(start, start + len)));
-      } else if (this.parts.length > 0) {
-        this.parts.push(this.data.subarray(start, start + len));
-        text = Buffer.concat(this.parts).toString('utf8');
-        this.parts = [];
       } else {
-        text = this.data.toString('utf8', start, start + len);
+        complete = true;
+        let buf = this.data;
+        let a = start;
+        let b = start + len;
+        if (this.parts.length > 0) {
+          this.parts.push(this.data.subarray(start, start + len));
+          buf = Buffer.concat(this.parts);
+          this.parts = [];
+          a = 0;
+          b = buf.length;
+        }
+        try {
+          msg = isDescriptor(buf, a, b) ? decodeDescriptor(buf, a, b) : JSON.parse(buf.toString('utf8', a, b));
+        } catch (err) {
+          failed = err;
+        }
       }
       const end = start + align4(len);
       this.head = end === this.cap ? 0 : end;
-      // The message is copied out: hand its space back before running the handler.
+      // The message is decoded (copied out): hand its space back before running the handler.
       Atomics.store(this.hdr, R_HEAD, this.head);
-      if (text !== null) {
+      if (complete) {
         n++;
+        if (failed !== undefined) {
+          onError(failed);
+          continue;
+        }
         try {
-          this.onMessage(JSON.parse(text));
+          this.onMessage(msg);
         } catch (err) {
           onError(err);
         }

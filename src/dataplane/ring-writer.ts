@@ -1,9 +1,11 @@
 /**
- * The producer side of a ring: JSON into the ring bytes, an in-order JS
+ * The producer side of a ring: binary descriptors (the per-request
+ * messages, descriptor-codec.ts) or JSON into the ring bytes, an in-order JS
  * overflow queue when the ring is full, chunks for messages bigger than half
  * the ring, and the doorbell rung only when the consumer sleeps.
  */
 import { ServerError } from '../core/errors';
+import { encodeDescriptor } from './descriptor-codec';
 import {
   D_SEQ, D_SLEEPING, MORE, R_CAPACITY, R_HEAD, R_HEADER_BYTES, R_TAIL, WRAP, align4, checkRing, type RingHandle,
 } from './ring-format';
@@ -59,9 +61,24 @@ export class RingWriter {
     return this.queue.length - this.queueStart;
   }
 
-  /** Never blocks: when the ring is full the message waits in order in a JS queue. */
+  /**
+   * Never blocks: when the ring is full the message waits in order in a JS
+   * queue. The per-request messages go as binary descriptors
+   * (descriptor-codec.ts), the rest as JSON.
+   */
   send(msg: unknown): void {
     if (this.closed) throw new ServerError('INTERNAL', 'RingWriter.send: the ring was closed (its consumer is gone)');
+    const descriptor = typeof msg === 'object' && msg !== null ? encodeDescriptor(msg as { t: string }) : undefined;
+    if (descriptor !== undefined) {
+      if (this.pending > 0) this.flush();
+      if (this.pending === 0 && descriptor.length + 4 <= this.maxRecord && this.tryWriteBytes(descriptor, false)) {
+        this.ringBell();
+        return;
+      }
+      this.enqueue(Buffer.from(descriptor)); // a copy: the scratch buffer is reused by the next send
+      this.flush();
+      return;
+    }
     let json: string | undefined;
     try {
       json = JSON.stringify(msg);

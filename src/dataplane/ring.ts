@@ -2,8 +2,9 @@
  * Single-producer single-consumer message rings over SharedArrayBuffers, and a
  * doorbell that several rings share so one consumer thread sleeps on one word.
  *
- * Messages are JSON (small descriptors; tensor bytes live in the arena). A
- * record is a u32 header (payload length | MORE flag) and the UTF-8 payload,
+ * Messages are small: the per-request ones are fixed-layout binary
+ * descriptors (descriptor-codec.ts), the rest JSON; tensor bytes live in the
+ * arena. A record is a u32 header (payload length | MORE flag) and the payload,
  * padded to 4 bytes. A record that would cross the end of the ring is preceded
  * by a WRAP marker and written at 0. Messages larger than half the ring are cut
  * into MORE-flagged chunks that the reader joins, so any size gets through.

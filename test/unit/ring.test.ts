@@ -44,7 +44,7 @@ test('messages arrive in send order with their JSON values intact', () => {
   const inbox = new Inbox(bell.handle);
   const got = collect(inbox, h);
   const sent: unknown[] = [
-    { t: 'infer', key: 1, request: { id: 'é✓ 🚀', inputs: [{ shape: [1, 3], offset: 128 }] } },
+    { t: 'note', key: 1, request: { id: 'é✓ 🚀', inputs: [{ shape: [1, 3], offset: 128 }] } },
     [1, 'two', null, true], 'a string', 42, null, {},
   ];
   for (const m of sent) w.send(m);
