@@ -11,7 +11,7 @@
  * a free block at the end of the heap goes back to the untouched "wilderness"
  * above `top`. Small requests round up to a power of two so freed blocks are
  * reused exactly. Layout of the header words: arena-layout.ts; the heap
- * operations: arena-heap.ts.
+ * operations: arena-heap.ts; growth and the checked free: arena-sizing.ts.
  *
  * Threads that die. Any thread may alloc and free, under one lock in the SAB
  * that names its holder (arena-lock.ts); a thread can be terminated anywhere,
@@ -43,13 +43,14 @@
 import { threadId as thisThreadId } from 'node:worker_threads';
 import { ServerError } from '../core/errors';
 import {
-  ARENA_MAGIC, B_GEN, B_OWNER, B_PREV, B_SIZE, B_STATE, GRANULE, HEADER_GRANULES, HEADER_WORDS, USED,
+  ARENA_MAGIC, B_OWNER, GRANULE, HEADER_GRANULES, HEADER_WORDS,
   W_GEN, W_MAGIC, W_REPAIRS, W_TOP, W_USED, WORDS_PER_GRANULE, ownerIdOf,
 } from './arena-layout';
 import { ACQUIRED, ArenaLock, GAVE_UP, TOOK_OVER, type Acquire } from './arena-lock';
-import { release, takeFree, takeTop } from './arena-heap';
+import { takeFree, takeTop } from './arena-heap';
 import { adoptBlock, giveBlock, mismatch, sweepOwner, type BlockRef } from './arena-ownership';
 import { checkHeap, repairHeap } from './arena-repair';
+import { exhausted, floorTo, growSab, pow2Ceil, releaseChecked, roundUp, type GrowableSab } from './arena-sizing';
 import { isRegistered, registerThread, unregisterThread } from './arena-threads';
 
 /** An allocated block: its data's byte offset and the generation of the allocation. */
@@ -76,16 +77,9 @@ export const ARENA_MAX_BYTES_LIMIT = 2 ** 32;
 
 const G = WORDS_PER_GRANULE;
 const DEFAULT_INITIAL_BYTES = 64 * 1024 * 1024;
-/** Growth step floor, so many small allocations do not grow the SAB one by one. */
-const MIN_GROWTH_BYTES = 4 * 1024 * 1024;
 /** Requests up to this many granules (64 KiB) round up to a power of two. */
 const ROUND_POW2_MAX_GRANULES = 1024;
 
-/** Growable SharedArrayBuffer (ES2024; the project's lib is ES2022, Node 20 has it). */
-interface GrowableSab extends SharedArrayBuffer {
-  readonly maxByteLength: number;
-  grow(newByteLength: number): void;
-}
 const GrowableSab = SharedArrayBuffer as unknown as new (length: number, options: { maxByteLength: number }) => GrowableSab;
 
 export class Arena {
@@ -179,7 +173,7 @@ export class Arena {
     if (!Number.isInteger(byteSize) || byteSize < 0) {
       throw new ServerError('INTERNAL', `tensor arena: invalid allocation size ${byteSize}`);
     }
-    if (byteSize > this.sab.maxByteLength) throw this.exhausted(byteSize);
+    if (byteSize > this.sab.maxByteLength) throw exhausted(byteSize, this.usedBytes(), this.sab.maxByteLength);
     let n = 1 + Math.ceil(byteSize / GRANULE);
     if (n <= ROUND_POW2_MAX_GRANULES) n = pow2Ceil(n);
     if (this.acquire(0) === GAVE_UP) {
@@ -216,7 +210,7 @@ export class Arena {
       return;
     }
     try {
-      this.releaseChecked(ref);
+      releaseChecked(this.u32, ref);
     } finally {
       this.lock.release();
     }
@@ -331,31 +325,11 @@ export class Arena {
     for (const dead of sweeps) sweepOwner(this.u32, this.i32, dead);
     for (const ref of frees) {
       try {
-        this.releaseChecked(ref);
+        releaseChecked(this.u32, ref);
       } catch {
         // refused: the caller has long returned; nothing was freed.
       }
     }
-  }
-
-  private releaseChecked(ref: BlockRef): void {
-    const u = this.u32;
-    const top = u[W_TOP];
-    const b = ref.offset / GRANULE - 1;
-    if (!Number.isInteger(b) || b < HEADER_GRANULES || b >= top) {
-      throw new ServerError('INTERNAL', `tensor arena: free of offset ${ref.offset} (generation ${ref.gen}), which is not an allocated block`);
-    }
-    const h = b * G;
-    if (u[h + B_STATE] !== USED || u[h + B_GEN] !== ref.gen) {
-      const why = mismatch(u, ref, h, u[h + B_OWNER] | 0)!;
-      throw new ServerError('INTERNAL', `${why}; not freed`);
-    }
-    const size = u[h + B_SIZE];
-    const next = b + size;
-    if (next > top || (next < top && u[next * G + B_PREV] !== size)) {
-      throw new ServerError('INTERNAL', `tensor arena: corrupt block header at offset ${ref.offset}`);
-    }
-    release(u, b);
   }
 
   /** The header word index of a handle's block, for the lock-free calls; INTERNAL if the offset is no block position. */
@@ -371,7 +345,7 @@ export class Arena {
   /** Makes sure the SAB and this object's views reach `need` granules (for an allocation at top). */
   private ensure(need: number, byteSize: number): void {
     if (need <= this.granules) return;
-    if (need * GRANULE > this.sab.byteLength) this.grow(need * GRANULE, byteSize);
+    if (need * GRANULE > this.sab.byteLength) growSab(this.sab, need * GRANULE, byteSize, this.usedBytes());
     this.refresh();
   }
 
@@ -381,36 +355,4 @@ export class Arena {
     this.i32 = new Int32Array(this.sab, 0, bytes / 4);
     this.granules = bytes / GRANULE;
   }
-
-  private grow(needBytes: number, byteSize: number): void {
-    const max = this.sab.maxByteLength;
-    if (needBytes > max) throw this.exhausted(byteSize);
-    const cur = this.sab.byteLength;
-    const target = Math.min(max, Math.max(needBytes, cur * 2, cur + MIN_GROWTH_BYTES));
-    try {
-      this.sab.grow(floorTo(target, GRANULE));
-    } catch (err) {
-      throw new ServerError('UNAVAILABLE',
-        `tensor arena exhausted: cannot allocate ${byteSize} bytes (growing to ${target} bytes failed: ` +
-        `${(err as Error).message})`);
-    }
-  }
-
-  private exhausted(byteSize: number): ServerError {
-    return new ServerError('UNAVAILABLE',
-      `tensor arena exhausted: cannot allocate ${byteSize} bytes (${this.usedBytes()} bytes ` +
-      `in use, ${this.sab.maxByteLength} bytes max)`);
-  }
-}
-
-function roundUp(x: number, m: number): number {
-  return Math.ceil(x / m) * m;
-}
-
-function floorTo(x: number, m: number): number {
-  return Math.floor(x / m) * m;
-}
-
-function pow2Ceil(n: number): number {
-  return n <= 1 ? 1 : 2 ** (32 - Math.clz32(n - 1));
 }
