@@ -43,6 +43,8 @@ interface GrpcThread {
 const RESTART_BASE_MS = 100;
 const RESTART_MAX_MS = 5000;
 const RESTART_WINDOW_MS = 60_000;
+/** How long after its stop timeout a thread that has not said `stopped` is terminated. */
+const STOP_GRACE_MS = 2000;
 
 export class GrpcFrontend {
   private thread: GrpcThread | undefined;
@@ -95,7 +97,12 @@ export class GrpcFrontend {
     this.stopping ??= new Promise<void>((resolve) => {
       const t = this.thread;
       if (t === undefined) return resolve(); // died, replacement not started: nothing to close
-      void t.exited.then(() => resolve());
+      // The thread forces its shutdown at timeoutMs; one that cannot even do that (stuck) is terminated.
+      const guard = setTimeout(() => void this.terminate(t), timeoutMs + STOP_GRACE_MS);
+      void t.exited.then(() => {
+        clearTimeout(guard);
+        resolve();
+      });
       t.worker.on('message', (m: GrpcToMain) => {
         if (m.t === 'stopped') void this.terminate(t);
       });
