@@ -5,7 +5,8 @@
  * on the same connection; and a gRPC thread that dies
  * (NODETRON_TEST_FAULTS=grpc-crash) while a request it admitted waits in the
  * scheduler is logged, swept (the tensor arena back at its baseline) and
- * replaced on the same port.
+ * replaced on the same port; and SIGTERM stops it gracefully: a call in
+ * flight is answered, an idle stream is ended, the process exits 0.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -186,5 +187,42 @@ test('repeated deaths are each followed by a replacement', async () => {
     } finally {
       d.close();
     }
+  }
+});
+
+test('SIGTERM: the gRPC thread answers the call in flight, ends an idle stream, and the server exits 0', async () => {
+  const own = await startServer([`--model-repository=${repo}`, '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1',
+    '--http-thread-count=1', '--allow-metrics=false']);
+  const client = createClient(own.grpcPort);
+  try {
+    fs.writeFileSync(path.join(repo, 'gated', 'closed'), '');
+    const held = client.call<Record<string, any>>('ModelInfer', {
+      model_name: 'gated',
+      id: 'held',
+      inputs: [{ name: 'IN', datatype: 'INT32', shape: [1, 1] }],
+      raw_input_contents: [int32Bytes([7])],
+    });
+    const stream = client.inference.ModelStreamInfer() as grpc.ClientDuplexStream<object, unknown>;
+    const streamEnded = new Promise<string>((resolve) => {
+      stream.on('data', () => undefined);
+      stream.on('end', () => resolve('end'));
+      stream.on('error', (e: grpc.ServiceError) => resolve(`error ${e.code}`));
+    });
+    stream.write(simpleRequest('s1')); // answered; then the stream sits idle
+    await until(async () => /Started GRPCInferenceService/.test(own.output()), 'the server');
+    await new Promise((r) => setTimeout(r, 300));
+    const exited = new Promise<number | null>((resolve) => own.child.once('exit', resolve));
+    own.child.kill('SIGTERM');
+    await waitForOutput(own, /Waiting for in-flight requests to complete/, 10_000);
+    assert.equal(await streamEnded, 'end', 'the idle stream is ended by the stop, with OK');
+    fs.rmSync(path.join(repo, 'gated', 'closed'));
+    const res = await held;
+    assert.equal(res.id, 'held');
+    assert.deepEqual(int32Values(res.raw_output_contents[0]), [0]);
+    assert.equal(await exited, 0, own.output().slice(-3000));
+  } finally {
+    fs.rmSync(path.join(repo, 'gated', 'closed'), { force: true });
+    client.close();
+    if (own.child.exitCode === null) own.child.kill('SIGKILL');
   }
 });
