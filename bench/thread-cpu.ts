@@ -4,8 +4,8 @@
  * (this process), with the CPU time and context switches of every OS thread
  * of the server read from /proc before and after each step. Threads are
  * told apart by name (src/dataplane/thread-name.ts): `nt:http-N` (uWS),
- * `nt:<instance>` (model instances), the main thread (scheduler, gRPC), and
- * the unnamed rest (V8's GC/compiler helpers, libuv). Per request = thread
+ * `nt:grpc` (grpc-js), `nt:<instance>` (model instances), the main thread
+ * (scheduler), and the unnamed rest (V8's GC/compiler helpers, libuv). Per request = thread
  * CPU over the step divided by the requests the server counted in it.
  *   node dist/bench/thread-cpu.js [model=simple] [concurrencies=1,32] [seconds=4] [json|binary|grpc] [server flags...]
  * (server flags starting with `--v8-` go to node without the prefix: `--v8-max-semi-space-size=16`;

@@ -82,8 +82,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const state = { live: false, exiting: false };
   let http: HttpFrontend | undefined;
   let grpc: GrpcFrontend | undefined;
-  // Built once per change, not per request: gRPC reads it on every call. Every
-  // input of it invalidates it: model states (repo.onChange), shm regions, live/exiting.
+  // Built once per change, not per request, and posted to the frontend threads
+  // (HTTP, gRPC). Every input of it invalidates it: model states
+  // (repo.onChange), shm regions, live/exiting.
   let cachedSnapshot: ServerSnapshot | undefined;
   const invalidateSnapshot = (): void => {
     cachedSnapshot = undefined;
@@ -96,19 +97,25 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     models: repo.snapshotModels(),
     shmRegions: shm.table(),
   });
-  // Region changes reach the HTTP threads before the register/unregister reply does.
+  // Region changes reach the HTTP and gRPC threads before the register/unregister reply does.
   const shm = new ShmRegistry(options.allowClientShm, () => {
     invalidateSnapshot();
-    http?.broadcast(snapshot());
+    broadcast();
   });
+  const broadcast = (): void => {
+    if (!http && !grpc) return;
+    const s = snapshot();
+    http?.broadcast(s);
+    grpc?.broadcast(s);
+  };
   // Coalesce bursts of state changes (a load touches many versions) into one broadcast.
   let broadcastQueued = false;
   repo.onChange(() => {
-    if (broadcastQueued || !http) return;
+    if (broadcastQueued || (!http && !grpc)) return;
     broadcastQueued = true;
     setImmediate(() => {
       broadcastQueued = false;
-      http?.broadcast(snapshot());
+      broadcast();
     });
   });
 
@@ -128,7 +135,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     stopping ??= (async () => {
       state.exiting = true;
       invalidateSnapshot();
-      http?.broadcast(snapshot());
+      broadcast();
       log.info('Waiting for in-flight requests to complete.');
       await grpc?.stop(options.exitTimeoutSecs * 1000);
       await http?.stop();
@@ -158,13 +165,20 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   invalidateSnapshot();
 
   if (options.allowGrpc) {
-    // Started before HTTP, as Triton does; it reads the snapshot and routes on this thread.
-    grpc = new GrpcFrontend({
-      options, snapshot, route, arena, log, serverName: options.id, serverVersion: SERVER_VERSION, extensions: SERVER_EXTENSIONS,
-      control, repository: { repo, mode: options.modelControlMode }, shm,
-    });
+    // Started before HTTP, as Triton does. Its thread routes over its ring to
+    // this thread; the control rpcs it forwards are answered here.
+    grpc = new GrpcFrontend(
+      {
+        options, log, serverName: options.id, serverVersion: SERVER_VERSION, extensions: SERVER_EXTENSIONS,
+        control, repository: { repo, mode: options.modelControlMode }, shm, faults: testFaults(),
+      },
+      port,
+      arena,
+      route,
+      snapshot,
+    );
     try {
-      const grpcPort = await grpc.start();
+      const grpcPort = await grpc.start(snapshot());
       log.info(`Started GRPCInferenceService at ${options.grpcAddress}:${grpcPort}`);
     } catch (err) {
       await stop();
@@ -210,7 +224,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   return { httpPort, log, stop };
 }
 
-/** NODETRON_TEST_FAULTS: comma-separated fault injections for tests (http-control.ts HttpThreadData.faults). */
+/** NODETRON_TEST_FAULTS: comma-separated fault injections for tests (http-control.ts HttpThreadData.faults, grpc-thread-protocol.ts GrpcThreadData.faults). */
 function testFaults(): string[] {
   return (process.env.NODETRON_TEST_FAULTS ?? '').split(',').map((f) => f.trim()).filter(Boolean);
 }

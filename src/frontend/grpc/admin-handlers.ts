@@ -2,6 +2,8 @@
  * Repository, statistics, trace, log and shared-memory rpcs (protocol.md
  * §2.5–§2.7): what nodetron supports today, Triton's answers where the
  * feature is off, and a clear UNIMPLEMENTED text for what is not built yet.
+ * They run on the main thread, for the calls the gRPC thread forwards
+ * (control-answer.ts).
  */
 import type * as grpc from '@grpc/grpc-js';
 import { ServerError } from '../../core/errors';
@@ -9,7 +11,7 @@ import { lookupModel } from '../../request/model-lookup';
 import type { ServerSnapshot } from '../../request/server-snapshot';
 import type { ShmRegistry } from '../shm-registry';
 import { unary } from './grpc-context';
-import type { GrpcContext } from './grpc-context';
+import type { GrpcControlContext } from './grpc-context';
 
 interface RepositoryRequestMsg {
   repository_name: string;
@@ -23,7 +25,7 @@ function unsupported(message: string): ServerError {
   return new ServerError('UNSUPPORTED', message);
 }
 
-function serverReady(ctx: GrpcContext): ServerSnapshot {
+function serverReady(ctx: GrpcControlContext): ServerSnapshot {
   const s = ctx.snapshot();
   if (!s.live || s.exiting) throw new ServerError('UNAVAILABLE', 'Server not ready');
   return s;
@@ -51,7 +53,7 @@ function shmStatusMap(shm: ShmRegistry, name: string): Record<string, { name: st
   return out;
 }
 
-export function adminHandlers(ctx: GrpcContext): grpc.UntypedServiceImplementation {
+export function adminHandlers(ctx: GrpcControlContext): grpc.UntypedServiceImplementation {
   const o = ctx.options;
   const checkRepositoryName = (name: string): void => {
     if (name !== '') throw unsupported("'repository_name' specification is not supported");

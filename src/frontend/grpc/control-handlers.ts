@@ -3,14 +3,15 @@
  * control APIs (src/frontend/http/control-api.ts, src/repository/repository-api.ts),
  * when server.ts hands them in: gRPC only converts its wire form into their
  * calls and their JSON-shaped results back into messages (protocol.md
- * §2.5, §2.7). Without them, admin-handlers.ts answers.
+ * §2.5, §2.7). Without them, admin-handlers.ts answers. They run on the main
+ * thread, for the calls the gRPC thread forwards (control-answer.ts).
  */
 import type * as grpc from '@grpc/grpc-js';
 import { ServerError } from '../../core/errors';
 import { checkRepositoryName, repositoryIndex, repositoryLoad, repositoryUnload } from '../../repository/repository-api';
 import type { OverrideFile } from '../../repository/repository-api';
 import { unary } from './grpc-context';
-import type { GrpcContext } from './grpc-context';
+import type { GrpcControlContext } from './grpc-context';
 import { parseGrpcVersion } from './health-handlers';
 
 interface RepoParam {
@@ -92,7 +93,7 @@ function traceSettingsToGrpc(json: object): { settings: Record<string, { value: 
   return { settings };
 }
 
-export function controlHandlers(ctx: GrpcContext): grpc.UntypedServiceImplementation {
+export function controlHandlers(ctx: GrpcControlContext): grpc.UntypedServiceImplementation {
   const out: grpc.UntypedServiceImplementation = {};
   const control = ctx.control;
   if (control !== undefined) {

@@ -1,19 +1,18 @@
 /**
- * What every gRPC handler shares: the server's parts it may use (snapshot,
- * router, arena), Triton's error → status mapping, the restricted-protocol
- * check, and a wrapper that turns a handler's result or thrown error into
- * the unary callback.
+ * What every gRPC handler shares: the server's parts it may use (on the gRPC
+ * thread: snapshot copy, ring route, arena; on the main thread: the control
+ * APIs), Triton's error → status mapping, the restricted-protocol check, and
+ * a wrapper that turns a handler's result or thrown error into the unary
+ * callback.
  */
 import type * as grpc from '@grpc/grpc-js';
 import type { ServerOptions } from '../../cli-options';
 import { GRPC_STATUS, ServerError, toErrorInfo } from '../../core/errors';
 import type { Arena } from '../../dataplane/arena';
-import type { Logger } from '../../logging/logger';
 import type { RepositoryApiContext } from '../../repository/repository-api';
 import type { InferRequest, Respond } from '../../core/request';
 import type { ServerSnapshot } from '../../request/server-snapshot';
 import type { ShmRegistry } from '../shm-registry';
-import type { Protos } from './grpc-protos';
 
 export type RestrictedCategory =
   | 'health' | 'metadata' | 'inference' | 'shared-memory' | 'model-config'
@@ -31,28 +30,35 @@ export interface GrpcControl {
   updateTraceSettings(model: string | undefined, body: unknown): object;
 }
 
-/** What server.ts hands the gRPC frontend. */
-export interface GrpcDeps {
+/** What every handler reads, on either thread: the flags (restricted protocol) and a server snapshot. */
+export interface GrpcCallContext {
   options: ServerOptions;
   snapshot: () => ServerSnapshot;
+}
+
+/**
+ * The gRPC thread's context (grpc-thread.ts): health, metadata and inference
+ * handlers. `route` sends a request to the main thread's scheduler over the
+ * thread's ring (ring-route.ts); `snapshot` is the copy main posts on change.
+ */
+export interface GrpcContext extends GrpcCallContext {
   route: (request: InferRequest, respond: Respond) => void;
   arena: Arena;
-  log: Logger;
   serverName: string;
   serverVersion: string;
   extensions: readonly string[];
+  /** True once stop() began: new inferences are refused. */
+  stopping(): boolean;
+}
+
+/** The main thread's context for the control rpcs the gRPC thread forwards (control-answer.ts). */
+export interface GrpcControlContext extends GrpcCallContext {
   /** Statistics, log and trace settings; absent = admin-handlers.ts answers. */
   control?: GrpcControl;
   /** The model repository extension; absent = admin-handlers.ts answers. */
   repository?: RepositoryApiContext;
   /** Client system shared memory; absent = no region can be registered. */
   shm?: ShmRegistry;
-}
-
-export interface GrpcContext extends GrpcDeps {
-  protos: Protos;
-  /** True once stop() began: new inferences are refused. */
-  stopping(): boolean;
 }
 
 export const SHUTTING_DOWN = 'GRPC server is shutting down and has stopped accepting new requests.';
@@ -64,7 +70,7 @@ export function toStatus(err: unknown): Partial<grpc.StatusObject> {
 }
 
 /** Throws UNAVAILABLE when `category` is restricted and the call lacks the metadata key and value. */
-export function checkRestricted(ctx: GrpcDeps, category: RestrictedCategory, metadata: grpc.Metadata): void {
+export function checkRestricted(ctx: GrpcCallContext, category: RestrictedCategory, metadata: grpc.Metadata): void {
   for (const group of ctx.options.grpcRestrictedProtocol) {
     if (!group.apis.includes(category)) continue;
     const key = `triton-grpc-protocol-${group.key}`;
@@ -77,7 +83,7 @@ export function checkRestricted(ctx: GrpcDeps, category: RestrictedCategory, met
 
 /** A unary handler: `fn` returns the response (or a promise of it) or throws a ServerError. */
 export function unary<Req, Res>(
-  ctx: GrpcDeps,
+  ctx: GrpcCallContext,
   category: RestrictedCategory,
   fn: (request: Req, call: grpc.ServerUnaryCall<Req, Res>) => Res | Promise<Res>,
 ): grpc.handleUnaryCall<Req, Res> {

@@ -1,121 +1,195 @@
 /**
- * The gRPC endpoint (@grpc/grpc-js) on the main thread: Triton's
- * GRPCInferenceService and grpc.health.v1 Health from our protos, bound per
- * the --grpc-* flags (protocol.md §2.1, §6.3). Inferences enter the same
- * central scheduler as HTTP ones (GrpcDeps.route).
- *
- * Stop is two verbs: graceful (refuse new inferences, end idle streams,
- * tryShutdown waits for calls in flight) and, after a timeout, forced.
+ * Main-thread side of the gRPC frontend: starts the gRPC thread
+ * (grpc-thread.ts, `nt:grpc`), which owns the grpc-js server and its port,
+ * links it to the scheduler over its ring pair (grpc-link.ts), keeps its
+ * server snapshot current, answers the control rpcs it forwards
+ * (control-answer.ts), restarts it on the same port when it dies, and stops
+ * it: graceful (refuse new inferences, end idle streams, wait for calls in
+ * flight), forced after a timeout.
  */
-import fs from 'node:fs';
-import * as grpc from '@grpc/grpc-js';
-import { ServerError } from '../../core/errors';
-import { adminHandlers } from './admin-handlers';
-import { controlHandlers } from './control-handlers';
-import type { GrpcContext, GrpcDeps } from './grpc-context';
-import { loadProtos } from './grpc-protos';
-import { grpcHealthHandlers, healthHandlers } from './health-handlers';
-import { modelInferHandler, modelStreamInferHandler } from './infer-handlers';
-import type { StreamRegistry } from './infer-handlers';
+import path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import type { ServerOptions } from '../../cli-options';
+import { ServerError, toErrorInfo } from '../../core/errors';
+import type { Arena } from '../../dataplane/arena';
+import type { MainPort } from '../../dataplane/main-port';
+import type { Logger } from '../../logging/logger';
+import type { ServerSnapshot } from '../../request/server-snapshot';
+import { ControlAnswers } from './control-answer';
+import type { GrpcControlContext } from './grpc-context';
+import { GrpcLink, type GrpcRouter } from './grpc-link';
+import type { GrpcThreadData, GrpcToMain, MainToGrpc } from './grpc-thread-protocol';
 
-const INT32_MAX = 2147483647;
-
-/** Channel arguments from the flags. grpc-js servers honour keepalive time/timeout and connection age; the rest are passed as Triton sets them. */
-export function channelOptions(o: GrpcDeps['options']): grpc.ChannelOptions {
-  const opts: grpc.ChannelOptions = {
-    'grpc.max_receive_message_length': INT32_MAX,
-    'grpc.max_send_message_length': INT32_MAX,
-    'grpc.keepalive_time_ms': o.grpcKeepaliveTimeMs,
-    'grpc.keepalive_timeout_ms': o.grpcKeepaliveTimeoutMs,
-    'grpc.keepalive_permit_without_calls': o.grpcKeepalivePermitWithoutCalls ? 1 : 0,
-    'grpc.http2.max_pings_without_data': o.grpcHttp2MaxPingsWithoutData,
-    'grpc.http2.min_ping_interval_without_data_ms': o.grpcHttp2MinRecvPingIntervalWithoutDataMs,
-    'grpc.http2.max_ping_strikes': o.grpcHttp2MaxPingStrikes,
-    // No channelz service is exposed (Triton has none); its per-call bookkeeping is pure cost.
-    'grpc.enable_channelz': 0,
-  };
-  if (o.grpcMaxConnectionAgeMs > 0) opts['grpc.max_connection_age_ms'] = o.grpcMaxConnectionAgeMs;
-  if (o.grpcMaxConnectionAgeGraceMs > 0) opts['grpc.max_connection_age_grace_ms'] = o.grpcMaxConnectionAgeGraceMs;
-  return opts;
+/** What server.ts hands the gRPC frontend. */
+export interface GrpcFrontendDeps extends Omit<GrpcControlContext, 'options' | 'snapshot'> {
+  options: ServerOptions;
+  log: Logger;
+  serverName: string;
+  serverVersion: string;
+  extensions: readonly string[];
+  /** Test-only fault injection (NODETRON_TEST_FAULTS; GrpcThreadData.faults). */
+  faults?: readonly string[];
 }
 
-function readPem(flag: string, file: string | undefined): Buffer {
-  if (file === undefined || file === '') throw new ServerError('INVALID_ARG', `--${flag} must be set when --grpc-use-ssl is true`);
-  try {
-    return fs.readFileSync(file);
-  } catch (err) {
-    throw new ServerError('INVALID_ARG', `unable to read --${flag} file '${file}': ${(err as Error).message}`);
-  }
+interface GrpcThread {
+  worker: Worker;
+  link: GrpcLink;
+  /** Why it died (its uncaught error), when it said so before exiting. */
+  fatal?: string;
+  exited: Promise<void>;
 }
 
-export function serverCredentials(o: GrpcDeps['options']): grpc.ServerCredentials {
-  if (!o.grpcUseSsl) return grpc.ServerCredentials.createInsecure();
-  const cert = readPem('grpc-server-cert', o.grpcServerCert);
-  const key = readPem('grpc-server-key', o.grpcServerKey);
-  const root = o.grpcUseSslMutual || (o.grpcRootCert ?? '') !== '' ? readPem('grpc-root-cert', o.grpcRootCert) : null;
-  return grpc.ServerCredentials.createSsl(root, [{ private_key: key, cert_chain: cert }], o.grpcUseSslMutual);
-}
-
-/** `host:port`, with IPv6 literals bracketed. */
-export function bindAddress(address: string, port: number): string {
-  const host = address.includes(':') && !address.startsWith('[') ? `[${address}]` : address;
-  return `${host}:${port}`;
-}
+/** Restart delays after repeated deaths: 0 for the first, then doubling up to the cap. */
+const RESTART_BASE_MS = 100;
+const RESTART_MAX_MS = 5000;
+const RESTART_WINDOW_MS = 60_000;
+/** How long after its stop timeout a thread that has not said `stopped` is terminated. */
+const STOP_GRACE_MS = 2000;
 
 export class GrpcFrontend {
-  private readonly server: grpc.Server;
-  private readonly ctx: GrpcContext;
-  private readonly streams = new Set<{ endIfIdle(): void }>();
-  private stopping = false;
-  private stopped: Promise<void> | undefined;
+  private thread: GrpcThread | undefined;
+  private readonly control: ControlAnswers;
+  private snapshot: ServerSnapshot | undefined;
+  private boundPort = 0;
+  private stopping: Promise<void> | undefined;
+  private deaths: number[] = [];
 
-  constructor(deps: GrpcDeps) {
-    const protos = loadProtos();
-    this.ctx = { ...deps, protos, stopping: () => this.stopping };
-    this.server = new grpc.Server(channelOptions(deps.options));
-    const registry: StreamRegistry = { add: (s) => this.streams.add(s), remove: (s) => this.streams.delete(s) };
-    this.server.addService(protos.inference, {
-      ...healthHandlers(this.ctx),
-      ...adminHandlers(this.ctx),
-      ...controlHandlers(this.ctx),
-      ModelInfer: modelInferHandler(this.ctx),
-      ModelStreamInfer: modelStreamInferHandler(this.ctx, registry),
-    });
-    this.server.addService(protos.health, grpcHealthHandlers(this.ctx));
-    if (deps.options.grpcInferResponseCompressionLevel !== 'none') {
+  constructor(
+    private readonly deps: GrpcFrontendDeps,
+    private readonly port: MainPort,
+    private readonly arena: Arena,
+    private readonly router: GrpcRouter,
+    /** The main thread's live snapshot, for the control rpcs answered here. */
+    mainSnapshot: () => ServerSnapshot,
+  ) {
+    this.control = new ControlAnswers({ ...deps, snapshot: mainSnapshot });
+    const level = deps.options.grpcInferResponseCompressionLevel;
+    if (level !== 'none') {
       deps.log.warn(
-        `--grpc-infer-response-compression-level=${deps.options.grpcInferResponseCompressionLevel} is ignored: ` +
+        `--grpc-infer-response-compression-level=${level} is ignored: ` +
           '@grpc/grpc-js servers do not compress responses (request compression from clients is supported)',
       );
     }
   }
 
-  /** Binds the port (0 = any free port) and resolves with the bound port. */
-  start(): Promise<number> {
-    const o = this.ctx.options;
-    const credentials = serverCredentials(o);
-    return new Promise((resolve, reject) => {
-      this.server.bindAsync(bindAddress(o.grpcAddress, o.grpcPort), credentials, (err, port) => {
-        if (err) reject(err);
-        else resolve(port);
-      });
-    });
+  /** Starts the thread and binds the port (0 = any free port); resolves with the bound port. */
+  async start(snapshot: ServerSnapshot): Promise<number> {
+    this.snapshot = snapshot;
+    const t = this.spawn(snapshot);
+    this.thread = t;
+    try {
+      this.boundPort = await this.listen(t, this.deps.options.grpcPort);
+    } catch (err) {
+      this.thread = undefined; // not a death: nothing to restart
+      await this.terminate(t);
+      throw err;
+    }
+    return this.boundPort;
   }
 
-  /** Graceful stop, forced after `timeoutMs`. Idempotent. */
+  broadcast(snapshot: ServerSnapshot): void {
+    this.snapshot = snapshot;
+    this.thread?.worker.postMessage({ t: 'snapshot', snapshot } satisfies MainToGrpc);
+  }
+
+  /** Graceful stop, forced after `timeoutMs`; resolves once the thread is gone. Idempotent. */
   stop(timeoutMs: number): Promise<void> {
-    this.stopped ??= new Promise<void>((resolve) => {
-      this.stopping = true;
-      for (const s of [...this.streams]) s.endIfIdle();
-      const timer = setTimeout(() => {
-        this.server.forceShutdown();
-        resolve();
-      }, timeoutMs);
-      this.server.tryShutdown(() => {
-        clearTimeout(timer);
+    this.stopping ??= new Promise<void>((resolve) => {
+      const t = this.thread;
+      if (t === undefined) return resolve(); // died, replacement not started: nothing to close
+      // The thread forces its shutdown at timeoutMs; one that cannot even do that (stuck) is terminated.
+      const guard = setTimeout(() => void this.terminate(t), timeoutMs + STOP_GRACE_MS);
+      void t.exited.then(() => {
+        clearTimeout(guard);
         resolve();
       });
+      t.worker.on('message', (m: GrpcToMain) => {
+        if (m.t === 'stopped') void this.terminate(t);
+      });
+      t.worker.postMessage({ t: 'stop', timeoutMs } satisfies MainToGrpc);
     });
-    return this.stopped;
+    return this.stopping;
+  }
+
+  private spawn(snapshot: ServerSnapshot): GrpcThread {
+    const link = new GrpcLink(this.port, this.arena, this.router);
+    const data: GrpcThreadData = {
+      arena: this.arena.handle,
+      toMain: link.toMain,
+      fromMain: link.fromMain,
+      options: this.deps.options,
+      serverName: this.deps.serverName,
+      serverVersion: this.deps.serverVersion,
+      extensions: this.deps.extensions,
+      forwarded: this.control.rpcs,
+    };
+    if (this.deps.faults?.length) data.faults = this.deps.faults;
+    const worker = new Worker(path.join(__dirname, 'grpc-thread.js'), { workerData: data, name: 'grpc' });
+    const t: GrpcThread = { worker, link, exited: new Promise((resolve) => worker.once('exit', () => resolve())) };
+    link.attach(worker.threadId);
+    worker.postMessage({ t: 'snapshot', snapshot } satisfies MainToGrpc);
+    worker.on('exit', () => {
+      link.gone();
+      if (this.thread === t && this.stopping === undefined) this.onDeath(t);
+    });
+    worker.on('message', (m: GrpcToMain) => {
+      if (m.t === 'fatal') t.fatal = m.reason;
+      // A repository load answers once the load finished; the answer waits
+      // one setImmediate so the snapshot broadcast the load queued
+      // (server.ts) reaches the thread first: a client sees what it loaded.
+      if (m.t === 'control_call') {
+        void this.control.answer(m).then((a) => setImmediate(() => worker.postMessage(a satisfies MainToGrpc)));
+      }
+    });
+    worker.on('error', (err) => {
+      t.fatal ??= err.stack ?? err.message;
+    });
+    return t;
+  }
+
+  /** The thread died; its link swept what it owned. A replacement binds the same port. */
+  private onDeath(t: GrpcThread): void {
+    this.thread = undefined;
+    const reason = t.fatal ?? 'it exited without saying why';
+    const now = Date.now();
+    this.deaths = this.deaths.filter((d) => now - d < RESTART_WINDOW_MS);
+    this.deaths.push(now);
+    const delay = this.deaths.length <= 1 ? 0 : Math.min(RESTART_BASE_MS * 2 ** (this.deaths.length - 2), RESTART_MAX_MS);
+    this.deps.log.error(
+      `GRPC thread died: ${reason}\n${t.link.inflight.size} request(s) it had in flight fail with it ` +
+      `(their calls ended UNAVAILABLE); restarting it${delay > 0 ? ` in ${delay} ms` : ''}`);
+    setTimeout(() => this.restart(), delay).unref();
+  }
+
+  private restart(): void {
+    if (this.stopping !== undefined || this.snapshot === undefined) return;
+    const t = this.spawn(this.snapshot);
+    this.thread = t;
+    this.listen(t, this.boundPort).then(
+      () => this.deps.log.info(`GRPC thread restarted, listening on port ${this.boundPort}`),
+      (err) => this.deps.log.error(`GRPC thread could not listen again: ${toErrorInfo(err).message}`),
+    );
+  }
+
+  private terminate(t: GrpcThread): Promise<void> {
+    void t.worker.terminate();
+    return t.exited;
+  }
+
+  private listen(t: GrpcThread, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const onMessage = (m: GrpcToMain): void => {
+        if (m.t === 'listening') {
+          t.worker.off('message', onMessage);
+          resolve(m.port);
+        } else if (m.t === 'listen_failed') {
+          t.worker.off('message', onMessage);
+          reject(new ServerError('UNAVAILABLE', m.message));
+        }
+      };
+      t.worker.on('message', onMessage);
+      void t.exited.then(() => reject(new ServerError('UNAVAILABLE', `the GRPC thread exited before it listened: ${t.fatal ?? 'no reason given'}`)));
+      t.worker.postMessage({ t: 'listen', address: this.deps.options.grpcAddress, port } satisfies MainToGrpc);
+    });
   }
 }

@@ -2,6 +2,7 @@
  * Health, metadata and config rpcs, answered from the server snapshot
  * (protocol.md §2.3, §2.5, §2.8): ServerLive, ServerReady, ModelReady,
  * ServerMetadata, ModelMetadata, ModelConfig and grpc.health.v1 Check.
+ * They run on the gRPC thread, against the snapshot main posts to it.
  */
 import type * as grpc from '@grpc/grpc-js';
 import { ServerError } from '../../core/errors';

@@ -1,6 +1,6 @@
 /**
- * One gRPC inference through the central scheduler, shared by ModelInfer and
- * ModelStreamInfer: resolve the model → decode (infer-codec.ts) → validate
+ * One gRPC inference through the central scheduler, on the gRPC thread,
+ * shared by ModelInfer and ModelStreamInfer: resolve the model → decode (infer-codec.ts) → validate
  * (validate.ts, as HTTP) → copy inputs into the arena → route() … each
  * scheduler response → build the ModelInferResponse from arena views → hand
  * it to the caller, who encodes it synchronously → free the outputs (and the

@@ -1,0 +1,83 @@
+/**
+ * The main thread's data-plane link to one gRPC thread: its ring pair,
+ * the requests it sent that the scheduler has not finished, and what
+ * happens to them when the thread dies. `infer` in → the scheduler's route;
+ * each response → its outputs given to the gRPC thread (Arena.give, the
+ * rules in src/dataplane/protocol.ts) → ring message `response`.
+ */
+import { toErrorInfo } from '../../core/errors';
+import type { InferRequest, Respond } from '../../core/request';
+import type { Arena } from '../../dataplane/arena';
+import type { MainPort } from '../../dataplane/main-port';
+import type { FrontendToMain, MainToFrontend } from '../../dataplane/protocol';
+import { RingWriter, createRing } from '../../dataplane/ring';
+import type { RingHandle } from '../../dataplane/ring';
+import { releaseOutputs } from '../../request/admit-request';
+
+/** Where a request goes: the scheduler of its model version (server.ts `route`). */
+export type GrpcRouter = (request: InferRequest, respond: Respond) => void;
+
+export class GrpcLink {
+  readonly toMain: RingHandle;
+  readonly fromMain: RingHandle;
+  private readonly out: RingWriter;
+  /** The thread's worker.threadId, kept: it reads -1 once the thread has exited. */
+  private threadId = -1;
+  /** False once the thread is gone: nothing more is written to its ring. */
+  private alive = true;
+  /** Keys of the requests the thread sent that the scheduler has not finished. */
+  readonly inflight = new Set<number>();
+
+  constructor(private readonly port: MainPort, private readonly arena: Arena, private readonly router: GrpcRouter) {
+    this.toMain = createRing(port.bell);
+    this.fromMain = createRing(port.bells.create());
+    this.out = RingWriter.attach(this.fromMain);
+  }
+
+  /** The thread started: read its ring. */
+  attach(threadId: number): void {
+    this.threadId = threadId;
+    this.port.inbox.add(this.toMain, (msg: FrontendToMain) => this.onRequest(msg));
+  }
+
+  /**
+   * The thread exited (died, or stopped). Requests it sent and the scheduler
+   * has not seen are dropped; nothing more goes to its ring; the arena
+   * sweeps every block it owned (the inputs it admitted, the outputs given
+   * to it, in its rings or not); outputs of its requests still in the
+   * scheduler are freed as they finish (onRequest's respond). Idempotent.
+   */
+  gone(): void {
+    if (!this.alive) return;
+    this.alive = false;
+    this.port.inbox.drain(); // what it sent before exiting: dropped (onRequest)
+    this.port.inbox.remove(this.toMain);
+    this.out.close();
+    this.port.bells.retire(this.fromMain.bell); // its wake-up counters stay in the server's totals
+    if (this.threadId >= 0) this.arena.threadDied(this.threadId);
+  }
+
+  private onRequest(msg: FrontendToMain): void {
+    if (!this.alive) return; // its inputs are the dead thread's: the sweep frees them
+    const key = msg.key;
+    const request = msg.request;
+    this.inflight.add(key);
+    const respond: Respond = (response) => {
+      if (response.final) this.inflight.delete(key);
+      if (!this.alive) return releaseOutputs(this.arena, response.outputs);
+      // The gRPC thread frees the outputs: hand them to it before sending.
+      // A thread reported dead gets nothing.
+      for (const o of response.outputs) {
+        if (!this.arena.give(o, this.threadId)) return releaseOutputs(this.arena, response.outputs);
+      }
+      // The route has written the version it chose into the request before any response.
+      const reply: MainToFrontend = { t: 'response', key, version: request.version, response };
+      this.out.send(reply);
+    };
+    try {
+      this.router(request, respond);
+    } catch (err) {
+      respond({ outputs: [], error: toErrorInfo(err), final: true });
+    }
+  }
+}

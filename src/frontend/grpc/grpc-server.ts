@@ -1,0 +1,137 @@
+/**
+ * The grpc-js server of the gRPC thread (grpc-thread.ts): Triton's
+ * GRPCInferenceService and grpc.health.v1 Health from our protos, bound per
+ * the --grpc-* flags (protocol.md §2.1, §6.3). Health, metadata, config and
+ * inference are answered here; the control rpcs come in as `forwarded`
+ * handlers (control-forward.ts) that the main thread answers.
+ *
+ * Stop is two verbs: graceful (refuse new inferences, end idle streams,
+ * tryShutdown waits for calls in flight) and, after a timeout, forced.
+ */
+import fs from 'node:fs';
+import * as grpc from '@grpc/grpc-js';
+import type { ServerOptions } from '../../cli-options';
+import { ServerError } from '../../core/errors';
+import type { GrpcContext } from './grpc-context';
+import { loadProtos } from './grpc-protos';
+import { grpcHealthHandlers, healthHandlers } from './health-handlers';
+import { modelInferHandler, modelStreamInferHandler } from './infer-handlers';
+import type { StreamRegistry } from './infer-handlers';
+
+const INT32_MAX = 2147483647;
+
+/** Channel arguments from the flags. grpc-js servers honour keepalive time/timeout and connection age; the rest are passed as Triton sets them. */
+export function channelOptions(o: ServerOptions): grpc.ChannelOptions {
+  const opts: grpc.ChannelOptions = {
+    'grpc.max_receive_message_length': INT32_MAX,
+    'grpc.max_send_message_length': INT32_MAX,
+    'grpc.keepalive_time_ms': o.grpcKeepaliveTimeMs,
+    'grpc.keepalive_timeout_ms': o.grpcKeepaliveTimeoutMs,
+    'grpc.keepalive_permit_without_calls': o.grpcKeepalivePermitWithoutCalls ? 1 : 0,
+    'grpc.http2.max_pings_without_data': o.grpcHttp2MaxPingsWithoutData,
+    'grpc.http2.min_ping_interval_without_data_ms': o.grpcHttp2MinRecvPingIntervalWithoutDataMs,
+    'grpc.http2.max_ping_strikes': o.grpcHttp2MaxPingStrikes,
+    // No channelz service is exposed (Triton has none); its per-call bookkeeping is pure cost.
+    'grpc.enable_channelz': 0,
+  };
+  if (o.grpcMaxConnectionAgeMs > 0) opts['grpc.max_connection_age_ms'] = o.grpcMaxConnectionAgeMs;
+  if (o.grpcMaxConnectionAgeGraceMs > 0) opts['grpc.max_connection_age_grace_ms'] = o.grpcMaxConnectionAgeGraceMs;
+  return opts;
+}
+
+function readPem(flag: string, file: string | undefined): Buffer {
+  if (file === undefined || file === '') throw new ServerError('INVALID_ARG', `--${flag} must be set when --grpc-use-ssl is true`);
+  try {
+    return fs.readFileSync(file);
+  } catch (err) {
+    throw new ServerError('INVALID_ARG', `unable to read --${flag} file '${file}': ${(err as Error).message}`);
+  }
+}
+
+export function serverCredentials(o: ServerOptions): grpc.ServerCredentials {
+  if (!o.grpcUseSsl) return grpc.ServerCredentials.createInsecure();
+  const cert = readPem('grpc-server-cert', o.grpcServerCert);
+  const key = readPem('grpc-server-key', o.grpcServerKey);
+  const root = o.grpcUseSslMutual || (o.grpcRootCert ?? '') !== '' ? readPem('grpc-root-cert', o.grpcRootCert) : null;
+  return grpc.ServerCredentials.createSsl(root, [{ private_key: key, cert_chain: cert }], o.grpcUseSslMutual);
+}
+
+/** `host:port`, with IPv6 literals bracketed. */
+export function bindAddress(address: string, port: number): string {
+  const host = address.includes(':') && !address.startsWith('[') ? `[${address}]` : address;
+  return `${host}:${port}`;
+}
+
+export class GrpcServer {
+  private readonly server: grpc.Server;
+  private readonly ctx: GrpcContext;
+  private readonly streams = new Set<{ endIfIdle(): void }>();
+  private stopping = false;
+  private stopped: Promise<void> | undefined;
+
+  /** `testCrash`: the `grpc-crash` fault (GrpcThreadData.faults). */
+  constructor(deps: Omit<GrpcContext, 'stopping'>, forwarded: grpc.UntypedServiceImplementation, testCrash = false) {
+    const protos = loadProtos();
+    this.ctx = { ...deps, stopping: () => this.stopping };
+    this.server = new grpc.Server(channelOptions(deps.options));
+    const registry: StreamRegistry = { add: (s) => this.streams.add(s), remove: (s) => this.streams.delete(s) };
+    const health = healthHandlers(this.ctx);
+    if (testCrash) health.ServerLive = crashOnMetadata(health.ServerLive as grpc.handleUnaryCall<unknown, unknown>);
+    this.server.addService(protos.inference, {
+      ...forwarded,
+      ...health,
+      ModelInfer: modelInferHandler(this.ctx),
+      ModelStreamInfer: modelStreamInferHandler(this.ctx, registry),
+    });
+    this.server.addService(protos.health, grpcHealthHandlers(this.ctx));
+  }
+
+  /** Binds `address:port` (0 = any free port) and resolves with the bound port. */
+  bind(address: string, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      let credentials: grpc.ServerCredentials;
+      try {
+        credentials = serverCredentials(this.ctx.options);
+      } catch (err) {
+        reject(err);
+        return;
+      }
+      this.server.bindAsync(bindAddress(address, port), credentials, (err, bound) => {
+        if (err) reject(err);
+        else resolve(bound);
+      });
+    });
+  }
+
+  /** Graceful stop, forced after `timeoutMs`. Idempotent. */
+  stop(timeoutMs: number): Promise<void> {
+    this.stopped ??= new Promise<void>((resolve) => {
+      this.stopping = true;
+      for (const s of [...this.streams]) s.endIfIdle();
+      const timer = setTimeout(() => {
+        this.server.forceShutdown();
+        resolve();
+      }, timeoutMs);
+      this.server.tryShutdown(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    return this.stopped;
+  }
+
+  /** Closes the port and every connection now (a dying thread). */
+  forceShutdown(): void {
+    this.stopping = true;
+    this.server.forceShutdown();
+  }
+}
+
+function crashOnMetadata(handler: grpc.handleUnaryCall<unknown, unknown>): grpc.handleUnaryCall<unknown, unknown> {
+  return (call, callback) => {
+    if (call.metadata.get('nodetron-test-crash').length === 0) return handler(call, callback);
+    setImmediate(() => {
+      throw new Error('fault injected: ServerLive with nodetron-test-crash (NODETRON_TEST_FAULTS=grpc-crash)');
+    });
+  };
+}

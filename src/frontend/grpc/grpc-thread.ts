@@ -1,0 +1,92 @@
+/**
+ * Entry of the gRPC thread (`nt:grpc`): owns the grpc-js server and its
+ * port. Health, metadata, config and ready are answered from its copy of
+ * the server snapshot; inferences are decoded, validated and admitted into
+ * the arena here and go to the main thread's scheduler over the thread's
+ * ring (ring-route.ts), and their responses are encoded here; the control
+ * rpcs are forwarded to the main thread (control-forward.ts).
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { toErrorInfo } from '../../core/errors';
+import { Arena } from '../../dataplane/arena';
+import type { MainToFrontend } from '../../dataplane/protocol';
+import { Inbox, RingWriter } from '../../dataplane/ring';
+import { nameThisThread } from '../../dataplane/thread-name';
+import { emptySnapshot } from '../../request/server-snapshot';
+import type { ServerSnapshot } from '../../request/server-snapshot';
+import { ControlForwarder } from './control-forward';
+import { GrpcServer } from './grpc-server';
+import type { GrpcThreadData, GrpcToMain, MainToGrpc } from './grpc-thread-protocol';
+import { RingRoute } from './ring-route';
+
+const data = workerData as GrpcThreadData;
+nameThisThread('nt:grpc');
+const port = parentPort!;
+let snapshot: ServerSnapshot = emptySnapshot();
+const arena = Arena.attach(data.arena);
+const ring = new RingRoute(arena, RingWriter.attach(data.toMain));
+const inbox = new Inbox(data.fromMain.bell);
+inbox.add(data.fromMain, (msg: MainToFrontend) => ring.onResponse(msg));
+inbox.start();
+
+function post(msg: GrpcToMain): void {
+  port.postMessage(msg);
+}
+const control = new ControlForwarder(post);
+const server = new GrpcServer(
+  {
+    options: data.options,
+    snapshot: () => snapshot,
+    route: (request, respond) => ring.route(request, respond),
+    arena,
+    serverName: data.serverName,
+    serverVersion: data.serverVersion,
+    extensions: data.extensions,
+  },
+  control.handlers(data.forwarded),
+  data.faults?.includes('grpc-crash') === true,
+);
+
+// An uncaught error closes the port and every connection (their clients
+// see UNAVAILABLE), says why, and exits; the main thread sweeps the arena
+// blocks this thread owned and starts a replacement (grpc-frontend.ts).
+let dying = false;
+function die(err: unknown): void {
+  if (dying) return;
+  dying = true;
+  inbox.stop();
+  try {
+    server.forceShutdown();
+  } finally {
+    post({ t: 'fatal', reason: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+    setImmediate(() => process.exit(1));
+  }
+}
+process.on('uncaughtException', die);
+process.on('unhandledRejection', die);
+
+port.on('message', (msg: MainToGrpc) => {
+  switch (msg.t) {
+    case 'snapshot':
+      snapshot = msg.snapshot;
+      return;
+    case 'control_answer':
+      control.onAnswer(msg);
+      return;
+    case 'listen':
+      server.bind(msg.address, msg.port).then(
+        (bound) => post({ t: 'listening', port: bound }),
+        (err: unknown) => post({ t: 'listen_failed', message: toErrorInfo(err).message }),
+      );
+      return;
+    case 'stop':
+      // Calls in flight finish (their responses still come over the ring) unless the timeout forces them.
+      void server.stop(msg.timeoutMs).then(() => {
+        inbox.stop();
+        post({ t: 'stopped' });
+      });
+      return;
+    default:
+      return;
+  }
+});
