@@ -74,7 +74,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const observability = new Observability(options, log, {
     wakeups: () => port.bells.totals(),
     arenaUsedBytes: () => arena.usedBytes(),
-    directResponses: () => http?.directResponseCount() ?? 0,
+    directResponses: () => port.replies.delivered,
   });
   observability.addExposition(() => customMetrics.text());
   repo.setVersionObserver(observability.telemetry);

@@ -53,7 +53,7 @@
  *     Arena.give re-checks the receiver after the swap, since main may be
  *     reporting it dead at that moment). `executed` then carries the
  *     response without outputs, marked `delivered`.
- * Blocks main allocates for itself (gRPC inputs, ensemble copies, the
+ * Blocks main allocates for itself (ensemble copies, the
  * response cache's hits, sequence state and controls, the Python host
  * side) are main's until given as above.
  */

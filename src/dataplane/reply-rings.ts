@@ -68,6 +68,12 @@ interface Instance {
 }
 
 export class ReplyRings {
+  /**
+   * Responses instance threads sent straight to a frontend thread, counted by
+   * the frontends' main-side links as their `delivered` notes arrive
+   * (nodetron_dataplane_direct_responses_total).
+   */
+  delivered = 0;
   private nextPort = 1;
   private nextInstance = 1;
   private readonly frontends = new Map<number, Frontend>();

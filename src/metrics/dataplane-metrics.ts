@@ -6,9 +6,9 @@
  *    (retired bells included); both stay 0 unless something is wrong.
  *  - nodetron_arena_used_bytes: bytes held in the shared tensor arena.
  *  - nodetron_dataplane_direct_responses_total: responses an instance thread
- *    sent straight to the HTTP thread of the client's connection (the rest
- *    go through the main thread: Python models, response cache, ensembles,
- *    sequence batching, preserve_ordering, gRPC).
+ *    sent straight to the HTTP or gRPC thread of the client's connection
+ *    (the rest go through the main thread: Python models, response cache,
+ *    ensembles, BLS, sequence batching, preserve_ordering).
  * The composition root provides the source; metrics/ does not import the
  * data plane.
  */

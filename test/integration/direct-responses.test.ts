@@ -1,10 +1,10 @@
 /**
  * Which responses take the direct path (instance thread → HTTP thread, not
  * through main), through the real server, read from
- * nodetron_dataplane_direct_responses_total: HTTP requests to ONNX models
- * with the default or dynamic scheduler do; a response-cache model, a
- * preserve_ordering batcher, a Python model and gRPC requests do not (main
- * needs their outputs, or owns the connection). Every answer is checked.
+ * nodetron_dataplane_direct_responses_total: HTTP and gRPC requests to ONNX
+ * models with the default or dynamic scheduler do; a response-cache model, a
+ * preserve_ordering batcher and a Python model do not (main needs their
+ * outputs, or runs the instance). Every answer is checked.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -87,7 +87,7 @@ test('HTTP to a Python model: through the main thread', async () => {
   assert.equal(await directCount() - before, 0);
 });
 
-test('gRPC to simple: through the main thread, which owns the stream', async () => {
+test('gRPC to simple: straight from the instance thread to the gRPC thread', async () => {
   const before = await directCount();
   const a = Array.from({ length: 16 }, (_, i) => i);
   const b = Array(16).fill(2) as number[];
@@ -100,5 +100,5 @@ test('gRPC to simple: through the main thread, which owns the stream', async () 
     raw_input_contents: [int32Bytes(a), int32Bytes(b)],
   });
   assert.deepEqual(int32Values(res.raw_output_contents[0]!), a.map((v) => v + 2));
-  assert.equal(await directCount() - before, 0);
+  assert.equal(await directCount() - before, 1);
 });

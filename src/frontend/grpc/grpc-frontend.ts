@@ -126,7 +126,7 @@ export class GrpcFrontend {
     if (this.deps.faults?.length) data.faults = this.deps.faults;
     const worker = new Worker(path.join(__dirname, 'grpc-thread.js'), { workerData: data, name: 'grpc' });
     const t: GrpcThread = { worker, link, exited: new Promise((resolve) => worker.once('exit', () => resolve())) };
-    link.attach(worker.threadId);
+    link.attach(worker.threadId, (notice) => worker.postMessage(notice satisfies MainToGrpc));
     worker.postMessage({ t: 'snapshot', snapshot } satisfies MainToGrpc);
     worker.on('exit', () => {
       link.gone();

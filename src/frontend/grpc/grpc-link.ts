@@ -3,13 +3,16 @@
  * the requests it sent that the scheduler has not finished, and what
  * happens to them when the thread dies. `infer` in → the scheduler's route;
  * each response → its outputs given to the gRPC thread (Arena.give, the
- * rules in src/dataplane/protocol.ts) → ring message `response`.
+ * rules in src/dataplane/protocol.ts) → ring message `response`, unless the
+ * instance thread sent it there itself (the direct path: the link offers the
+ * thread's reply port with every request and gets a `delivered` note).
  */
 import { toErrorInfo } from '../../core/errors';
 import type { InferRequest, Respond } from '../../core/request';
 import type { Arena } from '../../dataplane/arena';
 import type { MainPort } from '../../dataplane/main-port';
 import type { FrontendToMain, MainToFrontend } from '../../dataplane/protocol';
+import type { ReplyRingNotice } from '../../dataplane/reply-rings';
 import { RingWriter, createRing } from '../../dataplane/ring';
 import type { RingHandle } from '../../dataplane/ring';
 import { releaseOutputs } from '../../request/admit-request';
@@ -34,9 +37,13 @@ export class GrpcLink {
     this.out = RingWriter.attach(this.fromMain);
   }
 
-  /** The thread started: read its ring. */
-  attach(threadId: number): void {
+  /** Its port in the reply-ring table: instance threads answer it directly there (dataplane/reply-rings.ts). */
+  private replyPort = 0;
+
+  /** The thread started: read its ring; instance threads get rings to it (announced to it by `post`). */
+  attach(threadId: number, post: (notice: ReplyRingNotice) => void): void {
     this.threadId = threadId;
+    this.replyPort = this.port.replies.addFrontend(threadId, this.fromMain.bell, post);
     this.port.inbox.add(this.toMain, (msg: FrontendToMain) => this.onRequest(msg));
   }
 
@@ -53,6 +60,7 @@ export class GrpcLink {
     this.port.inbox.drain(); // what it sent before exiting: dropped (onRequest)
     this.port.inbox.remove(this.toMain);
     this.out.close();
+    this.port.replies.removeFrontend(this.replyPort);
     this.port.bells.retire(this.fromMain.bell); // its wake-up counters stay in the server's totals
     if (this.threadId >= 0) this.arena.threadDied(this.threadId);
   }
@@ -64,6 +72,10 @@ export class GrpcLink {
     this.inflight.add(key);
     const respond: Respond = (response) => {
       if (response.final) this.inflight.delete(key);
+      if (response.delivered === true) {
+        this.port.replies.delivered++; // the instance thread sent it to the gRPC thread itself
+        return;
+      }
       if (!this.alive) return releaseOutputs(this.arena, response.outputs);
       // The gRPC thread frees the outputs: hand them to it before sending.
       // A thread reported dead gets nothing.
@@ -74,10 +86,16 @@ export class GrpcLink {
       const reply: MainToFrontend = { t: 'response', key, version: request.version, response };
       this.out.send(reply);
     };
-    try {
-      this.router(request, respond);
-    } catch (err) {
-      respond({ outputs: [], error: toErrorInfo(err), final: true });
-    }
+    // An offer: an instance thread that runs it may answer the gRPC thread directly (core/request.ts Respond).
+    respond.replyTo = { port: this.replyPort, key };
+    // Routed after the microtasks already queued, so an instance's `executed`
+    // drained in the same wake-up frees that instance first (http-frontend.ts).
+    queueMicrotask(() => {
+      try {
+        this.router(request, respond);
+      } catch (err) {
+        respond({ outputs: [], error: toErrorInfo(err), final: true });
+      }
+    });
   }
 }

@@ -12,6 +12,7 @@
  *   main → grpc  `snapshot`                 (on every change; no answer)
  *   grpc → main  `fatal`                    (an uncaught error; the thread exits next)
  */
+import type { ReplyRingNotice } from '../../dataplane/reply-rings';
 import type { ServerOptions } from '../../cli-options';
 import type { ArenaHandle } from '../../dataplane/arena';
 import type { RingHandle } from '../../dataplane/ring';
@@ -56,6 +57,8 @@ export type ControlAnswer =
 
 export type MainToGrpc =
   | { t: 'snapshot'; snapshot: ServerSnapshot }
+  /** A ring from an instance thread, for responses sent straight here (dataplane/reply-rings.ts). */
+  | ReplyRingNotice
   | { t: 'listen'; address: string; port: number }
   | ControlAnswer
   /** Graceful stop (refuse new inferences, end idle streams, wait for calls in flight), forced after timeoutMs. */

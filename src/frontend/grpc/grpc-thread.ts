@@ -26,7 +26,8 @@ let snapshot: ServerSnapshot = emptySnapshot();
 const arena = Arena.attach(data.arena);
 const ring = new RingRoute(arena, RingWriter.attach(data.toMain));
 const inbox = new Inbox(data.fromMain.bell);
-inbox.add(data.fromMain, (msg: MainToFrontend) => ring.onResponse(msg));
+const onResponse = (msg: MainToFrontend): void => ring.onResponse(msg);
+inbox.add(data.fromMain, onResponse);
 inbox.start();
 
 function post(msg: GrpcToMain): void {
@@ -72,6 +73,16 @@ port.on('message', (msg: MainToGrpc) => {
       return;
     case 'control_answer':
       control.onAnswer(msg);
+      return;
+    case 'reply_ring_add':
+      // Responses straight from an instance thread; it may have written already.
+      inbox.add(msg.ring, onResponse);
+      inbox.drain();
+      return;
+    case 'reply_ring_remove':
+      // Its instance thread has ended: take what it sent last, then drop the ring.
+      inbox.drain();
+      inbox.remove(msg.ring);
       return;
     case 'listen':
       server.bind(msg.address, msg.port).then(

@@ -72,8 +72,6 @@ export class HttpFrontend {
   private stopping: Promise<void> | undefined;
   private snapshot: ServerSnapshot | undefined;
   private deaths: number[] = [];
-  /** Responses instance threads sent straight to an HTTP thread (nodetron_dataplane_direct_responses_total). */
-  private directResponses = 0;
 
   constructor(
     private readonly opts: HttpFrontendOptions,
@@ -93,11 +91,6 @@ export class HttpFrontend {
     this.boundPort = await this.listen(this.threads[0], wanted);
     await Promise.all(this.threads.slice(1).map((t) => this.listen(t, this.boundPort)));
     return this.boundPort;
-  }
-
-  /** Responses that went from an instance thread straight to an HTTP thread, not through main. */
-  directResponseCount(): number {
-    return this.directResponses;
   }
 
   broadcast(snapshot: ServerSnapshot): void {
@@ -221,7 +214,7 @@ export class HttpFrontend {
     const respond: Respond = (response) => {
       if (response.final) t.inflight.delete(key);
       if (response.delivered === true) {
-        this.directResponses++; // the instance thread sent it to t itself; no outputs here
+        this.port.replies.delivered++; // the instance thread sent it to t itself; no outputs here
         return;
       }
       if (!t.alive) return releaseOutputs(this.arena, response.outputs);
