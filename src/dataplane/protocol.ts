@@ -43,8 +43,9 @@
  *   `response` (main → frontend): outputs, given by main to the frontend
  *     thread (http-frontend.ts), which frees them after encoding.
  * Blocks main allocates for itself (gRPC inputs, ensemble copies, the
- * response cache's hits, sequence state and controls, the Python host
- * side) are main's until given as above.
+ * response cache's hits, sequence state and controls) are main's until
+ * given as above. The Python host threads follow the same rules; their
+ * messages are in python-backend/host-thread-protocol.ts.
  */
 import type { ErrorInfo } from '../core/errors';
 import type { ExecuteTimings, InferRequest, InferResponse } from '../core/request';

@@ -1,8 +1,8 @@
 /**
  * A model instance as the scheduler sees it (main thread): it runs one
  * execution at a time. Implementations: worker-instance.ts (a worker thread
- * running an in-process backend such as onnxruntime); later a child-process
- * instance for the Python backend.
+ * running an in-process backend such as onnxruntime) and process-instance.ts
+ * (a child-process backend: the Python stubs, each with its host thread).
  */
 import type { ExecuteResult, InferRequest, StreamResponse } from '../core/request';
 

@@ -12,15 +12,20 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { threadId } from 'node:worker_threads';
 import { ServerError } from '../core/errors';
 import { ShmAllocator } from './shm-allocator';
 
 const SHM_DIR = fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
 let sequence = 0;
 
-/** `nodetron_<pid>_<instance>_<n>`: unique per server process and stub start. */
+/**
+ * `nodetron_<pid>_<thread>_<instance>_<n>`: unique per server process and
+ * stub start (each host thread counts its own starts, and two versions of a
+ * model have instances of the same name).
+ */
 export function regionBaseName(instanceName: string): string {
-  return `nodetron_${process.pid}_${instanceName.replace(/[^A-Za-z0-9_.-]/g, '_')}_${sequence++}`;
+  return `nodetron_${process.pid}_${threadId}_${instanceName.replace(/[^A-Za-z0-9_.-]/g, '_')}_${sequence++}`;
 }
 
 function createFile(file: string, bytes: number): number {

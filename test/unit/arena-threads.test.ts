@@ -13,7 +13,7 @@ import { Arena, type BlockRef } from '../../src/dataplane/arena';
 import { W_LOCK, ownerIdOf } from '../../src/dataplane/arena-layout';
 import { MAIN_GIVE_UP_MS } from '../../src/dataplane/arena-lock';
 import { ServerError } from '../../src/core/errors';
-import { adoptOutputs } from '../../src/instances/worker-instance';
+import { adoptOutputs } from '../../src/dataplane/adopt-outputs';
 
 const THREAD = path.join(__dirname, 'fixtures', 'arena-thread-worker.js');
 
