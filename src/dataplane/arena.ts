@@ -231,7 +231,9 @@ export class Arena {
    */
   adopt(ref: BlockRef): string | undefined {
     if (this.readOnly) throw new ServerError('INTERNAL', 'tensor arena: adopt on a read-only view (Arena.reader)');
-    return adoptBlock(this.u32, this.i32, this.headerOf(ref, 'adopt'), ref, this.me);
+    // headerOf first: it remakes the views when another thread grew the SAB.
+    const h = this.headerOf(ref, 'adopt');
+    return adoptBlock(this.u32, this.i32, h, ref, this.me);
   }
 
   /**
@@ -243,7 +245,8 @@ export class Arena {
     if (this.readOnly) throw new ServerError('INTERNAL', 'tensor arena: give on a read-only view (Arena.reader)');
     const to = ownerIdOf(toThreadId);
     if (!isRegistered(this.hdr, to)) return false;
-    const why = giveBlock(this.u32, this.i32, this.headerOf(ref, 'give'), ref, to);
+    const h = this.headerOf(ref, 'give');
+    const why = giveBlock(this.u32, this.i32, h, ref, to);
     if (why !== undefined) throw new ServerError('INTERNAL', `${why}; not given to thread ${toThreadId}`);
     return true;
   }
