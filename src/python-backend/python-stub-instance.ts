@@ -193,7 +193,7 @@ export class PythonStubInstance {
       try {
         response = m.error !== undefined
           ? { outputs: [], error: wireError(m.error), final: m.final }
-          : { outputs: readTensors(m.outputs, this.services.arena, this.stub.s2h, blob), final: m.final };
+          : { outputs: readTensors(m.outputs, this.services.arena, this.stub.s2h, blob, this.stub.h2s), final: m.final };
         if (m.parameters !== undefined && response.error === undefined) response.parameters = m.parameters;
       } catch (err) {
         response = { outputs: [], error: toErrorInfo(err), final: true };
@@ -237,7 +237,7 @@ export class PythonStubInstance {
   private release(outputs: ResponseMsg['outputs']): void {
     let any = false;
     for (const o of outputs) {
-      if (o.inline === true) continue;
+      if (o.inline === true || o.region !== undefined) continue;
       this.releases.push(o.offset);
       any = true;
     }

@@ -62,6 +62,16 @@ abstract class ShmFile {
     fs.rmSync(this.file, { force: true });
   }
 
+  /** Copies `dst.byteLength` bytes at `offset` into `dst`. */
+  read(offset: number, dst: Uint8Array): void {
+    let done = 0;
+    while (done < dst.byteLength) {
+      const n = fs.readSync(this.fd, dst, done, dst.byteLength - done, offset + done);
+      if (n === 0) throw new ServerError('INTERNAL', `python stub referenced bytes ${offset}..${offset + dst.byteLength} beyond its shared memory region`);
+      done += n;
+    }
+  }
+
   close(): void {
     if (this.closed) return;
     this.closed = true;
@@ -70,7 +80,7 @@ abstract class ShmFile {
   }
 }
 
-/** Host-written region: request inputs and BLS outputs, allocated here. */
+/** Host-written region: request inputs and BLS outputs, allocated here (read back for outputs that are views of inputs). */
 export class HostRegion extends ShmFile {
   private readonly alloc: ShmAllocator;
 
@@ -114,15 +124,5 @@ export class HostRegion extends ShmFile {
 export class StubRegion extends ShmFile {
   constructor(baseName: string, initialBytes: number) {
     super(baseName, 's2h', initialBytes);
-  }
-
-  /** Copies `dst.byteLength` bytes at `offset` into `dst`. */
-  read(offset: number, dst: Uint8Array): void {
-    let done = 0;
-    while (done < dst.byteLength) {
-      const n = fs.readSync(this.fd, dst, done, dst.byteLength - done, offset + done);
-      if (n === 0) throw new ServerError('INTERNAL', `python stub referenced bytes ${offset}..${offset + dst.byteLength} beyond its shared memory region`);
-      done += n;
-    }
   }
 }

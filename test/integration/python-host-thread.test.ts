@@ -40,6 +40,16 @@ before(async () => {
     '            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", x.copy())]))',
     '        return out',
   ].join('\n'));
+  fs.mkdirSync(path.join(repo, 'viewid', '1'), { recursive: true });
+  fs.writeFileSync(path.join(repo, 'viewid', 'config.pbtxt'), fs.readFileSync(path.join(repo, 'slowid', 'config.pbtxt')));
+  fs.writeFileSync(path.join(repo, 'viewid', '1', 'model.py'), [
+    '"""Returns a view of its input (a slice: no copy in Python)."""',
+    'import triton_python_backend_utils as pb_utils',
+    'class TritonPythonModel:',
+    '    def execute(self, requests):',
+    '        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy()[1:])])',
+    '                for r in requests]',
+  ].join('\n'));
   server = await startServer([`--model-repository=${repo}`]);
 });
 
@@ -66,8 +76,14 @@ function hostThreadIds(): number[] {
   return [...threads()].filter(([, name]) => name === 'nt:py-slowid_0').map(([tid]) => tid);
 }
 
-function stubPids(): number[] {
-  return [...server.output().matchAll(/python stub process for instance slowid_0 started \(pid (\d+)\)/g)].map((m) => Number(m[1]));
+function stubPids(instance = 'slowid_0'): number[] {
+  const re = new RegExp(`python stub process for instance ${instance} started \\(pid (\\d+)\\)`, 'g');
+  return [...server.output().matchAll(re)].map((m) => Number(m[1]));
+}
+
+/** Bytes of the stub's s2h region (its fd 6, stub-process.ts), which the stub grows when it copies an output in. */
+function s2hBytes(pid: number): number {
+  return fs.statSync(`/proc/${pid}/fd/6`).size;
 }
 
 function parentOf(pid: number): number {
@@ -110,4 +126,19 @@ test('a stub killed mid-batch fails that batch and the one queued behind it, the
   assert.equal(tids.length, 1, 'the old host thread ended');
   assert.notEqual(tids[0], oldTid, 'a new host thread runs the new stub');
   assert.match(server.output(), /process \d+ killed by SIGKILL; restarting it/);
+});
+
+test('an output that is a view of its own input (above the inline size) is not copied into s2h; a copied one is', async () => {
+  await waitForOutput(server, /python stub process for instance viewid_0 started/);
+  const data = Array.from({ length: 400_000 }, (_, i) => i % 1000);
+  const view = await infer(server.url, 'viewid', vec(data));
+  assert.equal(view.status, 200, JSON.stringify(view.json).slice(0, 300));
+  const out = (view.json.outputs as { data: number[]; shape: number[] }[])[0]!;
+  assert.deepEqual(out.shape, [data.length - 1]);
+  assert.deepEqual(out.data, data.slice(1), 'the slice read back from the input region');
+  assert.equal(s2hBytes(stubPids('viewid_0').at(-1)!), 1024 * 1024, 's2h kept its default size: nothing was copied in');
+  const copied = await infer(server.url, 'slowid', vec(data));
+  assert.equal(copied.status, 200);
+  assert.deepEqual((copied.json.outputs as { data: number[] }[])[0]!.data, data);
+  assert.ok(s2hBytes(stubPids().at(-1)!) > data.length * 4, 'x.copy() went through s2h, which grew');
 });
