@@ -224,7 +224,7 @@ export class PythonStubInstance {
     if (!this.stub.exited) for (const o of b.h2sOffsets) this.stub.h2s.release(o);
     const t = b.timings;
     t.computeEndNs = nowNs();
-    // A batch sent while the previous one ran (pipelineDepth 2) waited in the
+    // A batch sent while the previous one ran (pipelineDepth > 1) waited in the
     // stub's pipe until then: that wait is queue time, not compute.
     if (this.busyUntilNs > t.computeStartNs) t.computeStartNs = Math.min(this.busyUntilNs, t.computeEndNs);
     if (t.computeInputEndNs < t.computeStartNs) t.computeInputEndNs = t.computeStartNs;

@@ -2,8 +2,8 @@
  * The Python backend's host side runs off the main thread: each instance has
  * its own thread (`nt:py-<instance>`, seen in the server's thread names),
  * and the stub is that thread's child. A stub SIGKILLed from outside while
- * it runs a batch, with the next batch already handed over (pipeline depth
- * 2), fails both with Triton's "not healthy" text; a new thread and stub
+ * it runs a batch, with the next batch already handed over (pipelining,
+ * process-instance.ts), fails both with Triton's "not healthy" text; a new thread and stub
  * take over and serve. Real server, real Python stubs.
  */
 import { after, before, test } from 'node:test';
