@@ -3,8 +3,10 @@
  * its own thread (`nt:py-<instance>`, seen in the server's thread names),
  * and the stub is that thread's child. A stub SIGKILLed from outside while
  * it runs a batch, with the next batch already handed over (pipelining,
- * process-instance.ts), fails both with Triton's "not healthy" text; a new thread and stub
- * take over and serve. Real server, real Python stubs.
+ * process-instance.ts), fails both with Triton's "not healthy" text; a new
+ * thread and stub take over and serve. An output that is a view of its
+ * input is not copied through the stub's s2h region. Real server, real
+ * Python stubs.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
