@@ -53,6 +53,7 @@ const ALL_SCENARIOS: Scenario[] = [
   { id: 'mlp binary c=64', model: 'mlp', args: [], concurrency: 64, on: ['nodetron', 'node-http', 'fastapi', 'uws-ceiling'] },
   { id: 'resnet50 binary c=8', model: 'resnet50', args: [], concurrency: 8, on: ['nodetron', 'node-http', 'fastapi', 'uws-ceiling'] },
   { id: 'add_vectors JSON c=8', model: 'add_vectors', args: ['--input-tensor-format=json', '--output-tensor-format=json', '--shape', 'INPUT0:16', '--shape', 'INPUT1:16'], concurrency: 8, on: ['nodetron', 'fastapi'] },
+  { id: 'add_vectors JSON c=16', model: 'add_vectors', args: ['--input-tensor-format=json', '--output-tensor-format=json', '--shape', 'INPUT0:16', '--shape', 'INPUT1:16'], concurrency: 16, on: ['nodetron', 'fastapi'] },
 ];
 
 const SCENARIOS = ALL_SCENARIOS

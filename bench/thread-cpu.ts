@@ -9,6 +9,7 @@
  * CPU over the step divided by the requests the server counted in it.
  *   node dist/bench/thread-cpu.js [model=simple] [concurrencies=1,32] [seconds=4] [json|binary|grpc] [server flags...]
  * (server flags starting with `--v8-` go to node without the prefix: `--v8-max-semi-space-size=16`;
+ * those starting with `--perf-` go to the load generator: `--perf-shape=INPUT0:16`;
  * `--model-repository=DIR` replaces model_repository/, e.g. bench/models/repo for mlp).
  */
 import path from 'node:path';
@@ -25,7 +26,8 @@ async function successCount(port: number, model: string): Promise<number> {
 async function main(): Promise<void> {
   const [model = 'simple', concText = '1,32', secondsText = '4', format = 'json', ...extra] = process.argv.slice(2);
   const nodeFlags = extra.filter((a) => a.startsWith('--v8-')).map((a) => `--${a.slice(5)}`);
-  const serverFlags = extra.filter((a) => !a.startsWith('--v8-'));
+  const perfFlags = extra.filter((a) => a.startsWith('--perf-')).map((a) => `--${a.slice(7)}`);
+  const serverFlags = extra.filter((a) => !a.startsWith('--v8-') && !a.startsWith('--perf-'));
   const root = path.resolve(__dirname, '../..');
   const [hp, gp] = [await freePort(), await freePort()];
   const repo = serverFlags.some((f) => f.startsWith('--model-repository')) ? [] : [`--model-repository=${path.join(root, 'model_repository')}`];
@@ -34,7 +36,7 @@ async function main(): Promise<void> {
   const pid = server.child.pid!;
   try {
     for (const c of concText.split(',').map(Number)) {
-      const args = ['-m', model, '-u', `127.0.0.1:${format === 'grpc' ? gp : hp}`, `--concurrency-range=${c}`, '-p', String(Number(secondsText) * 1000), '-r', '1', '-s', '100'];
+      const args = ['-m', model, '-u', `127.0.0.1:${format === 'grpc' ? gp : hp}`, `--concurrency-range=${c}`, '-p', String(Number(secondsText) * 1000), '-r', '1', '-s', '100', ...perfFlags];
       if (format === 'grpc') args.push('-i', 'grpc');
       if (format === 'json') args.push('--input-tensor-format=json', '--output-tensor-format=json');
       const before = sampleThreads(pid);

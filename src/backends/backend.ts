@@ -7,6 +7,7 @@
 import type { ModelConfig } from '../core/model-config';
 import type { ExecuteResult, InferRequest, InferResponse, ParamValue, Respond, StreamResponse, TensorRef } from '../core/request';
 import type { Arena } from '../dataplane/arena';
+import type { MainPort } from '../dataplane/main-port';
 import type { Logger } from '../logging/logger';
 import type { CustomMetrics } from '../metrics/custom-metrics';
 
@@ -73,9 +74,11 @@ export interface Backend {
   readonly startProcess?: StartProcessChild;
 }
 
-/** What the server lends a child-process instance. */
+/** What the server lends a child-process instance (on the main thread). */
 export interface ProcessHostServices {
   arena: Arena;
+  /** The main thread's end of the data plane (a host thread's rings, their doorbells). */
+  port: MainPort;
   log: Logger;
   /** Inference requests made by a model (BLS) enter the server here. */
   gateway?: InferGateway;

@@ -225,7 +225,9 @@ export class Arena {
    */
   adopt(ref: BlockRef): string | undefined {
     if (this.readOnly) throw new ServerError('INTERNAL', 'tensor arena: adopt on a read-only view (Arena.reader)');
-    return adoptBlock(this.u32, this.i32, this.headerOf(ref, 'adopt'), ref, this.me);
+    // headerOf first: it remakes the views when another thread grew the SAB.
+    const h = this.headerOf(ref, 'adopt');
+    return adoptBlock(this.u32, this.i32, h, ref, this.me);
   }
 
   /**

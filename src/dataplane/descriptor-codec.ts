@@ -8,7 +8,8 @@
  * Layout (little-endian; counts are u32; str = u32 byte length + UTF-8;
  * num = f64, which carries any JS number exactly as JSON would):
  *   infer     tag, key num, request
- *   execute   tag, batchId num, count, request × count,
+ *   execute   tag, batchId num, u8 flags (1: stream given, 2: its value),
+ *             count, request × count,
  *             replyTo count (0xFFFFFFFF: none) × (u8 present, port num, key num)
  *   executed  tag, batchId num, count, response × count, 4 × num timings
  *   response  tag, key num, version num, response
@@ -38,6 +39,10 @@ const TAG_RESPONSE = 4;
 const TAG_LIMIT = 0x20;
 const NONE = 0xffffffff;
 const DTYPE_STR = 255;
+
+/** execute's flags byte: `stream` is present, and its value. */
+const X_STREAM_SET = 1;
+const X_STREAM = 2;
 
 const F_FINAL = 1;
 const F_DELIVERED = 2;
@@ -69,6 +74,7 @@ export function encodeDescriptor(msg: { t: string }): Buffer | undefined {
       const m = msg as ExecuteMessage;
       w.u8(TAG_EXECUTE);
       w.f64(m.batchId);
+      w.u8(m.stream === undefined ? 0 : m.stream ? X_STREAM_SET | X_STREAM : X_STREAM_SET);
       w.u32(m.requests.length);
       for (const r of m.requests) writeRequest(r);
       writeReplyTo(m.replyTo);
@@ -117,10 +123,14 @@ export function decodeDescriptor(buf: Buffer, start: number, end: number): Descr
       break;
     case TAG_EXECUTE: {
       const batchId = r.f64();
+      const x = r.u8();
       const requests = new Array<InferRequest>(r.u32());
       for (let i = 0; i < requests.length; i++) requests[i] = readRequest(r);
       const replyTo = readReplyTo(r);
-      msg = replyTo === undefined ? { t: 'execute', batchId, requests } : { t: 'execute', batchId, requests, replyTo };
+      const m: ExecuteMessage = { t: 'execute', batchId, requests };
+      if (replyTo !== undefined) m.replyTo = replyTo;
+      if ((x & X_STREAM_SET) !== 0) m.stream = (x & X_STREAM) !== 0;
+      msg = m;
       break;
     }
     case TAG_EXECUTED: {

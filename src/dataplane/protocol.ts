@@ -53,9 +53,10 @@
  *     Arena.give re-checks the receiver after the swap, since main may be
  *     reporting it dead at that moment). `executed` then carries the
  *     response without outputs, marked `delivered`.
- * Blocks main allocates for itself (ensemble copies, the
- * response cache's hits, sequence state and controls, the Python host
- * side) are main's until given as above.
+ * Blocks main allocates for itself (ensemble copies, the response cache's
+ * hits, sequence state and controls) are main's until given as above. The
+ * Python host threads follow the same rules; their messages are in
+ * python-backend/host-thread-protocol.ts.
  */
 import type { ErrorInfo } from '../core/errors';
 import type { ExecuteTimings, InferRequest, InferResponse, ReplyAddress } from '../core/request';
@@ -92,6 +93,8 @@ export interface ExecuteMessage {
    * (Respond.replyTo), or null: through main. Absent: all through main.
    */
   replyTo?: (ReplyAddress | null)[];
+  /** The host streams non-final responses back as they come (Python host threads: python-backend/host-thread-protocol.ts). */
+  stream?: boolean;
 }
 
 /** The reply-ring table changed: apply what main posted on the instance's MessagePort (reply-rings.ts). */

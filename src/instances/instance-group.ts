@@ -18,7 +18,7 @@ export interface InstanceGroupContext {
   gpuIds: readonly number[];
   backendConfig: Record<string, string>;
   /** What child-process instances (Backend.instanceKind 'process') get from the server. */
-  processServices?: Omit<ProcessHostServices, 'arena'>;
+  processServices?: Omit<ProcessHostServices, 'arena' | 'port'>;
 }
 
 interface InstancePlan {
@@ -89,5 +89,5 @@ function startProcessInstance(ctx: InstanceGroupContext, backend: Backend, args:
   if (backend.startProcess === undefined || ctx.processServices === undefined) {
     return Promise.reject(new ServerError('INTERNAL', `backend '${backend.name}' runs instances in child processes, but the server gave no process services`));
   }
-  return ProcessInstance.create(backend.startProcess, args, { ...ctx.processServices, arena: ctx.arena });
+  return ProcessInstance.create(backend.startProcess, args, { ...ctx.processServices, arena: ctx.arena, port: ctx.port });
 }

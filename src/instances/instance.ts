@@ -1,8 +1,8 @@
 /**
  * A model instance as the scheduler sees it (main thread): it runs one
  * execution at a time. Implementations: worker-instance.ts (a worker thread
- * running an in-process backend such as onnxruntime), python-stub-instance.ts
- * (a Python stub process), process-instance.ts (a child process).
+ * running an in-process backend such as onnxruntime) and process-instance.ts
+ * (a child-process backend: the Python stubs, each with its host thread).
  */
 import type { ExecuteResult, InferRequest, ReplyAddress, StreamResponse } from '../core/request';
 

@@ -13,13 +13,25 @@ import type { ExecuteResult, InferRequest, StreamResponse } from '../core/reques
 import { nowNs } from '../core/clock';
 import type { ModelInstance } from './instance';
 
+/**
+ * Batches a (non-decoupled) process instance holds at once. The round trip
+ * from a batch's result to the next batch reaching the stub crosses two
+ * thread hand-offs (the Python host thread, then the main thread's
+ * scheduler, and back), 13-100 µs each on this VM and far more when the two
+ * cores are loaded; with 2 the stub sat idle between batches: add_vectors
+ * JSON c=16 2109/2183/2842 req/s at depth 2, 4774/3433/4080 at 3,
+ * 6667/5114/2649 at 4, alternated (bench/README.md, Python host thread).
+ */
+export const PROCESS_PIPELINE_DEPTH = 4;
+
 export class ProcessInstance implements ModelInstance {
   readonly name: string;
   /**
-   * The next batch may wait in the process's pipe while one runs, so the stub
-   * reads it as soon as it is done instead of after a round trip to the
-   * scheduler. Not for decoupled models: their responses may still stream
-   * after execute() returned, and the instance stays theirs until the last.
+   * The next batches may wait in the process's pipe while one runs, so the
+   * stub reads one as soon as it is done instead of after a round trip to
+   * the scheduler (PROCESS_PIPELINE_DEPTH). Not for decoupled models: their
+   * responses may still stream after execute() returned, and the instance
+   * stays theirs until the last.
    */
   readonly pipelineDepth: number;
   private child: ProcessChild | undefined;
@@ -34,7 +46,7 @@ export class ProcessInstance implements ModelInstance {
     private readonly services: ProcessHostServices,
   ) {
     this.name = args.instanceName;
-    this.pipelineDepth = args.config.model_transaction_policy?.decoupled === true ? 1 : 2;
+    this.pipelineDepth = args.config.model_transaction_policy?.decoupled === true ? 1 : PROCESS_PIPELINE_DEPTH;
   }
 
   /** Start the process and wait until the model is initialized (or failed: the load fails). */

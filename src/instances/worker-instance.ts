@@ -14,13 +14,14 @@ import { MessageChannel, Worker } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import { ServerError, fromErrorInfo, toErrorInfo } from '../core/errors';
 import type { BackendInstanceArgs } from '../backends/backend';
-import type { ExecuteResult, InferRequest, InferResponse, ReplyAddress, StreamResponse } from '../core/request';
+import type { ExecuteResult, InferRequest, ReplyAddress, StreamResponse } from '../core/request';
 import { nowNs } from '../core/clock';
 import type { Arena } from '../dataplane/arena';
 import type { ModelInstance } from './instance';
 import type { MainPort } from '../dataplane/main-port';
 import type { InstanceToMain, MainToInstance } from '../dataplane/protocol';
 import type { ReplyPeer } from '../dataplane/reply-rings';
+import { adoptOutputs } from '../dataplane/adopt-outputs';
 import { RingWriter, createRing } from '../dataplane/ring';
 import type { RingHandle } from '../dataplane/ring';
 
@@ -236,30 +237,6 @@ export class WorkerInstance implements ModelInstance {
     this.port.inbox.remove(link.fromInstance);
     await link.worker.terminate();
   }
-}
-
-/**
- * Takes the outputs of an instance thread's responses over for this thread
- * (Arena.adopt). A response with an output that cannot be adopted (the
- * thread died and threadDied reclaimed it) becomes an INTERNAL error; its
- * other outputs, adopted, are freed. Exported for its unit test.
- */
-export function adoptOutputs(arena: Arena, responses: InferResponse[], instanceName: string): InferResponse[] {
-  return responses.map((r) => {
-    let why: string | undefined;
-    const kept = r.outputs.filter((o) => {
-      const refused = arena.adopt(o);
-      why ??= refused === undefined ? undefined : `output '${o.name}': ${refused}`;
-      return refused === undefined;
-    });
-    if (why === undefined) return r;
-    for (const o of kept) arena.free(o);
-    return {
-      outputs: [],
-      error: { code: 'INTERNAL', message: `instance ${instanceName} died while its outputs were in flight (${why})` },
-      final: r.final,
-    };
-  });
 }
 
 function failedResult(requests: InferRequest[], err: ServerError): ExecuteResult {

@@ -4,9 +4,9 @@
  * goes through the target model's scheduler like any client request), and
  * stream each response back into the stub's h2s region.
  */
-import type { ProcessHostServices } from '../backends/backend';
 import { toErrorInfo } from '../core/errors';
 import type { InferResponse, ParamValue, TensorRef } from '../core/request';
+import type { StubHostServices } from './host-services';
 import type { BlsRequest, ShmTensor } from './ipc-protocol';
 import { readTensors } from './request-wire';
 import type { StubProcess } from './stub-process';
@@ -14,7 +14,7 @@ import type { StubProcess } from './stub-process';
 export class BlsClient {
   private gone = false;
 
-  constructor(private readonly stub: StubProcess, private readonly services: ProcessHostServices) {}
+  constructor(private readonly stub: StubProcess, private readonly services: StubHostServices) {}
 
   /** The stub died: responses still coming are dropped (their arena blocks freed). */
   stubGone(): void {

@@ -1,11 +1,12 @@
 /**
  * The Python backend: Triton model.py files run unchanged in stub child
  * processes, one per instance (stub/), exchanging tensors through shared
- * memory. This is the main-thread side the backend registry knows.
+ * memory. Each instance's host side runs in its own thread (python-host.ts,
+ * python-host-thread.ts). This is the main-thread side the backend registry knows.
  */
 import type { Backend } from '../backends/backend';
 import { completePythonConfig } from './complete-config';
-import { PythonStubInstance } from './python-stub-instance';
+import { PythonHost } from './python-host';
 
 export const pythonBackend: Backend = {
   name: 'python',
@@ -14,5 +15,5 @@ export const pythonBackend: Backend = {
   completeConfig: completePythonConfig,
   instanceModule: '',
   instanceKind: 'process',
-  startProcess: (args, services) => PythonStubInstance.start(args, services),
+  startProcess: (args, services) => PythonHost.start(args, services),
 };

@@ -22,6 +22,13 @@ export interface ShmTensor {
   size: number;
   inline?: true;
   /**
+   * Response outputs only: the bytes are in h2s, not s2h: the output is a
+   * view of an input of the same batch (an identity), so the stub did not
+   * copy it. The block is the host's (released with the batch's inputs,
+   * after its last final response); the stub releases nothing.
+   */
+  region?: 'h2s';
+  /**
    * BYTES inputs in shared memory: where the host put the byte offset of each
    * element's length prefix (little-endian u32, `elements` of them, same
    * region), so the stub slices instead of scanning the prefixes in Python.

@@ -1,13 +1,14 @@
 /**
- * One Python model instance on the host side (a Backend.startProcess
- * ProcessChild): spawn the stub, initialize the model, run batches. Each
+ * One Python model instance on the host side: spawn the stub, initialize the
+ * model, run batches. In the server this runs in the instance's host thread
+ * (python-host-thread.ts); the main thread sees python-host.ts. Each
  * request of a batch is a slot that ends with its final response; the stub
  * may answer slots in any order and from any thread (response senders,
  * decoupled models), and says when execute() returned (`execute_done`,
  * carrying the batch error if it raised). The batch resolves when every slot
  * has its final response; non-final responses are streamed as they come.
  */
-import type { BackendInstanceArgs, ProcessChild, ProcessHostServices } from '../backends/backend';
+import type { BackendInstanceArgs } from '../backends/backend';
 import { ServerError, toErrorInfo, type ErrorCode, type ErrorInfo } from '../core/errors';
 import type { ExecuteResult, ExecuteTimings, StreamResponse } from '../core/request';
 import { modelConfigToJson } from '../repository/config/to-json';
@@ -15,12 +16,12 @@ import { nowNs } from '../core/clock';
 import type { InferRequest, InferResponse } from '../core/request';
 import { parsePythonBackendOptions } from './backend-options';
 import { BlsClient } from './bls-client';
-import type { CustomMetricsOwner } from '../metrics/custom-metrics';
 import { BlobBuilder, type WithBlob } from './ipc-framing';
 import type { MetricMsg, ResponseMsg, StubRequest, StubToHost } from './ipc-protocol';
 import { initArgs, readTensors, writeRequest } from './request-wire';
 import { StubProcess, notHealthy } from './stub-process';
 import { stubRuntime } from './execution-env';
+import type { StubHostServices } from './host-services';
 
 const FINALIZE_WAIT_MS = 30_000;
 const ERROR_CODES = new Set<ErrorCode>(['UNKNOWN', 'INTERNAL', 'NOT_FOUND', 'INVALID_ARG', 'UNAVAILABLE', 'UNSUPPORTED', 'ALREADY_EXISTS', 'CANCELLED']);
@@ -35,7 +36,7 @@ interface Batch {
   resolve: (r: ExecuteResult) => void;
 }
 
-export class PythonStubInstance implements ProcessChild {
+export class PythonStubInstance {
   private readonly batches = new Map<number, Batch>();
   private nextBatch = 1;
   /** When the last batch completed: a batch queued behind it started no earlier. */
@@ -45,20 +46,18 @@ export class PythonStubInstance implements ProcessChild {
   private releases: number[] = [];
   private releaseQueued = false;
   private readonly bls: BlsClient;
-  private readonly metrics: CustomMetricsOwner | undefined;
 
   private constructor(
     private readonly stub: StubProcess,
     private readonly args: BackendInstanceArgs,
-    private readonly services: ProcessHostServices,
+    private readonly services: StubHostServices,
   ) {
     this.bls = new BlsClient(stub, services);
-    this.metrics = services.customMetrics?.owner();
     stub.onMessage((m) => this.onMessage(m));
     stub.onExit((why) => this.onExit(why));
   }
 
-  static async start(args: BackendInstanceArgs, services: ProcessHostServices): Promise<PythonStubInstance> {
+  static async start(args: BackendInstanceArgs, services: StubHostServices): Promise<PythonStubInstance> {
     const opts = parsePythonBackendOptions(args.backendConfig);
     const runtime = await stubRuntime(args.config, args.modelDir, opts.interpreter);
     const stub = await StubProcess.spawn({
@@ -172,16 +171,17 @@ export class PythonStubInstance implements ProcessChild {
   }
 
   private onMetric(m: MetricMsg): void {
-    let value: number | undefined;
-    let error: string | undefined;
-    try {
-      if (this.metrics === undefined) throw new Error('custom metrics are not available in this server');
-      value = this.metrics.apply(m);
-    } catch (err) {
-      error = (err as Error).message;
+    const id = m.id;
+    const reply = id === undefined ? undefined : (value: number | undefined, error: string | undefined): void => {
+      this.stub.send({ t: 'call_result', id, value, error });
+    };
+    if (this.services.metric !== undefined) {
+      this.services.metric(m, reply);
+      return;
     }
-    if (m.id !== undefined) this.stub.send({ t: 'call_result', id: m.id, value, error });
-    else if (error !== undefined) this.services.log.warn(`custom metric operation '${m.op}' of ${this.args.instanceName}: ${error}`);
+    const error = 'custom metrics are not available in this server';
+    if (reply !== undefined) reply(undefined, error);
+    else this.services.log.warn(`custom metric operation '${m.op}' of ${this.args.instanceName}: ${error}`);
   }
 
   /** One response; `blob` is its frame's blob (inline outputs). */
@@ -193,7 +193,7 @@ export class PythonStubInstance implements ProcessChild {
       try {
         response = m.error !== undefined
           ? { outputs: [], error: wireError(m.error), final: m.final }
-          : { outputs: readTensors(m.outputs, this.services.arena, this.stub.s2h, blob), final: m.final };
+          : { outputs: readTensors(m.outputs, this.services.arena, this.stub.s2h, blob, this.stub.h2s), final: m.final };
         if (m.parameters !== undefined && response.error === undefined) response.parameters = m.parameters;
       } catch (err) {
         response = { outputs: [], error: toErrorInfo(err), final: true };
@@ -224,7 +224,7 @@ export class PythonStubInstance implements ProcessChild {
     if (!this.stub.exited) for (const o of b.h2sOffsets) this.stub.h2s.release(o);
     const t = b.timings;
     t.computeEndNs = nowNs();
-    // A batch sent while the previous one ran (pipelineDepth 2) waited in the
+    // A batch sent while the previous one ran (pipelineDepth > 1) waited in the
     // stub's pipe until then: that wait is queue time, not compute.
     if (this.busyUntilNs > t.computeStartNs) t.computeStartNs = Math.min(this.busyUntilNs, t.computeEndNs);
     if (t.computeInputEndNs < t.computeStartNs) t.computeInputEndNs = t.computeStartNs;
@@ -237,7 +237,7 @@ export class PythonStubInstance implements ProcessChild {
   private release(outputs: ResponseMsg['outputs']): void {
     let any = false;
     for (const o of outputs) {
-      if (o.inline === true) continue;
+      if (o.inline === true || o.region !== undefined) continue;
       this.releases.push(o.offset);
       any = true;
     }
@@ -255,7 +255,6 @@ export class PythonStubInstance implements ProcessChild {
     const err = toErrorInfo(notHealthy(this.args.instanceName));
     for (const [id, b] of [...this.batches]) this.failOpen(id, b, err);
     this.bls.stubGone();
-    this.metrics?.close();
     if (this.stopping) return;
     const listeners = this.deathListeners;
     this.deathListeners = [];

@@ -116,9 +116,10 @@ export function bytesElementStarts(bytes: Uint8Array): Uint32Array | undefined {
 
 /**
  * Copies tensors the stub wrote into s2h (or inline into `blob`, the frame's
- * blob) into new arena blocks (the receiver frees them).
+ * blob, or that it named in h2s, `region`, when `h2s` is given) into new
+ * arena blocks (the receiver frees them).
  */
-export function readTensors(tensors: ShmTensor[], arena: Arena, s2h: StubRegion, blob?: Buffer): TensorRef[] {
+export function readTensors(tensors: ShmTensor[], arena: Arena, s2h: StubRegion, blob?: Buffer, h2s?: HostRegion): TensorRef[] {
   const out: TensorRef[] = [];
   try {
     for (const t of tensors) {
@@ -126,7 +127,9 @@ export function readTensors(tensors: ShmTensor[], arena: Arena, s2h: StubRegion,
       const { offset, gen } = arena.alloc(t.size);
       out.push({ name: t.name, datatype: t.datatype, shape: t.shape, offset, gen, byteSize: t.size });
       if (t.inline === true) readInline(t, blob, arena.bytes(offset, t.size));
-      else s2h.read(t.offset, arena.bytes(offset, t.size));
+      else if (t.region === 'h2s' && h2s !== undefined) h2s.read(t.offset, arena.bytes(offset, t.size));
+      else if (t.region === undefined) s2h.read(t.offset, arena.bytes(offset, t.size));
+      else throw new ServerError('INTERNAL', `python stub named region '${String(t.region)}' for output '${t.name}', where only s2h is allowed`);
     }
   } catch (err) {
     for (const r of out) arena.free(r);

@@ -12,15 +12,20 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { threadId } from 'node:worker_threads';
 import { ServerError } from '../core/errors';
 import { ShmAllocator } from './shm-allocator';
 
 const SHM_DIR = fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
 let sequence = 0;
 
-/** `nodetron_<pid>_<instance>_<n>`: unique per server process and stub start. */
+/**
+ * `nodetron_<pid>_<thread>_<instance>_<n>`: unique per server process and
+ * stub start (each host thread counts its own starts, and two versions of a
+ * model have instances of the same name).
+ */
 export function regionBaseName(instanceName: string): string {
-  return `nodetron_${process.pid}_${instanceName.replace(/[^A-Za-z0-9_.-]/g, '_')}_${sequence++}`;
+  return `nodetron_${process.pid}_${threadId}_${instanceName.replace(/[^A-Za-z0-9_.-]/g, '_')}_${sequence++}`;
 }
 
 function createFile(file: string, bytes: number): number {
@@ -57,6 +62,16 @@ abstract class ShmFile {
     fs.rmSync(this.file, { force: true });
   }
 
+  /** Copies `dst.byteLength` bytes at `offset` into `dst`. */
+  read(offset: number, dst: Uint8Array): void {
+    let done = 0;
+    while (done < dst.byteLength) {
+      const n = fs.readSync(this.fd, dst, done, dst.byteLength - done, offset + done);
+      if (n === 0) throw new ServerError('INTERNAL', `python stub referenced bytes ${offset}..${offset + dst.byteLength} beyond its shared memory region`);
+      done += n;
+    }
+  }
+
   close(): void {
     if (this.closed) return;
     this.closed = true;
@@ -65,7 +80,7 @@ abstract class ShmFile {
   }
 }
 
-/** Host-written region: request inputs and BLS outputs, allocated here. */
+/** Host-written region: request inputs and BLS outputs, allocated here (read back for outputs that are views of inputs). */
 export class HostRegion extends ShmFile {
   private readonly alloc: ShmAllocator;
 
@@ -109,15 +124,5 @@ export class HostRegion extends ShmFile {
 export class StubRegion extends ShmFile {
   constructor(baseName: string, initialBytes: number) {
     super(baseName, 's2h', initialBytes);
-  }
-
-  /** Copies `dst.byteLength` bytes at `offset` into `dst`. */
-  read(offset: number, dst: Uint8Array): void {
-    let done = 0;
-    while (done < dst.byteLength) {
-      const n = fs.readSync(this.fd, dst, done, dst.byteLength - done, offset + done);
-      if (n === 0) throw new ServerError('INTERNAL', `python stub referenced bytes ${offset}..${offset + dst.byteLength} beyond its shared memory region`);
-      done += n;
-    }
   }
 }

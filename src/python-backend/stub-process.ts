@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { ServerError } from '../core/errors';
-import type { Logger } from '../logging/logger';
+import type { HostLog } from './host-services';
 import { FrameDecoder, encodeFrame, type BlobBuilder } from './ipc-framing';
 import type { HostToStub, LogMsg, StubToHost } from './ipc-protocol';
 import { HostRegion, StubRegion, regionBaseName } from './shm-region';
@@ -29,7 +29,7 @@ export interface StubSpawnOptions {
   name: string;
   shmDefaultBytes: number;
   shmGrowthBytes: number;
-  log: Logger;
+  log: HostLog;
   /** The stub's environment (EXECUTION_ENV_PATH); the server's own when absent. */
   env?: NodeJS.ProcessEnv;
 }
@@ -55,7 +55,7 @@ export class StubProcess {
   private readonly child: ChildProcess;
   private readonly out: Writable;
   private readonly decoder = new FrameDecoder();
-  private readonly log: Logger;
+  private readonly log: HostLog;
   private waiters: Waiter[] = [];
   private handler: ((m: StubToHost) => void) | undefined;
   private exitListeners: ((why: string) => void)[] = [];

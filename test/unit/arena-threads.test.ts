@@ -13,7 +13,7 @@ import { Arena, type BlockRef } from '../../src/dataplane/arena';
 import { W_LOCK, ownerIdOf } from '../../src/dataplane/arena-layout';
 import { MAIN_GIVE_UP_MS } from '../../src/dataplane/arena-lock';
 import { ServerError } from '../../src/core/errors';
-import { adoptOutputs } from '../../src/instances/worker-instance';
+import { adoptOutputs } from '../../src/dataplane/adopt-outputs';
 
 const THREAD = path.join(__dirname, 'fixtures', 'arena-thread-worker.js');
 
@@ -204,6 +204,27 @@ test('adopt: blocks sent by a live thread become main\'s and outlive it; after t
   arena.free(mineNow);
   assert.equal(arena.usedBytes(), 0, 'the adopted output of the failed response was freed');
   assert.deepEqual(arena.checkHeap(), []);
+});
+
+test('adopt and give of a block that lies where another thread grew the arena, beyond this thread\'s views', { timeout: 30_000 }, async () => {
+  const arena = Arena.create({ initialBytes: 1 << 20 });
+  const holder = spawn(arena, 'hold-still');
+  await message(holder);
+  // The second block's header lies beyond the first megabyte, where main's views end.
+  const a = spawn(arena, 'post', { count: 2, size: 2 << 20 });
+  const aTid = a.threadId;
+  const hTid = holder.threadId;
+  const { blocks: [first, big] } = await message<{ blocks: BlockRef[] }>(a);
+  assert.equal(arena.adopt(big!), undefined);
+  assert.equal(arena.adopt(first!), undefined);
+  arena.free(first!);
+  assert.equal(arena.give(big!, hTid), true);
+  assert.equal(arena.ownerOf(big!), hTid);
+  await exited(a);
+  arena.threadDied(aTid);
+  await holder.terminate();
+  assert.equal(arena.threadDied(hTid).blocks, 1);
+  assert.equal(arena.usedBytes(), 0);
 });
 
 test('give: a block handed to a live thread is its own, and that thread\'s sweep reclaims it; a thread reported dead is refused', { timeout: 30_000 }, async () => {

@@ -43,6 +43,8 @@ const cases: { what: string; msg: { t: string; [k: string]: unknown } }[] = [
     msg: { t: 'execute', batchId: 6, requests: [request(), request()], replyTo: [{ port: 1, key: 99 }, null] },
   },
   { what: 'execute of an empty batch', msg: { t: 'execute', batchId: 7, requests: [], replyTo: [] } },
+  { what: 'execute to a Python host, streaming', msg: { t: 'execute', batchId: 9, requests: [request()], stream: true } },
+  { what: 'execute to a Python host, not streaming', msg: { t: 'execute', batchId: 10, requests: [request()], stream: false } },
   {
     what: 'executed with an error, a delivered and a non-final response with parameters',
     msg: {

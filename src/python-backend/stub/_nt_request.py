@@ -76,7 +76,8 @@ class InferenceRequest:
         self._release_flags = 1
 
     @classmethod
-    def _incoming(cls, wire, inputs, batch, index, decoupled):
+    def _incoming(cls, wire, inputs, batch, index, decoupled, spans=()):
+        """`spans`: the (offset, size) h2s blocks of the batch's inputs (outputs that are views of them are not copied)."""
         r = cls.__new__(cls)
         r._model_name = ""
         r._inputs = inputs
@@ -93,6 +94,7 @@ class InferenceRequest:
         r._batch = batch
         r._index = index
         r._decoupled = decoupled
+        r._spans = spans
         return r
 
     # ---- what execute() reads ----
@@ -136,7 +138,8 @@ class InferenceRequest:
         if self._sender is None:
             if not hasattr(self, "_batch"):
                 raise TritonModelException("Response sender is only available for requests passed to execute.")
-            self._sender = InferenceResponseSender(self._batch, self._index, set(self._requested), self._decoupled)
+            self._sender = InferenceResponseSender(self._batch, self._index, set(self._requested), self._decoupled,
+                                                   self._spans)
         return self._sender
 
     # ---- BLS ----

@@ -3,6 +3,8 @@ request owns. Whatever the model returns from execute() also leaves through
 the request's sender, so there is one path for responses to the server."""
 import json
 
+import numpy as np
+
 from _nt_errors import TritonError, TritonModelException
 from _nt_ipc import Blob
 from _nt_runtime import runtime
@@ -74,10 +76,17 @@ class Collected:
         self.blob = Blob()
 
 
-def write_response(response, requested, batch, index, final, collect=None):
-    """Outputs inline or into s2h and a 'response' message; the error wins over
-    outputs. With `collect` (a Collected), the message waits there instead of
-    being sent now."""
+def _address(data):
+    """Where a contiguous bytes-like object's first byte is."""
+    array = data if isinstance(data, np.ndarray) else np.frombuffer(data, dtype=np.uint8)
+    return array.__array_interface__["data"][0]
+
+
+def write_response(response, requested, batch, index, final, collect=None, spans=()):
+    """Outputs inline, as a range of the batch's own h2s inputs (`spans`) when
+    they are views of one, or copied into s2h; then a 'response' message; the
+    error wins over outputs. With `collect` (a Collected), the message waits
+    there instead of being sent now."""
     outputs = []
     msg = {"t": "response", "batch": batch, "index": index, "final": final, "outputs": outputs}
     blob = collect.blob if collect is not None else None
@@ -96,6 +105,12 @@ def write_response(response, requested, batch, index, final, collect=None):
                     outputs.append({"name": t._name, "datatype": t._datatype, "shape": t._shape,
                                     "offset": blob.add(data), "size": size, "inline": True})
                     continue
+                if spans:
+                    offset = runtime.h2s.offset_in_h2s(_address(data), size, spans)
+                    if offset is not None:
+                        outputs.append({"name": t._name, "datatype": t._datatype, "shape": t._shape,
+                                        "offset": offset, "size": size, "region": "h2s"})
+                        continue
                 offset = runtime.s2h.write(data)
                 outputs.append({"name": t._name, "datatype": t._datatype, "shape": t._shape,
                                 "offset": offset, "size": size})
@@ -108,11 +123,12 @@ def write_response(response, requested, batch, index, final, collect=None):
 
 
 class InferenceResponseSender:
-    def __init__(self, batch, index, requested, decoupled):
+    def __init__(self, batch, index, requested, decoupled, spans=()):
         self._batch = batch
         self._index = index
         self._requested = requested
         self._decoupled = decoupled
+        self._spans = spans
         self._closed = False
         self._sent = 0
         # Set by the runner while it delivers execute()'s return value: frames wait there.
@@ -145,14 +161,14 @@ class InferenceResponseSender:
             if not final:
                 return
             self._closed = True
-            write_response(self._held, self._requested, self._batch, self._index, True, self._collect)
+            write_response(self._held, self._requested, self._batch, self._index, True, self._collect, self._spans)
             self._held = None
             return
         if final:
             self._closed = True
         if response is not None:
             self._sent += 1
-        write_response(response, self._requested, self._batch, self._index, final)
+        write_response(response, self._requested, self._batch, self._index, final, None, self._spans)
 
     def is_cancelled(self):
         return False

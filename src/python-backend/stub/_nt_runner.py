@@ -101,6 +101,7 @@ class ModelRunner:
         # A frame whose inline tensors are all empty has no blob.
         blob_view = memoryview(blob if blob is not None else bytearray())
         requests = []
+        spans = []
         for index, wire in enumerate(message["requests"]):
             inputs = []
             for i in wire["inputs"]:
@@ -112,11 +113,14 @@ class ModelRunner:
                     view = blob_view[offset:offset + size]
                 else:
                     view = runtime.h2s.view(offset, size)
+                    spans.append((offset, size))
                 starts = i.get("starts")
                 if starts is not None:
                     starts = runtime.h2s.view(starts, 4 * i["elements"])
                 inputs.append(Tensor._from_buffer(i["name"], i["datatype"], i["shape"], view, starts))
-            requests.append(InferenceRequest._incoming(wire, inputs, batch, index, self.decoupled))
+            # A decoupled model may change an input after sending a view of it: its outputs are copied.
+            requests.append(InferenceRequest._incoming(wire, inputs, batch, index, self.decoupled,
+                                                       () if self.decoupled else spans))
         collected = Collected()
         try:
             result = self.model.execute(requests)

@@ -6,7 +6,14 @@ reads and tells us when a block may be reused. The allocator is the same
 first-fit, coalescing, 64-byte aligned scheme as shm-allocator.ts.
 
 Growing never unmaps: a new, larger mapping replaces the old one for new
-work, while numpy arrays that still point into the old mapping keep it alive."""
+work, and the old one stays mapped (arrays may still point into it).
+
+An output that is a view of this batch's own input in h2s (an identity, a
+slice of an input) need not be copied into s2h: offset_in_h2s finds where it
+lies, and the response names that h2s range instead (ipc-protocol.ts,
+ShmTensor.region). The host still holds those blocks: it releases a batch's
+inputs only after the batch's last final response."""
+import ctypes
 import mmap
 import os
 import threading
@@ -22,13 +29,34 @@ class ReadRegion:
         self._lock = threading.Lock()
         self._mm = None
         self._size = 0
+        # (address, size) of every mapping made, each of the file from offset 0.
+        self._maps = []
+        self._keep = []
         self._remap()
 
     def _remap(self):
         size = os.fstat(self._fd).st_size
         if size > self._size:
-            self._mm = mmap.mmap(self._fd, size)
+            mm = mmap.mmap(self._fd, size)
+            anchor = ctypes.c_char.from_buffer(mm)
+            address = ctypes.addressof(anchor)
+            del anchor  # no buffer export left behind
+            self._mm = mm
             self._size = size
+            self._keep.append(mm)
+            self._maps.append((address, size))
+
+    def offset_in_h2s(self, address, size, spans):
+        """The h2s offset of [address, address + size) when it lies inside one
+        of `spans` ((offset, size) blocks of h2s), else None."""
+        for base, mapped in self._maps:
+            offset = address - base
+            if 0 <= offset and offset + size <= mapped:
+                for start, length in spans:
+                    if start <= offset and offset + size <= start + length:
+                        return offset
+                return None
+        return None
 
     def view(self, offset, size):
         """A writable memoryview of [offset, offset + size)."""

@@ -1,0 +1,85 @@
+/**
+ * Every message between the main thread and a Python instance's host thread
+ * (`nt:py-<instance>`, python-host-thread.ts), in one place (STYLE.md item
+ * 6). The host thread owns one stub process (stub-process.ts) and does the
+ * per-execution work for it: framing, /dev/shm reads and writes, release
+ * bookkeeping. Messages to and from the stub itself are in ipc-protocol.ts.
+ *
+ * Two channels:
+ *   - the SAB rings (dataplane/ring.ts), for everything on an execution's
+ *     path and everything that must stay in order with it (results before
+ *     the stub's death, the stop after the last result);
+ *   - the Worker's message port (postMessage), for the control traffic the
+ *     stub starts on its own: log records, BLS requests and their
+ *     responses, custom-metric operations.
+ *
+ * Pairs and correlation:
+ *   ring  main → host `execute` (batchId)   ⇄ host → main `streamed`* (same batchId,
+ *                                              non-final responses), then `executed` (same batchId)
+ *   ring  main → host `stop`                ⇄ host → main `stopped`
+ *   ring  (thread start)                    ⇄ host → main `ready` | `init_failed`
+ *   ring  host → main `stub_exited` (the stub died on its own; after it, nothing more)
+ *   port  host → main `bls` (id)            ⇄ main → host `bls_response`* (same id; the last has final)
+ *   port  host → main `metric` (with id)    ⇄ main → host `metric_result` (same id); without id, no answer
+ *   port  host → main `log`
+ *
+ * Arena ownership (the rules of dataplane/protocol.ts):
+ *   `execute`: inputs lent, read by the host thread (copied into the stub's region).
+ *   `streamed`, `executed`: outputs allocated by the host thread; main adopts them.
+ *   `bls`: the BLS inputs, allocated by the host thread (copied out of the
+ *     stub's region), lent to main as a frontend lends a request's inputs:
+ *     the host thread frees them after the final `bls_response` (or its
+ *     sweep does, should the thread end first; the reply then has nobody).
+ *   `bls_response`: outputs given by main to the host thread (Arena.give),
+ *     which copies them into the stub's region and frees them.
+ */
+import type { BackendInstanceArgs, GatewayRequest } from '../backends/backend';
+import type { ErrorInfo } from '../core/errors';
+import type { ExecuteTimings, InferResponse } from '../core/request';
+import type { ArenaHandle } from '../dataplane/arena';
+import type { RingHandle } from '../dataplane/ring';
+import type { ExecuteMessage } from '../dataplane/protocol';
+import type { MetricMsg } from './ipc-protocol';
+
+/** workerData of a host thread. */
+export interface PyHostThreadData {
+  arena: ArenaHandle;
+  toHost: RingHandle;
+  toMain: RingHandle;
+  args: BackendInstanceArgs;
+}
+
+// ---- ring, main → host ----
+/** `stream`: main takes non-final responses (`streamed`); otherwise the host thread frees them. */
+/**
+ * Travels as the data plane's `execute` descriptor (dataplane/descriptor-codec.ts),
+ * which carries ExecuteMessage's fields and nothing else: a field added here
+ * must be added there.
+ */
+export type PyExecute = ExecuteMessage & { stream: boolean };
+export interface PyStop { t: 'stop' }
+export type MainToPyHost = PyExecute | PyStop;
+
+// ---- ring, host → main ----
+export interface PyReady { t: 'ready'; pid: number }
+export interface PyInitFailed { t: 'init_failed'; error: ErrorInfo }
+/** A non-final response of request `index` of the batch (decoupled models). */
+export interface PyStreamed { t: 'streamed'; batchId: number; index: number; response: InferResponse }
+/** Every request's final response, in the order of `execute`'s requests. */
+export interface PyExecuted { t: 'executed'; batchId: number; responses: InferResponse[]; timings: ExecuteTimings }
+/** The stub ended without being asked to: the batches it had are already answered (failed). */
+export interface PyStubExited { t: 'stub_exited'; why: string }
+export interface PyStopped { t: 'stopped' }
+export type PyHostToMain = PyReady | PyInitFailed | PyStreamed | PyExecuted | PyStubExited | PyStopped;
+
+// ---- port, host → main ----
+export interface PyLog { t: 'log'; level: 'info' | 'warn' | 'error' | 'verbose'; verbose?: number; source?: string; message: string }
+export interface PyBls { t: 'bls'; id: number; request: GatewayRequest }
+export interface PyMetric { t: 'metric'; op: MetricMsg }
+export type PyHostPortOut = PyLog | PyBls | PyMetric;
+
+// ---- port, main → host ----
+export interface PyBlsResponse { t: 'bls_response'; id: number; response: InferResponse }
+/** The answer to a `metric` whose operation had an id (it goes on to the stub as its call_result). */
+export interface PyMetricResult { t: 'metric_result'; id: number; value?: number; error?: string }
+export type PyHostPortIn = PyBlsResponse | PyMetricResult;

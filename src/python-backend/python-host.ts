@@ -1,0 +1,249 @@
+/**
+ * One Python model instance as the main thread sees it (the Backend's
+ * ProcessChild, supervised by instances/process-instance.ts): a host thread
+ * (python-host-thread.ts, `nt:py-<instance>`) that owns the stub process and
+ * does all per-execution work for it. This side only moves batches and
+ * results over the SAB rings, adopting the outputs the thread allocated
+ * (dataplane/protocol.ts), and serves what the stub asks of the server over
+ * the thread's port: BLS requests into the gateway (the main thread's
+ * route), custom-metric operations, log records (host-thread-protocol.ts).
+ *
+ * A thread lives as long as its stub. When the stub dies on its own (or the
+ * thread does), the batches in flight fail with Triton's "not healthy" text,
+ * the death is reported once (onDeath) and the thread is ended;
+ * ProcessInstance then starts a new host (thread and stub).
+ */
+import path from 'node:path';
+import { Worker } from 'node:worker_threads';
+import type { BackendInstanceArgs, ProcessChild, ProcessHostServices } from '../backends/backend';
+import { fromErrorInfo, toErrorInfo, type ErrorInfo } from '../core/errors';
+import { nowNs } from '../core/clock';
+import type { ExecuteResult, InferRequest, InferResponse, StreamResponse } from '../core/request';
+import { adoptOutputs } from '../dataplane/adopt-outputs';
+import { RingWriter, createRing, type RingHandle } from '../dataplane/ring';
+import type { CustomMetricsOwner } from '../metrics/custom-metrics';
+import type {
+  MainToPyHost, PyBls, PyHostPortIn, PyHostPortOut, PyHostThreadData, PyHostToMain, PyLog, PyMetric,
+} from './host-thread-protocol';
+import { notHealthy } from './stub-process';
+
+interface Pending {
+  requests: InferRequest[];
+  stream: StreamResponse | undefined;
+  resolve: (r: ExecuteResult) => void;
+}
+
+export class PythonHost implements ProcessChild {
+  private stubPid = -1;
+  private readonly pending = new Map<number, Pending>();
+  private nextBatchId = 1;
+  /** Why the stub is gone (set once; batches fail from then on). */
+  private gone: string | undefined;
+  private threadExited = false;
+  private stopping: Promise<void> | undefined;
+  private onStopped: (() => void) | undefined;
+  private deathListeners: ((why: string) => void)[] = [];
+  private readonly metrics: CustomMetricsOwner | undefined;
+  private readonly worker: Worker;
+  private readonly threadId: number;
+  private readonly out: RingWriter;
+  private readonly fromHost: RingHandle;
+  private readonly exited: Promise<void>;
+
+  private constructor(private readonly args: BackendInstanceArgs, private readonly services: ProcessHostServices) {
+    this.metrics = services.customMetrics?.owner();
+    const { port } = services;
+    const toHost = createRing(port.bells.create());
+    const toMain = createRing(port.bell);
+    const data: PyHostThreadData = { arena: services.arena.handle, toHost, toMain, args };
+    this.worker = new Worker(path.join(__dirname, 'python-host-thread.js'), { workerData: data, name: `py-${args.instanceName}` });
+    this.threadId = this.worker.threadId;
+    this.out = RingWriter.attach(toHost);
+    this.fromHost = toMain;
+    this.exited = new Promise((resolve) => this.worker.once('exit', () => resolve()));
+    // A new host gets a new bell; the old one's wake-up counters stay in the server's totals.
+    this.worker.once('exit', () => port.bells.retire(toHost.bell));
+    this.worker.on('message', (m: PyHostPortOut) => this.onPort(m));
+    this.worker.on('error', (err) => services.log.error(`python host thread of instance ${args.instanceName} failed: ${err.message}`));
+    this.worker.on('exit', (code) => this.onThreadExit(code));
+  }
+
+  /** Start the thread, which spawns the stub and initializes the model; rejects with the model's error. */
+  static start(args: BackendInstanceArgs, services: ProcessHostServices): Promise<PythonHost> {
+    const host = new PythonHost(args, services);
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      host.services.port.inbox.add(host.fromHost, (msg: PyHostToMain) => {
+        if (msg.t === 'ready') {
+          settled = true;
+          host.stubPid = msg.pid;
+          resolve(host);
+        } else if (msg.t === 'init_failed') {
+          settled = true;
+          void host.end().then(() => reject(fromErrorInfo(msg.error)));
+        } else {
+          host.onRing(msg);
+        }
+      });
+      void host.exited.then(() => {
+        if (!settled) reject(fromErrorInfo({ code: 'INTERNAL', message: `python host thread of instance ${args.instanceName} exited while starting` }));
+      });
+    });
+  }
+
+  get pid(): number {
+    return this.stubPid;
+  }
+
+  onDeath(listener: (why: string) => void): void {
+    this.deathListeners.push(listener);
+  }
+
+  execute(requests: InferRequest[], stream?: StreamResponse): Promise<ExecuteResult> {
+    if (this.gone !== undefined || this.stopping) return Promise.resolve(failAll(requests, toErrorInfo(notHealthy(this.args.instanceName))));
+    const batchId = this.nextBatchId++;
+    return new Promise((resolve) => {
+      this.pending.set(batchId, { requests, stream, resolve });
+      const msg: MainToPyHost = { t: 'execute', batchId, requests, stream: stream !== undefined };
+      this.out.send(msg);
+    });
+  }
+
+  stop(): Promise<void> {
+    this.stopping ??= new Promise<void>((resolve) => {
+      this.onStopped = resolve;
+      if (this.gone !== undefined || this.threadExited) resolve();
+      else this.out.send({ t: 'stop' } satisfies MainToPyHost);
+    }).then(() => this.end());
+    return this.stopping;
+  }
+
+  private onRing(msg: PyHostToMain): void {
+    switch (msg.t) {
+      case 'streamed': {
+        const p = this.pending.get(msg.batchId);
+        const [response] = adoptOutputs(this.services.arena, [msg.response], this.args.instanceName);
+        if (p?.stream !== undefined) p.stream(msg.index, response!);
+        else for (const o of response!.outputs) this.services.arena.free(o);
+        return;
+      }
+      case 'executed': {
+        const p = this.pending.get(msg.batchId);
+        const responses = adoptOutputs(this.services.arena, msg.responses, this.args.instanceName);
+        if (p === undefined) {
+          for (const r of responses) for (const o of r.outputs) this.services.arena.free(o);
+          return;
+        }
+        this.pending.delete(msg.batchId);
+        p.resolve({ responses, timings: msg.timings });
+        return;
+      }
+      case 'stub_exited':
+        this.stubGone(msg.why);
+        void this.end();
+        return;
+      case 'stopped':
+        this.onStopped?.();
+        return;
+      default:
+        return;
+    }
+  }
+
+  private onPort(m: PyHostPortOut): void {
+    switch (m.t) {
+      case 'log':
+        this.log(m);
+        return;
+      case 'bls':
+        this.bls(m);
+        return;
+      case 'metric':
+        this.metric(m);
+        return;
+      default:
+        return;
+    }
+  }
+
+  private log(m: PyLog): void {
+    const log = m.source === undefined ? this.services.log : this.services.log.child({ source: m.source });
+    if (m.level === 'verbose') log.verbose(m.verbose ?? 1, m.message);
+    else log[m.level](m.message);
+  }
+
+  /** A BLS request of the stub: into the server's route; each response's outputs go to the host thread. */
+  private bls(m: PyBls): void {
+    const arena = this.services.arena;
+    const reply = (response: InferResponse): void => {
+      // give refuses only a thread reported dead, so either every output is given or none.
+      if (!this.threadExited && response.outputs.every((o) => arena.give(o, this.threadId))) {
+        this.post({ t: 'bls_response', id: m.id, response });
+        return;
+      }
+      for (const o of response.outputs) if (arena.ownerOf(o) === arena.threadId) arena.free(o);
+    };
+    const gateway = this.services.gateway;
+    if (gateway === undefined) {
+      reply({ outputs: [], error: { code: 'UNSUPPORTED', message: 'BLS is not available in this server' }, final: true });
+      return;
+    }
+    gateway.infer(m.request, reply);
+  }
+
+  private metric(m: PyMetric): void {
+    let value: number | undefined;
+    let error: string | undefined;
+    try {
+      if (this.metrics === undefined) throw new Error('custom metrics are not available in this server');
+      value = this.metrics.apply(m.op);
+    } catch (err) {
+      error = (err as Error).message;
+    }
+    if (m.op.id !== undefined) this.post({ t: 'metric_result', id: m.op.id, value, error });
+    else if (error !== undefined) this.services.log.warn(`custom metric operation '${m.op.op}' of ${this.args.instanceName}: ${error}`);
+  }
+
+  private post(m: PyHostPortIn): void {
+    if (!this.threadExited) this.worker.postMessage(m);
+  }
+
+  /** The stub is gone: fail what it had, report the death once (unless stopping). */
+  private stubGone(why: string): void {
+    if (this.gone !== undefined) return;
+    this.gone = why;
+    const err = toErrorInfo(notHealthy(this.args.instanceName));
+    for (const p of this.pending.values()) p.resolve(failAll(p.requests, err));
+    this.pending.clear();
+    this.metrics?.close();
+    if (this.stopping) return;
+    const listeners = this.deathListeners;
+    this.deathListeners = [];
+    for (const l of listeners) l(why);
+  }
+
+  private onThreadExit(code: number): void {
+    const port = this.services.port;
+    // Results it sent before it ended are good: deliver them before its blocks are reclaimed.
+    port.inbox.drain();
+    port.inbox.remove(this.fromHost);
+    this.threadExited = true;
+    this.services.arena.threadDied(this.threadId);
+    this.stubGone(`python host thread exited (code ${code})`);
+    this.onStopped?.();
+  }
+
+  /** End the thread (its stub goes with its pipes) and wait for it. */
+  private async end(): Promise<void> {
+    if (!this.threadExited) await this.worker.terminate();
+    await this.exited;
+  }
+}
+
+function failAll(requests: InferRequest[], error: ErrorInfo): ExecuteResult {
+  const t = nowNs();
+  return {
+    responses: requests.map(() => ({ outputs: [], error, final: true })),
+    timings: { computeStartNs: t, computeInputEndNs: t, computeInferEndNs: t, computeEndNs: t },
+  };
+}
