@@ -27,6 +27,7 @@ import { validateConfig } from './config/validate';
 import type { ModelLocation } from './scan';
 import { scanVersions, selectVersions } from './scan';
 import { runWarmup } from './model-warmup';
+import { misplacedFileWarning, misplacedModelFiles, noVersionReason } from './folder-findings';
 
 export interface LoaderOptions {
   modelConfigName: string;
@@ -50,6 +51,8 @@ export interface PreparedModel {
   /** Versions to load under the version policy, ascending. */
   versions: number[];
   warnings: string[];
+  /** When `versions` is empty: why, with the fix (folder-findings.ts). */
+  noVersionReason?: string;
 }
 
 export function configPath(location: ModelLocation, modelConfigName: string): string {
@@ -86,9 +89,20 @@ export async function prepareModel(location: ModelLocation, opts: LoaderOptions,
   const { versions, missing } = selectVersions(scanned.versions, policy);
   const warnings = [...scanned.warnings];
   for (const v of missing) warnings.push(`version ${v} is specified for model '${config.name}', but the version directory is not present`);
+  const misplaced = misplacedModelFiles(location.dir);
+  for (const f of misplaced) warnings.push(misplacedFileWarning(location.name, f));
   const newest = versions.length > 0 ? versions[versions.length - 1] : undefined;
+  const noVersion = newest === undefined
+    ? noVersionReason(location.name, scanned.ignored, misplaced, { present: scanned.versions, missing })
+    : undefined;
   const firstDirEntries = newest === undefined ? [] : safeReaddir(path.join(location.dir, String(newest)));
-  config = resolveBackend(config, firstDirEntries, location.name);
+  try {
+    config = resolveBackend(config, firstDirEntries, location.name);
+  } catch (err) {
+    // Without a version folder there are no files to tell the backend from: say what is missing instead.
+    if (noVersion !== undefined && config.platform !== ENSEMBLE_PLATFORM) throw new ServerError('INVALID_ARG', noVersion);
+    throw err;
+  }
   const backend = config.platform === ENSEMBLE_PLATFORM ? ENSEMBLE_BACKEND : findBackend(config.backend);
   const backendConfig = { ...(opts.backendConfig[''] ?? {}), ...(opts.backendConfig[backend.name] ?? {}) };
   if (newest !== undefined) {
@@ -109,6 +123,7 @@ export async function prepareModel(location: ModelLocation, opts: LoaderOptions,
     backendConfig,
     versions,
     warnings,
+    noVersionReason: noVersion,
   };
 }
 

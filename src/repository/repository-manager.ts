@@ -281,10 +281,12 @@ export class RepositoryManager {
     for (const w of prepared.warnings) this.log.warn(w);
     record.applied = print;
     if (prepared.versions.length === 0) {
-      record.noVersionReason = 'No model version was found';
+      const reason = prepared.noVersionReason ?? `at least one version must be available under the version policy of model '${name}'`;
+      record.noVersionReason = reason;
       if (!views.hasServing(record)) record.prepared = prepared;
+      this.log.error(`failed to load '${name}': ${reason}`);
       this.changed();
-      return { errors: [`at least one version must be available under the version policy of model '${name}'`] };
+      return { errors: [reason] };
     }
     record.noVersionReason = undefined;
     if (!views.hasServing(record)) record.prepared = prepared;

@@ -6,6 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { versionFolderFix } from './folder-findings';
 
 export interface ModelLocation {
   name: string;
@@ -59,30 +60,37 @@ const NOT_VERSIONS = new Set(['warmup', 'initial_state', 'configs']);
 export interface VersionScan {
   versions: number[];
   warnings: string[];
+  /** Folders skipped because their name is not a plain integer. */
+  ignored: string[];
 }
 
 /** Integer version directories of a model, ascending. */
 export function scanVersions(modelDir: string): VersionScan {
   const versions: number[] = [];
   const warnings: string[] = [];
+  const ignored: string[] = [];
+  const model = path.basename(modelDir);
   let entries: fs.Dirent[] = [];
   try {
     entries = fs.readdirSync(modelDir, { withFileTypes: true });
   } catch {
-    return { versions, warnings };
+    return { versions, warnings, ignored };
   }
   for (const e of entries) {
     if (!isDirectory(modelDir, e) || NOT_VERSIONS.has(e.name) || e.name.startsWith('.')) continue;
     if (!/^[0-9]+$/.test(e.name)) {
-      warnings.push(`ignore version directory '${e.name}' which fails to convert to integral number`);
+      ignored.push(e.name);
+      warnings.push(`ignore version directory '${e.name}' which fails to convert to integral number. ${versionFolderFix(model, e.name)}`);
     } else if (e.name.length > 1 && e.name.startsWith('0')) {
-      warnings.push(`ignore version directory '${e.name}' which contains leading zeros in its directory name`);
+      ignored.push(e.name);
+      warnings.push(`ignore version directory '${e.name}' which contains leading zeros in its directory name. ${versionFolderFix(model, e.name)}`);
     } else {
       versions.push(Number(e.name));
     }
   }
   versions.sort((a, b) => a - b);
-  return { versions, warnings };
+  ignored.sort();
+  return { versions, warnings, ignored };
 }
 
 export interface VersionPolicyChoice {

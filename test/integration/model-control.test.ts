@@ -191,7 +191,9 @@ describe('poll mode', () => {
     for (const verb of ['load', 'unload']) {
       const a = await post(server.url, `/v2/repository/models/simple/${verb}`);
       assert.equal(a.status, 503);
-      assert.deepEqual(JSON.parse(a.text), { error: 'explicit model load / unload is not allowed if polling is enabled' });
+      assert.deepEqual(JSON.parse(a.text), {
+        error: 'explicit model load / unload is not allowed if polling is enabled. Start the server with --model-control-mode=explicit to load and unload models through the repository API.',
+      });
     }
   });
 
