@@ -20,6 +20,7 @@ import type { Scheduler } from '../scheduler/scheduler';
 import type { SchedulerHooks } from '../scheduler/scheduler-hooks';
 import { ENSEMBLE_PLATFORM, resolveBackend } from './config/backend-resolution';
 import type { ModelConfig } from '../core/model-config';
+import { ignoredSettings } from './config/ignored-settings';
 import { normalizeConfig } from './config/normalize';
 import { parseModelConfigText } from './config/pbtxt';
 import { modelConfigToJson } from './config/to-json';
@@ -50,7 +51,6 @@ export interface PreparedModel {
   backendConfig: Record<string, string>;
   /** Versions to load under the version policy, ascending. */
   versions: number[];
-  warnings: string[];
   /** When `versions` is empty: why, with the fix (folder-findings.ts). */
   noVersionReason?: string;
 }
@@ -68,8 +68,17 @@ export function modelFilePath(config: ModelConfig, backend: Backend, modelDir: s
   return path.join(modelDir, String(version), file);
 }
 
-/** Everything about a model that does not depend on a version being loaded. */
-export async function prepareModel(location: ModelLocation, opts: LoaderOptions, configOverride?: ModelConfig): Promise<PreparedModel> {
+/**
+ * Everything about a model that does not depend on a version being loaded.
+ * `warn` hears each warning (skipped folders, misplaced files, ignored
+ * settings) as soon as it is known, so a load that then fails still says them.
+ */
+export async function prepareModel(
+  location: ModelLocation,
+  opts: LoaderOptions,
+  configOverride?: ModelConfig,
+  warn: (text: string) => void = () => undefined,
+): Promise<PreparedModel> {
   const file = configPath(location, opts.modelConfigName);
   let text = '';
   if (configOverride) {
@@ -87,10 +96,14 @@ export async function prepareModel(location: ModelLocation, opts: LoaderOptions,
   const scanned = scanVersions(location.dir);
   const policy = config.version_policy && Object.keys(config.version_policy).length > 0 ? config.version_policy : { latest: { num_versions: 1 } };
   const { versions, missing } = selectVersions(scanned.versions, policy);
-  const warnings = [...scanned.warnings];
-  for (const v of missing) warnings.push(`version ${v} is specified for model '${config.name}', but the version directory is not present`);
   const misplaced = misplacedModelFiles(location.dir);
-  for (const f of misplaced) warnings.push(misplacedFileWarning(location.name, f));
+  const warnings = [
+    ...scanned.warnings,
+    ...missing.map((v) => `version ${v} is specified for model '${config.name}', but the version directory is not present`),
+    ...misplaced.map((f) => misplacedFileWarning(location.name, f)),
+    ...ignoredSettings(config),
+  ];
+  for (const w of warnings) warn(w);
   const newest = versions.length > 0 ? versions[versions.length - 1] : undefined;
   const noVersion = newest === undefined
     ? noVersionReason(location.name, scanned.ignored, misplaced, { present: scanned.versions, missing })
@@ -122,7 +135,6 @@ export async function prepareModel(location: ModelLocation, opts: LoaderOptions,
     backend,
     backendConfig,
     versions,
-    warnings,
     noVersionReason: noVersion,
   };
 }

@@ -274,11 +274,10 @@ export class RepositoryManager {
 
     let prepared: PreparedModel;
     try {
-      prepared = await prepareModel(location, this.loader, override.config);
+      prepared = await prepareModel(location, this.loader, override.config, (w) => this.log.warn(w));
     } catch (err) {
       return this.prepareFailed(record, print, reasonOf(err), err);
     }
-    for (const w of prepared.warnings) this.log.warn(w);
     record.applied = print;
     if (prepared.versions.length === 0) {
       const reason = prepared.noVersionReason ?? `at least one version must be available under the version policy of model '${name}'`;
