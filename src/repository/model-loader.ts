@@ -169,9 +169,10 @@ export async function loadVersion(
   );
   let scheduler: Scheduler | undefined;
   try {
+    // Each instance is warmed before READY, outside the scheduler and the rate limiter (nothing counts it).
+    await runWarmup(prepared.config, location.dir, version, instances, ctx.arena, prepared.plan);
     if (schedulerCtx.rateLimiter !== undefined) instances = schedulerCtx.rateLimiter.wrap(prepared.config, instances);
     scheduler = createScheduler(prepared.config, instances, hooks, { arena: ctx.arena, modelDir: location.dir, ...schedulerCtx });
-    await runWarmup(prepared.config, location.dir, version, scheduler, ctx.arena, prepared.plan); // before READY
     return { instances, scheduler };
   } catch (err) {
     await scheduler?.stop();
