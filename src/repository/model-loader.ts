@@ -29,6 +29,8 @@ import type { ModelLocation } from './scan';
 import { scanVersions, selectVersions } from './scan';
 import { runWarmup } from './model-warmup';
 import { misplacedFileWarning, misplacedModelFiles, noVersionReason } from './folder-findings';
+import { autoCompleteDetail, backendDetail, configSourceDetail, defaultsDetail, SILENT, versionsDetail } from './load-details';
+import type { LoadListener } from './load-details';
 
 export interface LoaderOptions {
   modelConfigName: string;
@@ -70,23 +72,28 @@ export function modelFilePath(config: ModelConfig, backend: Backend, modelDir: s
 
 /**
  * Everything about a model that does not depend on a version being loaded.
- * `warn` hears each warning (skipped folders, misplaced files, ignored
- * settings) as soon as it is known, so a load that then fails still says them.
+ * The listener hears each warning (skipped folders, misplaced files, ignored
+ * settings) as soon as it is known, so a load that then fails still says
+ * them, and each step (load-details.ts) for --log-verbose=1.
  */
 export async function prepareModel(
   location: ModelLocation,
   opts: LoaderOptions,
   configOverride?: ModelConfig,
-  warn: (text: string) => void = () => undefined,
+  listener: LoadListener = SILENT,
 ): Promise<PreparedModel> {
   const file = configPath(location, opts.modelConfigName);
+  const m = location.name;
   let text = '';
   if (configOverride) {
-    // load API `config` parameter: the repository's config file is not read
+    listener.detail(configSourceDetail(m, file, 'override')); // load API `config` parameter
   } else if (fs.existsSync(file)) {
+    listener.detail(configSourceDetail(m, file, 'file'));
     text = fs.readFileSync(file, 'utf8');
   } else if (!opts.autoComplete) {
     throw new ServerError('INVALID_ARG', `failed to read text proto from ${file}: no such file, and auto-complete is disabled (--disable-auto-complete-config)`);
+  } else {
+    listener.detail(configSourceDetail(m, file, 'none'));
   }
   let config = configOverride ?? parseModelConfigText(text, file);
   if (config.name === '') config.name = location.name;
@@ -96,6 +103,7 @@ export async function prepareModel(
   const scanned = scanVersions(location.dir);
   const policy = config.version_policy && Object.keys(config.version_policy).length > 0 ? config.version_policy : { latest: { num_versions: 1 } };
   const { versions, missing } = selectVersions(scanned.versions, policy);
+  listener.detail(versionsDetail(m, scanned, policy, versions));
   const misplaced = misplacedModelFiles(location.dir);
   const warnings = [
     ...scanned.warnings,
@@ -103,14 +111,16 @@ export async function prepareModel(
     ...misplaced.map((f) => misplacedFileWarning(location.name, f)),
     ...ignoredSettings(config),
   ];
-  for (const w of warnings) warn(w);
+  for (const w of warnings) listener.warn(w);
   const newest = versions.length > 0 ? versions[versions.length - 1] : undefined;
   const noVersion = newest === undefined
     ? noVersionReason(location.name, scanned.ignored, misplaced, { present: scanned.versions, missing })
     : undefined;
   const firstDirEntries = newest === undefined ? [] : safeReaddir(path.join(location.dir, String(newest)));
+  const written = config;
   try {
     config = resolveBackend(config, firstDirEntries, location.name);
+    listener.detail(backendDetail(m, written, config, `${m}/${newest ?? ''}/`, firstDirEntries));
   } catch (err) {
     // Without a version folder there are no files to tell the backend from: say what is missing instead.
     if (noVersion !== undefined && config.platform !== ENSEMBLE_PLATFORM) throw new ServerError('INVALID_ARG', noVersion);
@@ -118,14 +128,21 @@ export async function prepareModel(
   }
   const backend = config.platform === ENSEMBLE_PLATFORM ? ENSEMBLE_BACKEND : findBackend(config.backend);
   const backendConfig = { ...(opts.backendConfig[''] ?? {}), ...(opts.backendConfig[backend.name] ?? {}) };
-  if (newest !== undefined) {
-    config = await backend.completeConfig(config, modelFilePath(config, backend, location.dir, newest), opts.autoComplete, backendConfig);
+  if (newest !== undefined && backend !== ENSEMBLE_BACKEND) {
+    const modelPath = modelFilePath(config, backend, location.dir, newest);
+    const before = config;
+    listener.detail(`model '${m}': checking the config against ${modelPath}${opts.autoComplete ? ' and auto-completing it' : ''}`);
+    config = await backend.completeConfig(config, modelPath, opts.autoComplete, backendConfig);
+    listener.detail(autoCompleteDetail(m, before, config, modelPath, opts.autoComplete));
   }
+  const completed = config;
   config = normalizeConfig(config, {
     modelName: location.name,
     gpuCount: opts.gpuIds.length,
     defaultInstanceCount: backend.name === 'onnxruntime' ? 2 : 1,
   });
+  const defaults = backend === ENSEMBLE_BACKEND ? undefined : defaultsDetail(m, completed, config);
+  if (defaults !== undefined) listener.detail(defaults);
   validateConfig(config);
   return {
     config,

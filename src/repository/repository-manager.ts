@@ -108,6 +108,7 @@ export class RepositoryManager {
   /** Load every model of every repository, in parallel (modes none and poll, `--load-model=*`). */
   async loadAll(): Promise<void> {
     const scan = this.scan();
+    for (const why of scan.skipped) this.log.verbose(1, why);
     // A model that fails is recorded (state and reason); the others load on.
     const load = (loc: ModelLocation): Promise<void> => this.apply(loc).then(() => undefined, () => undefined);
     // Ensembles load after the models they use (a cycle is not waited on; its ensembles fail their checks).
@@ -274,7 +275,10 @@ export class RepositoryManager {
 
     let prepared: PreparedModel;
     try {
-      prepared = await prepareModel(location, this.loader, override.config, (w) => this.log.warn(w));
+      prepared = await prepareModel(location, this.loader, override.config, {
+        warn: (w) => this.log.warn(w),
+        detail: (d) => this.log.verbose(1, d),
+      });
     } catch (err) {
       return this.prepareFailed(record, print, reasonOf(err), err);
     }

@@ -18,11 +18,14 @@ export interface ScanResult {
   models: Map<string, ModelLocation>;
   /** Names found in more than one repository: Triton refuses them. */
   duplicates: Map<string, string[]>;
+  /** Entries of a repository that are not model folders, and why (for --log-verbose). */
+  skipped: string[];
 }
 
 export function scanRepositories(repositories: readonly string[]): ScanResult {
   const models = new Map<string, ModelLocation>();
   const duplicates = new Map<string, string[]>();
+  const skipped: string[] = [];
   for (const repository of repositories) {
     let entries: fs.Dirent[];
     try {
@@ -31,7 +34,14 @@ export function scanRepositories(repositories: readonly string[]): ScanResult {
       continue; // a missing repository is reported by the caller at startup
     }
     for (const e of entries) {
-      if (!isDirectory(repository, e) || e.name.startsWith('.')) continue;
+      if (!isDirectory(repository, e)) {
+        skipped.push(`skipping '${e.name}' in ${repository}: a file, not a model folder (each model is a folder holding config.pbtxt and version folders)`);
+        continue;
+      }
+      if (e.name.startsWith('.')) {
+        skipped.push(`skipping '${e.name}' in ${repository}: hidden folders are not models`);
+        continue;
+      }
       const location = { name: e.name, repository, dir: path.join(repository, e.name) };
       const seen = models.get(e.name);
       if (seen) {
@@ -42,7 +52,7 @@ export function scanRepositories(repositories: readonly string[]): ScanResult {
     }
   }
   for (const name of duplicates.keys()) models.delete(name);
-  return { models, duplicates };
+  return { models, duplicates, skipped };
 }
 
 function isDirectory(parent: string, e: fs.Dirent): boolean {
