@@ -174,8 +174,7 @@ export async function loadVersion(
     // No instances: the steps run on the composing models' own schedulers.
     return { instances: [], scheduler: createScheduler(prepared.config, [], hooks, { arena: ctx.arena, ...schedulerCtx }) };
   }
-  const modelPath = modelFilePath(prepared.config, prepared.backend, location.dir, version);
-  if (!fs.existsSync(modelPath)) throw new ServerError('INTERNAL', `failed to stat file ${modelPath}`);
+  const modelPath = checkModelFile(prepared, location, version);
   let instances = await createInstances(
     { ...ctx, backendConfig: prepared.backendConfig },
     prepared.backend,
@@ -196,6 +195,13 @@ export async function loadVersion(
     await Promise.all(instances.map((i) => i.stop()));
     throw err;
   }
+}
+
+/** The version's model file (or folder); throws Triton's "failed to stat file" when it is not there. */
+export function checkModelFile(prepared: PreparedModel, location: ModelLocation, version: number): string {
+  const modelPath = modelFilePath(prepared.config, prepared.backend, location.dir, version);
+  if (!fs.existsSync(modelPath)) throw new ServerError('INTERNAL', `failed to stat file ${modelPath}`);
+  return modelPath;
 }
 
 /** Ensembles have no backend: a stand-in so the load pipeline stays one path. */

@@ -20,6 +20,7 @@ import type { InstanceGroupContext } from '../instances/instance-group';
 import type { Logger } from '../logging/logger';
 import type { ModelConfig } from '../core/model-config';
 import { removeOverrideDir } from './load-request';
+import { duplicateModelText, loadFailedText } from './load-texts';
 import { fingerprint } from './model-fingerprint';
 import type { VersionObserver } from '../metrics/version-observer';
 import { prepareModel } from './model-loader';
@@ -98,7 +99,7 @@ export class RepositoryManager {
     const scan = scanRepositories(this.repositories);
     for (const [name, repos] of scan.duplicates) {
       if (!this.duplicates.has(name)) {
-        this.log.error(`failed to poll model '${name}': not unique across all model repositories (${repos.join(', ')})`);
+        this.log.error(duplicateModelText(name, repos));
       }
     }
     this.duplicates = scan.duplicates;
@@ -287,7 +288,7 @@ export class RepositoryManager {
       const reason = prepared.noVersionReason ?? `at least one version must be available under the version policy of model '${name}'`;
       record.noVersionReason = reason;
       if (!views.hasServing(record)) record.prepared = prepared;
-      this.log.error(`failed to load '${name}': ${reason}`);
+      this.log.error(loadFailedText(name, reason));
       this.changed();
       return { errors: [reason] };
     }
@@ -310,7 +311,7 @@ export class RepositoryManager {
   /** The config could not be read or completed. */
   private prepareFailed(record: ModelRecord, print: string, reason: string, err: unknown): LoadOutcome {
     record.applied = print; // don't retry the same broken files every poll
-    this.log.error(`failed to load '${record.name}': ${reason}`);
+    this.log.error(loadFailedText(record.name, reason));
     if (views.hasServing(record)) {
       // The last good load keeps serving; the index shows why the new one failed.
       for (const v of record.versions.values()) if (v.readiness.state === 'READY') v.note = reason;
