@@ -28,7 +28,9 @@ export function repositoryPathProblem(repository: string, cwd = process.cwd()): 
     stat = fs.statSync(absolute);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOTDIR') return notAFolder(repository);
+    if (code === 'ENOTDIR') {
+      return new ServerError('INTERNAL', `failed to stat file ${repository}. A part of the path is a file, not a folder: pass --model-repository the folder that holds one folder per model.`);
+    }
     if (code === 'EACCES') return unreadable(repository);
     const guess = nearbyFolder(absolute);
     const fix = guess === undefined ? '' : ` Did you mean --model-repository=${guess}?`;
