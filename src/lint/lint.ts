@@ -8,11 +8,12 @@
  * files, ignored settings, version policies that select nothing. The texts
  * are the server's, from the same functions.
  */
-import { toErrorInfo } from '../core/errors';
+import { ServerError, toErrorInfo } from '../core/errors';
 import { ENSEMBLE_PLATFORM } from '../repository/config/backend-resolution';
 import { reasonOf } from '../repository/model-lifecycle';
 import { checkModelFile, prepareModel } from '../repository/model-loader';
-import type { LoaderOptions } from '../repository/model-loader';
+import type { LoaderOptions, PreparedModel } from '../repository/model-loader';
+import { ensembleMissingModelText } from '../repository/ensemble-services';
 import { duplicateModelText, loadFailedText } from '../repository/load-texts';
 import { repositoryPathProblem } from '../repository/repository-paths';
 import { scanRepositories } from '../repository/scan';
@@ -44,7 +45,17 @@ export async function lintRepositories(repositories: readonly string[], loader: 
   for (const [name, repos] of scan.duplicates) findings.push({ severity: 'error', text: duplicateModelText(name, repos) });
   const locations = [...scan.models.values()].sort((a, b) => a.name.localeCompare(b.name));
   // One model at a time: Python auto-complete starts a stub per model.
-  for (const location of locations) findings.push(...(await lintModel(location, loader)));
+  for (const location of locations) {
+    const model = await lintModel(location, loader);
+    // An ensemble's steps must name models of the repository (their own errors are theirs).
+    const missing = [...new Set((model.prepared?.config.ensemble_scheduling?.step ?? []).map((st) => st.model_name))]
+      .filter((m) => !scan.models.has(m))
+      .map((m): Finding => {
+        const reason = reasonOf(new ServerError('INVALID_ARG', ensembleMissingModelText(location.name, m)));
+        return { severity: 'error', text: loadFailedText(location.name, reason, model.prepared!.versions[0]) };
+      });
+    findings.push(...(missing.length === 0 ? model.findings : [...model.findings.filter((f) => f.severity !== 'ok'), ...missing]));
+  }
   return {
     findings,
     errors: findings.filter((f) => f.severity === 'error').length,
@@ -53,8 +64,8 @@ export async function lintRepositories(repositories: readonly string[], loader: 
   };
 }
 
-/** What loading one model would say: its warnings, then its errors, or one `ok` line. */
-export async function lintModel(location: ModelLocation, loader: LoaderOptions): Promise<Finding[]> {
+/** What loading one model would say: its warnings, then its errors, or one `ok` line; and what was prepared. */
+export async function lintModel(location: ModelLocation, loader: LoaderOptions): Promise<{ findings: Finding[]; prepared?: PreparedModel }> {
   const out: Finding[] = [];
   const listener = { warn: (text: string) => out.push({ severity: 'warning', text }), detail: () => undefined };
   let prepared;
@@ -62,11 +73,11 @@ export async function lintModel(location: ModelLocation, loader: LoaderOptions):
     prepared = await prepareModel(location, loader, undefined, listener);
   } catch (err) {
     out.push({ severity: 'error', text: loadFailedText(location.name, reasonOf(err)) });
-    return out;
+    return { findings: out };
   }
   if (prepared.versions.length === 0) {
     out.push({ severity: 'error', text: loadFailedText(location.name, prepared.noVersionReason ?? 'no version to load') });
-    return out;
+    return { findings: out };
   }
   const ensemble = prepared.config.platform === ENSEMBLE_PLATFORM;
   let failed = false;
@@ -84,7 +95,7 @@ export async function lintModel(location: ModelLocation, loader: LoaderOptions):
     const what = ensemble ? 'ensemble' : prepared.backend.name;
     out.push({ severity: 'ok', text: `'${location.name}' version ${prepared.versions.join(', ')} (${what})` });
   }
-  return out;
+  return { findings: out, prepared };
 }
 
 /** The report as printed: one line per finding (continuation lines indented), then the totals. */
