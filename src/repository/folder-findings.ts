@@ -73,3 +73,21 @@ export function noVersionReason(
 export function modelNameOf(modelDir: string): string {
   return path.basename(modelDir);
 }
+
+/**
+ * A file that looks like a misnamed config.pbtxt (`config.txt`,
+ * `config.pbtx`, `model.pbtxt`) when there is no config.pbtxt: the server
+ * would otherwise auto-complete an empty config in silence.
+ */
+export function misnamedConfigWarning(model: string, modelDir: string, configFile: string): string | undefined {
+  let names: string[];
+  try {
+    names = fs.readdirSync(modelDir);
+  } catch {
+    return undefined;
+  }
+  const wanted = path.basename(configFile);
+  const look = names.find((n) => n !== wanted && (/\.pbtxt$/i.test(n) || /^config(\.|$)/i.test(n) || n.toLowerCase() === wanted.toLowerCase()));
+  if (look === undefined) return undefined;
+  return `model '${model}' has no ${wanted} but has '${look}', which is not read: rename it to ${wanted} (${model}/${wanted}).`;
+}

@@ -28,7 +28,7 @@ import { validateConfig } from './config/validate';
 import type { ModelLocation } from './scan';
 import { scanVersions, selectVersions } from './scan';
 import { runWarmup } from './model-warmup';
-import { misplacedFileWarning, misplacedModelFiles, noVersionReason } from './folder-findings';
+import { misnamedConfigWarning, misplacedFileWarning, misplacedModelFiles, noVersionReason } from './folder-findings';
 import { autoCompleteDetail, backendDetail, configSourceDetail, defaultsDetail, SILENT, versionsDetail } from './load-details';
 import type { LoadListener } from './load-details';
 
@@ -90,9 +90,13 @@ export async function prepareModel(
   } else if (fs.existsSync(file)) {
     listener.detail(configSourceDetail(m, file, 'file'));
     text = fs.readFileSync(file, 'utf8');
-  } else if (!opts.autoComplete) {
-    throw new ServerError('INVALID_ARG', `failed to read text proto from ${file}: no such file, and auto-complete is disabled (--disable-auto-complete-config)`);
   } else {
+    const misnamed = misnamedConfigWarning(m, location.dir, file);
+    if (!opts.autoComplete) {
+      const fix = misnamed === undefined ? '' : `; ${misnamed}`;
+      throw new ServerError('INVALID_ARG', `failed to read text proto from ${file}: no such file, and auto-complete is disabled (--disable-auto-complete-config)${fix}`);
+    }
+    if (misnamed !== undefined) listener.warn(misnamed);
     listener.detail(configSourceDetail(m, file, 'none'));
   }
   let config = configOverride ?? parseModelConfigText(text, file);
