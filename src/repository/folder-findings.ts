@@ -91,3 +91,32 @@ export function misnamedConfigWarning(model: string, modelDir: string, configFil
   if (look === undefined) return undefined;
   return `model '${model}' has no ${wanted} but has '${look}', which is not read: rename it to ${wanted} (${model}/${wanted}).`;
 }
+
+/**
+ * The sentence after "failed to stat file <version>/<model file>": what the
+ * version folder holds instead (a model file under another name, or
+ * nothing) and what to do, or undefined when the folder itself is missing.
+ */
+export function missingModelFileHint(modelPath: string, model: string): string | undefined {
+  const folder = path.dirname(modelPath);
+  const wanted = path.basename(modelPath);
+  let names: string[];
+  try {
+    names = fs.readdirSync(folder).filter((n) => !n.startsWith('.'));
+  } catch {
+    return undefined;
+  }
+  const where = `${model}/${path.basename(folder)}/`;
+  if (names.length === 0) return `${where} is empty: put ${wanted} there.`;
+  const ext = path.extname(wanted);
+  const alike = names.filter((n) => ext !== '' && n.endsWith(ext));
+  const other = alike[0] ?? names[0]!;
+  return `${where} holds ${names.join(', ')}: rename ${other} to ${wanted}, or set default_model_filename: "${other}" in config.pbtxt.`;
+}
+
+/** Adds missingModelFileHint to a "failed to stat file" message about `modelPath`. */
+export function withModelFileHint(message: string, modelPath: string, model: string): string {
+  if (!message.startsWith(`failed to stat file ${modelPath}`)) return message;
+  const hint = missingModelFileHint(modelPath, model);
+  return hint === undefined ? message : `${message}. ${hint}`;
+}

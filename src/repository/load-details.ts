@@ -49,6 +49,10 @@ export function backendDetail(model: string, before: ModelConfig, after: ModelCo
   return `model '${model}': ${what}; ${filled.join(', ')} filled in ${from}`;
 }
 
+export function checkingDetail(model: string, modelPath: string, autoComplete: boolean): string {
+  return `model '${model}': checking the config against ${modelPath}${autoComplete ? ' and auto-completing it' : ''}`;
+}
+
 function tensorNames(list: readonly { name: string }[] | undefined): string[] {
   return (list ?? []).map((t) => t.name);
 }

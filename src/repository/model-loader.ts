@@ -7,7 +7,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { ServerError } from '../core/errors';
+import { ServerError, toErrorInfo } from '../core/errors';
 import type { Backend } from '../backends/backend';
 import { findBackend } from '../backends/registry';
 import { compileValidationPlan } from '../request/validation-plan';
@@ -28,8 +28,8 @@ import { validateConfig } from './config/validate';
 import type { ModelLocation } from './scan';
 import { scanVersions, selectVersions } from './scan';
 import { runWarmup } from './model-warmup';
-import { misnamedConfigWarning, misplacedFileWarning, misplacedModelFiles, noVersionReason } from './folder-findings';
-import { autoCompleteDetail, backendDetail, configSourceDetail, defaultsDetail, SILENT, versionsDetail } from './load-details';
+import { misnamedConfigWarning, misplacedFileWarning, misplacedModelFiles, noVersionReason, withModelFileHint } from './folder-findings';
+import { autoCompleteDetail, backendDetail, checkingDetail, configSourceDetail, defaultsDetail, SILENT, versionsDetail } from './load-details';
 import type { LoadListener } from './load-details';
 
 export interface LoaderOptions {
@@ -135,8 +135,14 @@ export async function prepareModel(
   if (newest !== undefined && backend !== ENSEMBLE_BACKEND) {
     const modelPath = modelFilePath(config, backend, location.dir, newest);
     const before = config;
-    listener.detail(`model '${m}': checking the config against ${modelPath}${opts.autoComplete ? ' and auto-completing it' : ''}`);
-    config = await backend.completeConfig(config, modelPath, opts.autoComplete, backendConfig);
+    listener.detail(checkingDetail(m, modelPath, opts.autoComplete));
+    try {
+      config = await backend.completeConfig(config, modelPath, opts.autoComplete, backendConfig);
+    } catch (err) {
+      const e = toErrorInfo(err);
+      const message = withModelFileHint(e.message, modelPath, m);
+      throw message === e.message ? err : new ServerError(e.code, message);
+    }
     listener.detail(autoCompleteDetail(m, before, config, modelPath, opts.autoComplete));
   }
   const completed = config;
@@ -204,7 +210,7 @@ export async function loadVersion(
 /** The version's model file (or folder); throws Triton's "failed to stat file" when it is not there. */
 export function checkModelFile(prepared: PreparedModel, location: ModelLocation, version: number): string {
   const modelPath = modelFilePath(prepared.config, prepared.backend, location.dir, version);
-  if (!fs.existsSync(modelPath)) throw new ServerError('INTERNAL', `failed to stat file ${modelPath}`);
+  if (!fs.existsSync(modelPath)) throw new ServerError('INTERNAL', withModelFileHint(`failed to stat file ${modelPath}`, modelPath, location.name));
   return modelPath;
 }
 

@@ -1,6 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { meantVersion, noVersionReason, versionFolderFix } from '../../src/repository/folder-findings';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { meantVersion, missingModelFileHint, noVersionReason, versionFolderFix } from '../../src/repository/folder-findings';
 import { closestName } from '../../src/core/spelling';
 
 const MEANT: [string, string | undefined][] = [
@@ -40,3 +43,20 @@ const CLOSEST: [string, string[], string | undefined][] = [
 for (const [name, candidates, want] of CLOSEST) {
   test(`closestName(${name})`, () => assert.equal(closestName(name, candidates), want));
 }
+
+const HINTS: [string, string[], string | undefined][] = [
+  ['other onnx name', ['labels.txt', 'resnet50.onnx'], 'm/1/ holds labels.txt, resnet50.onnx: rename resnet50.onnx to model.onnx, or set default_model_filename: "resnet50.onnx" in config.pbtxt.'],
+  ['empty', [], 'm/1/ is empty: put model.onnx there.'],
+];
+for (const [name, files, want] of HINTS) {
+  test(`missingModelFileHint: ${name}`, () => {
+    const dir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'hint-')), 'm', '1');
+    fs.mkdirSync(dir, { recursive: true });
+    for (const f of files) fs.writeFileSync(path.join(dir, f), '');
+    assert.equal(missingModelFileHint(path.join(dir, 'model.onnx'), 'm'), want);
+  });
+}
+
+test('missingModelFileHint: no version folder, no hint', () => {
+  assert.equal(missingModelFileHint(path.join(os.tmpdir(), 'no-such-model-dir', '1', 'model.onnx'), 'm'), undefined);
+});
