@@ -15,6 +15,7 @@ import type { RateLimiter } from '../scheduler/rate-limiter';
 import type { ResponseCache } from '../scheduler/response-cache';
 import path from 'node:path';
 import { ServerError, toErrorInfo } from '../core/errors';
+import { closestName } from '../core/spelling';
 import type { ServerSnapshot } from '../request/server-snapshot';
 import type { InstanceGroupContext } from '../instances/instance-group';
 import type { Logger } from '../logging/logger';
@@ -142,7 +143,8 @@ export class RepositoryManager {
       const scan = this.scan();
       let location = scan.models.get(name);
       if (!location && !scan.duplicates.has(name)) {
-        this.log.error(`failed to poll model '${name}': model not found in any model repository.`);
+        const meant = closestName(name, scan.models.keys());
+        this.log.error(`failed to poll model '${name}': model not found in any model repository.${meant === undefined ? '' : ` Did you mean '${meant}'?`}`);
       }
       if (override.dir) location = { name, repository: path.dirname(override.dir), dir: override.dir };
       if (!location) throw pollFailure(name);
