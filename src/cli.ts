@@ -20,6 +20,11 @@ async function main(): Promise<void> {
     const { perfMain } = require('./perf/cli') as typeof import('./perf/cli');
     process.exit(await perfMain(process.argv.slice(3)));
   }
+  // `nodetron lint <repository>`: what the server would say about it, without serving (src/lint/).
+  if (process.argv[2] === 'lint') {
+    const { lintMain } = require('./lint/lint-cli') as typeof import('./lint/lint-cli');
+    process.exit(await lintMain(process.argv.slice(3), (text) => fs.writeSync(1, text)));
+  }
   let options: ServerOptions;
   try {
     options = parseServerOptions(process.argv.slice(2));

@@ -26,6 +26,7 @@ import { startRepository } from './repository/control-mode';
 import type { RepositoryStartup } from './repository/control-mode';
 import { BlsGateway } from './python-backend/bls-gateway';
 import { RepositoryManager } from './repository/repository-manager';
+import { checkRepositoryPaths } from './repository/repository-paths';
 import type { InferRequest, Respond } from './core/request';
 import { SERVER_EXTENSIONS, SERVER_VERSION } from './server-info';
 
@@ -47,6 +48,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     file: options.logFile,
   });
   for (const w of options.warnings) log.warn(w);
+  // A repository that cannot be read stops the server before anything starts.
+  checkRepositoryPaths(options.modelRepositories);
 
   const arena = Arena.create();
   const port = new MainPort();

@@ -51,3 +51,45 @@ export function fixedByteSize(datatype: DataType, shape: readonly number[]): num
   const size = ELEMENT_SIZE[datatype];
   return size === 0 ? -1 : size * elementCount(shape);
 }
+
+/** Other names people write for a datatype (numpy's, ONNX's, C's), upper-cased. */
+const DATATYPE_ALIASES: Record<string, DataType> = {
+  FLOAT: 'FP32', FLOAT32: 'FP32', FLOAT16: 'FP16', HALF: 'FP16', FLOAT64: 'FP64', DOUBLE: 'FP64',
+  BFLOAT16: 'BF16', STRING: 'BYTES', BOOLEAN: 'BOOL',
+};
+
+/**
+ * The datatype a misspelt one most likely means, whichever way it was
+ * written: `TYPE_FP32`, `fp32`, `float32` → `FP32`; `TYPE_STRING` → `BYTES`.
+ * Undefined when nothing fits.
+ */
+export function guessDataType(text: string): DataType | undefined {
+  const upper = text.toUpperCase();
+  const bare = upper.startsWith('TYPE_') ? upper.slice(5) : upper;
+  if (bare === 'STRING') return 'BYTES';
+  if (isDataType(bare)) return bare;
+  return DATATYPE_ALIASES[bare];
+}
+
+/**
+ * The sentence after "invalid datatype" errors of a request: the protocol's
+ * spelling of what the client meant, or the list of datatypes.
+ */
+export function wireDataTypeHint(text: string): string {
+  const meant = guessDataType(text);
+  if (meant !== undefined && meant !== text) {
+    const why = /^type_/i.test(text) ? " is how config.pbtxt spells it;" : ' is not a protocol datatype;';
+    return `'${text}'${why} in a request write '${meant}'.`;
+  }
+  return `'${text}' is not a datatype; use one of ${DATATYPES.join(', ')}.`;
+}
+
+/** The sentence after a config's unknown `data_type` value: config.pbtxt's spelling (`TYPE_FP32`), or undefined. */
+export function configDataTypeHint(text: string): string | undefined {
+  const meant = guessDataType(text);
+  if (meant === undefined) return undefined;
+  const spelling = dataTypeToConfigType(meant);
+  if (spelling === text) return undefined;
+  const why = isDataType(text) ? ` ('${text}' is how requests spell it)` : '';
+  return `config.pbtxt spells it ${spelling}${why}.`;
+}

@@ -18,6 +18,11 @@ import { stubRuntime } from './execution-env';
 
 let fallbackLog: Logger | undefined;
 
+/** Where the stub's Logger records during auto-complete go instead (`nodetron lint` silences them: its report says the same). */
+export function setAutoCompleteLog(log: Logger): void {
+  fallbackLog = log;
+}
+
 /** The stub's Logger records during auto-complete go to a console logger (the server's is not reachable here). */
 function autoCompleteLog(): Logger {
   fallbackLog ??= createLogger({ verbose: 0, info: true, warning: true, error: true, format: 'default' });
@@ -52,7 +57,7 @@ export async function completePythonConfig(
   } finally {
     stub.kill();
   }
-  if (done.error !== undefined) throw new ServerError('INTERNAL', done.error);
+  if (done.error !== undefined) throw new ServerError('INTERNAL', withImportHint(done.error, runtime.interpreter));
   return mergeCompleted(config, JSON.parse(done.config ?? '{}') as Record<string, unknown>);
 }
 
@@ -81,4 +86,18 @@ function tensorEntry(entry: unknown, kind: string): Record<string, unknown> {
   const e = { ...(entry as Record<string, unknown>) };
   if (Array.isArray(e['dims'])) e['dims'] = e['dims'].map(Number);
   return e;
+}
+
+/**
+ * A model.py whose import fails says which interpreter ran it and how to
+ * give it the module: Python's own text first, the fix before the traceback.
+ */
+export function withImportHint(error: string, interpreter: string): string {
+  const missing = /^ModuleNotFoundError: No module named '([^']+)'/.exec(error)?.[1];
+  if (missing === undefined) return error;
+  const top = missing.split('.')[0];
+  const hint = `. The stub runs ${interpreter}: install the module there (${interpreter} -m pip install ${top}), ` +
+    'or point the model\'s EXECUTION_ENV_PATH parameter at a packed environment that has it';
+  const at = error.indexOf('\n\nAt:');
+  return at < 0 ? error + hint : error.slice(0, at) + hint + error.slice(at);
 }

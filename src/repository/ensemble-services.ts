@@ -43,7 +43,7 @@ export function ensembleServices(
     composingConfig(e: string, m: string, version: number): ModelConfig {
       const record = models.get(m);
       if (record === undefined || !record.wanted) {
-        throw new ServerError('INVALID_ARG', `ensemble ${e} contains models that are not available or ambiguous: ${m}`);
+        throw new ServerError('INVALID_ARG', ensembleMissingModelText(e, m));
       }
       const ready = version === -1 ? newestReady(record) : record.versions.get(version);
       if (ready !== undefined && ready.readiness.state === 'READY' && record.prepared !== undefined) return record.prepared.config;
@@ -65,6 +65,11 @@ export function ensembleServices(
       return { version: v.version, plan };
     },
   };
+}
+
+/** Triton's text for an ensemble step naming a model that is not in the repository (or is in two). */
+export function ensembleMissingModelText(ensemble: string, model: string): string {
+  return `ensemble ${ensemble} contains models that are not available or ambiguous: ${model}`;
 }
 
 /** Models an ensemble's config names in its steps ([] for other models, or when the config cannot be read). */

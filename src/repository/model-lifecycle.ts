@@ -22,6 +22,7 @@ import type { InferRequest, Respond } from '../core/request';
 import type { Logger } from '../logging/logger';
 import { notReady } from '../request/model-lookup';
 import type { LoadedVersion } from './model-loader';
+import { loadFailedText } from './load-texts';
 
 /** What a version tells the rest of the server. */
 export interface LifecycleHooks {
@@ -76,7 +77,7 @@ export class VersionLifecycle {
     } catch (err) {
       const reason = reasonOf(err);
       this.move('UNAVAILABLE', reason);
-      this.hooks.log.error(`failed to load '${this.model}' version ${this.version}: ${reason}`);
+      this.hooks.log.error(loadFailedText(this.model, reason, this.version));
       this.hooks.changed();
       return { error: `version ${this.version} is at UNAVAILABLE state: ${reason};` };
     }
@@ -96,7 +97,7 @@ export class VersionLifecycle {
       fresh = await build();
     } catch (err) {
       this.note = reasonOf(err);
-      this.hooks.log.error(`failed to load '${this.model}' version ${this.version}: ${this.note}`);
+      this.hooks.log.error(loadFailedText(this.model, this.note, this.version));
       return { error: `version ${this.version} is at UNAVAILABLE state: ${this.note};` };
     }
     const old = this.serving;

@@ -7,7 +7,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { ServerError } from '../core/errors';
+import { ServerError, toErrorInfo } from '../core/errors';
 import type { Backend } from '../backends/backend';
 import { findBackend } from '../backends/registry';
 import { compileValidationPlan } from '../request/validation-plan';
@@ -20,6 +20,7 @@ import type { Scheduler } from '../scheduler/scheduler';
 import type { SchedulerHooks } from '../scheduler/scheduler-hooks';
 import { ENSEMBLE_PLATFORM, resolveBackend } from './config/backend-resolution';
 import type { ModelConfig } from '../core/model-config';
+import { ignoredSettings } from './config/ignored-settings';
 import { normalizeConfig } from './config/normalize';
 import { parseModelConfigText } from './config/pbtxt';
 import { modelConfigToJson } from './config/to-json';
@@ -27,6 +28,9 @@ import { validateConfig } from './config/validate';
 import type { ModelLocation } from './scan';
 import { scanVersions, selectVersions } from './scan';
 import { runWarmup } from './model-warmup';
+import { misnamedConfigWarning, misplacedFileWarning, misplacedModelFiles, noVersionReason, withModelFileHint } from './folder-findings';
+import { autoCompleteDetail, backendDetail, checkingDetail, configSourceDetail, defaultsDetail, SILENT, versionsDetail } from './load-details';
+import type { LoadListener } from './load-details';
 
 export interface LoaderOptions {
   modelConfigName: string;
@@ -49,7 +53,8 @@ export interface PreparedModel {
   backendConfig: Record<string, string>;
   /** Versions to load under the version policy, ascending. */
   versions: number[];
-  warnings: string[];
+  /** When `versions` is empty: why, with the fix (folder-findings.ts). */
+  noVersionReason?: string;
 }
 
 export function configPath(location: ModelLocation, modelConfigName: string): string {
@@ -65,16 +70,34 @@ export function modelFilePath(config: ModelConfig, backend: Backend, modelDir: s
   return path.join(modelDir, String(version), file);
 }
 
-/** Everything about a model that does not depend on a version being loaded. */
-export async function prepareModel(location: ModelLocation, opts: LoaderOptions, configOverride?: ModelConfig): Promise<PreparedModel> {
+/**
+ * Everything about a model that does not depend on a version being loaded.
+ * The listener hears each warning (skipped folders, misplaced files, ignored
+ * settings) as soon as it is known, so a load that then fails still says
+ * them, and each step (load-details.ts) for --log-verbose=1.
+ */
+export async function prepareModel(
+  location: ModelLocation,
+  opts: LoaderOptions,
+  configOverride?: ModelConfig,
+  listener: LoadListener = SILENT,
+): Promise<PreparedModel> {
   const file = configPath(location, opts.modelConfigName);
+  const m = location.name;
   let text = '';
   if (configOverride) {
-    // load API `config` parameter: the repository's config file is not read
+    listener.detail(configSourceDetail(m, file, 'override')); // load API `config` parameter
   } else if (fs.existsSync(file)) {
+    listener.detail(configSourceDetail(m, file, 'file'));
     text = fs.readFileSync(file, 'utf8');
-  } else if (!opts.autoComplete) {
-    throw new ServerError('INVALID_ARG', `failed to read text proto from ${file}: no such file, and auto-complete is disabled (--disable-auto-complete-config)`);
+  } else {
+    const misnamed = misnamedConfigWarning(m, location.dir, file);
+    if (!opts.autoComplete) {
+      const fix = misnamed === undefined ? '' : `; ${misnamed}`;
+      throw new ServerError('INVALID_ARG', `failed to read text proto from ${file}: no such file, and auto-complete is disabled (--disable-auto-complete-config)${fix}`);
+    }
+    if (misnamed !== undefined) listener.warn(misnamed);
+    listener.detail(configSourceDetail(m, file, 'none'));
   }
   let config = configOverride ?? parseModelConfigText(text, file);
   if (config.name === '') config.name = location.name;
@@ -84,21 +107,52 @@ export async function prepareModel(location: ModelLocation, opts: LoaderOptions,
   const scanned = scanVersions(location.dir);
   const policy = config.version_policy && Object.keys(config.version_policy).length > 0 ? config.version_policy : { latest: { num_versions: 1 } };
   const { versions, missing } = selectVersions(scanned.versions, policy);
-  const warnings = [...scanned.warnings];
-  for (const v of missing) warnings.push(`version ${v} is specified for model '${config.name}', but the version directory is not present`);
+  listener.detail(versionsDetail(m, scanned, policy, versions));
+  const misplaced = misplacedModelFiles(location.dir);
+  const warnings = [
+    ...scanned.warnings,
+    ...missing.map((v) => `version ${v} is specified for model '${config.name}', but the version directory is not present`),
+    ...misplaced.map((f) => misplacedFileWarning(location.name, f)),
+    ...ignoredSettings(config),
+  ];
+  for (const w of warnings) listener.warn(w);
   const newest = versions.length > 0 ? versions[versions.length - 1] : undefined;
+  const noVersion = newest === undefined
+    ? noVersionReason(location.name, scanned.ignored, misplaced, { present: scanned.versions, missing })
+    : undefined;
   const firstDirEntries = newest === undefined ? [] : safeReaddir(path.join(location.dir, String(newest)));
-  config = resolveBackend(config, firstDirEntries, location.name);
+  const written = config;
+  try {
+    config = resolveBackend(config, firstDirEntries, location.name);
+    listener.detail(backendDetail(m, written, config, `${m}/${newest ?? ''}/`, firstDirEntries));
+  } catch (err) {
+    // Without a version folder there are no files to tell the backend from: say what is missing instead.
+    if (noVersion !== undefined && config.platform !== ENSEMBLE_PLATFORM) throw new ServerError('INVALID_ARG', noVersion);
+    throw err;
+  }
   const backend = config.platform === ENSEMBLE_PLATFORM ? ENSEMBLE_BACKEND : findBackend(config.backend);
   const backendConfig = { ...(opts.backendConfig[''] ?? {}), ...(opts.backendConfig[backend.name] ?? {}) };
-  if (newest !== undefined) {
-    config = await backend.completeConfig(config, modelFilePath(config, backend, location.dir, newest), opts.autoComplete, backendConfig);
+  if (newest !== undefined && backend !== ENSEMBLE_BACKEND) {
+    const modelPath = modelFilePath(config, backend, location.dir, newest);
+    const before = config;
+    listener.detail(checkingDetail(m, modelPath, opts.autoComplete));
+    try {
+      config = await backend.completeConfig(config, modelPath, opts.autoComplete, backendConfig);
+    } catch (err) {
+      const e = toErrorInfo(err);
+      const message = withModelFileHint(e.message, modelPath, m);
+      throw message === e.message ? err : new ServerError(e.code, message);
+    }
+    listener.detail(autoCompleteDetail(m, before, config, modelPath, opts.autoComplete));
   }
+  const completed = config;
   config = normalizeConfig(config, {
     modelName: location.name,
     gpuCount: opts.gpuIds.length,
     defaultInstanceCount: backend.name === 'onnxruntime' ? 2 : 1,
   });
+  const defaults = backend === ENSEMBLE_BACKEND ? undefined : defaultsDetail(m, completed, config);
+  if (defaults !== undefined) listener.detail(defaults);
   validateConfig(config);
   return {
     config,
@@ -108,7 +162,7 @@ export async function prepareModel(location: ModelLocation, opts: LoaderOptions,
     backend,
     backendConfig,
     versions,
-    warnings,
+    noVersionReason: noVersion,
   };
 }
 
@@ -130,8 +184,7 @@ export async function loadVersion(
     // No instances: the steps run on the composing models' own schedulers.
     return { instances: [], scheduler: createScheduler(prepared.config, [], hooks, { arena: ctx.arena, ...schedulerCtx }) };
   }
-  const modelPath = modelFilePath(prepared.config, prepared.backend, location.dir, version);
-  if (!fs.existsSync(modelPath)) throw new ServerError('INTERNAL', `failed to stat file ${modelPath}`);
+  const modelPath = checkModelFile(prepared, location, version);
   let instances = await createInstances(
     { ...ctx, backendConfig: prepared.backendConfig },
     prepared.backend,
@@ -142,15 +195,23 @@ export async function loadVersion(
   );
   let scheduler: Scheduler | undefined;
   try {
+    // Each instance is warmed before READY, outside the scheduler and the rate limiter (nothing counts it).
+    await runWarmup(prepared.config, location.dir, version, instances, ctx.arena, prepared.plan);
     if (schedulerCtx.rateLimiter !== undefined) instances = schedulerCtx.rateLimiter.wrap(prepared.config, instances);
     scheduler = createScheduler(prepared.config, instances, hooks, { arena: ctx.arena, modelDir: location.dir, ...schedulerCtx });
-    await runWarmup(prepared.config, location.dir, version, scheduler, ctx.arena, prepared.plan); // before READY
     return { instances, scheduler };
   } catch (err) {
     await scheduler?.stop();
     await Promise.all(instances.map((i) => i.stop()));
     throw err;
   }
+}
+
+/** The version's model file (or folder); throws Triton's "failed to stat file" when it is not there. */
+export function checkModelFile(prepared: PreparedModel, location: ModelLocation, version: number): string {
+  const modelPath = modelFilePath(prepared.config, prepared.backend, location.dir, version);
+  if (!fs.existsSync(modelPath)) throw new ServerError('INTERNAL', withModelFileHint(`failed to stat file ${modelPath}`, modelPath, location.name));
+  return modelPath;
 }
 
 /** Ensembles have no backend: a stand-in so the load pipeline stays one path. */

@@ -61,7 +61,8 @@ function sortedVersions(record: ModelRecord<VersionRecord>): VersionRecord[] {
 /**
  * Index entries sorted by name: every model folder (`found`), each loaded
  * model per version; a never-loaded model is only its name; a model without
- * any version folder is left out (Triton's quirk); duplicates carry their reason.
+ * any version folder is UNAVAILABLE with the reason (Triton leaves it out,
+ * which hides the mistake); duplicates carry their reason.
  */
 export function indexEntries(
   records: ReadonlyMap<string, ModelRecord<VersionRecord>>,
@@ -80,6 +81,11 @@ export function indexEntries(
     }
     if (!record) {
       if (!readyOnly) out.push({ name });
+      continue;
+    }
+    if (record.versions.size === 0 && record.noVersionReason !== undefined) {
+      // Triton leaves such a model out; its entry says why it is not loaded and what to do.
+      if (!readyOnly) out.push({ name, state: 'UNAVAILABLE', reason: record.noVersionReason });
       continue;
     }
     for (const v of sortedVersions(record)) {

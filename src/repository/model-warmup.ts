@@ -1,10 +1,12 @@
 /**
- * `model_warmup` (protocol.md §3.10): before a version turns READY, each
- * warmup sample is sent `count` times (at least once) through the version's
- * own scheduler, one request at a time, exactly like client requests. Input
- * data is zeros, random bytes, or a file under `<model>/warmup/` holding one
- * batch-1 sample (repeated `batch_size` times). Any failure fails the load
- * with Triton's `failed to run warmup sample '<name>': <reason>`.
+ * `model_warmup` (protocol.md §3.10): before a version turns READY, every
+ * instance runs each warmup sample `count` times (at least once), one
+ * request at a time, as Triton warms each model instance. The requests go
+ * to the instance itself, not through the scheduler, so they count in
+ * neither the statistics nor `nv_inference_count` (Triton counts neither).
+ * Input data is zeros, random bytes, or a file under `<model>/warmup/`
+ * holding one batch-1 sample (repeated `batch_size` times). Any failure fails
+ * the load with Triton's `failed to run warmup sample '<name>': <reason>`.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -17,7 +19,7 @@ import type { ValidationPlan } from '../request/validation-plan';
 import type { Arena } from '../dataplane/arena';
 import { nowNs } from '../core/clock';
 import type { InferRequest, InferResponse, TensorRef } from '../core/request';
-import type { Scheduler } from '../scheduler/scheduler';
+import type { ModelInstance } from '../instances/instance';
 import type { ModelConfig } from '../core/model-config';
 
 interface WarmupInput {
@@ -43,18 +45,38 @@ interface PreparedSample {
   inputs: { name: string; datatype: DataType; shape: number[]; data: Uint8Array }[];
 }
 
-export async function runWarmup(config: ModelConfig, modelDir: string, version: number, scheduler: Scheduler, arena: Arena, plan: ValidationPlan): Promise<void> {
+/** Warm every instance (concurrently; each runs its samples in order). */
+export async function runWarmup(
+  config: ModelConfig,
+  modelDir: string,
+  version: number,
+  instances: readonly ModelInstance[],
+  arena: Arena,
+  plan: ValidationPlan,
+): Promise<void> {
   const samples = (config.model_warmup ?? []) as WarmupSample[];
-  for (const raw of samples) {
-    const name = raw.name ?? '';
+  if (samples.length === 0) return;
+  const prepared = samples.map((raw) => {
     try {
-      const sample = prepareSample(raw, config, modelDir);
-      for (let i = 0; i < sample.count; i++) await runOnce(sample, config.name, version, scheduler, arena, plan);
+      return prepareSample(raw, config, modelDir);
     } catch (err) {
-      const e = toErrorInfo(err);
-      throw new ServerError(e.code, `failed to run warmup sample '${name}': ${e.message}`);
+      throw sampleFailure(raw.name ?? '', err);
     }
-  }
+  });
+  await Promise.all(instances.map(async (instance) => {
+    for (const sample of prepared) {
+      try {
+        for (let i = 0; i < sample.count; i++) await runOnce(sample, config.name, version, instance, arena, plan);
+      } catch (err) {
+        throw sampleFailure(sample.name, err);
+      }
+    }
+  }));
+}
+
+function sampleFailure(name: string, err: unknown): ServerError {
+  const e = toErrorInfo(err);
+  return new ServerError(e.code, `failed to run warmup sample '${name}': ${e.message}`);
 }
 
 function prepareSample(raw: WarmupSample, config: ModelConfig, modelDir: string): PreparedSample {
@@ -106,7 +128,7 @@ function sampleBytes(name: string, datatype: DataType, dims: number[], input: Wa
   return new Uint8Array(size);
 }
 
-function runOnce(sample: PreparedSample, model: string, version: number, scheduler: Scheduler, arena: Arena, plan: ValidationPlan): Promise<void> {
+async function runOnce(sample: PreparedSample, model: string, version: number, instance: ModelInstance, arena: Arena, plan: ValidationPlan): Promise<void> {
   const decoded: DecodedRequest = {
     id: '',
     inputs: sample.inputs.map((i) => ({ ...i, parameters: {} })),
@@ -122,21 +144,19 @@ function runOnce(sample: PreparedSample, model: string, version: number, schedul
       inputs.push({ name: i.name, datatype: i.datatype, shape: i.shape, offset, gen, byteSize: i.data.byteLength });
       arena.bytes(offset, i.data.byteLength).set(i.data);
     }
-  } catch (err) {
-    for (const t of inputs) arena.free(t);
-    throw err;
-  }
-  const request: InferRequest = {
-    id: '', model, version, latest: false, batchSize: plan.maxBatchSize > 0 ? batchSize : 1, inputs, // warms this very version
-    requestedOutputs: null, parameters: {}, arrivalNs: nowNs(),
-  };
-  return new Promise((resolve, reject) => {
-    scheduler.enqueue(request, (response: InferResponse) => {
+    const request: InferRequest = {
+      id: '', model, version, latest: false, batchSize: plan.maxBatchSize > 0 ? batchSize : 1, inputs, // warms this very version
+      requestedOutputs: null, parameters: {}, arrivalNs: nowNs(),
+    };
+    // Non-final responses (decoupled models) are dropped as they come, like the final one.
+    const drop = (_index: number, response: InferResponse): void => {
       for (const o of response.outputs) arena.free(o);
-      if (!response.final) return;
-      for (const t of inputs) arena.free(t);
-      if (response.error !== undefined) reject(new ServerError(response.error.code, response.error.message));
-      else resolve();
-    });
-  });
+    };
+    const { responses } = await instance.execute([request], drop);
+    const response = responses[0];
+    if (response !== undefined) for (const o of response.outputs) arena.free(o);
+    if (response?.error !== undefined) throw new ServerError(response.error.code, response.error.message);
+  } finally {
+    for (const t of inputs) arena.free(t);
+  }
 }

@@ -26,10 +26,21 @@ export function checkRepositoryName(repository: string | undefined): void {
   }
 }
 
+/**
+ * Load and unload need --model-control-mode=explicit. Triton answers "...
+ * if polling is enabled" in none mode too, where no polling is on: in none
+ * mode the text says which mode it is instead. Both name the flag.
+ */
+export function modelControlRefusal(mode: ModelControlMode): ServerError {
+  const why = mode === 'poll' ? 'if polling is enabled' : `in model control mode '${mode}'`;
+  return new ServerError(
+    'UNAVAILABLE',
+    `explicit model load / unload is not allowed ${why}. Start the server with --model-control-mode=explicit to load and unload models through the repository API.`,
+  );
+}
+
 function requireExplicit(mode: ModelControlMode): void {
-  if (mode !== 'explicit') {
-    throw new ServerError('UNAVAILABLE', 'explicit model load / unload is not allowed if polling is enabled');
-  }
+  if (mode !== 'explicit') throw modelControlRefusal(mode);
 }
 
 /** Every model folder and version, sorted by name; `ready` keeps READY versions only. */

@@ -15,11 +15,13 @@ import type { RateLimiter } from '../scheduler/rate-limiter';
 import type { ResponseCache } from '../scheduler/response-cache';
 import path from 'node:path';
 import { ServerError, toErrorInfo } from '../core/errors';
+import { closestName } from '../core/spelling';
 import type { ServerSnapshot } from '../request/server-snapshot';
 import type { InstanceGroupContext } from '../instances/instance-group';
 import type { Logger } from '../logging/logger';
 import type { ModelConfig } from '../core/model-config';
 import { removeOverrideDir } from './load-request';
+import { duplicateModelText, loadFailedText } from './load-texts';
 import { fingerprint } from './model-fingerprint';
 import type { VersionObserver } from '../metrics/version-observer';
 import { prepareModel } from './model-loader';
@@ -98,7 +100,7 @@ export class RepositoryManager {
     const scan = scanRepositories(this.repositories);
     for (const [name, repos] of scan.duplicates) {
       if (!this.duplicates.has(name)) {
-        this.log.error(`failed to poll model '${name}': not unique across all model repositories (${repos.join(', ')})`);
+        this.log.error(duplicateModelText(name, repos));
       }
     }
     this.duplicates = scan.duplicates;
@@ -108,6 +110,7 @@ export class RepositoryManager {
   /** Load every model of every repository, in parallel (modes none and poll, `--load-model=*`). */
   async loadAll(): Promise<void> {
     const scan = this.scan();
+    for (const why of scan.skipped) this.log.verbose(1, why);
     // A model that fails is recorded (state and reason); the others load on.
     const load = (loc: ModelLocation): Promise<void> => this.apply(loc).then(() => undefined, () => undefined);
     // Ensembles load after the models they use (a cycle is not waited on; its ensembles fail their checks).
@@ -140,7 +143,8 @@ export class RepositoryManager {
       const scan = this.scan();
       let location = scan.models.get(name);
       if (!location && !scan.duplicates.has(name)) {
-        this.log.error(`failed to poll model '${name}': model not found in any model repository.`);
+        const meant = closestName(name, scan.models.keys());
+        this.log.error(`failed to poll model '${name}': model not found in any model repository.${meant === undefined ? '' : ` Did you mean '${meant}'?`}`);
       }
       if (override.dir) location = { name, repository: path.dirname(override.dir), dir: override.dir };
       if (!location) throw pollFailure(name);
@@ -274,17 +278,21 @@ export class RepositoryManager {
 
     let prepared: PreparedModel;
     try {
-      prepared = await prepareModel(location, this.loader, override.config);
+      prepared = await prepareModel(location, this.loader, override.config, {
+        warn: (w) => this.log.warn(w),
+        detail: (d) => this.log.verbose(1, d),
+      });
     } catch (err) {
       return this.prepareFailed(record, print, reasonOf(err), err);
     }
-    for (const w of prepared.warnings) this.log.warn(w);
     record.applied = print;
     if (prepared.versions.length === 0) {
-      record.noVersionReason = 'No model version was found';
+      const reason = prepared.noVersionReason ?? `at least one version must be available under the version policy of model '${name}'`;
+      record.noVersionReason = reason;
       if (!views.hasServing(record)) record.prepared = prepared;
+      this.log.error(loadFailedText(name, reason));
       this.changed();
-      return { errors: [`at least one version must be available under the version policy of model '${name}'`] };
+      return { errors: [reason] };
     }
     record.noVersionReason = undefined;
     if (!views.hasServing(record)) record.prepared = prepared;
@@ -305,7 +313,7 @@ export class RepositoryManager {
   /** The config could not be read or completed. */
   private prepareFailed(record: ModelRecord, print: string, reason: string, err: unknown): LoadOutcome {
     record.applied = print; // don't retry the same broken files every poll
-    this.log.error(`failed to load '${record.name}': ${reason}`);
+    this.log.error(loadFailedText(record.name, reason));
     if (views.hasServing(record)) {
       // The last good load keeps serving; the index shows why the new one failed.
       for (const v of record.versions.values()) if (v.readiness.state === 'READY') v.note = reason;

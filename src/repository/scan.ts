@@ -6,6 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { versionFolderFix } from './folder-findings';
 
 export interface ModelLocation {
   name: string;
@@ -17,11 +18,14 @@ export interface ScanResult {
   models: Map<string, ModelLocation>;
   /** Names found in more than one repository: Triton refuses them. */
   duplicates: Map<string, string[]>;
+  /** Entries of a repository that are not model folders, and why (for --log-verbose). */
+  skipped: string[];
 }
 
 export function scanRepositories(repositories: readonly string[]): ScanResult {
   const models = new Map<string, ModelLocation>();
   const duplicates = new Map<string, string[]>();
+  const skipped: string[] = [];
   for (const repository of repositories) {
     let entries: fs.Dirent[];
     try {
@@ -30,7 +34,14 @@ export function scanRepositories(repositories: readonly string[]): ScanResult {
       continue; // a missing repository is reported by the caller at startup
     }
     for (const e of entries) {
-      if (!isDirectory(repository, e) || e.name.startsWith('.')) continue;
+      if (!isDirectory(repository, e)) {
+        skipped.push(`skipping '${e.name}' in ${repository}: a file, not a model folder (each model is a folder holding config.pbtxt and version folders)`);
+        continue;
+      }
+      if (e.name.startsWith('.')) {
+        skipped.push(`skipping '${e.name}' in ${repository}: hidden folders are not models`);
+        continue;
+      }
       const location = { name: e.name, repository, dir: path.join(repository, e.name) };
       const seen = models.get(e.name);
       if (seen) {
@@ -41,7 +52,7 @@ export function scanRepositories(repositories: readonly string[]): ScanResult {
     }
   }
   for (const name of duplicates.keys()) models.delete(name);
-  return { models, duplicates };
+  return { models, duplicates, skipped };
 }
 
 function isDirectory(parent: string, e: fs.Dirent): boolean {
@@ -59,30 +70,37 @@ const NOT_VERSIONS = new Set(['warmup', 'initial_state', 'configs']);
 export interface VersionScan {
   versions: number[];
   warnings: string[];
+  /** Folders skipped because their name is not a plain integer. */
+  ignored: string[];
 }
 
 /** Integer version directories of a model, ascending. */
 export function scanVersions(modelDir: string): VersionScan {
   const versions: number[] = [];
   const warnings: string[] = [];
+  const ignored: string[] = [];
+  const model = path.basename(modelDir);
   let entries: fs.Dirent[] = [];
   try {
     entries = fs.readdirSync(modelDir, { withFileTypes: true });
   } catch {
-    return { versions, warnings };
+    return { versions, warnings, ignored };
   }
   for (const e of entries) {
     if (!isDirectory(modelDir, e) || NOT_VERSIONS.has(e.name) || e.name.startsWith('.')) continue;
     if (!/^[0-9]+$/.test(e.name)) {
-      warnings.push(`ignore version directory '${e.name}' which fails to convert to integral number`);
+      ignored.push(e.name);
+      warnings.push(`ignore version directory '${e.name}' which fails to convert to integral number. ${versionFolderFix(model, e.name)}`);
     } else if (e.name.length > 1 && e.name.startsWith('0')) {
-      warnings.push(`ignore version directory '${e.name}' which contains leading zeros in its directory name`);
+      ignored.push(e.name);
+      warnings.push(`ignore version directory '${e.name}' which contains leading zeros in its directory name. ${versionFolderFix(model, e.name)}`);
     } else {
       versions.push(Number(e.name));
     }
   }
   versions.sort((a, b) => a - b);
-  return { versions, warnings };
+  ignored.sort();
+  return { versions, warnings, ignored };
 }
 
 export interface VersionPolicyChoice {

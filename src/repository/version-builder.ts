@@ -45,6 +45,10 @@ export class VersionBuilder {
 
   async build(prepared: PreparedModel, location: ModelLocation, version: number): Promise<LoadedVersion> {
     const started = performance.now();
+    if (this.log.isVerbose(1)) {
+      const groups = prepared.config.instance_group.map((g) => `${g.count} x ${g.kind}`).join(', ') || 'no instances';
+      this.log.verbose(1, `model '${location.name}' version ${version}: building ${groups} with backend '${prepared.backend.name || prepared.config.platform}' from ${location.dir}/${version}/`);
+    }
     const hooks = this.observer?.loading(location.name, version);
     this.slots ??= new LoadSlots(this.loader.loadThreads ?? 4, this.loader.loadRetries ?? 0);
     const loaded = await this.slots.run(

@@ -9,7 +9,7 @@
  *   5. per input: datatype, then shape
  *   6. per input: byte size (BYTES: walk the 4-byte length prefixes)
  */
-import { ELEMENT_SIZE, isDataType } from '../core/datatypes';
+import { ELEMENT_SIZE, isDataType, wireDataTypeHint } from '../core/datatypes';
 import { ServerError, requestIdPrefix } from '../core/errors';
 import type { DecodedInput, DecodedRequest } from './decoded-request';
 import { findPlanInput, findPlanOutput } from './validation-plan';
@@ -43,7 +43,7 @@ export function validateRequest(plan: ValidationPlan, req: DecodedRequest): { ba
   if (req.outputs !== null) {
     for (const o of req.outputs) {
       if (findPlanOutput(plan, o.name) === undefined) {
-        throw invalid(`unexpected inference output '${o.name}' for model '${model}'`);
+        throw invalid(`unexpected inference output '${o.name}' for model '${model}', allowed outputs are: ${plan.outputs.map((x) => x.name).join(', ')}`);
       }
     }
   }
@@ -58,7 +58,9 @@ export function validateRequest(plan: ValidationPlan, req: DecodedRequest): { ba
   let anyBatched = false;
   for (const input of req.inputs) {
     const cfg = findPlanInput(plan, input.name);
-    if (cfg === undefined) throw invalid(`unexpected inference input '${input.name}' for model '${model}'`);
+    if (cfg === undefined) {
+      throw invalid(`unexpected inference input '${input.name}' for model '${model}', allowed inputs are: ${plan.inputs.map((x) => x.name).join(', ')}`);
+    }
     configs.push(cfg);
     if (!batching || cfg.isShapeTensor) continue;
     if (input.shape.length === 0) {
@@ -124,9 +126,10 @@ function checkInputCount(plan: ValidationPlan, req: DecodedRequest, rid: string)
 function checkDatatypeAndShape(plan: ValidationPlan, input: DecodedInput, cfg: PlanInput, rid: string): void {
   const model = plan.modelName;
   if (input.datatype !== cfg.datatype || !isDataType(input.datatype)) {
-    const reqType = isDataType(input.datatype) ? input.datatype : '<invalid>';
+    const known = isDataType(input.datatype);
+    const hint = known ? '' : `. ${wireDataTypeHint(input.datatype)}`;
     throw invalid(
-      `${rid}inference input '${input.name}' data-type is '${reqType}', but model '${model}' expects '${cfg.datatype}'`,
+      `${rid}inference input '${input.name}' data-type is '${known ? input.datatype : '<invalid>'}', but model '${model}' expects '${cfg.datatype}'${hint}`,
     );
   }
 

@@ -241,7 +241,7 @@ test('repository, statistics, trace, log and shared-memory rpcs', async () => {
   await rejects(
     client.call('RepositoryModelLoad', { model_name: 'simple' }),
     grpc.status.UNAVAILABLE,
-    'explicit model load / unload is not allowed if polling is enabled',
+    "explicit model load / unload is not allowed in model control mode 'none'. Start the server with --model-control-mode=explicit to load and unload models through the repository API.",
   );
   await rejects(
     client.call('RepositoryModelUnload', { model_name: 'simple', parameters: { unload_dependents: { string_param: 'x' } } }),

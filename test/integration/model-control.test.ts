@@ -86,10 +86,10 @@ describe('explicit mode', () => {
     assert.equal(broken.status, 400);
     const file = path.join(repo, 'broken', '1', 'model.onnx');
     assert.deepEqual(JSON.parse(broken.text), {
-      error: `load failed for model 'broken': version 1 is at UNAVAILABLE state: Internal: failed to stat file ${file};\n`,
+      error: `load failed for model 'broken': version 1 is at UNAVAILABLE state: Internal: failed to stat file ${file}. broken/1/ is empty: put model.onnx there.;\n`,
     });
     const entry = (await repoIndex(server.url, KEY)).find((e) => e.name === 'broken');
-    assert.deepEqual(entry, { name: 'broken', version: '1', state: 'UNAVAILABLE', reason: `Internal: failed to stat file ${file}` });
+    assert.deepEqual(entry, { name: 'broken', version: '1', state: 'UNAVAILABLE', reason: `Internal: failed to stat file ${file}. broken/1/ is empty: put model.onnx there.` });
     const cases: [string, unknown, number, string][] = [
       ['/v2/repository/models/nope/load', undefined, 500, "failed to load 'nope', failed to poll from model repository"],
       ['/v2/repository/models/%20/load', undefined, 400, 'Model name cannot be empty. Please enter a valid name to deploy.'],
@@ -191,7 +191,9 @@ describe('poll mode', () => {
     for (const verb of ['load', 'unload']) {
       const a = await post(server.url, `/v2/repository/models/simple/${verb}`);
       assert.equal(a.status, 503);
-      assert.deepEqual(JSON.parse(a.text), { error: 'explicit model load / unload is not allowed if polling is enabled' });
+      assert.deepEqual(JSON.parse(a.text), {
+        error: 'explicit model load / unload is not allowed if polling is enabled. Start the server with --model-control-mode=explicit to load and unload models through the repository API.',
+      });
     }
   });
 

@@ -155,6 +155,27 @@ model_warmup [
 `);
   fs.mkdirSync(path.join(root, 'warm_simple', 'warmup'));
   fs.writeFileSync(path.join(root, 'warm_simple', 'warmup', 'ones.bin'), Buffer.from(new Int32Array(16).fill(1).buffer));
+  // Two Python instances that log each execution: warmup must reach both.
+  const py = path.join(root, 'warm_python');
+  fs.mkdirSync(path.join(py, '1'), { recursive: true });
+  fs.writeFileSync(path.join(py, 'config.pbtxt'), `name: "warm_python"
+backend: "python"
+input [ { name: "IN" data_type: TYPE_FP32 dims: [ 2 ] } ]
+output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 2 ] } ]
+instance_group [ { count: 2 kind: KIND_CPU } ]
+model_warmup [ { name: "w" inputs { key: "IN" value: { data_type: TYPE_FP32 dims: [ 2 ] zero_data: true } } } ]
+`);
+  fs.writeFileSync(path.join(py, '1', 'model.py'), `import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.instance = args["model_instance_name"]
+
+    def execute(self, requests):
+        pb_utils.Logger.log_info("warm_python executed on " + self.instance)
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", pb_utils.get_input_tensor_by_name(r, "IN").as_numpy())]) for r in requests]
+`);
   make('warm_fail', `
 model_warmup [ {
   name: "short"
@@ -164,10 +185,19 @@ model_warmup [ {
 `);
 }
 
-test('model_warmup: samples run before READY (in the statistics); a failing sample fails the load with its reason', async () => {
+test('model_warmup: samples run on every instance before READY, counted in neither statistics nor metrics; a failing sample fails the load with its reason', async () => {
   const warm = await stats('warm_simple');
-  assert.equal(warm.execution_count, 4, 'three runs of "mixed", one of "zeros"');
-  assert.equal(warm.inference_count, 7);
+  assert.equal(warm.execution_count, 0, 'warmup is not in the statistics');
+  assert.equal(warm.inference_count, 0);
+  assert.equal(warm.inference_stats.success.count, 0);
+  const metrics = await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text();
+  for (const model of ['warm_simple', 'warm_python']) {
+    const m = new RegExp(`^nv_inference_count\\{model="${model}",version="1"\\} (\\d+)`, 'm').exec(metrics);
+    assert.equal(m?.[1], '0', `nv_inference_count of ${model}`);
+  }
+  const ran = new Set([...server.output().matchAll(/warm_python executed on (\S+?)"/g)].map((m) => m[1]));
+  assert.equal(ran.size, 2, `warmup ran on each of the two instances: ${[...ran].join(', ')}`);
+  assert.equal((await stats('warm_python')).execution_count, 0);
   const index = (await (await fetch(`${server.url}/v2/repository/index`, { method: 'POST' })).json()) as { name: string; state?: string; reason?: string }[];
   const failed = index.find((e) => e.name === 'warm_fail');
   assert.equal(failed?.state, 'UNAVAILABLE');

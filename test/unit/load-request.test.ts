@@ -72,6 +72,7 @@ test('JSON config override: camelCase names, case-insensitive enums, int64 as st
     ['{"nope": 1}', /^Invalid config override: Cannot find field: nope in message inference.ModelConfig$/],
     ['{"max_batch_size": 1.5}', /expected an integer/],
     ['{"input": [{"data_type": "TYPE_NOPE"}]}', /invalid value "TYPE_NOPE" for enum type inference.DataType/],
+    ['{"input": [{"data_type": "FP32"}]}', /invalid value "FP32" for enum type inference.DataType\. config\.pbtxt spells it TYPE_FP32 \('FP32' is how requests spell it\)\.$/],
     ['[]', /expected a JSON object/],
   ];
   for (const [text, re] of bad) assert.match(msg(() => parseModelConfigJson(text)), re, text);

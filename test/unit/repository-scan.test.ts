@@ -11,10 +11,12 @@ test('scanVersions keeps integer folders, warns about the others by name', () =>
   for (const d of ['1', '10', '2', 'v3', '007', 'configs', 'warmup']) fs.mkdirSync(path.join(dir, d));
   fs.writeFileSync(path.join(dir, '5'), 'a file, not a version');
   const r = scanVersions(dir);
+  const m = path.basename(dir);
   assert.deepEqual(r.versions, [1, 2, 10]);
+  assert.deepEqual(r.ignored, ['007', 'v3']);
   assert.deepEqual(r.warnings.sort(), [
-    "ignore version directory '007' which contains leading zeros in its directory name",
-    "ignore version directory 'v3' which fails to convert to integral number",
+    `ignore version directory '007' which contains leading zeros in its directory name. Model '${m}' loads only version folders named by an integer (1/, 2/, ...): rename 007 to 7 (${m}/7/).`,
+    `ignore version directory 'v3' which fails to convert to integral number. Model '${m}' loads only version folders named by an integer (1/, 2/, ...): rename v3 to 3 (${m}/3/).`,
   ]);
 });
 

@@ -56,7 +56,7 @@ const shapeTensor = plan(4, [input('X', 'TYPE_FP32', [2]), input('SH', 'TYPE_INT
 const errors: { name: string; plan: ValidationPlan; req: DecodedRequest; message: string }[] = [
   { name: 'duplicate input', plan: batched, req: req([fp32('A', [1, 4]), fp32('A', [1, 4])]), message: `${R}input 'A' already exists in request` },
   { name: 'duplicate output', plan: batched, req: req([fp32('A', [1, 4]), fp32('B', [1, 4])], [out('OUT'), out('OUT')]), message: `${R}output 'OUT' already exists in request` },
-  { name: '1. unknown requested output', plan: batched, req: req([fp32('A', [1, 4]), fp32('B', [1, 4])], [out('NOPE')]), message: "unexpected inference output 'NOPE' for model 'm'" },
+  { name: '1. unknown requested output', plan: batched, req: req([fp32('A', [1, 4]), fp32('B', [1, 4])], [out('NOPE')]), message: "unexpected inference output 'NOPE' for model 'm', allowed outputs are: OUT" },
   {
     name: '2. too few inputs (all required)', plan: batched, req: req([fp32('A', [1, 4])]),
     message: `${R}expected 2 inputs but got 1 inputs for model 'm'. Got input(s) ['A'], but missing required input(s) ['B']. Please provide all required input(s).`,
@@ -73,8 +73,8 @@ const errors: { name: string; plan: ValidationPlan; req: DecodedRequest; message
     name: '2. optional inputs', plan: optional, req: req([]),
     message: `${R}expected number of inputs between 1 and 2 but got 0 inputs for model 'm'. Got input(s) [], but missing required input(s) ['A']. Please provide all required input(s).`,
   },
-  { name: '3. unknown input', plan: batched, req: req([fp32('A', [1, 4]), fp32('C', [1, 4])]), message: "unexpected inference input 'C' for model 'm'" },
-  { name: '3. unknown input (non-batching)', plan: flat, req: req([fp32('Q', [2, 3])]), message: "unexpected inference input 'Q' for model 'm'" },
+  { name: '3. unknown input', plan: batched, req: req([fp32('A', [1, 4]), fp32('C', [1, 4])]), message: "unexpected inference input 'C' for model 'm', allowed inputs are: A, B" },
+  { name: '3. unknown input (non-batching)', plan: flat, req: req([fp32('Q', [2, 3])]), message: "unexpected inference input 'Q' for model 'm', allowed inputs are: A" },
   { name: '3. rank 0', plan: batched, req: req([fp32('A', []), fp32('B', [1, 4])]), message: `${R}input 'A' has no shape but model requires batch dimension for 'm'` },
   { name: '3. batch mismatch', plan: batched, req: req([fp32('A', [2, 4]), fp32('B', [3, 4])]), message: `${R}input 'B' batch size does not match other inputs for 'm'` },
   { name: '4. batch too large', plan: batched, req: req([fp32('A', [9, 4]), fp32('B', [9, 4])]), message: `${R}inference request batch-size must be <= 8 for 'm'` },
@@ -88,7 +88,11 @@ const errors: { name: string; plan: ValidationPlan; req: DecodedRequest; message
   },
   {
     name: '5. invalid datatype', plan: batched, req: req([{ ...fp32('A', [1, 4]), datatype: 'FLOAT' }, fp32('B', [1, 4])]),
-    message: `${R}inference input 'A' data-type is '<invalid>', but model 'm' expects 'FP32'`,
+    message: `${R}inference input 'A' data-type is '<invalid>', but model 'm' expects 'FP32'. 'FLOAT' is not a protocol datatype; in a request write 'FP32'.`,
+  },
+  {
+    name: '5. config spelling of a datatype (gRPC)', plan: batched, req: req([{ ...fp32('A', [1, 4]), datatype: 'TYPE_FP32' }, fp32('B', [1, 4])]),
+    message: `${R}inference input 'A' data-type is '<invalid>', but model 'm' expects 'FP32'. 'TYPE_FP32' is how config.pbtxt spells it; in a request write 'FP32'.`,
   },
   {
     name: '6. -1 in request shape', plan: flat, req: req([fp32('A', [2, -1], 8)]),

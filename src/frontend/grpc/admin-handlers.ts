@@ -9,6 +9,7 @@ import type * as grpc from '@grpc/grpc-js';
 import { ServerError } from '../../core/errors';
 import { lookupModel } from '../../request/model-lookup';
 import type { ServerSnapshot } from '../../request/server-snapshot';
+import { modelControlRefusal } from '../../repository/repository-api';
 import type { ShmRegistry } from '../shm-registry';
 import { unary } from './grpc-context';
 import type { GrpcControlContext } from './grpc-context';
@@ -60,7 +61,7 @@ export function adminHandlers(ctx: GrpcControlContext): grpc.UntypedServiceImple
   };
   const refuseModelControl = (): never => {
     if (o.modelControlMode !== 'explicit') {
-      throw new ServerError('UNAVAILABLE', 'explicit model load / unload is not allowed if polling is enabled');
+      throw modelControlRefusal(o.modelControlMode);
     }
     throw unsupported('explicit model load / unload is not implemented by nodetron yet');
   };

@@ -4,6 +4,7 @@
  * a 4-byte little-endian length prefix (protocol.md §2.3, input rule 3).
  * 8/16-bit integer types keep the low bytes of their 32-bit field values.
  */
+import { isDataType, wireDataTypeHint } from '../../core/datatypes';
 import { ServerError } from '../../core/errors';
 import type { InferTensorContentsMsg } from './proto-types';
 
@@ -42,7 +43,7 @@ export function contentsToBytes(contents: InferTensorContentsMsg, datatype: stri
   if (!chosen.accepts.includes(datatype)) {
     throw new ServerError(
       'INVALID_ARG',
-      `unexpected explicit tensor data ${what} of type '${chosen.native}', expected datatype '${datatype}'`,
+      `unexpected explicit tensor data ${what} of type '${chosen.native}', expected datatype '${datatype}'${isDataType(datatype) ? '' : `. ${wireDataTypeHint(datatype)}`}`,
     );
   }
   return serialize(contents, chosen.field, datatype);

@@ -11,7 +11,7 @@
  * integral value written with a fraction or exponent (`1.0`, `1e2`) is
  * accepted as an integer (rapidjson would reject it).
  */
-import { ELEMENT_SIZE, isDataType } from '../../core/datatypes';
+import { ELEMENT_SIZE, isDataType, wireDataTypeHint } from '../../core/datatypes';
 import type { DataType } from '../../core/datatypes';
 import { ServerError } from '../../core/errors';
 import { encodeBytesTensor } from '../../request/tensor-view';
@@ -70,7 +70,7 @@ export function jsonTensorBytes(name: string, datatype: string, data: unknown[],
       `receiving ${dt} data via JSON is not supported. Please use the binary data format for input ${name}`,
     );
   }
-  if (dt === undefined) throw new ServerError('INVALID_ARG', `invalid datatype for input ${name}`);
+  if (dt === undefined) throw new ServerError('INVALID_ARG', `invalid datatype for input ${name}. ${wireDataTypeHint(datatype)}`);
   if (strings !== undefined) return encodeBytesTensor(strings);
 
   const buffer = new ArrayBuffer(byteSize);

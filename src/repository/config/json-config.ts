@@ -7,6 +7,7 @@
  * produces (defaults.ts). Errors are INVALID_ARG `Invalid config override: ...`.
  */
 import protobuf from 'protobufjs';
+import { configDataTypeHint } from '../../core/datatypes';
 import { ServerError } from '../../core/errors';
 import { completeMessage, isMessageField, setOwn } from './defaults';
 import type { ModelConfig } from '../../core/model-config';
@@ -139,5 +140,6 @@ function parseEnum(v: unknown, e: protobuf.Enum, path: string): string {
     const name = Object.keys(e.values).find((n) => n.toUpperCase() === upper);
     if (name !== undefined) return name;
   }
-  throw new JsonConfigError(`${path}: invalid value ${JSON.stringify(v)} for enum type ${typeName(e)}`);
+  const hint = typeof v === 'string' && typeName(e) === 'inference.DataType' ? configDataTypeHint(v) : undefined;
+  throw new JsonConfigError(`${path}: invalid value ${JSON.stringify(v)} for enum type ${typeName(e)}${hint === undefined ? '' : `. ${hint}`}`);
 }

@@ -6,6 +6,7 @@
  * `failed to read text proto from <path>` plus the line and the reason.
  */
 import protobuf from 'protobufjs';
+import { configDataTypeHint } from '../../core/datatypes';
 import { ServerError } from '../../core/errors';
 import type { ModelConfig } from '../../core/model-config';
 import { modelConfigType, typeName } from './schema';
@@ -309,7 +310,8 @@ class TextParser {
     const t = this.next();
     if (t.kind === 'ident' && !negative) {
       if (hasOwn(e.values, t.text)) return t.text;
-      this.fail(t, `unknown enum value '${t.text}' for field '${field}' of type '${typeName(e)}'`);
+      const hint = typeName(e) === 'inference.DataType' ? configDataTypeHint(t.text) : undefined;
+      this.fail(t, `unknown enum value '${t.text}' for field '${field}' of type '${typeName(e)}'${hint === undefined ? '' : `. ${hint}`}`);
     }
     if (t.kind === 'int') {
       const num = Number(intLiteral(t.text)) * (negative ? -1 : 1);
