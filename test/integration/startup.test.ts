@@ -84,6 +84,21 @@ test('an unknown flag and a bad boolean exit 1 naming them', async () => {
   assert.match(b.output, /Bad option: "--exit-on-error"\.[\s\S]*invalid value for bool option: maybe/);
 });
 
+test('flags nodetron ignores warn once at start, naming the flag, that it is ignored and what to use', async () => {
+  const server = await startServer([`--model-repository=${makeRepo({})}`, '--allow-sagemaker=true',
+    '--allow-vertex-ai=false', '--http-header-forward-pattern=^x-']);
+  try {
+    const out = server.output();
+    const sagemaker = "'--allow-sagemaker=true' is ignored: nodetron has no SageMaker endpoint (/ping, /invocations); "
+      + 'use the KServe v2 HTTP API on --http-port.';
+    assert.equal(out.split(sagemaker).length - 1, 1, out);
+    assert.match(out, /^W\d{4} [\d:.]+ \d+ [^\]]+\] "Warning: '--http-header-forward-pattern=\^x-' is ignored: headers are not forwarded yet; send the values as \\"parameters\\" in the request body\."$/m);
+    assert.doesNotMatch(out, /allow-vertex-ai/);
+  } finally {
+    assert.equal(await server.stop(), 0);
+  }
+});
+
 test('two HTTP threads share the port; a body over --http-max-input-size is refused with 400', async () => {
   const server = await startServer([`--model-repository=${MODEL_REPOSITORY}`, '--http-thread-count=2', '--http-max-input-size=4096']);
   try {
