@@ -176,3 +176,42 @@ export async function waitForOutput(server: { output(): string }, re: RegExp, ti
   }
   return server.output();
 }
+
+/**
+ * The startup tables with each row on one line: cells wrapped over several
+ * lines (80-column tables, logging/table.ts) are joined back, a space between
+ * fragments unless the fragment filled its column (a long word was cut
+ * there). Lets a test match a row with one regex.
+ */
+export function unwrapTables(output: string): string {
+  const out: string[] = [];
+  let row: string[] | undefined;
+  let widths: number[] = [];
+  const flush = (): void => {
+    if (row !== undefined) out.push(`| ${row.join(' | ')} |`);
+    row = undefined;
+  };
+  for (const line of output.split('\n')) {
+    if (!/^\|.*\|$/.test(line)) {
+      flush();
+      out.push(line);
+      continue;
+    }
+    const raw = line.slice(2, -2).split(' | ');
+    const cells = raw.map((c) => c.trimEnd());
+    if (row !== undefined && cells[0] === '') {
+      row = row.map((prev, i) => {
+        const add = cells[i] ?? '';
+        if (add === '') return prev;
+        const lastFragment = prev.split(' ').pop() ?? '';
+        return prev + (lastFragment.length >= (widths[i] ?? Infinity) || prev === '' ? '' : ' ') + add;
+      });
+      continue;
+    }
+    flush();
+    row = cells;
+    widths = raw.map((c) => c.length);
+  }
+  flush();
+  return out.join('\n');
+}
