@@ -26,6 +26,7 @@ export function matchFlag(typed: string, names: readonly string[]): FlagMatch {
  */
 export function closestFlag(typed: string, names: readonly string[]): string | undefined {
   const dashed = typed.replace(/_/g, '-').toLowerCase();
+  if (dashed === '') return undefined;
   const exact = matchDashed(dashed, names);
   if (exact !== undefined) return exact;
   const limit = Math.max(1, Math.min(3, Math.floor(dashed.length / 4)));

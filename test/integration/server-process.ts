@@ -55,7 +55,16 @@ const ARENA_SETTLE_MS = 5000;
 
 /** nodetron_arena_used_bytes from the metrics endpoint. */
 async function scrapeArena(metricsPort: number): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+  const url = `http://127.0.0.1:${metricsPort}/metrics`;
+  // A test that blocks this process (spawnSync of the perf CLI) keeps
+  // undici from retiring an idle keep-alive socket before the server's
+  // 5 s timeout closes it; the next fetch then fails on that socket with
+  // 'other side closed'. One retry opens a fresh connection.
+  const res = await fetch(url).catch((err: { cause?: { code?: string } }) => {
+    if (err.cause?.code === 'UND_ERR_SOCKET') return fetch(url);
+    throw err;
+  });
+  const text = await res.text();
   const m = /^nodetron_arena_used_bytes (\d+)$/m.exec(text);
   if (!m) throw new Error(`nodetron_arena_used_bytes is not on /metrics:\n${text.slice(0, 2000)}`);
   return Number(m[1]);
