@@ -5,6 +5,7 @@
  * warning and the --help text both say it). The layout of --help for 80
  * columns is here too; the flag table itself is cli-flags.ts.
  */
+import { RESTRICTED_CATEGORIES } from './cli-values';
 import { wrapWords } from './core/text-wrap';
 
 export const HELP_GROUPS = [
@@ -78,8 +79,7 @@ export const FLAG_DOCS: Readonly<Record<string, FlagDoc>> = {
     'none', 'headers are not forwarded yet; send the values as "parameters" in the request body'),
   'http-thread-count': d('HTTP', 'Threads serving HTTP (uWS); Triton\'s default is 8.', 'cores - 1, 1 to 8'),
   'http-restricted-api': d('HTTP', 'Restrict APIs to requests carrying a header: '
-    + '<api>[,<api>...]:<header>=<value>; apis: health, metadata, inference, shared-memory, model-config, '
-    + 'model-repository, statistics, trace, logging.', 'none'),
+    + `<api>[,<api>...]:<header>=<value>; apis: ${RESTRICTED_CATEGORIES.join(', ')}.`, 'none'),
   'http-max-input-size': d('HTTP', 'Largest request body in bytes; bigger ones are refused with 400.', '67108864'),
 
   'allow-grpc': d('GRPC', 'Serve gRPC (inference.GRPCInferenceService).', 'true'),
