@@ -1,10 +1,16 @@
 /**
  * The tritonserver flag table (protocol.md §6), the usage text, and the yargs
- * tokeniser. yargs only splits the command line and refuses unknown flags;
- * values are checked by cli-options.ts so the error texts are Triton's.
+ * tokeniser. Before yargs, long flags are resolved as getopt_long does
+ * (an unambiguous prefix names its flag) and an unknown one is refused with a
+ * suggestion; yargs then only splits the command line. Values are checked by
+ * cli-options.ts so the error texts are Triton's. What each flag means is
+ * cli-help.ts.
  */
 import yargs from 'yargs/yargs';
-import { CliError, parseBoolValue, parseIntValue } from './cli-values';
+import { matchFlag } from './cli-flag-match';
+import { helpText } from './cli-help';
+import { CliError, CliExit, parseBoolValue, parseIntValue } from './cli-values';
+import { SERVER_VERSION } from './server-info';
 
 export type FlagKind = 'bool' | 'int' | 'int64' | 'float' | 'string' | 'switch';
 export interface FlagSpec {
@@ -19,7 +25,7 @@ const f = (name: string, kind: FlagKind, arg?: string, repeatable = false): Flag
 
 /** Every flag of §6, in the usage order, then nodetron's own (not tritonserver's). */
 export const FLAGS: readonly FlagSpec[] = [
-  f('help', 'switch'),
+  f('help', 'switch'), f('version', 'switch'),
   f('id', 'string'), f('model-repository', 'string', '<path>', true), f('model-store', 'string', '<path>', true),
   f('model-control-mode', 'string', '<none|poll|explicit>'), f('repository-poll-secs', 'int'),
   f('load-model', 'string', '<name>', true), f('model-config-name', 'string'),
@@ -46,7 +52,7 @@ export const FLAGS: readonly FlagSpec[] = [
   f('metrics-address', 'string'), f('metrics-port', 'int'), f('metrics-interval-ms', 'int'),
   f('metrics-config', 'string', '<setting>=<value>', true),
   f('log-verbose', 'string', '<integer>'), f('log-info', 'bool'), f('log-warning', 'bool'), f('log-error', 'bool'),
-  f('log-format', 'string', '<default|ISO8601>'), f('log-file', 'string', '<path>'),
+  f('log-format', 'string', '<default|ISO8601|json>'), f('log-file', 'string', '<path>'),
   f('trace-config', 'string', '[<mode>,]<setting>=<value>', true), f('trace-file', 'string', '<path>'),
   f('trace-level', 'string', '<level>', true), f('trace-rate', 'int'), f('trace-count', 'int'),
   f('trace-log-frequency', 'int'),
@@ -61,25 +67,35 @@ export const FLAGS: readonly FlagSpec[] = [
   f('sagemaker-thread-count', 'int'), f('allow-vertex-ai', 'bool'), f('vertex-ai-port', 'int'),
   f('vertex-ai-thread-count', 'int'), f('vertex-ai-default-model', 'string', '<name>'),
   // nodetron's own
-  f('http-codec-offload-bytes', 'int64'),
+  f('http-codec-offload-bytes', 'int64'), f('log-access', 'bool'),
 ];
 
 const PLACEHOLDER: Record<FlagKind, string> = {
   bool: '<boolean>', int: '<integer>', int64: '<integer>', float: '<float>', string: '<string>', switch: '',
 };
 
+/** The --help text (cli-help.ts lays it out for 80 columns). */
 export function usageText(): string {
-  const lines = FLAGS.map((spec) => {
-    const arg = spec.arg ?? PLACEHOLDER[spec.kind];
-    return `  --${spec.name}${arg === '' ? '' : ` ${arg}`}${spec.repeatable === true ? '  (repeatable)' : ''}`;
-  });
-  return `Usage: tritonserver [options]\n${lines.join('\n')}\n`;
+  return helpText(FLAGS.map((spec) => ({
+    name: spec.name, arg: spec.arg ?? PLACEHOLDER[spec.kind], repeatable: spec.repeatable === true,
+  })));
 }
 
-/** What cli.ts prints on stderr for a CliError. */
+/** What --version prints. */
+export function versionText(): string {
+  return `tritonserver ${SERVER_VERSION} (nodetron ${NODETRON_VERSION})\n`;
+}
+/** package.json's version; kept equal by a unit test. */
+export const NODETRON_VERSION = '0.1.0';
+
+/**
+ * What cli.ts prints on stderr for a CliError: the message and where to look,
+ * not the whole usage text; `--help`/`--version` print their text.
+ */
 export function formatCliError(err: CliError): string {
+  if (err instanceof CliExit) return err.text;
   if (!err.showUsage) return `error: creating server: Invalid argument - ${err.message}\n`;
-  return usageText() + (err.message === '' ? '' : `${err.message}\n`);
+  return `${err.message} (see --help)\n`;
 }
 
 /** Raw values per flag, in command-line order. */
@@ -87,6 +103,7 @@ export type RawValues = Map<string, string[]>;
 
 /** Tokenises with yargs; refuses unknown flags and turns `--help` into a usage error. */
 export function tokenize(argv: string[]): { raw: RawValues; positionals: string[] } {
+  argv = resolveLongFlags(argv);
   let parser = yargs(argv)
     .help(false).version(false).exitProcess(false).locale('en').strictOptions(true)
     .parserConfiguration({
@@ -108,19 +125,59 @@ export function tokenize(argv: string[]): { raw: RawValues; positionals: string[
     if (v === undefined) continue;
     raw.set(spec.name, (Array.isArray(v) ? v : [v]).map(String));
   }
-  if (raw.has('help')) throw new CliError('');
+  if (raw.has('help')) throw new CliExit(usageText());
+  if (raw.has('version')) throw new CliExit(versionText());
   const positionals = ((parsed['_'] ?? []) as unknown[]).map(String);
   return { raw, positionals };
 }
 
-/** yargs says `Unknown argument(s): a, b`; name the first one as it was typed. */
+/**
+ * Long flags as getopt_long reads them: `--name`, `--name=value`, and an
+ * unambiguous prefix of a name (`--model-repos=/m`), rewritten to the full
+ * name. An ambiguous prefix names its candidates; an unknown name names the
+ * flag it probably meant. Nothing after a bare `--` is a flag.
+ */
+export function resolveLongFlags(argv: string[]): string[] {
+  const names = FLAGS.map((s) => s.name);
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const token = argv[i]!;
+    if (token === '--') {
+      out.push(...argv.slice(i));
+      break;
+    }
+    if (!token.startsWith('--')) {
+      out.push(token);
+      continue;
+    }
+    const eq = token.indexOf('=');
+    const typed = token.slice(2, eq < 0 ? undefined : eq);
+    const m = matchFlag(typed, names);
+    if (m.kind === 'ambiguous') {
+      throw new CliError(`option '--${typed}' is ambiguous; possibilities: ${m.candidates.map((c) => `'--${c}'`).join(' ')}`);
+    }
+    if (m.kind === 'unknown') throw unknownFlag(`--${typed}`, m.suggestion);
+    // The value of a flag that takes one, when it is the next token, is not a
+    // flag name even when it starts with `--`: joined with `=` for yargs.
+    const spec = FLAGS.find((f) => f.name === m.name)!;
+    if (eq < 0 && spec.kind !== 'switch' && i + 1 < argv.length) out.push(`--${m.name}=${argv[++i]!}`);
+    else out.push(`--${m.name}${eq < 0 ? '' : token.slice(eq)}`);
+  }
+  return out;
+}
+
+function unknownFlag(flag: string, suggestion: string | undefined): CliError {
+  return new CliError(`Unrecognized option: ${flag}${suggestion === undefined ? '' : `; did you mean --${suggestion}?`}`);
+}
+
+/** yargs says `Unknown argument(s): a, b` (single-dash forms); name the first one as it was typed. */
 function unknownFlagError(argv: string[], msg: string): CliError {
   const m = /^Unknown arguments?: (.*)$/.exec(msg);
   if (m === null) return new CliError(msg);
   const name = m[1]!.split(', ')[0]!;
   const token = argv.find((t) => t.startsWith('-') && t.replace(/^-+/, '').split('=')[0] === name);
   const flag = token !== undefined ? token.split('=')[0]! : (name.length === 1 ? `-${name}` : `--${name}`);
-  return new CliError(`Unrecognized option: ${flag}`);
+  return unknownFlag(flag, undefined);
 }
 
 /** Typed access to the raw values; scalar flags take the last occurrence, like getopt. */

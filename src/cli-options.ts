@@ -11,14 +11,16 @@ import {
   type RateLimitResource, type RestrictedGroup,
 } from './cli-values';
 import { resolveTraceConfig, type TraceConfig } from './cli-trace-config';
+import { ignoredFlagWarnings } from './cli-ignored';
 
-export { CliError } from './cli-values';
+export { CliError, CliExit } from './cli-values';
 export { FLAGS, formatCliError, usageText } from './cli-flags';
 export type { RateLimitResource, RestrictedGroup } from './cli-values';
 export type { TraceConfig, TraceLevel, TraceMode } from './cli-trace-config';
 
 export type ModelControlMode = 'none' | 'poll' | 'explicit';
-export type LogFormat = 'default' | 'ISO8601';
+/** 'json' is nodetron's own: one JSON object per line. */
+export type LogFormat = 'default' | 'ISO8601' | 'json';
 export type RateLimitMode = 'off' | 'execution_count';
 export type GrpcCompressionLevel = 'none' | 'low' | 'medium' | 'high';
 
@@ -100,6 +102,8 @@ export interface ServerOptions {
   logError: boolean;
   logFormat: LogFormat;
   logFile?: string;
+  /** nodetron's own --log-access: one line per HTTP request. */
+  logAccess: boolean;
   // §6.6 tracing
   traceConfig: TraceConfig;
   // §6.7 cache, rate limiting, memory, devices, misc.
@@ -127,7 +131,7 @@ export interface ServerOptions {
   vertexAiPort: number;
   vertexAiThreadCount: number;
   vertexAiDefaultModel?: string;
-  /** Deprecation warnings, to print on stderr before starting. */
+  /** Deprecated and ignored flags, to log as warnings before starting. */
   warnings: string[];
 }
 
@@ -186,7 +190,9 @@ export function parseServerOptions(argv: string[]): ServerOptions {
   if (grpcMaxResponsePoolSize <= 0) throw new CliError('Error: --grpc-max-response-pool-size must be greater than 0.');
 
   const logFormat = r.string('log-format', 'default');
-  if (logFormat !== 'default' && logFormat !== 'ISO8601') throw new CliError('invalid argument for --log-format');
+  if (logFormat !== 'default' && logFormat !== 'ISO8601' && logFormat !== 'json') {
+    throw new CliError('invalid argument for --log-format');
+  }
 
   let cacheConfig = parseGroupSettings(r.all('cache-config'),
     "--cache-config option format is '<cache name>,<setting>=<value>'", true);
@@ -286,6 +292,7 @@ export function parseServerOptions(argv: string[]): ServerOptions {
     logError: r.bool('log-error', true),
     logFormat,
     logFile: r.str('log-file'),
+    logAccess: r.bool('log-access', false),
 
     traceConfig: resolveTraceConfig(r.all('trace-config'), {
       file: r.str('trace-file'), level: r.all('trace-level'), rate: r.str('trace-rate'),
@@ -320,6 +327,7 @@ export function parseServerOptions(argv: string[]): ServerOptions {
     warnings,
   };
 
+  warnings.push(...ignoredFlagWarnings(raw));
   checkPortCollisions(options);
   // Triton reports this when creating the server, not as a usage error.
   if (options.modelRepositories.length === 0) throw new CliError('--model-repository must be specified', false);

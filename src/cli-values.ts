@@ -15,6 +15,14 @@ export class CliError extends Error {
   }
 }
 
+/** `--help` / `--version`: print `text` on stdout and exit 0. */
+export class CliExit extends CliError {
+  constructor(readonly text: string) {
+    super('', false);
+    this.name = 'CliExit';
+  }
+}
+
 /** `Bad option: "--<flag>".` + newline + detail, as Triton's parser words it. */
 export function badOption(flag: string, detail: string): CliError {
   return new CliError(`Bad option: "--${flag}".\n${detail}`);

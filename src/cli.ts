@@ -5,7 +5,7 @@
  * the server fails to start, with Triton's stderr texts (protocol.md §4.4).
  */
 import fs from 'node:fs';
-import { CliError, formatCliError, parseServerOptions, type ServerOptions } from './cli-options';
+import { CliError, CliExit, formatCliError, parseServerOptions, type ServerOptions } from './cli-options';
 import { CODE_WORDS, toErrorInfo } from './core/errors';
 
 function fail(text: string): never {
@@ -29,10 +29,14 @@ async function main(): Promise<void> {
   try {
     options = parseServerOptions(process.argv.slice(2));
   } catch (err) {
+    if (err instanceof CliExit) {
+      fs.writeSync(1, err.text);
+      process.exit(0);
+    }
     if (err instanceof CliError) fail(formatCliError(err));
     throw err;
   }
-  // options.warnings (deprecated flags) are logged by startServer.
+  // options.warnings (deprecated and ignored flags) are logged by startServer.
 
   // Loaded only after the command line is valid: --help and usage errors stay
   // fast and do not load native addons.

@@ -18,8 +18,9 @@ import { detectGpuIds } from './instances/gpus';
 import { MainPort } from './dataplane/main-port';
 import { createLogger } from './logging/logger';
 import type { Logger } from './logging/logger';
-import { formatTable } from './logging/table';
-import { optionsTableRows } from './logging/table';
+import { backendTable, formatTable, modelTable, optionsTableRows, statusDetail } from './logging/table';
+import { backendNames } from './backends/registry';
+import { AccessLog } from './metrics/access-log';
 import { CustomMetrics } from './metrics/custom-metrics';
 import { Observability } from './metrics/observability';
 import { startRepository } from './repository/control-mode';
@@ -80,7 +81,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     directResponses: () => port.replies.delivered,
   });
   observability.addExposition(() => customMetrics.text());
-  repo.setVersionObserver(observability.telemetry);
+  // --log-access: one line per client request, from the frontends' route and the scheduler hooks.
+  const access = options.logAccess ? new AccessLog(log) : undefined;
+  repo.setVersionObserver(access ? access.observer(observability.telemetry) : observability.telemetry);
 
   const state = { live: false, exiting: false };
   let http: HttpFrontend | undefined;
@@ -154,7 +157,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   };
 
   repoStartup = await startRepository(repo, options, log);
-  log.table(formatTable(['Model', 'Version', 'Status'], repoStartup.tableRows().map((r) => [r.model, r.version, r.status])));
+  log.table(backendTable(backendNames().map((name) => ({
+    name, path: `built in (${name === 'python' ? 'src/python-backend' : `src/backends/${name}`})`,
+    config: JSON.stringify({ cmdline: backendCmdline(options, name) }).replace(/,"/g, ', "'),
+  }))));
+  const modelRows = repoStartup.tableRows();
+  log.table(modelTable(modelRows.map((r) => ({ name: r.model, version: r.version, status: r.status }))));
+  // A reason's first line is in the table; what follows it (a Python traceback) once, here.
+  for (const r of modelRows) {
+    const detail = statusDetail(r.status);
+    if (detail !== '') log.multiline(`'${r.model}' version ${r.version}:`, detail);
+  }
   log.table(formatTable(['Option', 'Value'], optionsTableRows(options)));
   const failed = repoStartup.failed;
   if (failed.length > 0) {
@@ -177,7 +190,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       },
       port,
       arena,
-      route,
+      access ? access.route('GRPC', route) : route,
       snapshot,
     );
     try {
@@ -208,7 +221,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       },
       port,
       arena,
-      route,
+      access ? access.route('HTTP', route) : route,
     );
     try {
       httpPort = await http.start(snapshot());
@@ -225,6 +238,18 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     throw err;
   }
   return { httpPort, log, stop };
+}
+
+/** The backends table's Config column: Triton's cmdline settings, then --backend-config for it (and for all). */
+function backendCmdline(o: ServerOptions, backend: string): Record<string, string> {
+  return {
+    'auto-complete-config': o.disableAutoCompleteConfig ? 'false' : 'true',
+    'backend-directory': o.backendDirectory,
+    'min-compute-capability': o.minSupportedComputeCapability.toFixed(6),
+    'default-max-batch-size': '4',
+    ...(o.backendConfig[''] ?? {}),
+    ...(o.backendConfig[backend] ?? {}),
+  };
 }
 
 /** NODETRON_TEST_FAULTS: comma-separated fault injections for tests (http-control.ts HttpThreadData.faults, grpc-thread-protocol.ts GrpcThreadData.faults). */

@@ -9,7 +9,8 @@
  * nodetron prints the logger's source tag followed by `:0` (see logger.ts).
  */
 
-export type LogFormat = 'default' | 'ISO8601';
+/** 'json' is nodetron's own: one JSON object per line (formatJsonEntry). */
+export type LogFormat = 'default' | 'ISO8601' | 'json';
 /** I = info and verbose, W = warning, E = error. */
 export type LogLetter = 'I' | 'W' | 'E';
 
@@ -28,7 +29,11 @@ export interface LogEntry {
   multiline?: boolean;
   /** Multi-line entries only: text printed unescaped right after the preamble. */
   heading?: string;
+  /** The model the line is about, where the logger has one (json format only). */
+  model?: string;
 }
+
+const LEVEL_NAMES = { I: 'INFO', W: 'WARNING', E: 'ERROR' } as const;
 
 const pad = (n: number, width = 2): string => String(n).padStart(width, '0');
 
@@ -55,9 +60,26 @@ export function formatPreamble(e: LogEntry, format: LogFormat): string {
  * (TRITON_SERVER_ESCAPE_LOG_MESSAGES=0).
  */
 export function formatLogEntry(e: LogEntry, format: LogFormat, escape: boolean): string {
+  if (format === 'json') return formatJsonEntry(e);
   const preamble = formatPreamble(e, format);
   if (e.multiline === true) return `${preamble}${e.heading ?? ''}\n${e.message}\n`;
   return `${preamble}${escape ? JSON.stringify(e.message) : e.message}\n`;
+}
+
+/**
+ * `--log-format=json`: `{"time","level","pid","source","message"[,"model"]}`
+ * on one line; time is ISO 8601 UTC with microseconds, a table's heading and
+ * rows are the message (newlines escaped by JSON).
+ */
+export function formatJsonEntry(e: LogEntry): string {
+  const micros = ((e.epochMicros % 1_000_000) + 1_000_000) % 1_000_000;
+  const iso = new Date((e.epochMicros - micros) / 1000).toISOString().slice(0, 19);
+  const message = e.multiline === true ? `${e.heading ?? ''}${e.heading ? '\n' : ''}${e.message}` : e.message;
+  const rec: Record<string, string | number> = {
+    time: `${iso}.${pad(micros, 6)}Z`, level: LEVEL_NAMES[e.letter], pid: e.pid, source: e.source, message,
+  };
+  if (e.model !== undefined) rec['model'] = e.model;
+  return `${JSON.stringify(rec)}\n`;
 }
 
 /** Escaping is on unless the environment says exactly `0`. */

@@ -6,14 +6,16 @@
  * Routing (protocol.md §7.1): INFO and verbose → stdout, WARNING and ERROR →
  * stderr; with a log file everything goes to the file.
  *
- * Source tag: Triton prints `<file>.cc:<line>`; nodetron prints the `source`
- * binding of the (child) logger followed by `:0`, e.g.
- * `logger.child({ source: 'model_lifecycle.ts' })` → `model_lifecycle.ts:0]`.
- * The root logger's source is `server.ts`. Other bindings ({ model },
- * { requestId }) travel in the pino record but are not printed: Triton's
- * lines carry those in the message text.
+ * Source tag: Triton prints `<file>.cc:<line>`; nodetron prints the file and
+ * line of the call (`server.ts:152]`, caller-site.ts), unless the (child)
+ * logger's `source` binding is a location itself (a Python model's
+ * `model.py:12`). A child with `{ site: false }` skips the stack capture
+ * (the access log, once per request) and prints its `source` binding. The
+ * `model` binding is printed by --log-format=json; the default formats carry
+ * it in the message text, as Triton's lines do.
  */
 import pino from 'pino';
+import { callerSite } from './caller-site';
 import { escapeFromEnv, formatLogEntry, type LogFormat, type LogLetter } from './line-format';
 
 export type { LogFormat } from './line-format';
@@ -39,6 +41,8 @@ export interface LoggerOptions extends LogSettings {
   escape?: boolean;
   /** Test hook: receives each formatted entry instead of stdout/stderr/file. */
   sink?: (text: string, stream: LogStream) => void;
+  /** Print the caller's file:line (default true); false prints the `source` binding. */
+  sites?: boolean;
 }
 
 export interface LogBindings {
@@ -46,6 +50,8 @@ export interface LogBindings {
   source?: string;
   model?: string;
   requestId?: string;
+  /** false: no caller lookup for this logger's lines (hot paths). */
+  site?: boolean;
   [key: string]: unknown;
 }
 
@@ -104,6 +110,9 @@ interface PinoRecord {
   t: number;
   msg: string;
   source?: string;
+  /** The caller's file:line (caller-site.ts). */
+  at?: string;
+  model?: string;
   heading?: string;
   multiline?: boolean;
 }
@@ -129,8 +138,9 @@ class TritonDestination {
     const rec = JSON.parse(json) as PinoRecord;
     const letter: LogLetter = rec.level >= PINO_ERROR ? 'E' : rec.level >= PINO_WARN ? 'W' : 'I';
     const text = formatLogEntry({
-      letter, epochMicros: rec.t, pid: this.pid, source: rec.source ?? DEFAULT_SOURCE,
-      message: rec.msg, multiline: rec.multiline, heading: rec.heading,
+      letter, epochMicros: rec.t, pid: this.pid,
+      source: rec.source?.includes(':') === true ? rec.source : rec.at ?? rec.source ?? DEFAULT_SOURCE,
+      message: rec.msg, multiline: rec.multiline, heading: rec.heading, model: rec.model,
     }, this.state.format, this.escape);
     const stream: LogStream = this.file !== undefined ? 'file' : letter === 'I' ? 'stdout' : 'stderr';
     if (this.sink !== undefined) this.sink(text, stream);
@@ -144,16 +154,18 @@ class TritonDestination {
   }
 }
 
-function wrap(p: pino.Logger, state: LogSettings, dest: TritonDestination): Logger {
+function wrap(p: pino.Logger, state: LogSettings, dest: TritonDestination, sites: boolean): Logger {
+  // The caller of the logger method `fn`, looked up only for a line that is emitted.
+  const at = (fn: (...args: never[]) => unknown): { at?: string } => (sites ? { at: callerSite(fn) } : {});
   const logger: Logger = {
-    info: (msg) => { if (state.info) p.info(msg); },
-    warn: (msg) => { if (state.warning) p.warn(msg); },
-    error: (msg) => { if (state.error) p.error(msg); },
-    verbose: (level, msg) => { if (state.verbose >= level) p.debug(msg); },
+    info(msg) { if (state.info) p.info(at(logger.info), msg); },
+    warn(msg) { if (state.warning) p.warn(at(logger.warn), msg); },
+    error(msg) { if (state.error) p.error(at(logger.error), msg); },
+    verbose(level, msg) { if (state.verbose >= level) p.debug(at(logger.verbose), msg); },
     isVerbose: (level) => state.verbose >= level,
-    table: (text) => { if (state.info) p.info({ multiline: true }, text); },
-    multiline: (heading, body) => { if (state.info) p.info({ multiline: true, heading }, body); },
-    child: (bindings) => wrap(p.child(bindings), state, dest),
+    table(text) { if (state.info) p.info({ multiline: true, ...at(logger.table) }, text); },
+    multiline(heading, body) { if (state.info) p.info({ multiline: true, heading, ...at(logger.multiline) }, body); },
+    child: (bindings) => wrap(p.child(bindings), state, dest, sites && bindings.site !== false),
     setLevels: (s) => {
       if (s.verbose !== undefined) state.verbose = s.verbose;
       if (s.info !== undefined) state.info = s.info;
@@ -176,5 +188,5 @@ export function createLogger(opts: LoggerOptions): Logger {
   const dest = new TritonDestination(state, opts.pid ?? process.pid, opts.escape ?? escapeFromEnv(), opts.sink);
   // Level filtering is ours (state, changeable at run time), so pino passes everything.
   const p = pino({ level: 'trace', base: null, timestamp: () => `,"t":${clock()}` }, dest);
-  return wrap(p, state, dest);
+  return wrap(p, state, dest, opts.sites ?? true);
 }

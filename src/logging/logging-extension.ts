@@ -66,7 +66,7 @@ export function updateLogSettings(log: Logger, body: unknown): LogSettingsJson {
   if (format !== undefined && format !== null) {
     if (typeof format !== 'string') throw new ServerError('INTERNAL', NON.string);
     // Triton answers a bad format with UNAVAILABLE (503), a quirk kept here.
-    if (format !== 'default' && format !== 'ISO8601') {
+    if (format !== 'default' && format !== 'ISO8601' && format !== 'json') {
       throw new ServerError('UNAVAILABLE', `invalid argument for --log_format, got: ${format}`);
     }
     change.format = format;

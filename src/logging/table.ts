@@ -1,11 +1,14 @@
 /**
  * Triton's ASCII tables (protocol.md §7.2) and the startup tables built with
- * them. Column widths follow Triton's "fair share" rule: the terminal width
- * (500 when stdout is not a TTY) is split evenly, columns narrower than their
- * share give the rest to the wider ones, and cells longer than their column's
- * width wrap onto extra lines inside the cell.
+ * them. Column widths follow Triton's "fair share" rule: the width (the
+ * terminal's on a TTY, else 80, so a log file reads in an 80-column
+ * viewer; Triton uses 500) is split evenly, columns narrower than their
+ * share give the rest to the wider ones, and a cell longer than its column
+ * wraps at spaces onto extra lines inside the cell (a word longer than the
+ * column, a path, is cut). A cell's own line breaks start new lines.
  */
 import type { ServerOptions } from '../cli-options';
+import { wrapWords } from '../core/text-wrap';
 import { SERVER_EXTENSIONS, SERVER_VERSION } from '../server-info';
 
 export interface TableOptions {
@@ -13,7 +16,7 @@ export interface TableOptions {
   width?: number;
 }
 
-const NON_TTY_WIDTH = 500;
+const NON_TTY_WIDTH = 80;
 
 function terminalWidth(): number {
   const out = process.stdout;
@@ -44,10 +47,11 @@ function divider(widths: number[]): string {
 }
 
 function renderRow(cells: string[], widths: number[]): string {
-  const height = Math.max(1, ...cells.map((c, i) => Math.ceil(c.length / widths[i]!)));
+  const wrapped = cells.map((c, i) => wrapWords(c, widths[i]!));
+  const height = Math.max(1, ...wrapped.map((w) => w.length));
   let out = '';
   for (let line = 0; line < height; line++) {
-    const parts = cells.map((c, i) => c.slice(line * widths[i]!, (line + 1) * widths[i]!).padEnd(widths[i]!));
+    const parts = wrapped.map((w, i) => (w[line] ?? '').padEnd(widths[i]!));
     out += `| ${parts.join(' | ')} |\n`;
   }
   return out;
@@ -59,7 +63,8 @@ function renderRow(cells: string[], widths: number[]): string {
  */
 export function formatTable(header: string[], rows: string[][], opts: TableOptions = {}): string {
   const cellsOf = (row: string[]): string[] => header.map((_, i) => row[i] ?? '');
-  const maxLens = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const longest = (c: string): number => Math.max(...c.split('\n').map((l) => l.length));
+  const maxLens = header.map((h, i) => Math.max(h.length, ...rows.map((r) => longest(r[i] ?? ''))));
   const widths = columnWidths(maxLens, opts.width ?? terminalWidth());
   const div = divider(widths);
   return div + renderRow(header, widths) + div + rows.map((r) => renderRow(cellsOf(r), widths)).join('') + div;
@@ -73,13 +78,26 @@ export interface ModelTableRow {
   status: string;
 }
 
-/** Models table: sorted by model name, then version. */
+/** The part of a status the models table shows: its first line (a Python traceback follows in the log). */
+export function statusSummary(status: string): string {
+  const nl = status.indexOf('\n');
+  return nl < 0 ? status : status.slice(0, nl).trimEnd();
+}
+
+/** What a status has beyond its first line (a traceback), '' when nothing: logged once, below the table. */
+export function statusDetail(status: string): string {
+  const nl = status.indexOf('\n');
+  return nl < 0 ? '' : status.slice(nl + 1).replace(/^\n+/, '').trimEnd();
+}
+
+/** Models table: sorted by model name, then version; one line of reason per model (statusSummary). */
 export function modelTable(rows: ModelTableRow[], opts?: TableOptions): string {
   const sorted = [...rows].sort((a, b) => {
     if (a.name !== b.name) return a.name < b.name ? -1 : 1;
     return (Number(a.version) || 0) - (Number(b.version) || 0);
   });
-  return formatTable(['Model', 'Version', 'Status'], sorted.map((r) => [r.name, String(r.version), r.status]), opts);
+  return formatTable(['Model', 'Version', 'Status'],
+    sorted.map((r) => [r.name, String(r.version), statusSummary(r.status)]), opts);
 }
 
 export interface BackendTableRow {

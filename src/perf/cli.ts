@@ -15,7 +15,7 @@ export async function perfMain(argv: string[]): Promise<number> {
     options = parsePerfOptions(argv);
   } catch (err) {
     if (err instanceof PerfUsageError) {
-      process.stderr.write(`error: ${err.message}\n${PERF_USAGE}`);
+      process.stderr.write(`error: ${err.message} (see nodetron perf --help)\n`);
       return 1;
     }
     throw err;
@@ -28,7 +28,10 @@ export async function perfMain(argv: string[]): Promise<number> {
   const what = o.requestRate ? `request rate ${o.requestRate.start}:${o.requestRate.end}:${o.requestRate.step}` : `concurrency ${o.concurrency!.start}:${o.concurrency!.end}:${o.concurrency!.step}`;
   process.stdout.write(`*** Measurement Settings ***\n  model ${o.model}${o.version ? ` version ${o.version}` : ''}, ${o.protocol} ${o.url}, batch ${o.batchSize}, ` +
     `${o.protocol === 'http' ? `${o.inputFormat} input / ${o.outputFormat} output tensors, ` : ''}${what}, window ${o.measurementIntervalMs} ms, ` +
-    `stability ${o.stabilityPercentage}%${o.percentile ? `, p${o.percentile} latency` : ''}\n\n`);
+    `stability ${o.stabilityPercentage}%${o.percentile ? `, p${o.percentile} latency` : ''}` +
+    `${o.windowRequests !== undefined ? `, count windows of ${o.windowRequests} requests` : ''}` +
+    `${o.latencyThresholdMs !== undefined ? `, latency threshold ${o.latencyThresholdMs} ms` : ''}\n` +
+    o.notes.map((n) => `  note: ${n}\n`).join('') + '\n');
   try {
     const { results } = await runPerf(o, (line) => process.stdout.write(line + '\n'));
     process.stdout.write('\n' + summaryTable(results) + '\n');

@@ -28,6 +28,10 @@ export interface StepSpec {
   batchSize: number;
   maxConnections: number;
   warmupMs?: number;
+  /** count_windows: a window ends once this many requests completed (perf_analyzer --measurement-request-count), else after intervalMs. */
+  windowRequests?: number;
+  /** -v: called with each window as it closes. */
+  onWindow?: (w: Window, index: number) => void;
 }
 
 export interface StepResult {
@@ -52,6 +56,12 @@ class WindowRecorder {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** count_windows: until the window holds `n` requests, at most `capMs` (a stalled server still ends the window). */
+async function untilCount(rec: WindowRecorder, n: number, capMs: number): Promise<void> {
+  const end = Date.now() + capMs;
+  while (rec.latencies.length < n && Date.now() < end) await sleep(2);
+}
 
 /** Keeps connections across steps: a sweep reuses what the previous step opened. */
 export class SenderPool {
@@ -109,11 +119,13 @@ export async function runStep(pool: SenderPool, spec: StepSpec, stats: (() => Pr
   rec = new WindowRecorder();
   snaps.push(await snapshot());
   while (windows.length < spec.maxTrials) {
-    await sleep(spec.intervalMs);
+    if (spec.windowRequests === undefined) await sleep(spec.intervalMs);
+    else await untilCount(rec, spec.windowRequests, spec.intervalMs * 10);
     const done = rec;
     rec = new WindowRecorder();
     const seconds = Number(process.hrtime.bigint() - done.startNs) / 1e9;
     windows.push({ count: done.latencies.length, errors: done.errors, seconds, latenciesUs: done.latencies });
+    spec.onWindow?.(windows[windows.length - 1]!, windows.length);
     snaps.push(await snapshot());
     if (isStable(windows, spec.stabilityPct, spec.percentile)) break;
   }

@@ -98,23 +98,33 @@ export function serverSplit(before: ServerStatsSnapshot, after: ServerStatsSnaps
   };
 }
 
-/** Reads one entry of `model_stats` from Triton's statistics JSON. */
+/**
+ * The model's counters in Triton's statistics JSON, summed over its entries:
+ * `model_stats` has one entry per loaded version, and requests without a
+ * version go to whichever version serves (the newest), so taking the first
+ * entry read the idle version's zeros when two were loaded. The tool asks
+ * for one version's statistics when it sends to one (-x).
+ */
 export function parseServerStats(json: unknown, model: string): ServerStatsSnapshot | undefined {
   const list = (json as { model_stats?: unknown[] } | null)?.model_stats;
   if (!Array.isArray(list)) return undefined;
-  const entry = list.find((e) => (e as { name?: string }).name === model) as Record<string, unknown> | undefined;
-  if (entry === undefined) return undefined;
-  const stats = (entry.inference_stats ?? {}) as Record<string, { count?: number | string; ns?: number | string }>;
-  const ns = (k: string): number => Number(stats[k]?.ns ?? 0);
-  return {
-    successCount: Number(stats.success?.count ?? 0),
-    inferenceCount: Number(entry.inference_count ?? 0),
-    executionCount: Number(entry.execution_count ?? 0),
-    queueNs: ns('queue'),
-    computeInputNs: ns('compute_input'),
-    computeInferNs: ns('compute_infer'),
-    computeOutputNs: ns('compute_output'),
+  const entries = list.filter((e) => (e as { name?: string }).name === model) as Record<string, unknown>[];
+  if (entries.length === 0) return undefined;
+  const sum: ServerStatsSnapshot = {
+    successCount: 0, inferenceCount: 0, executionCount: 0, queueNs: 0, computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0,
   };
+  for (const entry of entries) {
+    const stats = (entry.inference_stats ?? {}) as Record<string, { count?: number | string; ns?: number | string }>;
+    const ns = (k: string): number => Number(stats[k]?.ns ?? 0);
+    sum.successCount += Number(stats.success?.count ?? 0);
+    sum.inferenceCount += Number(entry.inference_count ?? 0);
+    sum.executionCount += Number(entry.execution_count ?? 0);
+    sum.queueNs += ns('queue');
+    sum.computeInputNs += ns('compute_input');
+    sum.computeInferNs += ns('compute_infer');
+    sum.computeOutputNs += ns('compute_output');
+  }
+  return sum;
 }
 
 /**

@@ -3,7 +3,12 @@
  * `-u`, `-i`, `-b`, `--shape NAME:d1,d2`, `--input-data`,
  * `--concurrency-range start:end:step`, `--request-rate-range`,
  * `--measurement-interval` (ms), `--stability-percentage`, `--max-trials`,
- * `--percentile`, `-f out.csv`. Pure: argv in, options or a PerfUsageError out.
+ * `--percentile`, `-f out.csv`, `--measurement-mode`, `--latency-threshold`,
+ * `-v`; perf_analyzer flags guides paste that change nothing here
+ * (`--async`/`-a`, `--max-threads`, `--collect-metrics`,
+ * `--shared-memory=none`) are accepted with a note saying what nodetron perf
+ * does instead, and `-t N` is the old spelling of `--concurrency-range N`.
+ * Pure: argv in, options or a PerfUsageError out.
  */
 
 export class PerfUsageError extends Error {}
@@ -35,6 +40,13 @@ export interface PerfOptions {
   csvFile: string | undefined;
   /** Connections the request-rate mode may open. */
   maxConnections: number;
+  /** count_windows: requests per window (--measurement-request-count); undefined = time windows. */
+  windowRequests: number | undefined;
+  /** --latency-threshold in ms: the sweep stops after a step over it; undefined = no limit. */
+  latencyThresholdMs: number | undefined;
+  verbose: boolean;
+  /** What accepted-but-inert flags mean here, printed before the run. */
+  notes: string[];
   help: boolean;
 }
 
@@ -71,6 +83,21 @@ const SPECS: Record<string, Spec> = {
   '--percentile': { key: 'percentile', kind: 'int' },
   '-f': { key: 'csvFile', kind: 'string' },
   '--max-connections': { key: 'maxConnections', kind: 'int' },
+  '--measurement-mode': { key: 'measurementMode', kind: 'string' },
+  '--measurement-request-count': { key: 'windowRequests', kind: 'int' },
+  '--latency-threshold': { key: 'latencyThresholdMs', kind: 'int' },
+  '-l': { key: 'latencyThresholdMs', kind: 'int' },
+  '-v': { key: 'verbose', kind: 'flag' },
+  '--verbose': { key: 'verbose', kind: 'flag' },
+  '-t': { key: 'concurrencyOld', kind: 'int' },
+  '-a': { key: 'async', kind: 'flag' },
+  '--async': { key: 'async', kind: 'flag' },
+  '--sync': { key: 'sync', kind: 'flag' },
+  '--max-threads': { key: 'maxThreads', kind: 'int' },
+  '--collect-metrics': { key: 'collectMetrics', kind: 'flag' },
+  '--metrics-url': { key: 'metricsUrl', kind: 'string' },
+  '--metrics-interval': { key: 'metricsInterval', kind: 'int' },
+  '--shared-memory': { key: 'sharedMemory', kind: 'string' },
   '-h': { key: 'help', kind: 'flag' },
   '--help': { key: 'help', kind: 'flag' },
 };
@@ -91,8 +118,19 @@ export const PERF_USAGE = `Usage: nodetron perf -m <model> [options]
   -s, --stability-percentage P     windows agree within P% (default 10)
   -r, --max-trials N               windows per step before giving up on stability (default 10)
   --percentile P                   use the P-th latency percentile instead of the average
-  -f FILE                          write the steps as CSV
+  -f FILE                          write the steps as CSV (perf_analyzer's columns, times in us)
   --max-connections N              connections the request-rate mode may open (default 256)
+  --measurement-mode time_windows|count_windows   windows of -p ms (default), or of
+                                   --measurement-request-count requests (default 50)
+  -l, --latency-threshold MS       stop the sweep after a step whose latency is over MS
+  -v, --verbose                    print every measurement window
+  -t N                             old spelling of --concurrency-range N
+  -a, --async, --sync              accepted: requests are always sent asynchronously, up to
+                                   the concurrency (or rate) in flight
+  --max-threads N                  accepted: nodetron perf drives all requests from one thread
+  --collect-metrics, --metrics-url, --metrics-interval   accepted: no GPU metrics are
+                                   collected; the server split comes from the statistics API
+  --shared-memory none             only none: system and cuda shared memory are not supported yet
 `;
 
 function parseNumber(flag: string, kind: Kind, text: string): number {
@@ -162,6 +200,18 @@ export function parsePerfOptions(argv: string[]): PerfOptions {
     raw.set(spec.key, spec.kind === 'string' ? value : parseNumber(flag, spec.kind, value));
   }
   const help = raw.get('help') === true;
+  const notes = inertFlagNotes(raw);
+  const shm = String(raw.get('sharedMemory') ?? 'none');
+  if (shm !== 'none') {
+    oneOf('--shared-memory', shm, ['none', 'system', 'cuda'] as const);
+    throw new PerfUsageError(`--shared-memory=${shm}: not supported by nodetron perf yet; tensors go in the request `
+      + '(--shared-memory=none, the default)');
+  }
+  const mode = oneOf('--measurement-mode', String(raw.get('measurementMode') ?? 'time_windows'),
+    ['time_windows', 'count_windows'] as const);
+  const old = raw.get('concurrencyOld') as number | undefined;
+  if (old !== undefined && raw.has('concurrency')) throw new PerfUsageError('-t and --concurrency-range cannot be used together');
+  if (old !== undefined) raw.set('concurrency', String(old));
   const model = raw.get('model') as string | undefined;
   if (model === undefined && !help) throw new PerfUsageError('-m: a model name is required');
   const protocol = oneOf('-i', String(raw.get('protocol') ?? 'http').toLowerCase(), ['http', 'grpc'] as const);
@@ -193,6 +243,25 @@ export function parsePerfOptions(argv: string[]): PerfOptions {
     percentile,
     csvFile: raw.get('csvFile') as string | undefined,
     maxConnections: positive('maxConnections', '--max-connections', 256),
+    windowRequests: mode === 'count_windows' ? positive('windowRequests', '--measurement-request-count', 50) : undefined,
+    latencyThresholdMs: raw.has('latencyThresholdMs') ? positive('latencyThresholdMs', '--latency-threshold', 1) : undefined,
+    verbose: raw.get('verbose') === true,
+    notes,
     help,
   };
+}
+
+/** One line per perf_analyzer flag given that changes nothing here, saying what nodetron perf does instead. */
+function inertFlagNotes(raw: Map<string, string | number | boolean>): string[] {
+  const notes: string[] = [];
+  if (raw.has('async') || raw.has('sync')) {
+    notes.push('--async/--sync: nodetron perf always sends asynchronously, with the concurrency (or rate) in flight');
+  }
+  if (raw.has('maxThreads')) {
+    notes.push(`--max-threads=${String(raw.get('maxThreads'))}: ignored; one thread drives every request (the concurrency sets how many are in flight)`);
+  }
+  if (raw.has('collectMetrics') || raw.has('metricsUrl') || raw.has('metricsInterval')) {
+    notes.push('--collect-metrics: ignored; nodetron serves no GPU metrics; the server-side split comes from the statistics API');
+  }
+  return notes;
 }

@@ -11,7 +11,7 @@ import { buildTensors, type PerfTensor } from './input-tensors';
 import { runStep, SenderPool, type StepResult, type Transport } from './load-driver';
 import { grpcProbe, httpProbe, type ModelProbe } from './model-probe';
 import { rangeSteps, type PerfOptions } from './perf-options';
-import { stepLine } from './report';
+import { stepLine, windowLine } from './report';
 
 /** host and port from `host:port` or `http://host:port`. */
 export function splitUrl(url: string): { host: string; port: number } {
@@ -113,9 +113,16 @@ export async function runPerf(o: PerfOptions, log: (line: string) => void = () =
       const r = await runStep(pool, {
         mode, value, intervalMs: o.measurementIntervalMs, stabilityPct: o.stabilityPercentage, maxTrials: o.maxTrials,
         percentile: o.percentile, batchSize: o.batchSize, maxConnections: o.maxConnections,
+        windowRequests: o.windowRequests,
+        onWindow: o.verbose ? (w, i) => log(windowLine(w, i, o.batchSize)) : undefined,
       }, preset.stats === false ? undefined : () => probe.stats(), o.model);
       results.push(r);
       log(`${stepLine(r)}`);
+      const latencyUs = r.latency.reportUs;
+      if (o.latencyThresholdMs !== undefined && latencyUs > o.latencyThresholdMs * 1000) {
+        log(`latency ${(latencyUs / 1000).toFixed(3)} ms is over --latency-threshold ${o.latencyThresholdMs} ms: stopping the sweep`);
+        break;
+      }
     }
     return { tensors, results };
   } finally {

@@ -3,7 +3,7 @@
  * the knee marked, and a CSV in perf_analyzer's column spelling (times in µs)
  * with our extra columns (errors, stability, knee) at the end.
  */
-import { findKnee } from './perf-math';
+import { findKnee, type Window } from './perf-math';
 import type { StepResult } from './load-driver';
 
 const f0 = (n: number): string => n.toFixed(0);
@@ -17,6 +17,16 @@ export function stepLine(r: StepResult): string {
   return `${label}, throughput: ${r.inferencesPerSec.toFixed(1)} infer/sec (${r.requestsPerSec.toFixed(1)} req/s), ` +
     `latency p50 ${ms(r.latency.p50Us)} ms p90 ${ms(r.latency.p90Us)} ms p95 ${ms(r.latency.p95Us)} ms p99 ${ms(r.latency.p99Us)} ms, ` +
     `errors ${r.errors}${r.delayed > 0 ? `, delayed ${r.delayed}` : ''}${r.stable ? '' : ', NOT stable'} (${r.windows} windows)\n  ${server}`;
+}
+
+/** -v: one measurement window. */
+export function windowLine(w: Window, index: number, batchSize: number): string {
+  const lat = w.latenciesUs;
+  let sum = 0;
+  for (let i = 0; i < lat.length; i++) sum += lat[i]!;
+  const avg = lat.length > 0 ? sum / lat.length : 0;
+  return `  window ${index}: ${w.count} requests in ${w.seconds.toFixed(3)} s, ` +
+    `${((w.count * batchSize) / w.seconds).toFixed(1)} infer/sec, avg latency ${f0(avg)} us, errors ${w.errors}`;
 }
 
 export function kneeIndex(results: StepResult[]): number {

@@ -29,6 +29,20 @@ test('health live and ready are 200 with an empty body', async () => {
   }
 });
 
+test('responses carry only our headers: no uWebSockets mark on 200s, errors or infer replies', async () => {
+  const replies = [
+    await fetch(server.url + '/v2/health/live'),
+    await fetch(server.url + '/v2'),
+    await fetch(server.url + '/v2/models/nope'),
+    await infer(server.url, 'simple', [
+      { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: new Uint8Array(64) },
+      { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: new Uint8Array(64) },
+    ]),
+  ];
+  assert.deepEqual(replies.map((r) => r.status), [200, 200, 404, 200]);
+  for (const r of replies) assert.equal(r.headers.get('uwebsockets'), null, [...r.headers.keys()].join(','));
+});
+
 test('server metadata names triton-compatible extensions', async () => {
   const res = await fetch(server.url + '/v2');
   assert.equal(res.status, 200);

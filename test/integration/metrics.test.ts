@@ -178,8 +178,8 @@ test('logging extension: GET/POST round trip, request-id verbose lines, Triton e
     { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: Array(16).fill(2) },
   ], { id: 'verbose-42' });
   assert.equal(r.status, 200);
-  // ISO8601 line carrying the request id, from the main thread.
-  await waitForOutput(server, /\d{4}-\d\d-\d\dT[\d:]+Z I \d+ infer_request\.ts:0\] "\[request id: verbose-42\] model 'simple' version 1/);
+  // ISO8601 line carrying the request id, from the main thread, at the file:line that logged it.
+  await waitForOutput(server, /\d{4}-\d\d-\d\dT[\d:]+Z I \d+ telemetry\.ts:\d+\] "\[request id: verbose-42\] model 'simple' version 1/);
 
   assert.deepEqual(await getJson('/v2/logging', post('{"log_file":"/tmp/x.log"}')),
     { status: 501, json: { error: 'log file location can not be updated through network protocol' } });

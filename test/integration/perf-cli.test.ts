@@ -63,6 +63,35 @@ test('gRPC with a variable-shape Python model', () => {
   assert.match(r.out, /errors 0/);
 });
 
+test('two loaded versions: the server split is not zero; perf_analyzer flags pasted from a guide run', async () => {
+  const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-perf-repo-'));
+  const src = path.join(MODEL_REPOSITORY, 'simple');
+  fs.mkdirSync(path.join(repo, 'simple'));
+  fs.writeFileSync(path.join(repo, 'simple', 'config.pbtxt'),
+    fs.readFileSync(path.join(src, 'config.pbtxt'), 'utf8') + '\nversion_policy: { all { } }\n');
+  for (const v of ['1', '2']) fs.cpSync(path.join(src, '1'), path.join(repo, 'simple', v), { recursive: true });
+  const two = await startServer([`--model-repository=${repo}`]);
+  try {
+    const csv = path.join(dir, 'two.csv');
+    const r = perf(['-m', 'simple', '-u', `127.0.0.1:${two.port}`, '--async', '-v', '--measurement-mode=count_windows',
+      '--measurement-request-count', '20', '--latency-threshold', '10000', '--max-threads', '4', '--collect-metrics',
+      '--shared-memory=none', '-a', '-t', '1', '-f', csv]);
+    assert.equal(r.code, 0, r.err + r.out);
+    assert.match(r.out, /note: --async\/--sync: nodetron perf always sends asynchronously/);
+    assert.match(r.out, /note: --max-threads=4: ignored/);
+    assert.match(r.out, /^ {2}window 1: \d+ requests in [\d.]+ s, [\d.]+ infer\/sec, avg latency \d+ us, errors 0$/m);
+    const cells = fs.readFileSync(csv, 'utf8').trim().split('\n')[1]!.split(',');
+    assert.ok(Number(cells[4]) > 0, `compute infer with versions 1 and 2 loaded: ${cells.join(',')}`);
+    const shm = perf(['-m', 'simple', '-u', `127.0.0.1:${two.port}`, '--shared-memory=system']);
+    assert.equal(shm.code, 1);
+    assert.equal(shm.err, 'error: --shared-memory=system: not supported by nodetron perf yet; tensors go in the request '
+      + '(--shared-memory=none, the default) (see nodetron perf --help)\n');
+  } finally {
+    assert.equal(await two.stop(), 0);
+    fs.rmSync(repo, { recursive: true, force: true });
+  }
+});
+
 test('errors: unknown model (HTTP and gRPC), missing shape, bad option', () => {
   const unknown = perf(['-m', 'nope', '-u', `127.0.0.1:${server.port}`]);
   assert.equal(unknown.code, 1);

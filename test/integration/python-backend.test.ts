@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { infer } from '../../src/client/kserve-http-client';
-import { MODEL_REPOSITORY, REPO_ROOT, startServer } from './server-process';
+import { MODEL_REPOSITORY, REPO_ROOT, startServer, unwrapTables } from './server-process';
 import type { ServerProcess } from './server-process';
 
 const FIXTURES = path.join(REPO_ROOT, 'test/integration/fixtures/python_models');
@@ -98,7 +98,7 @@ test('an exception in execute fails the batch with the model named and the Pytho
 
 test('an exception in initialize leaves the model UNAVAILABLE with the Python error as reason', async () => {
   const out = server.output();
-  assert.match(out, /\| init_fail\s+\| 1\s+\| UNAVAILABLE: Internal: NameError: name 'lorem_ipsum' is not defined/);
+  assert.match(unwrapTables(out), /\| init_fail\s+\| 1\s+\| UNAVAILABLE: Internal: NameError: name 'lorem_ipsum' is not defined/);
   const r = await infer(server.url, 'init_fail', [vec('INPUT0', [1])]);
   assert.notEqual(r.status, 200);
 });

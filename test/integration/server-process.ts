@@ -55,7 +55,16 @@ const ARENA_SETTLE_MS = 5000;
 
 /** nodetron_arena_used_bytes from the metrics endpoint. */
 async function scrapeArena(metricsPort: number): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+  const url = `http://127.0.0.1:${metricsPort}/metrics`;
+  // A test that blocks this process (spawnSync of the perf CLI) keeps
+  // undici from retiring an idle keep-alive socket before the server's
+  // 5 s timeout closes it; the next fetch then fails on that socket with
+  // 'other side closed'. One retry opens a fresh connection.
+  const res = await fetch(url).catch((err: { cause?: { code?: string } }) => {
+    if (err.cause?.code === 'UND_ERR_SOCKET') return fetch(url);
+    throw err;
+  });
+  const text = await res.text();
   const m = /^nodetron_arena_used_bytes (\d+)$/m.exec(text);
   if (!m) throw new Error(`nodetron_arena_used_bytes is not on /metrics:\n${text.slice(0, 2000)}`);
   return Number(m[1]);
@@ -175,4 +184,43 @@ export async function waitForOutput(server: { output(): string }, re: RegExp, ti
     await new Promise((r) => setTimeout(r, 20));
   }
   return server.output();
+}
+
+/**
+ * The startup tables with each row on one line: cells wrapped over several
+ * lines (80-column tables, logging/table.ts) are joined back, a space between
+ * fragments unless the fragment filled its column (a long word was cut
+ * there). Lets a test match a row with one regex.
+ */
+export function unwrapTables(output: string): string {
+  const out: string[] = [];
+  let row: string[] | undefined;
+  let widths: number[] = [];
+  const flush = (): void => {
+    if (row !== undefined) out.push(`| ${row.join(' | ')} |`);
+    row = undefined;
+  };
+  for (const line of output.split('\n')) {
+    if (!/^\|.*\|$/.test(line)) {
+      flush();
+      out.push(line);
+      continue;
+    }
+    const raw = line.slice(2, -2).split(' | ');
+    const cells = raw.map((c) => c.trimEnd());
+    if (row !== undefined && cells[0] === '') {
+      row = row.map((prev, i) => {
+        const add = cells[i] ?? '';
+        if (add === '') return prev;
+        const lastFragment = prev.split(' ').pop() ?? '';
+        return prev + (lastFragment.length >= (widths[i] ?? Infinity) || prev === '' ? '' : ' ') + add;
+      });
+      continue;
+    }
+    flush();
+    row = cells;
+    widths = raw.map((c) => c.length);
+  }
+  flush();
+  return out.join('\n');
 }

@@ -10,7 +10,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { infer } from '../../src/client/kserve-http-client';
-import { MODEL_REPOSITORY, runToExit, startServer } from './server-process';
+import { createClient } from './grpc-test-client';
+import { MODEL_REPOSITORY, runToExit, startServer, unwrapTables, waitForOutput } from './server-process';
 
 /** A repository with a copy of `simple` plus the given broken models (name → files). */
 function makeRepo(models: Record<string, Record<string, string>>): string {
@@ -34,8 +35,8 @@ test('a config with an unknown field fails startup, naming the model, the field 
   const repo = makeRepo({ broken: { 'config.pbtxt': 'name: "broken"\nplatform: "onnxruntime_onnx"\nmax_batch_sise: 8\n', '1/model.onnx': '@simple-onnx' } });
   const r = await runToExit([`--model-repository=${repo}`]);
   assert.equal(r.code, 1);
-  assert.match(r.output, /\| broken +\| 1 +\| UNAVAILABLE: Invalid argument: failed to read text proto from .*config\.pbtxt: line 3: unknown field 'max_batch_sise'/);
-  assert.match(r.output, /\| simple +\| 1 +\| READY/);
+  assert.match(unwrapTables(r.output), /\| broken +\| 1 +\| UNAVAILABLE: Invalid argument: failed to read text proto from .*config\.pbtxt: line 3: unknown field 'max_batch_sise'/);
+  assert.match(unwrapTables(r.output), /\| simple +\| 1 +\| READY/);
   assert.match(r.output, /error: creating server: Internal - failed to load all models/);
 });
 
@@ -47,8 +48,8 @@ test('--exit-on-error=false keeps serving the good models; strict readiness repo
   });
   const server = await startServer([`--model-repository=${repo}`, '--exit-on-error=false']);
   try {
-    assert.match(server.output(), /\| nofile +\| 1 +\| UNAVAILABLE: Internal: failed to stat file .*nofile\/1\/model\.onnx/);
-    assert.match(server.output(), /\| gpu +\| 1 +\| UNAVAILABLE: .*GPU/);
+    assert.match(unwrapTables(server.output()), /\| nofile +\| 1 +\| UNAVAILABLE: Internal: failed to stat file .*nofile\/1\/model\.onnx/);
+    assert.match(unwrapTables(server.output()), /\| gpu +\| 1 +\| UNAVAILABLE: .*GPU/);
     assert.match(server.output(), /ignore version directory 'v2' which fails to convert to integral number/);
     assert.equal((await fetch(server.url + '/v2/health/live')).status, 200);
     assert.equal((await fetch(server.url + '/v2/health/ready')).status, 400);
@@ -82,6 +83,59 @@ test('an unknown flag and a bad boolean exit 1 naming them', async () => {
   const b = await runToExit([`--model-repository=${MODEL_REPOSITORY}`, '--exit-on-error=maybe']);
   assert.equal(b.code, 1);
   assert.match(b.output, /Bad option: "--exit-on-error"\.[\s\S]*invalid value for bool option: maybe/);
+});
+
+test('flags nodetron ignores warn once at start, naming the flag, that it is ignored and what to use', async () => {
+  const server = await startServer([`--model-repository=${makeRepo({})}`, '--allow-sagemaker=true',
+    '--allow-vertex-ai=false', '--http-header-forward-pattern=^x-']);
+  try {
+    const out = server.output();
+    const sagemaker = "'--allow-sagemaker=true' is ignored: nodetron has no SageMaker endpoint (/ping, /invocations); "
+      + 'use the KServe v2 HTTP API on --http-port.';
+    assert.equal(out.split(sagemaker).length - 1, 1, out);
+    assert.match(out, /^W\d{4} [\d:.]+ \d+ [^\]]+\] "Warning: '--http-header-forward-pattern=\^x-' is ignored: headers are not forwarded yet; send the values as \\"parameters\\" in the request body\."$/m);
+    assert.doesNotMatch(out, /allow-vertex-ai/);
+  } finally {
+    assert.equal(await server.stop(), 0);
+  }
+});
+
+test('--log-format=json --log-access: every line is one JSON object; each inference gets an access line', async () => {
+  const server = await startServer([`--model-repository=${makeRepo({})}`, '--log-format=json', '--log-access=true',
+    '--allow-grpc=true', '--grpc-port=0']);
+  const zeros = [
+    { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: new Uint8Array(64) },
+    { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: new Uint8Array(64) },
+  ];
+  try {
+    assert.equal((await infer(server.url, 'simple', zeros)).status, 200);
+    const missing = await fetch(server.url + '/v2/models/simple/versions/7/infer', { method: 'POST', body: '{}' });
+    assert.notEqual(missing.status, 200); // refused by the HTTP thread itself: no access line (access-log.ts)
+    const grpc = createClient(server.grpcPort);
+    try {
+      await grpc.call('ModelInfer', { model_name: 'simple', id: 'g1', inputs: zeros.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape })),
+        raw_input_contents: zeros.map((t) => Buffer.from(t.data)) });
+      await assert.rejects(grpc.call('ModelInfer', { model_name: 'simple', model_version: '7', inputs: [] }));
+    } finally {
+      grpc.close();
+    }
+    const access = await waitForOutput(server, /GRPC model=simple version=1 status=0 .*id=\\"g1\\"/);
+    const records = access.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
+    for (const r of records) {
+      assert.match(String(r['time']), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+      assert.ok(['INFO', 'WARNING', 'ERROR'].includes(String(r['level'])), JSON.stringify(r));
+      assert.equal(typeof r['source'], 'string');
+    }
+    assert.ok(records.some((r) => /^server\.ts:\d+$/.test(String(r['source']))), 'real source locations');
+    const line = records.find((r) => String(r['message']).startsWith('HTTP model=simple'))!;
+    assert.equal(line['source'], 'access');
+    assert.match(String(line['message']),
+      /^HTTP model=simple version=1 status=200 in_bytes=128 out_bytes=128 queue_us=\d+ compute_us=\d+ total_us=\d+ id=""$/);
+    assert.ok(records.some((r) => String(r['message']).startsWith('GRPC model=simple version=1 status=0 in_bytes=128 out_bytes=128 ')));
+    assert.equal(records.filter((r) => r['source'] === 'access').length, 2, 'requests the frontends refused themselves are not logged');
+  } finally {
+    assert.equal(await server.stop(), 0);
+  }
 });
 
 test('two HTTP threads share the port; a body over --http-max-input-size is refused with 400', async () => {

@@ -1,7 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import os from 'node:os';
-import { CliError, defaultHttpThreadCount, formatCliError, parseServerOptions, usageText, type ServerOptions } from '../../src/cli-options';
+import {
+  CliError, CliExit, defaultHttpThreadCount, formatCliError, parseServerOptions, usageText, type ServerOptions,
+} from '../../src/cli-options';
 
 const REPO = ['--model-repository', '/models'];
 
@@ -80,6 +82,7 @@ test('defaults equal tritonserver defaults (§6)', () => {
     logError: true,
     logFormat: 'default',
     logFile: undefined,
+    logAccess: false,
     traceConfig: {
       level: [], rate: 1000, count: -1, mode: 'triton', file: '', logFrequency: 0,
       opentelemetry: { url: 'http://localhost:4318/v1/traces' }, opentelemetryResource: {},
@@ -111,6 +114,15 @@ test('defaults equal tritonserver defaults (§6)', () => {
 
 const ERRORS: [string[], string][] = [
   [[...REPO, '--foo'], 'Unrecognized option: --foo'],
+  [[...REPO, '--http-prot=9000'], 'Unrecognized option: --http-prot; did you mean --http-port?'],
+  [[...REPO, '--grpc_infer_thread_count=4'], 'Unrecognized option: --grpc_infer_thread_count; did you mean --grpc-infer-thread-count?'],
+  [[...REPO, '--model_repository', '/m'], 'Unrecognized option: --model_repository; did you mean --model-repository?'],
+  [[...REPO, '--strict-readyness=false'], 'Unrecognized option: --strict-readyness; did you mean --strict-readiness?'],
+  [[...REPO, '--log-verbsoe=1'], 'Unrecognized option: --log-verbsoe; did you mean --log-verbose?'],
+  [[...REPO, '--model'], "option '--model' is ambiguous; possibilities: '--model-repository' '--model-store' "
+    + "'--model-control-mode' '--model-config-name' '--model-load-thread-count' '--model-load-retry-count' "
+    + "'--model-namespacing' '--model-load-gpu-limit'"],
+  [[...REPO, '--grpc-use=1'], "option '--grpc-use' is ambiguous; possibilities: '--grpc-use-ssl' '--grpc-use-ssl-mutual'"],
   [[...REPO, '--foo-bar=3'], 'Unrecognized option: --foo-bar'],
   [[...REPO, '-x'], 'Unrecognized option: -x'],
   [[...REPO, '--exit-on-error=maybe'], 'Bad option: "--exit-on-error".\ninvalid value for bool option: maybe'],
@@ -137,7 +149,7 @@ const ERRORS: [string[], string][] = [
   [[...REPO, '--http-codec-offload-bytes=64k'], 'Bad option: "--http-codec-offload-bytes".\nInvalid option value. Got 64k'],
   [[...REPO, '--model-config-name='], 'Error: empty argument for --model-config-name'],
   [[...REPO, '--model-control-mode', 'sometimes'], 'invalid argument for --model-control-mode'],
-  [[...REPO, '--log-format', 'json'], 'invalid argument for --log-format'],
+  [[...REPO, '--log-format', 'JSON'], 'invalid argument for --log-format'],
   [[...REPO, '--rate-limit', 'fast'], 'invalid argument for --rate-limit'],
   [[...REPO, '--grpc-infer-thread-count', '1'],
     'invalid argument for --grpc_infer_thread_count. Must be in the range 2 to 128.'],
@@ -168,13 +180,17 @@ for (const [argv, message] of ERRORS) {
   });
 }
 
-test('--help and usage errors print the usage text; a missing repository does not', () => {
+test('--help and --version print their text and exit 0; a usage error prints one line, not the usage', () => {
   const help = errorOf(['--help']);
+  assert.ok(help instanceof CliExit);
   assert.equal(formatCliError(help), usageText());
-  assert.ok(usageText().startsWith('Usage: tritonserver [options]\n'));
-  assert.ok(usageText().includes('  --model-repository <path>'));
-  const bad = errorOf([...REPO, '--foo']);
-  assert.equal(formatCliError(bad), `${usageText()}Unrecognized option: --foo\n`);
+  assert.equal(formatCliError(errorOf(['--he'])), usageText());
+  assert.equal(formatCliError(errorOf(['--version'])), 'tritonserver 2.73.0 (nodetron 0.1.0)\n');
+  assert.equal(formatCliError(errorOf([...REPO, '--foo'])), 'Unrecognized option: --foo (see --help)\n');
+  assert.equal(formatCliError(errorOf([...REPO, '--http-prot=1'])),
+    'Unrecognized option: --http-prot; did you mean --http-port? (see --help)\n');
+  assert.equal(formatCliError(errorOf([...REPO, '--exit-on-error=maybe'])),
+    'Bad option: "--exit-on-error".\ninvalid value for bool option: maybe (see --help)\n');
   assert.equal(formatCliError(errorOf([])),
     'error: creating server: Invalid argument - --model-repository must be specified\n');
 });

@@ -3,7 +3,18 @@ import assert from 'node:assert/strict';
 import { parseServerOptions } from '../../src/cli-options';
 import { escapeFromEnv, formatLogEntry, type LogEntry } from '../../src/logging/line-format';
 import { createLogger, type LogStream, type LoggerOptions } from '../../src/logging/logger';
-import { formatTable, modelTable, optionsTableRows, optionsTable } from '../../src/logging/table';
+import { backendTable, formatTable, modelTable, optionsTableRows, optionsTable, statusDetail, statusSummary } from '../../src/logging/table';
+import { accessLine, accessStatus } from '../../src/metrics/access-log';
+import type { InferRequest } from '../../src/core/request';
+import { SourceMap } from 'node:module';
+import fs from 'node:fs';
+
+/** The TypeScript line of this file's compiled line (the test runs from dist). */
+function mappedLine(jsLine: number): number {
+  const map = new SourceMap(JSON.parse(fs.readFileSync(`${__filename}.map`, 'utf8')) as ConstructorParameters<typeof SourceMap>[0]);
+  const e = map.findEntry(jsLine - 1, 0) as { originalLine?: number };
+  return (e.originalLine ?? -1) + 1;
+}
 
 // 2024-11-29T17:05:00.123456Z
 const T = Date.UTC(2024, 10, 29, 17, 5, 0) * 1000 + 123456;
@@ -44,7 +55,7 @@ function capture(overrides: Partial<LoggerOptions> = {}) {
   const out: [LogStream, string][] = [];
   const log = createLogger({
     verbose: 0, info: true, warning: true, error: true, format: 'default',
-    clock: () => T, pid: 7, escape: true, sink: (text, stream) => out.push([stream, text]), ...overrides,
+    clock: () => T, pid: 7, escape: true, sites: false, sink: (text, stream) => out.push([stream, text]), ...overrides,
   });
   return { log, out };
 }
@@ -136,7 +147,7 @@ test('options table matches the §7.2 example on an 80-column terminal', () => {
     + 'schedule_policy model_configuration system_shared_memory cuda_shared_memory binary_tensor_data '
     + 'parameters statistics trace logging');
   // The §7.2 example is from an 80-column terminal: Value gets 40 columns and
-  // the long extensions cell wraps (the example leaves that row unwrapped).
+  // the long extensions cell wraps at spaces (Triton cuts it mid-word).
   const lines = optionsTable(o, {}, { width: 80 }).split('\n');
   const withoutExtensions = [...lines.slice(0, 5), ...lines.slice(5 + 6)];
   assert.deepEqual(withoutExtensions, [
@@ -160,12 +171,89 @@ test('options table matches the §7.2 example on an 80-column terminal', () => {
   ]);
   assert.deepEqual(lines.slice(5, 11), [
     '| server_extensions                | classification sequence model_repository |',
-    '|                                  |  model_repository(unload_dependents) sch |',
-    '|                                  | edule_policy model_configuration system_ |',
-    '|                                  | shared_memory cuda_shared_memory binary_ |',
-    '|                                  | tensor_data parameters statistics trace  |',
-    '|                                  | logging                                  |',
+    '|                                  | model_repository(unload_dependents)      |',
+    '|                                  | schedule_policy model_configuration      |',
+    '|                                  | system_shared_memory cuda_shared_memory  |',
+    '|                                  | binary_tensor_data parameters statistics |',
+    '|                                  | trace logging                            |',
   ]);
+});
+
+test('models table: 80 columns by default off a TTY, one line of reason per model, words kept whole', () => {
+  const status = "UNAVAILABLE: Internal: ValueError: cannot open weights file /models/badpy/1/weights.bin: no such file\n\nAt:\n  /m/badpy/1/model.py(4): initialize\n";
+  const t = modelTable([{ name: 'badpy', version: 1, status }, { name: 'simple', version: 1, status: 'READY' }]);
+  assert.equal(t, [
+    '+--------+---------+----------------------------------------------------------+',
+    '| Model  | Version | Status                                                   |',
+    '+--------+---------+----------------------------------------------------------+',
+    '| badpy  | 1       | UNAVAILABLE: Internal: ValueError: cannot open weights   |',
+    '|        |         | file /models/badpy/1/weights.bin: no such file           |',
+    '| simple | 1       | READY                                                    |',
+    '+--------+---------+----------------------------------------------------------+',
+    '',
+  ].join('\n'));
+  assert.equal(statusSummary(status), 'UNAVAILABLE: Internal: ValueError: cannot open weights file /models/badpy/1/weights.bin: no such file');
+  assert.equal(statusDetail(status), 'At:\n  /m/badpy/1/model.py(4): initialize');
+  assert.equal(statusDetail('READY'), '');
+});
+
+const CELLS: [string[][], number, string[]][] = [
+  [[['a', 'one two three']], 40, ['| a | one two three |']],
+  [[['a', 'one two three']], 20, ['| a | one two     |', '|   | three       |']],
+  [[['a', 'one two three']], 16, ['| a | one two |', '|   | three   |']],
+  [[['a', 'line1\nline2']], 40, ['| a | line1 |', '|   | line2 |']],
+  [[['k', 'see /a/very/long/path']], 16, ['| k | see     |', '|   | /a/very |', '|   | /long/p |', '|   | ath     |']],
+];
+for (const [rows, width, body] of CELLS) {
+  test(`table cells wrap at spaces and newlines: ${JSON.stringify(rows)} in ${width}`, () => {
+    const lines = formatTable(['K', 'V'], rows, { width }).split('\n');
+    assert.deepEqual(lines.slice(3, 3 + body.length), body);
+    for (const l of lines) assert.ok(l.length <= width, l);
+  });
+}
+
+test('backends table', () => {
+  assert.deepEqual(backendTable([{ name: 'onnxruntime', path: 'built in', config: '{}' }], { width: 80 }).split('\n').slice(1, 4), [
+    '| Backend     | Path     | Config |',
+    '+-------------+----------+--------+',
+    '| onnxruntime | built in | {}     |',
+  ]);
+});
+
+const JSON_LINES: [Partial<LogEntry>, Record<string, unknown>][] = [
+  [{}, { time: '2024-11-29T17:05:00.123456Z', level: 'INFO', pid: 42, source: 'server.ts', message: 'hello' }],
+  [{ letter: 'E', source: 'model-lifecycle.ts:79', model: 'simple', message: 'say "hi"\n' },
+    { time: '2024-11-29T17:05:00.123456Z', level: 'ERROR', pid: 42, source: 'model-lifecycle.ts:79', message: 'say "hi"\n', model: 'simple' }],
+  [{ letter: 'W', multiline: true, heading: 'x:', message: '+-+\n' },
+    { time: '2024-11-29T17:05:00.123456Z', level: 'WARNING', pid: 42, source: 'server.ts', message: 'x:\n+-+\n' }],
+];
+for (const [partial, rec] of JSON_LINES) {
+  test(`--log-format=json ${JSON.stringify(partial)}`, () => {
+    const entry: LogEntry = { letter: 'I', epochMicros: T, pid: 42, source: 'server.ts', message: 'hello', ...partial };
+    const text = formatLogEntry(entry, 'json', true);
+    assert.ok(text.endsWith('}\n') && !text.slice(0, -1).includes('\n'), 'one line');
+    assert.deepEqual(JSON.parse(text), rec);
+  });
+}
+
+test('lines name the caller: file and line of the log call, through the source map', () => {
+  const { log, out } = capture({ sites: true });
+  log.info('here'); const line = Number(new Error().stack!.split('\n')[1]!.match(/:(\d+):\d+\)?$/)![1]);
+  log.child({ source: 'model.py:12' }).warn('py');
+  log.child({ source: 'access', site: false }).info('req');
+  assert.equal(out[0]![1], `I1129 17:05:00.123456 7 log-format.test.ts:${mappedLine(line)}] "here"\n`);
+  assert.equal(out[1]![1], 'W1129 17:05:00.123456 7 model.py:12] "py"\n');
+  assert.equal(out[2]![1], 'I1129 17:05:00.123456 7 access:0] "req"\n');
+});
+
+test('access log line', () => {
+  const req = { id: 'r1', model: 'simple', version: 2 } as InferRequest;
+  assert.equal(accessLine('HTTP', req, 200, 128, 64, { queueUs: 12.4, computeUs: 85, totalUs: 310.6 }),
+    'HTTP model=simple version=2 status=200 in_bytes=128 out_bytes=64 queue_us=12 compute_us=85 total_us=311 id="r1"');
+  assert.equal(accessLine('GRPC', req, 5, 0, 0, undefined),
+    'GRPC model=simple version=2 status=5 in_bytes=0 out_bytes=0 queue_us=- compute_us=- total_us=- id="r1"');
+  assert.equal(accessStatus('HTTP', { code: 'NOT_FOUND', message: '' }), 404);
+  assert.equal(accessStatus('GRPC', undefined), 0);
 });
 
 test('explicit mode lists startup models; GPUs get pool rows', () => {

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { buildTensors } from '../../src/perf/input-tensors';
 import { findKnee, isStable, parseServerStats, percentile, serverSplit, summarize } from '../../src/perf/perf-math';
-import { parsePerfOptions, parseRange, PerfUsageError, rangeSteps } from '../../src/perf/perf-options';
+import { parsePerfOptions, parseRange, PerfUsageError, rangeSteps, type PerfOptions } from '../../src/perf/perf-options';
 
 test('options: perf_analyzer spellings', () => {
   const o = parsePerfOptions(['-m', 'simple', '-x', '1', '-u', 'localhost:9000', '-i', 'grpc', '-b', '4', '--shape', 'IN:3,4',
@@ -55,6 +55,49 @@ test('options: errors name the option', () => {
     [['-m', 'm', '-p'], /-p: missing value/],
   ];
   for (const [argv, re] of cases) assert.throws(() => parsePerfOptions(argv), (e: unknown) => e instanceof PerfUsageError && re.test(e.message), argv.join(' '));
+});
+
+const PASTED: [string[], Partial<PerfOptions>][] = [
+  [['--measurement-mode=count_windows'], { windowRequests: 50, notes: [] }],
+  [['--measurement-mode', 'count_windows', '--measurement-request-count', '200'], { windowRequests: 200 }],
+  [['--measurement-mode=time_windows'], { windowRequests: undefined }],
+  [['--latency-threshold', '5'], { latencyThresholdMs: 5 }],
+  [['-l', '20', '-v'], { latencyThresholdMs: 20, verbose: true }],
+  [['-t', '4'], { concurrency: { start: 4, end: 4, step: 1 } }],
+  [['--shared-memory=none'], { notes: [] }],
+  [['--async'], { notes: ['--async/--sync: nodetron perf always sends asynchronously, with the concurrency (or rate) in flight'] }],
+  [['-a', '--max-threads', '16', '--collect-metrics'], { notes: [
+    '--async/--sync: nodetron perf always sends asynchronously, with the concurrency (or rate) in flight',
+    '--max-threads=16: ignored; one thread drives every request (the concurrency sets how many are in flight)',
+    '--collect-metrics: ignored; nodetron serves no GPU metrics; the server-side split comes from the statistics API',
+  ] }],
+];
+for (const [argv, want] of PASTED) {
+  test(`options: pasted perf_analyzer flags ${argv.join(' ')}`, () => {
+    const o = parsePerfOptions(['-m', 'm', ...argv]);
+    for (const [k, v] of Object.entries(want)) assert.deepEqual(o[k as keyof PerfOptions], v, k);
+  });
+}
+
+const PASTED_ERRORS: [string[], string][] = [
+  [['--shared-memory=system'], '--shared-memory=system: not supported by nodetron perf yet; tensors go in the request (--shared-memory=none, the default)'],
+  [['--shared-memory', 'cuda'], '--shared-memory=cuda: not supported by nodetron perf yet; tensors go in the request (--shared-memory=none, the default)'],
+  [['--shared-memory=tmpfs'], "--shared-memory: expected one of none, system, cuda, got 'tmpfs'"],
+  [['--measurement-mode=windows'], "--measurement-mode: expected one of time_windows, count_windows, got 'windows'"],
+  [['-t', '2', '--concurrency-range', '1:4'], '-t and --concurrency-range cannot be used together'],
+];
+for (const [argv, message] of PASTED_ERRORS) {
+  test(`options: ${argv.join(' ')} is refused naming it`, () => {
+    assert.throws(() => parsePerfOptions(['-m', 'm', ...argv]), (e: unknown) => e instanceof PerfUsageError && e.message === message);
+  });
+}
+
+test('server split: two loaded versions are summed (requests go to the newest)', () => {
+  const entry = (version: string, n: number) => ({ name: 'm', version, inference_count: n, execution_count: n,
+    inference_stats: { success: { count: n }, queue: { ns: n * 1000 }, compute_input: { ns: 0 }, compute_infer: { ns: n * 4000 }, compute_output: { ns: 0 } } });
+  const a = parseServerStats({ model_stats: [entry('1', 0), entry('2', 10)] }, 'm')!;
+  const b = parseServerStats({ model_stats: [entry('1', 0), entry('2', 30)] }, 'm')!;
+  assert.deepEqual(serverSplit(a, b), { requests: 20, avgBatch: 1, queueUs: 1, computeInputUs: 0, computeInferUs: 4, computeOutputUs: 0 });
 });
 
 test('ranges', () => {

@@ -23,7 +23,7 @@ import { ControlForwarder } from './control-forward';
 import { InferHandler, sendError } from './infer-handler';
 import { restrictedError } from './restricted-api';
 import { matchRoute } from './routes';
-import { Reply, closeApp, readHead } from './uws-adapter';
+import { Reply, closeApp, createApp, readHead } from './uws-adapter';
 
 const data = workerData as HttpThreadData;
 nameThisThread(`nt:http-${data.index}`);
@@ -60,7 +60,7 @@ async function whenQuiet(): Promise<void> {
     await new Promise((r) => setTimeout(r, Math.max(wait, 1)));
   }
 }
-const app = uws.App().any('/*', (res, req) => route(res, req));
+const app = createApp((res, req) => route(res, req));
 
 // A thread that dies with uWS sockets open aborts the whole process (Node
 // checks the thread's loop has no open handles). So an uncaught error closes

@@ -8,8 +8,18 @@
  *   or, for a large body in parts, with `tryEnd()` (the total size up front)
  *   and `onWritable()` under backpressure: uWS then copies nothing, so the
  *   parts (arena views) must stay valid until `sendParts` says it is done.
+ * - uWS adds `uWebSockets: 20` to every response unless its thread's loop is
+ *   "silent" (`_cfg('silent')`, the npm build's switch for the C++ compile
+ *   option UWS_HTTPRESPONSE_NO_WRITEMARK); `createApp` sets it first.
  */
+import uws from '@trufflesuite/uws-js-unofficial';
 import type { HttpRequest, HttpResponse, TemplatedApp } from '@trufflesuite/uws-js-unofficial';
+
+/** An App whose responses carry only the headers we write (no `uWebSockets` mark). */
+export function createApp(handler: (res: HttpResponse, req: HttpRequest) => void): TemplatedApp {
+  uws._cfg('silent'); // per thread: it sets this thread's loop
+  return uws.App().any('/*', handler);
+}
 
 const STATUS_LINE: Record<number, string> = {
   200: '200 OK',
