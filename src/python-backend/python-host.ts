@@ -26,6 +26,7 @@ import type {
   MainToPyHost, PyBls, PyHostPortIn, PyHostPortOut, PyHostThreadData, PyHostToMain, PyLog, PyMetric,
 } from './host-thread-protocol';
 import { notHealthy } from './stub-process';
+import { warnIfSmallShm } from './shm-space';
 
 interface Pending {
   requests: InferRequest[];
@@ -70,6 +71,7 @@ export class PythonHost implements ProcessChild {
 
   /** Start the thread, which spawns the stub and initializes the model; rejects with the model's error. */
   static start(args: BackendInstanceArgs, services: ProcessHostServices): Promise<PythonHost> {
+    warnIfSmallShm((msg) => services.log.warn(msg)); // once per server, at the first Python instance
     const host = new PythonHost(args, services);
     return new Promise((resolve, reject) => {
       let settled = false;

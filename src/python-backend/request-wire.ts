@@ -8,7 +8,9 @@ import { ServerError } from '../core/errors';
 import type { ModelConfig } from '../core/model-config';
 import type { InferRequest, ParamValue, TensorRef } from '../core/request';
 import type { BlobBuilder } from './ipc-framing';
+import { MAX_FRAME_BYTES } from './ipc-framing';
 import { INLINE_FRAME_MAX_BYTES, INLINE_TENSOR_MAX_BYTES, type ShmTensor, type StubRequest } from './ipc-protocol';
+import { ShmSpaceError } from './shm-space';
 import type { HostRegion, StubRegion } from './shm-region';
 
 /** Request parameters Triton consumes itself; the model sees the rest in parameters(). */
@@ -52,7 +54,15 @@ export function writeRequest(
         inputs.push({ name: t.name, datatype: t.datatype, shape: t.shape, offset: blob.add(bytes), size: t.byteSize, inline: true });
         continue;
       }
-      const offset = h2s.write(bytes);
+      let offset: number;
+      try {
+        offset = h2s.write(bytes);
+      } catch (err) {
+        // /dev/shm is full: the slower path, through the pipe in the frame, where the frame has room.
+        if (!(err instanceof ShmSpaceError) || blob === undefined || blob.size + t.byteSize > MAX_FRAME_BYTES - FRAME_HEADROOM) throw err;
+        inputs.push({ name: t.name, datatype: t.datatype, shape: t.shape, offset: blob.add(bytes), size: t.byteSize, inline: true });
+        continue;
+      }
       offsets.push(offset);
       const wire: ShmTensor = { name: t.name, datatype: t.datatype, shape: t.shape, offset, size: t.byteSize };
       const starts = t.datatype === 'BYTES' && t.byteSize >= BYTES_INDEX_MIN_BYTES ? bytesElementStarts(bytes) : undefined;
@@ -88,6 +98,8 @@ export function writeRequest(
 
 /** BYTES inputs from this size on get an element index (ShmTensor.starts). */
 const BYTES_INDEX_MIN_BYTES = 64 * 1024;
+/** Room left in a frame for its JSON part when tensors go inline because /dev/shm is full. */
+const FRAME_HEADROOM = 1024 * 1024;
 
 /**
  * The byte offset of each element's 4-byte length prefix in a BYTES tensor

@@ -10,13 +10,12 @@
  * behind by an unload, a server exit, or a SIGKILL of either process.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { threadId } from 'node:worker_threads';
 import { ServerError } from '../core/errors';
 import { ShmAllocator } from './shm-allocator';
+import { SHM_DIR, ShmSpaceError, shmSpace } from './shm-space';
 
-const SHM_DIR = fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
 let sequence = 0;
 
 /**
@@ -90,20 +89,37 @@ export class HostRegion extends ShmFile {
   }
 
   /** Copies `data` into a new block; returns its offset. */
+  /**
+   * Copies `data` into a new block; returns its offset. Throws ShmSpaceError
+   * (UNAVAILABLE, naming the mount, its size and the fix) when the region
+   * must grow and the mount has not the room: checked before the grow, since
+   * tmpfs grows a file sparsely and fails only later, on the write.
+   */
   write(data: Uint8Array): number {
+    const before = this.alloc.size();
     const { offset, grew } = this.alloc.alloc(data.byteLength);
     if (grew) {
-      try {
-        fs.ftruncateSync(this.fd, this.alloc.size());
-      } catch (err) {
+      const size = this.alloc.size();
+      const space = shmSpace();
+      const fail = (cause?: string): ShmSpaceError => {
         this.alloc.release(offset);
-        throw new ServerError('UNAVAILABLE',
-          `Failed to increase the shared memory pool size to ${this.alloc.size()} bytes. If you are running Triton ` +
-          `inside docker, use '--shm-size' flag to control the shared memory region size. (${(err as Error).message})`);
+        return new ShmSpaceError(this.file, size, size - before, space, cause);
+      };
+      if (space !== undefined && size - before > space.freeBytes) throw fail();
+      try {
+        fs.ftruncateSync(this.fd, size);
+      } catch (err) {
+        throw fail((err as Error).message);
       }
     }
     let done = 0;
-    while (done < data.byteLength) done += fs.writeSync(this.fd, data, done, data.byteLength - done, offset + done);
+    try {
+      while (done < data.byteLength) done += fs.writeSync(this.fd, data, done, data.byteLength - done, offset + done);
+    } catch (err) {
+      this.alloc.release(offset);
+      if ((err as NodeJS.ErrnoException).code === 'ENOSPC') throw new ShmSpaceError(this.file, this.alloc.size(), data.byteLength - done, shmSpace(), 'ENOSPC on write');
+      throw err;
+    }
     return offset;
   }
 

@@ -8,6 +8,7 @@ import numpy as np
 from _nt_errors import TritonError, TritonModelException
 from _nt_ipc import Blob
 from _nt_runtime import runtime
+from _nt_shm import ShmSpaceError
 from _nt_tensor import Tensor
 
 TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
@@ -16,6 +17,10 @@ _OMITTED = object()
 # stays under the frame limit (ipc-protocol.ts INLINE_*); the rest use s2h.
 INLINE_TENSOR_MAX_BYTES = 64 * 1024
 INLINE_FRAME_MAX_BYTES = 1024 * 1024
+# The frame limit (ipc-framing.ts MAX_FRAME_BYTES) and room for its JSON part,
+# for outputs that go inline because the shared memory mount is full.
+MAX_FRAME_BYTES = 256 * 1024 * 1024
+FRAME_HEADROOM = 1024 * 1024
 
 
 def check_parameters(parameters):
@@ -111,7 +116,17 @@ def write_response(response, requested, batch, index, final, collect=None, spans
                         outputs.append({"name": t._name, "datatype": t._datatype, "shape": t._shape,
                                         "offset": offset, "size": size, "region": "h2s"})
                         continue
-                offset = runtime.s2h.write(data)
+                try:
+                    offset = runtime.s2h.write(data)
+                except ShmSpaceError:
+                    # The shared memory mount is full: the slower path, inline in the frame, where it fits.
+                    if (blob.size if blob is not None else 0) + size > MAX_FRAME_BYTES - FRAME_HEADROOM:
+                        raise
+                    if blob is None:
+                        blob = Blob()
+                    outputs.append({"name": t._name, "datatype": t._datatype, "shape": t._shape,
+                                    "offset": blob.add(data), "size": size, "inline": True})
+                    continue
                 outputs.append({"name": t._name, "datatype": t._datatype, "shape": t._shape,
                                 "offset": offset, "size": size})
         if response._parameters:

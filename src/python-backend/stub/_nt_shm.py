@@ -71,6 +71,26 @@ class ReadRegion:
         return memoryview(mm)[offset:offset + size]
 
 
+SHM_FIX = ("Give the server more shared memory: `docker run --shm-size=1g ...` (Docker's default is 64 MiB), "
+           "or in Kubernetes mount an emptyDir with `medium: Memory` (and a sizeLimit) at /dev/shm; "
+           "or keep Python tensors smaller (the python backend's shm-default-byte-size and shm-growth-byte-size, "
+           "--backend-config=python,shm-growth-byte-size=<bytes>, set how much each instance takes at a time).")
+
+
+class ShmSpaceError(MemoryError):
+    """The stub's region cannot grow: the shared memory mount is too small
+    (the host's text, src/python-backend/shm-space.ts)."""
+
+    def __init__(self, new_total, add, total, free, cause=None):
+        mount = os.environ.get("NODETRON_SHM_DIR", "/dev/shm")
+        MemoryError.__init__(
+            self,
+            "Failed to increase the shared memory pool size to %d bytes. It needs %d bytes more of %s "
+            "(%.1f MiB, %.1f MiB free)%s. %s" % (
+                new_total, add, mount, total / 1048576.0, free / 1048576.0,
+                "" if cause is None else " (%s)" % cause, SHM_FIX))
+
+
 class WriteRegion:
     def __init__(self, growth, fd=S2H_FD):
         self._fd = fd
@@ -88,13 +108,16 @@ class WriteRegion:
             if i < 0:
                 add = self._growth * (need // self._growth + 1)
                 new_total = self._total + add
+                # tmpfs grows a file sparsely: a page the mount has no room for
+                # would only fail when touched, as SIGBUS. Refuse the grow first.
+                st = os.fstatvfs(self._fd)
+                free = st.f_bavail * st.f_frsize
+                if add > free:
+                    raise ShmSpaceError(new_total, add, st.f_blocks * st.f_frsize, free)
                 try:
                     os.ftruncate(self._fd, new_total)
                 except OSError as e:
-                    raise MemoryError(
-                        "Failed to increase the shared memory pool size to %d bytes. If you are running "
-                        "Triton inside docker, use '--shm-size' flag to control the shared memory region "
-                        "size. (%s)" % (new_total, e))
+                    raise ShmSpaceError(new_total, add, st.f_blocks * st.f_frsize, free, str(e))
                 self._mm = mmap.mmap(self._fd, new_total)
                 self._insert_free(self._total, add)
                 self._total = new_total
