@@ -18,7 +18,7 @@ import { detectGpuIds } from './instances/gpus';
 import { MainPort } from './dataplane/main-port';
 import { createLogger } from './logging/logger';
 import type { Logger } from './logging/logger';
-import { backendTable, formatTable, modelTable, optionsTableRows, statusDetail } from './logging/table';
+import { backendTable, formatTable, modelTable, optionsTableRows } from './logging/table';
 import { backendNames } from './backends/registry';
 import { AccessLog } from './metrics/access-log';
 import { CustomMetrics } from './metrics/custom-metrics';
@@ -163,11 +163,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   }))));
   const modelRows = repoStartup.tableRows();
   log.table(modelTable(modelRows.map((r) => ({ name: r.model, version: r.version, status: r.status }))));
-  // A reason's first line is in the table; what follows it (a Python traceback) once, here.
-  for (const r of modelRows) {
-    const detail = statusDetail(r.status);
-    if (detail !== '') log.multiline(`'${r.model}' version ${r.version}:`, detail);
-  }
+  // A reason's first line is in the table; the rest of it (a Python traceback)
+  // was logged once, with the load-failure line above the tables.
   log.table(formatTable(['Option', 'Value'], optionsTableRows(options)));
   const failed = repoStartup.failed;
   if (failed.length > 0) {

@@ -84,12 +84,6 @@ export function statusSummary(status: string): string {
   return nl < 0 ? status : status.slice(0, nl).trimEnd();
 }
 
-/** What a status has beyond its first line (a traceback), '' when nothing: logged once, below the table. */
-export function statusDetail(status: string): string {
-  const nl = status.indexOf('\n');
-  return nl < 0 ? '' : status.slice(nl + 1).replace(/^\n+/, '').trimEnd();
-}
-
 /** Models table: sorted by model name, then version; one line of reason per model (statusSummary). */
 export function modelTable(rows: ModelTableRow[], opts?: TableOptions): string {
   const sorted = [...rows].sort((a, b) => {

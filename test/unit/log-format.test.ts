@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { parseServerOptions } from '../../src/cli-options';
 import { escapeFromEnv, formatLogEntry, type LogEntry } from '../../src/logging/line-format';
 import { createLogger, type LogStream, type LoggerOptions } from '../../src/logging/logger';
-import { backendTable, formatTable, modelTable, optionsTableRows, optionsTable, statusDetail, statusSummary } from '../../src/logging/table';
+import { backendTable, formatTable, modelTable, optionsTableRows, optionsTable, statusSummary } from '../../src/logging/table';
 import { accessLine, accessStatus } from '../../src/metrics/access-log';
 import type { InferRequest } from '../../src/core/request';
 import { SourceMap } from 'node:module';
@@ -193,8 +193,6 @@ test('models table: 80 columns by default off a TTY, one line of reason per mode
     '',
   ].join('\n'));
   assert.equal(statusSummary(status), 'UNAVAILABLE: Internal: ValueError: cannot open weights file /models/badpy/1/weights.bin: no such file');
-  assert.equal(statusDetail(status), 'At:\n  /m/badpy/1/model.py(4): initialize');
-  assert.equal(statusDetail('READY'), '');
 });
 
 const CELLS: [string[][], number, string[]][] = [

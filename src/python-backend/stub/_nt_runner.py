@@ -70,9 +70,8 @@ class ModelRunner:
                         % self.name}
             return {"t": "auto_complete_done", "config": json.dumps(result.as_dict())}
         except Exception as e:
-            text = _text(e)
-            internal_log("ERROR", "Failed to initialize Python stub for auto-complete: " + text)
-            return {"t": "auto_complete_done", "error": text}
+            # Not logged here: the server's load-failure line carries the text and its traceback (once).
+            return {"t": "auto_complete_done", "error": _text(e)}
 
     def initialize(self, args, decoupled):
         self.decoupled = decoupled
@@ -89,9 +88,8 @@ class ModelRunner:
                 if inspect.iscoroutine(result):
                     asyncio.run_coroutine_threadsafe(result, runtime.loop()).result()
         except Exception as e:
-            text = _text(e)
-            internal_log("ERROR", "Failed to initialize Python stub: " + text)
-            return {"t": "init_done", "error": text}
+            # Not logged here: the server's load-failure line carries the text and its traceback (once).
+            return {"t": "init_done", "error": _text(e)}
         runtime.phase = "ready"
         return {"t": "init_done"}
 
