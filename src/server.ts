@@ -28,7 +28,7 @@ import type { RepositoryStartup } from './repository/control-mode';
 import { BlsGateway } from './python-backend/bls-gateway';
 import { RepositoryManager } from './repository/repository-manager';
 import { checkRepositoryPaths } from './repository/repository-paths';
-import type { InferRequest, Respond } from './core/request';
+import type { InferRequest, RefusedRequest, Respond } from './core/request';
 import { SERVER_EXTENSIONS, SERVER_VERSION } from './server-info';
 
 export interface RunningServer {
@@ -184,6 +184,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       {
         options, log, serverName: options.id, serverVersion: SERVER_VERSION, extensions: SERVER_EXTENSIONS,
         control, repository: { repo, mode: options.modelControlMode }, shm, faults: testFaults(),
+        ...(access ? { onRefused: (r: RefusedRequest) => access.refused(r) } : {}),
       },
       port,
       arena,
@@ -215,6 +216,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         faults: testFaults(),
         log,
         control: (m) => control.http(m),
+        ...(access ? { onRefused: (r: RefusedRequest) => access.refused(r) } : {}),
       },
       port,
       arena,

@@ -48,6 +48,25 @@ export interface InferRequest {
   parameters: Record<string, ParamValue>;
   /** Wall-clock ns (see clock.ts) when the frontend received the request. */
   arrivalNs: number;
+  /** The client's address (`ip:port`), set by the frontend only when --log-access is on. */
+  client?: string;
+}
+
+/**
+ * What a frontend thread reports, for --log-access, of an inference request
+ * it refused itself before any scheduler saw it (bad body, unknown model or
+ * version, validation): the access log's line with no times.
+ */
+export interface RefusedRequest {
+  protocol: 'HTTP' | 'GRPC';
+  client: string;
+  model: string;
+  /** As the client asked ('' for none). */
+  version: string;
+  /** The HTTP status, or the gRPC status number. */
+  status: number;
+  inBytes: number;
+  id: string;
 }
 
 export interface InferResponse {

@@ -15,7 +15,8 @@
  *   response  tag, key num, version num, response
  *   request   id str, model str, version num, u8 latest, batchSize num,
  *             count × tensor (inputs), count (0xFFFFFFFF: null) × str
- *             (requested outputs), params, arrivalNs num
+ *             (requested outputs), params, arrivalNs num,
+ *             u8 client given, [client str]
  *   response  u8 flags (1 final, 2 delivered, 4 error, 8 parameters),
  *             count × tensor (outputs), [error: code str, message str], [params]
  *   tensor    name str, u8 datatype (index in DATATYPES; 255: str follows),
@@ -172,6 +173,12 @@ function writeRequest(q: InferRequest): void {
   }
   writeParams(q.parameters);
   w.f64(q.arrivalNs);
+  if (q.client === undefined) {
+    w.u8(0);
+  } else {
+    w.u8(1);
+    w.str(q.client);
+  }
 }
 
 function writeResponse(r: InferResponse): void {
@@ -257,7 +264,9 @@ function readRequest(r: DescriptorReader): InferRequest {
     for (let i = 0; i < n; i++) requestedOutputs[i] = r.str();
   }
   const parameters = readParams(r);
-  return { id, model, version, latest, batchSize, inputs, requestedOutputs, parameters, arrivalNs: r.f64() };
+  const q: InferRequest = { id, model, version, latest, batchSize, inputs, requestedOutputs, parameters, arrivalNs: r.f64() };
+  if (r.u8() === 1) q.client = r.str();
+  return q;
 }
 
 function readResponse(r: DescriptorReader): InferResponse {

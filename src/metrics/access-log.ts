@@ -2,7 +2,7 @@
  * --log-access (nodetron's own): one INFO line per inference request a client
  * sent that reached the main thread, once its final response is out:
  *
- *   access] "HTTP model=simple version=1 status=200 in_bytes=128 out_bytes=128 queue_us=12 compute_us=85 total_us=310 id=\"\""
+ *   access] "HTTP client=127.0.0.1:50412 model=simple version=1 status=200 in_bytes=128 out_bytes=128 queue_us=12 compute_us=85 total_us=310 id=\"\""
  *
  * It wraps the route the frontends enter (protocol known there) and the
  * scheduler hooks (queue and compute times, the same stamps the statistics
@@ -10,14 +10,16 @@
  * calls requestDone right after the final response, synchronously; a request
  * refused before any scheduler (no READY version) gets its line from a
  * microtask, with `-` for the times. Status is the HTTP status (HTTP) or the
- * gRPC status number (GRPC) the error code maps to. Not logged: requests a
- * frontend refused itself before routing them (bad JSON, shape, a model or
- * version its snapshot does not have), and the client address, which the
- * request does not carry to the main thread.
+ * gRPC status number (GRPC) the error code maps to. The client address
+ * travels in the request (InferRequest.client, set by the frontend threads
+ * only while this log is on). A request a frontend thread refused itself
+ * (bad JSON or shape, a model or version its snapshot lacks) is reported by
+ * that thread (RefusedRequest, postMessage) and logged by `refused`, with `-`
+ * for the times.
  */
 import { GRPC_STATUS, HTTP_STATUS } from '../core/errors';
 import type { ErrorInfo } from '../core/errors';
-import type { InferRequest, Respond, TensorRef } from '../core/request';
+import type { InferRequest, RefusedRequest, Respond, TensorRef } from '../core/request';
 import type { Logger } from '../logging/logger';
 import type { RequestDoneStats, SchedulerHooks } from '../scheduler/scheduler-hooks';
 import type { VersionObserver } from './version-observer';
@@ -48,10 +50,11 @@ export interface AccessTimes {
 }
 
 /** The line's text (pure; table-tested). */
-export function accessLine(protocol: AccessProtocol, req: InferRequest, status: number, inBytes: number,
-  outBytes: number, times: AccessTimes | undefined): string {
+export function accessLine(protocol: AccessProtocol, req: Pick<InferRequest, 'model' | 'id' | 'client'> & { version: number | string },
+  status: number, inBytes: number, outBytes: number, times: AccessTimes | undefined): string {
   const us = (v: number | undefined): string => (v === undefined ? '-' : String(Math.round(v)));
-  return `${protocol} model=${req.model} version=${req.version} status=${status} in_bytes=${inBytes} `
+  return `${protocol} client=${req.client === undefined || req.client === '' ? '-' : req.client} model=${req.model} `
+    + `version=${req.version === '' ? '-' : req.version} status=${status} in_bytes=${inBytes} `
     + `out_bytes=${outBytes} queue_us=${us(times?.queueUs)} compute_us=${us(times?.computeUs)} `
     + `total_us=${us(times?.totalUs)} id=${JSON.stringify(req.id)}`;
 }
@@ -103,6 +106,11 @@ export class AccessLog {
         inner.loaded(model, version, this.inners.get(hooks) ?? hooks, loadSecs, inflight),
       gone: (model, version) => inner.gone(model, version),
     };
+  }
+
+  /** A request a frontend thread refused before routing it: its line, without times. */
+  refused(r: RefusedRequest): void {
+    this.log.info(accessLine(r.protocol, r, r.status, r.inBytes, 0, undefined));
   }
 
   private emit(req: InferRequest, s: RequestDoneStats | undefined): void {

@@ -110,7 +110,7 @@ test('--log-format=json --log-access: every line is one JSON object; each infere
   try {
     assert.equal((await infer(server.url, 'simple', zeros)).status, 200);
     const missing = await fetch(server.url + '/v2/models/simple/versions/7/infer', { method: 'POST', body: '{}' });
-    assert.notEqual(missing.status, 200); // refused by the HTTP thread itself: no access line (access-log.ts)
+    assert.notEqual(missing.status, 200); // refused by the HTTP thread itself: its own access line, no times
     const grpc = createClient(server.grpcPort);
     try {
       await grpc.call('ModelInfer', { model_name: 'simple', id: 'g1', inputs: zeros.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape })),
@@ -119,7 +119,7 @@ test('--log-format=json --log-access: every line is one JSON object; each infere
     } finally {
       grpc.close();
     }
-    const access = await waitForOutput(server, /GRPC model=simple version=1 status=0 .*id=\\"g1\\"/);
+    const access = await waitForOutput(server, /GRPC client=\S+ model=simple version=7 status=\d+ /);
     const records = access.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
     for (const r of records) {
       assert.match(String(r['time']), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
@@ -127,12 +127,16 @@ test('--log-format=json --log-access: every line is one JSON object; each infere
       assert.equal(typeof r['source'], 'string');
     }
     assert.ok(records.some((r) => /^server\.ts:\d+$/.test(String(r['source']))), 'real source locations');
-    const line = records.find((r) => String(r['message']).startsWith('HTTP model=simple'))!;
+    const line = records.find((r) => /^HTTP client=\S+ model=simple version=1 /.test(String(r['message'])))!;
     assert.equal(line['source'], 'access');
     assert.match(String(line['message']),
-      /^HTTP model=simple version=1 status=200 in_bytes=128 out_bytes=128 queue_us=\d+ compute_us=\d+ total_us=\d+ id=""$/);
-    assert.ok(records.some((r) => String(r['message']).startsWith('GRPC model=simple version=1 status=0 in_bytes=128 out_bytes=128 ')));
-    assert.equal(records.filter((r) => r['source'] === 'access').length, 2, 'requests the frontends refused themselves are not logged');
+      /^HTTP client=127\.0\.0\.1 model=simple version=1 status=200 in_bytes=128 out_bytes=128 queue_us=\d+ compute_us=\d+ total_us=\d+ id=""$/);
+    assert.ok(records.some((r) => /^GRPC client=127\.0\.0\.1:\d+ model=simple version=1 status=0 in_bytes=128 out_bytes=128 .*id="g1"$/.test(String(r['message']))));
+    // Refused by the frontend threads themselves, before any scheduler: logged by them, without times.
+    assert.ok(records.some((r) => /^HTTP client=127\.0\.0\.1 model=simple version=7 status=404 in_bytes=2 out_bytes=0 queue_us=- compute_us=- total_us=- id=""$/.test(String(r['message']))),
+      records.map((r) => r['message']).join('\n'));
+    assert.ok(records.some((r) => /^GRPC client=127\.0\.0\.1:\d+ model=simple version=7 status=\d+ in_bytes=0 out_bytes=0 queue_us=- /.test(String(r['message']))));
+    assert.equal(records.filter((r) => r['source'] === 'access').length, 4, 'every inference request, answered or refused');
   } finally {
     assert.equal(await server.stop(), 0);
   }

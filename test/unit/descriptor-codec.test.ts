@@ -31,7 +31,7 @@ const cases: { what: string; msg: { t: string; [k: string]: unknown } }[] = [
       request: request({
         id: 'req-é✓😀', model: 'módel', version: 17, latest: false, batchSize: 8,
         inputs: [tensor('ÏN', { datatype: 'BYTES', shape: [8, 3, 2 ** 33], offset: 2 ** 35, byteSize: 2 ** 34 + 1 }), tensor('E', { shape: [] })],
-        requestedOutputs: ['A', 'bé'],
+        requestedOutputs: ['A', 'bé'], client: '127.0.0.1:54321',
         parameters: { sequence_id: 2 ** 52, sequence_start: true, sequence_end: false, priority: 1.5, note: 'x', ['__proto__']: 'p', '': '' },
       }),
     },

@@ -245,11 +245,13 @@ test('lines name the caller: file and line of the log call, through the source m
 });
 
 test('access log line', () => {
-  const req = { id: 'r1', model: 'simple', version: 2 } as InferRequest;
+  const req = { id: 'r1', model: 'simple', version: 2, client: '127.0.0.1:50412' } as InferRequest;
   assert.equal(accessLine('HTTP', req, 200, 128, 64, { queueUs: 12.4, computeUs: 85, totalUs: 310.6 }),
-    'HTTP model=simple version=2 status=200 in_bytes=128 out_bytes=64 queue_us=12 compute_us=85 total_us=311 id="r1"');
-  assert.equal(accessLine('GRPC', req, 5, 0, 0, undefined),
-    'GRPC model=simple version=2 status=5 in_bytes=0 out_bytes=0 queue_us=- compute_us=- total_us=- id="r1"');
+    'HTTP client=127.0.0.1:50412 model=simple version=2 status=200 in_bytes=128 out_bytes=64 queue_us=12 compute_us=85 total_us=311 id="r1"');
+  assert.equal(accessLine('GRPC', { ...req, client: undefined }, 5, 0, 0, undefined),
+    'GRPC client=- model=simple version=2 status=5 in_bytes=0 out_bytes=0 queue_us=- compute_us=- total_us=- id="r1"');
+  assert.equal(accessLine('HTTP', { id: '', model: 'nope', version: '', client: '::1:8' }, 400, 17, 0, undefined),
+    'HTTP client=::1:8 model=nope version=- status=400 in_bytes=17 out_bytes=0 queue_us=- compute_us=- total_us=- id=""');
   assert.equal(accessStatus('HTTP', { code: 'NOT_FOUND', message: '' }), 404);
   assert.equal(accessStatus('GRPC', undefined), 0);
 });

@@ -10,7 +10,7 @@ import type { ServerOptions } from '../../cli-options';
 import { GRPC_STATUS, ServerError, toErrorInfo } from '../../core/errors';
 import type { Arena } from '../../dataplane/arena';
 import type { RepositoryApiContext } from '../../repository/repository-api';
-import type { InferRequest, Respond } from '../../core/request';
+import type { InferRequest, RefusedRequest, Respond } from '../../core/request';
 import type { ServerSnapshot } from '../../request/server-snapshot';
 import type { ShmRegistry } from '../shm-registry';
 
@@ -43,6 +43,8 @@ export interface GrpcCallContext {
  */
 export interface GrpcContext extends GrpcCallContext {
   route: (request: InferRequest, respond: Respond) => void;
+  /** --log-access: how an inference this thread refuses itself is reported (absent: the log is off). */
+  access?: (r: RefusedRequest) => void;
   arena: Arena;
   serverName: string;
   serverVersion: string;

@@ -17,6 +17,7 @@ import type { Logger } from '../../logging/logger';
 import type { ServerSnapshot } from '../../request/server-snapshot';
 import { ControlAnswers } from './control-answer';
 import type { GrpcControlContext } from './grpc-context';
+import type { RefusedRequest } from '../../core/request';
 import { GrpcLink, type GrpcRouter } from './grpc-link';
 import type { GrpcThreadData, GrpcToMain, MainToGrpc } from './grpc-thread-protocol';
 
@@ -29,6 +30,8 @@ export interface GrpcFrontendDeps extends Omit<GrpcControlContext, 'options' | '
   extensions: readonly string[];
   /** Test-only fault injection (NODETRON_TEST_FAULTS; GrpcThreadData.faults). */
   faults?: readonly string[];
+  /** --log-access: the thread reads client addresses and reports what it refuses itself here. */
+  onRefused?: (r: RefusedRequest) => void;
 }
 
 interface GrpcThread {
@@ -124,6 +127,7 @@ export class GrpcFrontend {
       forwarded: this.control.rpcs,
     };
     if (this.deps.faults?.length) data.faults = this.deps.faults;
+    if (this.deps.onRefused !== undefined) data.accessLog = true;
     const worker = new Worker(path.join(__dirname, 'grpc-thread.js'), { workerData: data, name: 'grpc' });
     const t: GrpcThread = { worker, link, exited: new Promise((resolve) => worker.once('exit', () => resolve())) };
     link.attach(worker.threadId, (notice) => worker.postMessage(notice satisfies MainToGrpc));
@@ -134,6 +138,7 @@ export class GrpcFrontend {
     });
     worker.on('message', (m: GrpcToMain) => {
       if (m.t === 'fatal') t.fatal = m.reason;
+      if (m.t === 'access') this.deps.onRefused?.(m.entry);
       // A repository load answers once the load finished; the answer waits
       // one setImmediate so the snapshot broadcast the load queued
       // (server.ts) reaches the thread first: a client sees what it loaded.

@@ -12,6 +12,7 @@
  *   main → grpc  `snapshot`                 (on every change; no answer)
  *   grpc → main  `fatal`                    (an uncaught error; the thread exits next)
  */
+import type { RefusedRequest } from '../../core/request';
 import type { ReplyRingNotice } from '../../dataplane/reply-rings';
 import type { ServerOptions } from '../../cli-options';
 import type { ArenaHandle } from '../../dataplane/arena';
@@ -37,6 +38,8 @@ export interface GrpcThreadData {
    * test can watch a real thread die.
    */
   faults?: readonly string[];
+  /** --log-access: read each inference's client address and report the requests this thread refuses. */
+  accessLog?: boolean;
 }
 
 /** A unary control rpc, as grpc-js decoded it on the gRPC thread; answered by a ControlAnswer with the same id. */
@@ -70,4 +73,6 @@ export type GrpcToMain =
   | ControlCall
   | { t: 'stopped' }
   /** An uncaught error: the thread closed its server and is about to exit (grpc-frontend.ts restarts it). */
-  | { t: 'fatal'; reason: string };
+  | { t: 'fatal'; reason: string }
+  /** --log-access: an inference request the thread refused itself (metrics/access-log.ts). */
+  | { t: 'access'; entry: RefusedRequest };

@@ -8,6 +8,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { toErrorInfo } from '../../core/errors';
+import type { RefusedRequest } from '../../core/request';
 import { Arena } from '../../dataplane/arena';
 import type { MainToFrontend } from '../../dataplane/protocol';
 import { Inbox, RingWriter } from '../../dataplane/ring';
@@ -43,6 +44,7 @@ const server = new GrpcServer(
     serverName: data.serverName,
     serverVersion: data.serverVersion,
     extensions: data.extensions,
+    ...(data.accessLog === true ? { access: (entry: RefusedRequest) => post({ t: 'access', entry }) } : {}),
   },
   control.handlers(data.forwarded),
   data.faults?.includes('grpc-crash') === true,

@@ -15,7 +15,7 @@ import { ServerError, fromErrorInfo, toErrorInfo } from '../../core/errors';
 import { checkRestricted, toStatus } from './grpc-context';
 import type { GrpcContext } from './grpc-context';
 import { encodeModelInferResponseBytes, encodeModelStreamInferResponseBytes } from './infer-response-wire';
-import { startInfer } from './infer-runner';
+import { reportRefused, startInfer } from './infer-runner';
 import type { InferResult, StartedInfer } from './infer-runner';
 import type { ModelInferRequestMsg, ModelStreamInferResponseOut } from './proto-types';
 
@@ -28,6 +28,7 @@ export function modelInferHandler(ctx: GrpcContext): grpc.handleUnaryCall<ModelI
       if (err !== undefined) callback(toStatus(err));
       else callback(null, body);
     };
+    const client = ctx.access === undefined ? undefined : call.getPeer();
     try {
       checkRestricted(ctx, 'inference', call.metadata);
       startInfer(ctx, call.request, false, (result) => {
@@ -38,8 +39,9 @@ export function modelInferHandler(ctx: GrpcContext): grpc.handleUnaryCall<ModelI
         } catch (err) {
           answer(err);
         }
-      });
+      }, client);
     } catch (err) {
+      reportRefused(ctx, client, call.request, err);
       answer(err);
     }
   };
@@ -63,6 +65,7 @@ export interface StreamRegistry {
 export function modelStreamInferHandler(ctx: GrpcContext, registry: StreamRegistry): grpc.handleBidiStreamingCall<ModelInferRequestMsg, Buffer> {
   return (call) => {
     const errorMode = call.metadata.get('triton_grpc_error').some((v) => String(v).toLowerCase() === 'true');
+    const client = ctx.access === undefined ? undefined : call.getPeer();
     const queue: Slot[] = [];
     let inflight = 0;
     let halfClosed = false;
@@ -169,7 +172,7 @@ export function modelStreamInferHandler(ctx: GrpcContext, registry: StreamRegist
       inflight++;
       try {
         checkRestricted(ctx, 'inference', call.metadata);
-        const info = startInfer(ctx, msg, true, onResult);
+        const info = startInfer(ctx, msg, true, onResult, client);
         if (info.decoupled) {
           // Decoupled responses bypass the FIFO; drop this slot so it cannot block later ones.
           const k = queue.indexOf(slot);
@@ -177,6 +180,7 @@ export function modelStreamInferHandler(ctx: GrpcContext, registry: StreamRegist
           flush();
         }
       } catch (err) {
+        reportRefused(ctx, client, msg, err);
         inflight--;
         slot.done = true;
         if (errorMode) {

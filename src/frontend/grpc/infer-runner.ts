@@ -7,7 +7,7 @@
  * inputs after the final response).
  */
 import type { ErrorInfo } from '../../core/errors';
-import { ServerError, toErrorInfo } from '../../core/errors';
+import { GRPC_STATUS, ServerError, toErrorInfo } from '../../core/errors';
 import { nowNs } from '../../core/clock';
 import type { InferResponse } from '../../core/request';
 import { admitRequest, releaseInputs, releaseOutputs } from '../../request/admit-request';
@@ -43,6 +43,7 @@ export function startInfer(
   msg: ModelInferRequestMsg,
   allowDecoupled: boolean,
   onResult: (result: InferResult, info: StartedInfer) => void,
+  client?: string,
 ): StartedInfer {
   const arrivalNs = nowNs();
   if (ctx.stopping()) throw new ServerError('UNAVAILABLE', SHUTTING_DOWN);
@@ -57,6 +58,7 @@ export function startInfer(
   const { decoded, enableEmptyFinalResponse } = decodeModelInferRequest(msg, view.name, snapshot.shmRegions);
   const { batchSize } = validateRequest(plan, decoded);
   const request = admitRequest(ctx.arena, decoded, { model: view.name, version, latest, batchSize, arrivalNs });
+  if (client !== undefined) request.client = client;
   const info: StartedInfer = { decoupled: plan.decoupled, enableEmptyFinalResponse, modelName: view.name, modelVersion: String(version) };
   let done = false;
 
@@ -102,4 +104,18 @@ export function startInfer(
     }
   }
   return info;
+}
+
+/**
+ * --log-access: reports a request startInfer (or the restricted-API check)
+ * refused, with the gRPC status its error maps to. A no-op while the log is off.
+ */
+export function reportRefused(ctx: GrpcContext, client: string | undefined, msg: ModelInferRequestMsg, err: unknown): void {
+  if (ctx.access === undefined || client === undefined) return;
+  let inBytes = 0;
+  for (const c of msg.raw_input_contents ?? []) inBytes += c.byteLength;
+  ctx.access({
+    protocol: 'GRPC', client, model: msg.model_name, version: msg.model_version ?? '',
+    status: GRPC_STATUS[toErrorInfo(err).code], inBytes, id: msg.id ?? '',
+  });
 }

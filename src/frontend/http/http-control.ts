@@ -3,6 +3,7 @@
  * (postMessage: rare and small). Data-plane messages (infer/response) go over
  * the SharedArrayBuffer rings declared in src/dataplane/protocol.ts.
  */
+import type { RefusedRequest } from '../../core/request';
 import type { ReplyRingNotice } from '../../dataplane/reply-rings';
 import type { RestrictedGroup } from '../../cli-values';
 import type { ArenaHandle } from '../../dataplane/arena';
@@ -31,6 +32,8 @@ export interface HttpThreadData {
    * exception in this thread, so a test can watch a real thread die.
    */
   faults?: readonly string[];
+  /** --log-access: read each inference's client address and report the requests this thread refuses. */
+  accessLog?: boolean;
 }
 
 /** Non-data-plane routes an HTTP thread forwards to the main thread (control-api.ts). */
@@ -71,4 +74,6 @@ export type HttpToMain =
   | { t: 'closed' }
   /** An uncaught error: the thread closed its sockets and is about to exit (http-frontend.ts restarts it). */
   | { t: 'fatal'; reason: string }
+  /** --log-access: an inference request the thread refused itself (metrics/access-log.ts). */
+  | { t: 'access'; entry: RefusedRequest }
   | ControlRequest;

@@ -14,7 +14,7 @@ import type { MainPort } from '../../dataplane/main-port';
 import type { FrontendToMain, MainToFrontend } from '../../dataplane/protocol';
 import { RingWriter, createRing } from '../../dataplane/ring';
 import type { RingHandle } from '../../dataplane/ring';
-import type { InferRequest, Respond } from '../../core/request';
+import type { InferRequest, RefusedRequest, Respond } from '../../core/request';
 import { releaseOutputs } from '../../request/admit-request';
 import type { Logger } from '../../logging/logger';
 import type { ServerSnapshot } from '../../request/server-snapshot';
@@ -41,6 +41,8 @@ export interface HttpFrontendOptions {
   faults?: readonly string[];
   /** Where a thread's death and restart are reported. */
   log?: Logger;
+  /** --log-access: the threads read client addresses and report what they refuse themselves here. */
+  onRefused?: (r: RefusedRequest) => void;
 }
 
 interface HttpThread {
@@ -138,6 +140,7 @@ export class HttpFrontend {
       restrictedApi: this.opts.restrictedApi,
     };
     if (this.opts.faults?.length) data.faults = this.opts.faults;
+    if (this.opts.onRefused !== undefined) data.accessLog = true;
     const worker = new Worker(path.join(__dirname, 'http-thread.js'), { workerData: data, name: `http-${index}` });
     const t: HttpThread = {
       index, worker, threadId: worker.threadId, toMain, fromMain, out: RingWriter.attach(fromMain), alive: true, inflight: new Set(),
@@ -152,6 +155,7 @@ export class HttpFrontend {
     });
     worker.on('message', (m: HttpToMain) => {
       if (m.t === 'fatal') t.fatal = m.reason;
+      if (m.t === 'access') this.opts.onRefused?.(m.entry);
       // Repository loads answer asynchronously (after the load finished). The
       // reply waits one setImmediate so the snapshot broadcast a load queued
       // (server.ts) reaches the thread first: a client sees what it loaded.

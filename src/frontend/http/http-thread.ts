@@ -32,7 +32,8 @@ let snapshot: ServerSnapshot = emptySnapshot();
 const serverMetadata = JSON.stringify({ name: data.serverName, version: data.serverVersion, extensions: data.extensions });
 const arena = Arena.attach(data.arena);
 const codec = new CodecPool(data.codecOffloadBytes, { index: data.index, arena: data.arena });
-const infer = new InferHandler(arena, RingWriter.attach(data.toMain), data.maxInputSize, () => snapshot, codec);
+const infer = new InferHandler(arena, RingWriter.attach(data.toMain), data.maxInputSize, () => snapshot, codec,
+  data.accessLog === true ? (entry) => post({ t: 'access', entry }) : undefined);
 const inbox = new Inbox(data.fromMain.bell);
 const onResponse = (msg: MainToFrontend): void => infer.onResponse(msg.key, msg.response, msg.version);
 inbox.add(data.fromMain, onResponse);

@@ -11,7 +11,7 @@ import type { Arena } from '../../dataplane/arena';
 import type { FrontendToMain } from '../../dataplane/protocol';
 import type { RingWriter } from '../../dataplane/ring';
 import { nowNs } from '../../core/clock';
-import type { InferResponse, TensorRef } from '../../core/request';
+import type { InferResponse, RefusedRequest, TensorRef } from '../../core/request';
 import { admitRequest, releaseInputs, releaseOutputs } from '../../request/admit-request';
 import type { DecodedRequest } from '../../request/decoded-request';
 import { lookupModel } from '../../request/model-lookup';
@@ -22,7 +22,7 @@ import { validateRequest } from '../../request/validate';
 import type { CodecPool } from './codec-pool';
 import { decodeRequestBody, type BodyDecodeTask } from './request-body-decode';
 import { encodeResponseBody, type ResponseBody, type ResponseEncodeTask } from './response-body';
-import { readBody } from './uws-adapter';
+import { readBody, remoteAddress } from './uws-adapter';
 import type { Reply, RequestHead } from './uws-adapter';
 
 interface PendingInfer {
@@ -45,10 +45,24 @@ export class InferHandler {
     private readonly maxInputSize: number,
     private readonly snapshot: () => ServerSnapshot,
     private readonly codec: CodecPool,
+    /** --log-access: how a request this thread refuses itself is reported (absent: the log is off). */
+    private readonly access?: (r: RefusedRequest) => void,
   ) {}
 
   handle(reply: Reply, head: RequestHead, model: string, versionText: string | undefined): void {
     const arrivalNs = nowNs();
+    const client = this.access === undefined ? undefined : remoteAddress(reply.res);
+    // A request refused here, before any scheduler: answered, and for
+    // --log-access reported as this thread's own access line.
+    const refused = (status: number): void => {
+      if (client !== undefined) {
+        this.access!({ protocol: 'HTTP', client, model, version: versionText ?? '', status, inBytes: Number(head.contentLength) || 0, id: '' });
+      }
+    };
+    const refuse = (err: unknown): void => {
+      sendError(reply, err);
+      refused(HTTP_STATUS[toErrorInfo(err).code]);
+    };
     let resolved: Resolved;
     try {
       // Once the server is stopping, in-flight requests finish but new ones
@@ -61,23 +75,25 @@ export class InferHandler {
     } catch (err) {
       // Answer after the upload is in: closing a connection (at shutdown)
       // while the client still sends makes it see EPIPE instead of the error.
-      readBody(reply, head, this.maxInputSize, () => sendError(reply, err));
+      readBody(reply, head, this.maxInputSize, () => refuse(err));
       return;
     }
     readBody(reply, head, this.maxInputSize, (r) => {
       if (!r.ok) {
         reply.error(400, `request size of ${r.size} bytes exceeds the maximum allowed input size of ${this.maxInputSize} bytes. Use --http-max-input-size to increase the limit.`, true);
+        refused(400);
         return;
       }
       try {
-        this.admit(reply, head, r.body, resolved, arrivalNs);
+        this.admit(reply, head, r.body, resolved, arrivalNs, client, refuse);
       } catch (err) {
-        sendError(reply, err);
+        refuse(err);
       }
     });
   }
 
-  private admit(reply: Reply, head: RequestHead, raw: Buffer, resolved: Resolved, arrivalNs: number): void {
+  private admit(reply: Reply, head: RequestHead, raw: Buffer, resolved: Resolved, arrivalNs: number,
+    client: string | undefined, refuse: (err: unknown) => void): void {
     const { view, version } = resolved;
     const plan = view.plan;
     if (!plan) throw new ServerError('UNAVAILABLE', `Request for unknown model: '${view.name}' version ${version} is not at ready state`);
@@ -90,7 +106,7 @@ export class InferHandler {
       regions: this.snapshot().shmRegions,
     };
     if (!this.codec.offloadsDecode(raw.length, head.contentEncoding, head.headerLength)) {
-      this.enqueue(reply, head, decodeRequestBody(task), resolved, arrivalNs);
+      this.enqueue(reply, head, decodeRequestBody(task), resolved, arrivalNs, client);
       return;
     }
     // Reply registered onAborted before the body was read; a client gone
@@ -99,20 +115,21 @@ export class InferHandler {
       (decoded) => {
         if (reply.aborted) return;
         try {
-          this.enqueue(reply, head, decoded, resolved, arrivalNs);
+          this.enqueue(reply, head, decoded, resolved, arrivalNs, client);
         } catch (err) {
-          sendError(reply, err);
+          refuse(err);
         }
       },
-      (err: unknown) => sendError(reply, err),
+      (err: unknown) => refuse(err),
     );
   }
 
   /** Validate, copy the inputs into the arena, send to the scheduler. */
-  private enqueue(reply: Reply, head: RequestHead, decoded: DecodedRequest, resolved: Resolved, arrivalNs: number): void {
+  private enqueue(reply: Reply, head: RequestHead, decoded: DecodedRequest, resolved: Resolved, arrivalNs: number, client: string | undefined): void {
     const { view, version, latest } = resolved;
     const { batchSize } = validateRequest(view.plan!, decoded);
     const request = admitRequest(this.arena, decoded, { model: view.name, version, latest, batchSize, arrivalNs });
+    if (client !== undefined) request.client = client;
     const inputs = request.inputs;
     const key = this.nextKey++;
     this.pending.set(key, { reply, head, decoded, view, version, inputs });

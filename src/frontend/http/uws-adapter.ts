@@ -62,6 +62,11 @@ export function readHead(req: HttpRequest): RequestHead {
 }
 
 /** A response with its aborted state; every send goes through here. */
+/** The client's IP address as text (read while the request is live; uWS frees `res` after it ends). */
+export function remoteAddress(res: HttpResponse): string {
+  return Buffer.from(res.getRemoteAddressAsText()).toString('latin1');
+}
+
 export class Reply {
   aborted = false;
   done = false;
