@@ -26,7 +26,7 @@
  * to it); a gone instance's rings are drained one last time by each
  * frontend and removed from its Inbox.
  */
-import { createRing, type DoorbellHandle, type RingHandle } from './ring';
+import { createRing, type DoorbellHandle, type Inbox, type RingHandle } from './ring';
 
 /** What an instance thread needs to answer one frontend thread. */
 export interface ReplyPeer {
@@ -129,5 +129,20 @@ export class ReplyRings {
     inst.rings.set(f.port, ring);
     f.post({ t: 'reply_ring_add', ring });
     return ring;
+  }
+}
+
+/**
+ * Frontend-thread side of a notice: a new ring joins the thread's inbox and
+ * is read at once (its instance may have written before the notice came); a
+ * ring whose instance has ended is drained one last time, then dropped.
+ */
+export function applyReplyRingNotice(inbox: Inbox, notice: ReplyRingNotice, onMessage: (msg: any) => void): void {
+  if (notice.t === 'reply_ring_add') {
+    inbox.add(notice.ring, onMessage);
+    inbox.drain();
+  } else {
+    inbox.drain();
+    inbox.remove(notice.ring);
   }
 }

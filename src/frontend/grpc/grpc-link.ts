@@ -7,27 +7,27 @@
  * instance thread sent it there itself (the direct path: the link offers the
  * thread's reply port with every request and gets a `delivered` note).
  */
-import { toErrorInfo } from '../../core/errors';
 import type { InferRequest, Respond } from '../../core/request';
 import type { Arena } from '../../dataplane/arena';
 import type { MainPort } from '../../dataplane/main-port';
-import type { FrontendToMain, MainToFrontend } from '../../dataplane/protocol';
+import type { FrontendToMain } from '../../dataplane/protocol';
 import type { ReplyRingNotice } from '../../dataplane/reply-rings';
+import { routeFromFrontend, type FrontendThreadLink } from '../../dataplane/frontend-requests';
 import { RingWriter, createRing } from '../../dataplane/ring';
 import type { RingHandle } from '../../dataplane/ring';
-import { releaseOutputs } from '../../request/admit-request';
 
 /** Where a request goes: the scheduler of its model version (server.ts `route`). */
 export type GrpcRouter = (request: InferRequest, respond: Respond) => void;
 
-export class GrpcLink {
+/** Its fields are what `routeFromFrontend` reads (FrontendThreadLink). */
+export class GrpcLink implements FrontendThreadLink {
   readonly toMain: RingHandle;
   readonly fromMain: RingHandle;
-  private readonly out: RingWriter;
+  readonly out: RingWriter;
   /** The thread's worker.threadId, kept: it reads -1 once the thread has exited. */
-  private threadId = -1;
+  threadId = -1;
   /** False once the thread is gone: nothing more is written to its ring. */
-  private alive = true;
+  alive = true;
   /** Keys of the requests the thread sent that the scheduler has not finished. */
   readonly inflight = new Set<number>();
 
@@ -38,7 +38,7 @@ export class GrpcLink {
   }
 
   /** Its port in the reply-ring table: instance threads answer it directly there (dataplane/reply-rings.ts). */
-  private replyPort = 0;
+  replyPort = 0;
 
   /** The thread started: read its ring; instance threads get rings to it (announced to it by `post`). */
   attach(threadId: number, post: (notice: ReplyRingNotice) => void): void {
@@ -66,36 +66,6 @@ export class GrpcLink {
   }
 
   private onRequest(msg: FrontendToMain): void {
-    if (!this.alive) return; // its inputs are the dead thread's: the sweep frees them
-    const key = msg.key;
-    const request = msg.request;
-    this.inflight.add(key);
-    const respond: Respond = (response) => {
-      if (response.final) this.inflight.delete(key);
-      if (response.delivered === true) {
-        this.port.replies.delivered++; // the instance thread sent it to the gRPC thread itself
-        return;
-      }
-      if (!this.alive) return releaseOutputs(this.arena, response.outputs);
-      // The gRPC thread frees the outputs: hand them to it before sending.
-      // A thread reported dead gets nothing.
-      for (const o of response.outputs) {
-        if (!this.arena.give(o, this.threadId)) return releaseOutputs(this.arena, response.outputs);
-      }
-      // The route has written the version it chose into the request before any response.
-      const reply: MainToFrontend = { t: 'response', key, version: request.version, response };
-      this.out.send(reply);
-    };
-    // An offer: an instance thread that runs it may answer the gRPC thread directly (core/request.ts Respond).
-    respond.replyTo = { port: this.replyPort, key };
-    // Routed after the microtasks already queued, so an instance's `executed`
-    // drained in the same wake-up frees that instance first (http-frontend.ts).
-    queueMicrotask(() => {
-      try {
-        this.router(request, respond);
-      } catch (err) {
-        respond({ outputs: [], error: toErrorInfo(err), final: true });
-      }
-    });
+    routeFromFrontend(this.arena, this.port.replies, this, msg, this.router);
   }
 }

@@ -11,6 +11,7 @@ import { toErrorInfo } from '../../core/errors';
 import type { RefusedRequest } from '../../core/request';
 import { Arena } from '../../dataplane/arena';
 import type { MainToFrontend } from '../../dataplane/protocol';
+import { applyReplyRingNotice } from '../../dataplane/reply-rings';
 import { Inbox, RingWriter } from '../../dataplane/ring';
 import { nameThisThread } from '../../dataplane/thread-name';
 import { emptySnapshot } from '../../request/server-snapshot';
@@ -77,14 +78,9 @@ port.on('message', (msg: MainToGrpc) => {
       control.onAnswer(msg);
       return;
     case 'reply_ring_add':
-      // Responses straight from an instance thread; it may have written already.
-      inbox.add(msg.ring, onResponse);
-      inbox.drain();
-      return;
     case 'reply_ring_remove':
-      // Its instance thread has ended: take what it sent last, then drop the ring.
-      inbox.drain();
-      inbox.remove(msg.ring);
+      // Responses straight from an instance thread (dataplane/reply-rings.ts).
+      applyReplyRingNotice(inbox, msg, onResponse);
       return;
     case 'listen':
       server.bind(msg.address, msg.port).then(

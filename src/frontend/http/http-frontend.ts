@@ -11,11 +11,11 @@ import type { RestrictedGroup } from '../../cli-values';
 import { ServerError, toErrorInfo } from '../../core/errors';
 import type { Arena } from '../../dataplane/arena';
 import type { MainPort } from '../../dataplane/main-port';
-import type { FrontendToMain, MainToFrontend } from '../../dataplane/protocol';
+import type { FrontendToMain } from '../../dataplane/protocol';
+import { routeFromFrontend } from '../../dataplane/frontend-requests';
 import { RingWriter, createRing } from '../../dataplane/ring';
 import type { RingHandle } from '../../dataplane/ring';
 import type { InferRequest, RefusedRequest, Respond } from '../../core/request';
-import { releaseOutputs } from '../../request/admit-request';
 import type { Logger } from '../../logging/logger';
 import type { ServerSnapshot } from '../../request/server-snapshot';
 import type { ControlReply, ControlRequest, HttpThreadData, HttpToMain, MainToHttp } from './http-control';
@@ -211,41 +211,7 @@ export class HttpFrontend {
   }
 
   private onRequest(t: HttpThread, msg: FrontendToMain): void {
-    const key = msg.key;
-    const request = msg.request;
-    if (!t.alive) return; // its inputs are the dead thread's: the sweep frees them
-    t.inflight.add(key);
-    const respond: Respond = (response) => {
-      if (response.final) t.inflight.delete(key);
-      if (response.delivered === true) {
-        this.port.replies.delivered++; // the instance thread sent it to t itself; no outputs here
-        return;
-      }
-      if (!t.alive) return releaseOutputs(this.arena, response.outputs);
-      // The HTTP thread frees the outputs: hand them to it before sending
-      // (protocol.ts, "Arena ownership"). A thread reported dead gets nothing.
-      for (const o of response.outputs) {
-        if (!this.arena.give(o, t.threadId)) return releaseOutputs(this.arena, response.outputs);
-      }
-      // The route has written the version it chose into the request before any response.
-      const reply: MainToFrontend = { t: 'response', key, version: request.version, response };
-      t.out.send(reply);
-    };
-    // An offer: an instance thread that runs it may answer t directly (core/request.ts Respond).
-    respond.replyTo = { port: t.replyPort, key };
-    // Routed after the microtasks already queued: one drain of the main inbox
-    // can hold an instance's `executed` and, right behind it, the next request
-    // of a client that already has its direct response; the pool frees that
-    // instance in a promise callback, so routing at once would find it busy
-    // and start a second instance (at c=1 the two then alternate, each with
-    // cold caches, bench/README.md).
-    queueMicrotask(() => {
-      try {
-        this.router(request, respond);
-      } catch (err) {
-        respond({ outputs: [], error: toErrorInfo(err), final: true });
-      }
-    });
+    routeFromFrontend(this.arena, this.port.replies, t, msg, this.router);
   }
 
   private listen(t: HttpThread, port: number): Promise<number> {

@@ -11,6 +11,7 @@ import type { HttpRequest, HttpResponse } from '@trufflesuite/uws-js-unofficial'
 import { ServerError } from '../../core/errors';
 import { Arena } from '../../dataplane/arena';
 import type { MainToFrontend } from '../../dataplane/protocol';
+import { applyReplyRingNotice } from '../../dataplane/reply-rings';
 import { Inbox, RingWriter } from '../../dataplane/ring';
 import { nameThisThread } from '../../dataplane/thread-name';
 import { lookupModel, readyVersions } from '../../request/model-lookup';
@@ -94,14 +95,9 @@ port.on('message', (msg: MainToHttp) => {
       control.onReply(msg);
       return;
     case 'reply_ring_add':
-      // Responses straight from an instance thread; it may have written already.
-      inbox.add(msg.ring, onResponse);
-      inbox.drain();
-      return;
     case 'reply_ring_remove':
-      // Its instance thread has ended: take what it sent last, then drop the ring.
-      inbox.drain();
-      inbox.remove(msg.ring);
+      // Responses straight from an instance thread (dataplane/reply-rings.ts).
+      applyReplyRingNotice(inbox, msg, onResponse);
       return;
     case 'listen':
       app.listen(msg.address, msg.port, (socket) => {
