@@ -12,24 +12,11 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startServer } from '../test/integration/server-process';
+import { REPO_ROOT, startServer } from '../test/integration/server-process';
 import { TICK_US, sampleThreads } from './bench-procs';
 
-function identityRepo(dir: string): void {
-  fs.mkdirSync(path.join(dir, 'identity', '1'), { recursive: true });
-  fs.writeFileSync(path.join(dir, 'identity', 'config.pbtxt'), [
-    'backend: "python"',
-    'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]',
-    'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]',
-  ].join('\n'));
-  fs.writeFileSync(path.join(dir, 'identity', '1', 'model.py'), [
-    'import triton_python_backend_utils as pb_utils',
-    'class TritonPythonModel:',
-    '    def execute(self, requests):',
-    '        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy())])',
-    '                for r in requests]',
-  ].join('\n'));
-}
+/** The tests' Python identity (OUTPUT0 = INPUT0, FP32, any length) and its BYTES twin. */
+const REPO = path.join(REPO_ROOT, 'test/integration/fixtures/large_models');
 
 function mainThreadTicks(pid: number): number {
   const t = sampleThreads(pid).get(pid);
@@ -41,7 +28,6 @@ async function main(): Promise<void> {
   const reps = Number(process.argv[3] ?? 8);
   const bytes = mib * 1024 * 1024;
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-big-identity-'));
-  identityRepo(path.join(tmp, 'repo'));
   const header = Buffer.from(JSON.stringify({
     inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [bytes / 4], parameters: { binary_data_size: bytes } }],
     outputs: [{ name: 'OUTPUT0', parameters: { binary_data: true } }],
@@ -50,7 +36,7 @@ async function main(): Promise<void> {
   for (let i = 0; i < data.length; i++) data[i] = i;
   const bodyFile = path.join(tmp, 'body.bin');
   fs.writeFileSync(bodyFile, Buffer.concat([header, Buffer.from(data.buffer)]));
-  const server = await startServer([`--model-repository=${path.join(tmp, 'repo')}`, `--http-max-input-size=${2 * bytes}`]);
+  const server = await startServer([`--model-repository=${REPO}`, `--http-max-input-size=${2 * bytes}`]);
   const pid = server.child.pid!;
   const times: number[] = [];
   let cpuTicks = 0;
@@ -59,7 +45,7 @@ async function main(): Promise<void> {
       const t0 = mainThreadTicks(pid);
       const out = execFileSync('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code} %{time_total} %{size_download}',
         '-H', 'Content-Type: application/octet-stream', '-H', `Inference-Header-Content-Length: ${header.length}`,
-        '--data-binary', `@${bodyFile}`, `${server.url}/v2/models/identity/infer`], { encoding: 'utf8', maxBuffer: 1 << 20 });
+        '--data-binary', `@${bodyFile}`, `${server.url}/v2/models/identity_fp32_py/infer`], { encoding: 'utf8', maxBuffer: 1 << 20 });
       const [code, total, size] = out.trim().split(' ');
       if (code !== '200' || Number(size) < bytes) throw new Error(`identity: HTTP ${code}, ${size} bytes`);
       if (i === 0) continue; // grows the regions, faults the pages in
