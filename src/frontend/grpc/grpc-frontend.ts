@@ -10,7 +10,7 @@
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { ServerOptions } from '../../cli-options';
-import { ServerError, toErrorInfo } from '../../core/errors';
+import { toErrorInfo } from '../../core/errors';
 import type { Arena } from '../../dataplane/arena';
 import type { MainPort } from '../../dataplane/main-port';
 import type { Logger } from '../../logging/logger';
@@ -20,6 +20,7 @@ import type { GrpcControlContext } from './grpc-context';
 import type { RefusedRequest } from '../../core/request';
 import { GrpcLink, type GrpcRouter } from './grpc-link';
 import type { GrpcThreadData, GrpcToMain, MainToGrpc } from './grpc-thread-protocol';
+import { RestartBackoff, whenListening } from '../thread-restarts';
 
 /** What server.ts hands the gRPC frontend. */
 export interface GrpcFrontendDeps extends Omit<GrpcControlContext, 'options' | 'snapshot'> {
@@ -42,10 +43,6 @@ interface GrpcThread {
   exited: Promise<void>;
 }
 
-/** Restart delays after repeated deaths: 0 for the first, then doubling up to the cap. */
-const RESTART_BASE_MS = 100;
-const RESTART_MAX_MS = 5000;
-const RESTART_WINDOW_MS = 60_000;
 /** How long after its stop timeout a thread that has not said `stopped` is terminated. */
 const STOP_GRACE_MS = 2000;
 
@@ -55,7 +52,7 @@ export class GrpcFrontend {
   private snapshot: ServerSnapshot | undefined;
   private boundPort = 0;
   private stopping: Promise<void> | undefined;
-  private deaths: number[] = [];
+  private readonly restarts = new RestartBackoff();
 
   constructor(
     private readonly deps: GrpcFrontendDeps,
@@ -156,10 +153,7 @@ export class GrpcFrontend {
   private onDeath(t: GrpcThread): void {
     this.thread = undefined;
     const reason = t.fatal ?? 'it exited without saying why';
-    const now = Date.now();
-    this.deaths = this.deaths.filter((d) => now - d < RESTART_WINDOW_MS);
-    this.deaths.push(now);
-    const delay = this.deaths.length <= 1 ? 0 : Math.min(RESTART_BASE_MS * 2 ** (this.deaths.length - 2), RESTART_MAX_MS);
+    const delay = this.restarts.next();
     this.deps.log.error(
       `GRPC thread died: ${reason}\n${t.link.inflight.size} request(s) it had in flight fail with it ` +
       `(their calls ended UNAVAILABLE); restarting it${delay > 0 ? ` in ${delay} ms` : ''}`);
@@ -182,19 +176,8 @@ export class GrpcFrontend {
   }
 
   private listen(t: GrpcThread, port: number): Promise<number> {
-    return new Promise((resolve, reject) => {
-      const onMessage = (m: GrpcToMain): void => {
-        if (m.t === 'listening') {
-          t.worker.off('message', onMessage);
-          resolve(m.port);
-        } else if (m.t === 'listen_failed') {
-          t.worker.off('message', onMessage);
-          reject(new ServerError('UNAVAILABLE', m.message));
-        }
-      };
-      t.worker.on('message', onMessage);
-      void t.exited.then(() => reject(new ServerError('UNAVAILABLE', `the GRPC thread exited before it listened: ${t.fatal ?? 'no reason given'}`)));
-      t.worker.postMessage({ t: 'listen', address: this.deps.options.grpcAddress, port } satisfies MainToGrpc);
-    });
+    const listening = whenListening(t.worker, { done: t.exited, why: () => `the GRPC thread exited before it listened: ${t.fatal ?? 'no reason given'}` });
+    t.worker.postMessage({ t: 'listen', address: this.deps.options.grpcAddress, port } satisfies MainToGrpc);
+    return listening;
   }
 }

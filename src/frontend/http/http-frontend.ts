@@ -8,7 +8,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { RestrictedGroup } from '../../cli-values';
-import { ServerError, toErrorInfo } from '../../core/errors';
+import { toErrorInfo } from '../../core/errors';
 import type { Arena } from '../../dataplane/arena';
 import type { MainPort } from '../../dataplane/main-port';
 import type { FrontendToMain } from '../../dataplane/protocol';
@@ -19,6 +19,7 @@ import type { InferRequest, RefusedRequest, Respond } from '../../core/request';
 import type { Logger } from '../../logging/logger';
 import type { ServerSnapshot } from '../../request/server-snapshot';
 import type { ControlReply, ControlRequest, HttpThreadData, HttpToMain, MainToHttp } from './http-control';
+import { RestartBackoff, whenListening } from '../thread-restarts';
 
 /** Where a frontend hands a decoded, validated request: the scheduler of its model version. */
 export type InferRouter = (request: InferRequest, respond: Respond) => void;
@@ -63,17 +64,13 @@ interface HttpThread {
   fatal?: string;
 }
 
-/** Restart delays after repeated deaths: 0 for the first, then doubling up to the cap. */
-const RESTART_BASE_MS = 100;
-const RESTART_MAX_MS = 5000;
-const RESTART_WINDOW_MS = 60_000;
 
 export class HttpFrontend {
   private readonly threads: HttpThread[] = [];
   private boundPort = 0;
   private stopping: Promise<void> | undefined;
   private snapshot: ServerSnapshot | undefined;
-  private deaths: number[] = [];
+  private readonly restarts = new RestartBackoff();
 
   constructor(
     private readonly opts: HttpFrontendOptions,
@@ -185,10 +182,7 @@ export class HttpFrontend {
     this.port.replies.removeFrontend(t.replyPort);
     this.arena.threadDied(t.threadId);
     const reason = t.fatal ?? 'it exited without saying why';
-    const now = Date.now();
-    this.deaths = this.deaths.filter((d) => now - d < RESTART_WINDOW_MS);
-    this.deaths.push(now);
-    const delay = this.deaths.length <= 1 ? 0 : Math.min(RESTART_BASE_MS * 2 ** (this.deaths.length - 2), RESTART_MAX_MS);
+    const delay = this.restarts.next();
     this.opts.log?.error(
       `HTTP thread ${t.index} died: ${reason}\n${t.inflight.size} request(s) it had in flight fail with it ` +
       `(their connections were reset); restarting it${delay > 0 ? ` in ${delay} ms` : ''}`);
@@ -215,19 +209,9 @@ export class HttpFrontend {
   }
 
   private listen(t: HttpThread, port: number): Promise<number> {
-    return new Promise((resolve, reject) => {
-      const onMessage = (m: HttpToMain): void => {
-        if (m.t === 'listening') {
-          t.worker.off('message', onMessage);
-          resolve(m.port);
-        } else if (m.t === 'listen_failed') {
-          t.worker.off('message', onMessage);
-          reject(new ServerError('UNAVAILABLE', m.message));
-        }
-      };
-      t.worker.on('message', onMessage);
-      t.worker.postMessage({ t: 'listen', address: this.opts.address, port } satisfies MainToHttp);
-    });
+    const listening = whenListening(t.worker);
+    t.worker.postMessage({ t: 'listen', address: this.opts.address, port } satisfies MainToHttp);
+    return listening;
   }
 }
 
