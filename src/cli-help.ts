@@ -77,7 +77,7 @@ export const FLAG_DOCS: Readonly<Record<string, FlagDoc>> = {
     "the HTTP port is shared only among this server's own HTTP threads; give each server its own --http-port", 'false'),
   'http-header-forward-pattern': d('HTTP', 'Regex of HTTP headers to forward to the model as request parameters.',
     'none', 'headers are not forwarded yet; send the values as "parameters" in the request body'),
-  'http-thread-count': d('HTTP', 'Threads serving HTTP (uWS); Triton\'s default is 8.', 'cores - 1, 1 to 8'),
+  'http-thread-count': d('HTTP', 'Threads serving HTTP; Triton\'s default is 8.', 'cores - 1, 1 to 8'),
   'http-restricted-api': d('HTTP', 'Restrict APIs to requests carrying a header: '
     + `<api>[,<api>...]:<header>=<value>; apis: ${RESTRICTED_CATEGORIES.join(', ')}.`, 'none'),
   'http-max-input-size': d('HTTP', 'Largest request body in bytes; bigger ones are refused with 400.', '67108864'),

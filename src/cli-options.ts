@@ -356,10 +356,10 @@ function checkPortCollisions(o: ServerOptions): void {
 }
 
 /**
- * Triton's default is 8 HTTP threads. Here each uWS thread hands requests to
- * the main thread, which hands them to instance threads, so the uWS threads
+ * Triton's default is 8 HTTP threads. Here each HTTP thread hands requests to
+ * the main thread, which hands them to instance threads, so the HTTP threads
  * get the cores the others leave: one core less than the machine has, at
- * most 8, at least 1. On 2 cores one uWS thread used about 9% less CPU per
+ * most 8, at least 1. On 2 cores one HTTP thread used about 9% less CPU per
  * request than two and served as much or more (bench/thread-cpu.ts).
  */
 export function defaultHttpThreadCount(cores: number): number {

@@ -61,7 +61,7 @@
 import type { ErrorInfo } from '../core/errors';
 import type { ExecuteTimings, InferRequest, InferResponse, ReplyAddress } from '../core/request';
 
-// ---- frontend thread (uWS) ⇄ main thread (scheduler) ----
+// ---- frontend thread (HTTP, gRPC) ⇄ main thread (scheduler) ----
 
 export interface InferMessage {
   t: 'infer';

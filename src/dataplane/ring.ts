@@ -35,8 +35,8 @@
  * while it holds it delays every wake-up, whoever rings.
  *
  * Event-loop consumers (Inbox.start) wait with Atomics.waitAsync, which does
- * not keep Node's event loop alive: the thread needs another handle (uWS
- * socket, server) to stay up; the safety poll is an unref'd interval. Blocking
+ * not keep Node's event loop alive: the thread needs another handle (a listen
+ * socket, a server) to stay up; the safety poll is an unref'd interval. Blocking
  * consumers (Inbox.drainOrWait) wait with Atomics.wait in poll-period slices.
  *
  * Files: ring-format.ts (shared layout, Doorbell, createRing, counters),

@@ -132,7 +132,7 @@ test('a malformed large JSON body gets the inline error, text and status', async
   const d = await sameOnBoth('image_classifier', twice);
   assert.equal(d.status, 400);
   assert.equal(JSON.parse(d.body.toString()).error, "[request id: <id_unknown>] input 'input' already exists in request");
-  // And one found by validation after decoding (on the uWS thread, after the pool).
+  // And one found by validation after decoding (on the HTTP thread, after the pool).
   const wrongShape = Buffer.from(big.toString().replace('"shape":[1,3,224,224]', '"shape":[1,224,224,3]'));
   const v = await sameOnBoth('image_classifier', wrongShape);
   assert.equal(v.status, 400);

@@ -130,10 +130,10 @@ test('--log-format=json --log-access: every line is one JSON object; each infere
     const line = records.find((r) => /^HTTP client=\S+ model=simple version=1 /.test(String(r['message'])))!;
     assert.equal(line['source'], 'access');
     assert.match(String(line['message']),
-      /^HTTP client=127\.0\.0\.1 model=simple version=1 status=200 in_bytes=128 out_bytes=128 queue_us=\d+ compute_us=\d+ total_us=\d+ id=""$/);
+      /^HTTP client=127\.0\.0\.1:\d+ model=simple version=1 status=200 in_bytes=128 out_bytes=128 queue_us=\d+ compute_us=\d+ total_us=\d+ id=""$/);
     assert.ok(records.some((r) => /^GRPC client=127\.0\.0\.1:\d+ model=simple version=1 status=0 in_bytes=128 out_bytes=128 .*id="g1"$/.test(String(r['message']))));
     // Refused by the frontend threads themselves, before any scheduler: logged by them, without times.
-    assert.ok(records.some((r) => /^HTTP client=127\.0\.0\.1 model=simple version=7 status=404 in_bytes=2 out_bytes=0 queue_us=- compute_us=- total_us=- id=""$/.test(String(r['message']))),
+    assert.ok(records.some((r) => /^HTTP client=127\.0\.0\.1:\d+ model=simple version=7 status=404 in_bytes=2 out_bytes=0 queue_us=- compute_us=- total_us=- id=""$/.test(String(r['message']))),
       records.map((r) => r['message']).join('\n'));
     assert.ok(records.some((r) => /^GRPC client=127\.0\.0\.1:\d+ model=simple version=7 status=\d+ in_bytes=0 out_bytes=0 queue_us=- /.test(String(r['message']))));
     assert.equal(records.filter((r) => r['source'] === 'access').length, 4, 'every inference request, answered or refused');

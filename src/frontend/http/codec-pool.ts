@@ -1,9 +1,9 @@
 /**
  * Each HTTP thread's codec pool: a piscina pool of one thread that decodes
  * large request bodies and encodes large responses, so one big JSON tensor
- * does not stall every other request on the uWS thread
+ * does not stall every other request on the HTTP thread
  * (`--http-codec-offload-bytes`). The pool thread runs the same functions
- * the uWS thread runs inline (codec-tasks.ts), gets the body by transfer
+ * the HTTP thread runs inline (codec-tasks.ts), gets the body by transfer
  * and gives decoded tensors and encoded bodies back by transfer; responses
  * are read from the shared arena in place. Its errors come back as code and
  * message and are rethrown as the same ServerError the inline path throws.

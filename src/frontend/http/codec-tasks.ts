@@ -1,7 +1,7 @@
 /**
  * What a codec pool thread does with a task (codec-worker.ts is its entry):
- * the same decode/encode functions the uWS thread runs inline, with every
- * error caught and returned as its code and message (so the uWS thread
+ * the same decode/encode functions the HTTP thread runs inline, with every
+ * error caught and returned as its code and message (so the HTTP thread
  * answers exactly what the inline path answers: same text, same status),
  * and the result's buffers listed for transfer (no copy back).
  */

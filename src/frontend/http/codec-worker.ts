@@ -1,7 +1,7 @@
 /**
  * Entry of a codec pool thread (codec-pool.ts): one per HTTP thread, run by
  * piscina. Thin on purpose: the work is codec-tasks.ts, the same functions
- * the uWS thread runs inline; this file only names the thread, attaches the
+ * the HTTP thread runs inline; this file only names the thread, attaches the
  * shared arena (responses are read from it in place) and hands the results'
  * buffers to piscina for transfer.
  */

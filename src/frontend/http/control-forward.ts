@@ -5,7 +5,7 @@
  * the same id comes back. Low volume, so structured clone is fine.
  */
 import type { ControlReply, ControlRequest, ControlRoute } from './http-control';
-import { readBody, type Reply, type RequestHead } from './uws-adapter';
+import { readBody, type Reply, type RequestHead } from './http-reply';
 
 export class ControlForwarder {
   private nextId = 1;

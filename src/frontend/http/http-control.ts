@@ -65,7 +65,8 @@ export type MainToHttp =
   /** A ring from an instance thread, for responses sent straight here (dataplane/reply-rings.ts). */
   | ReplyRingNotice
   | ControlReply
-  | { t: 'listen'; address: string; port: number }
+  /** Listen on this descriptor of the HTTP port (listen-socket.ts): the thread's server owns and closes it. */
+  | { t: 'listen'; fd: number }
   | { t: 'close' };
 
 export type HttpToMain =

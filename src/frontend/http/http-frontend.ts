@@ -1,10 +1,9 @@
 /**
- * Main-thread side of the HTTP frontend: starts `--http-thread-count` uWS
- * threads on one port, gives each a ring pair to the scheduler and a reply
+ * Main-thread side of the HTTP frontend: starts `--http-thread-count` HTTP
+ * threads on one port (listen-socket.ts), gives each a ring pair to the scheduler and a reply
  * port for responses straight from instance threads, keeps their server
  * snapshot current, and stops them gracefully.
  */
-import net from 'node:net';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { RestrictedGroup } from '../../cli-values';
@@ -20,6 +19,7 @@ import type { Logger } from '../../logging/logger';
 import type { ServerSnapshot } from '../../request/server-snapshot';
 import type { ControlReply, ControlRequest, HttpThreadData, HttpToMain, MainToHttp } from './http-control';
 import { RestartBackoff, whenListening } from '../thread-restarts';
+import { ListenSocket } from './listen-socket';
 
 /** Where a frontend hands a decoded, validated request: the scheduler of its model version. */
 export type InferRouter = (request: InferRequest, respond: Respond) => void;
@@ -67,7 +67,7 @@ interface HttpThread {
 
 export class HttpFrontend {
   private readonly threads: HttpThread[] = [];
-  private boundPort = 0;
+  private socket: ListenSocket | undefined;
   private stopping: Promise<void> | undefined;
   private snapshot: ServerSnapshot | undefined;
   private readonly restarts = new RestartBackoff();
@@ -82,14 +82,13 @@ export class HttpFrontend {
   /** Start the threads and listen; resolves with the bound port. */
   async start(snapshot: ServerSnapshot): Promise<number> {
     this.snapshot = snapshot;
-    for (let i = 0; i < Math.max(1, this.opts.threadCount); i++) this.threads.push(this.spawn(i, snapshot));
-    // Every thread binds the same port (SO_REUSEPORT). The kernel refuses a
-    // second bind to a port it picked for a port-0 bind, so for port 0 we ask
-    // the kernel for a free port first and then bind all threads to it.
-    const wanted = this.opts.port === 0 ? await freePort(this.opts.address) : this.opts.port;
-    this.boundPort = await this.listen(this.threads[0], wanted);
-    await Promise.all(this.threads.slice(1).map((t) => this.listen(t, this.boundPort)));
-    return this.boundPort;
+    const count = Math.max(1, this.opts.threadCount);
+    // One socket, bound here; each thread listens on its own descriptor of it (listen-socket.ts).
+    this.socket = await ListenSocket.open(this.opts.address, this.opts.port);
+    const fds = await this.socket.descriptors(count);
+    for (let i = 0; i < count; i++) this.threads.push(this.spawn(i, snapshot));
+    await Promise.all(this.threads.map((t, i) => this.listen(t, fds[i])));
+    return this.socket.port;
   }
 
   broadcast(snapshot: ServerSnapshot): void {
@@ -117,7 +116,7 @@ export class HttpFrontend {
             t.worker.postMessage({ t: 'close' } satisfies MainToHttp);
           }),
       ),
-    ).then(() => undefined);
+    ).then(() => this.socket?.close());
     return this.stopping;
   }
 
@@ -193,8 +192,9 @@ export class HttpFrontend {
     if (this.stopping !== undefined || this.snapshot === undefined) return;
     const t = this.spawn(index, this.snapshot);
     this.threads[index] = t;
-    this.listen(t, this.boundPort).then(
-      () => this.opts.log?.info(`HTTP thread ${index} restarted, listening on port ${this.boundPort}`),
+    const socket = this.socket!;
+    socket.descriptors(1).then((fds) => this.listen(t, fds[0])).then(
+      () => this.opts.log?.info(`HTTP thread ${index} restarted, listening on port ${socket.port}`),
       (err) => this.opts.log?.error(`HTTP thread ${index} could not listen again: ${toErrorInfo(err).message}`),
     );
   }
@@ -208,20 +208,9 @@ export class HttpFrontend {
     routeFromFrontend(this.arena, this.port.replies, t, msg, this.router);
   }
 
-  private listen(t: HttpThread, port: number): Promise<number> {
+  private listen(t: HttpThread, fd: number): Promise<number> {
     const listening = whenListening(t.worker);
-    t.worker.postMessage({ t: 'listen', address: this.opts.address, port } satisfies MainToHttp);
+    t.worker.postMessage({ t: 'listen', fd } satisfies MainToHttp);
     return listening;
   }
-}
-
-function freePort(address: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, address, () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
 }

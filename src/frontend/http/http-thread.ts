@@ -1,13 +1,12 @@
 /**
- * Entry of one HTTP thread: a uWebSockets.js app on the shared port. It
+ * Entry of one HTTP thread: an HTTP/1.1 server (http-server.ts) on its
+ * descriptor of the shared port. It
  * answers health, metadata, config and ready from its copy of the server
  * snapshot, and sends inference requests to the main thread over its ring.
  * Responses come back on that ring's partner from main, or straight from the
  * instance thread that ran the request, on a ring of that pair.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import uws from '@trufflesuite/uws-js-unofficial';
-import type { HttpRequest, HttpResponse } from '@trufflesuite/uws-js-unofficial';
 import { ServerError } from '../../core/errors';
 import { Arena } from '../../dataplane/arena';
 import type { MainToFrontend } from '../../dataplane/protocol';
@@ -24,7 +23,8 @@ import { ControlForwarder } from './control-forward';
 import { InferHandler, sendError } from './infer-handler';
 import { restrictedError } from './restricted-api';
 import { matchRoute } from './routes';
-import { Reply, closeApp, createApp, readHead } from './uws-adapter';
+import type { Reply, RequestHead } from './http-reply';
+import { HttpServer } from './http-server';
 
 const data = workerData as HttpThreadData;
 nameThisThread(`nt:http-${data.index}`);
@@ -62,18 +62,17 @@ async function whenQuiet(): Promise<void> {
     await new Promise((r) => setTimeout(r, Math.max(wait, 1)));
   }
 }
-const app = createApp((res, req) => route(res, req));
+const server = new HttpServer((reply, head) => route(reply, head));
 
-// A thread that dies with uWS sockets open aborts the whole process (Node
-// checks the thread's loop has no open handles). So an uncaught error closes
-// the listen socket and every connection (their clients see a reset), says
-// why, and exits; the main thread starts a replacement (http-frontend.ts).
+// An uncaught error closes the listen socket and every connection (their
+// clients see a reset), says why, and exits; the main thread starts a
+// replacement (http-frontend.ts).
 let dying = false;
 function die(err: unknown): void {
   if (dying) return;
   dying = true;
   inbox.stop();
-  closeApp(app);
+  server.close();
   post({ t: 'fatal', reason: err instanceof Error ? (err.stack ?? err.message) : String(err) });
   setImmediate(() => process.exit(1));
 }
@@ -100,19 +99,16 @@ port.on('message', (msg: MainToHttp) => {
       applyReplyRingNotice(inbox, msg, onResponse);
       return;
     case 'listen':
-      app.listen(msg.address, msg.port, (socket) => {
-        if (socket) {
-          post({ t: 'listening', port: uws.us_socket_local_port(socket as unknown as Parameters<typeof uws.us_socket_local_port>[0]) });
-        } else {
-          post({ t: 'listen_failed', message: `Socket '${msg.address}:${msg.port}' already in use ` });
-        }
-      });
+      server.listen(msg.fd).then(
+        (bound) => post({ t: 'listening', port: bound }),
+        (err: Error) => post({ t: 'listen_failed', message: `could not listen on the HTTP port's descriptor ${msg.fd}: ${err.message}` }),
+      );
       return;
     case 'close':
       // The snapshot already says `exiting`, so new inferences get 503 while
       // the admitted ones finish; once quiet, close the port and every connection.
       void whenQuiet().then(async () => {
-        closeApp(app);
+        server.close();
         inbox.stop();
         await codec.close();
         post({ t: 'closed' });
@@ -123,13 +119,12 @@ port.on('message', (msg: MainToHttp) => {
   }
 });
 
-function route(res: HttpResponse, req: HttpRequest): void {
-  const head = readHead(req);
+function route(reply: Reply, head: RequestHead): void {
   active++;
   lastArrivalMs = Date.now();
-  const reply = new Reply(res, finished);
-  // Restricted API before the method check (protocol.md §1.1); headers are readable only now.
-  const denied = restrictedError(data.restrictedApi ?? [], head.url, (name) => req.getHeader(name));
+  reply.onFinished = finished;
+  // Restricted API before the method check (protocol.md §1.1).
+  const denied = restrictedError(data.restrictedApi ?? [], head.url, head.header);
   if (denied !== undefined) return reply.error(403, denied);
   if (crashRoute && head.method === 'POST' && head.url === '/nodetron-test/crash') {
     setImmediate(() => {

@@ -1,5 +1,5 @@
 /**
- * The HTTP inference path on a uWS thread:
+ * The HTTP inference path on an HTTP thread:
  * body → decode → validate → copy tensors into the arena → ring to the main
  * thread's scheduler … response ring → encode → client, then free the arena
  * blocks of the request and its outputs. Decode and encode run inline, or in
@@ -22,8 +22,8 @@ import { validateRequest } from '../../request/validate';
 import type { CodecPool } from './codec-pool';
 import { decodeRequestBody, type BodyDecodeTask } from './request-body-decode';
 import { encodeResponseBody, type ResponseBody, type ResponseEncodeTask } from './response-body';
-import { readBody, remoteAddress } from './uws-adapter';
-import type { Reply, RequestHead } from './uws-adapter';
+import { readBody } from './http-reply';
+import type { Reply, RequestHead } from './http-reply';
 
 interface PendingInfer {
   reply: Reply;
@@ -51,7 +51,7 @@ export class InferHandler {
 
   handle(reply: Reply, head: RequestHead, model: string, versionText: string | undefined): void {
     const arrivalNs = nowNs();
-    const client = this.access === undefined ? undefined : remoteAddress(reply.res);
+    const client = this.access === undefined ? undefined : reply.client;
     // A request refused here, before any scheduler: answered, and for
     // --log-access reported as this thread's own access line.
     const refused = (status: number): void => {

@@ -1,6 +1,6 @@
 /**
  * The CPU-heavy half of an HTTP inference request as one function, run
- * either inline on the uWS thread or in that thread's codec pool
+ * either inline on the HTTP thread or in that thread's codec pool
  * (codec-pool.ts, codec-worker.ts): inflate the body when Content-Encoding
  * says so (compression.ts), read Inference-Header-Content-Length, decode the
  * JSON header and tensor data (infer-request-decode.ts). A task is plain

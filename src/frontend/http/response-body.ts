@@ -1,6 +1,6 @@
 /**
  * The CPU-heavy half of an HTTP inference response as one function, run
- * either inline on the uWS thread or in its codec pool (codec-pool.ts):
+ * either inline on the HTTP thread or in its codec pool (codec-pool.ts):
  * output tensors (read in place from the shared arena) → JSON text and
  * binary blobs (infer-response-encode.ts) → one body, compressed when the
  * client's Accept-Encoding asks for it (compression.ts), with its headers.
@@ -50,7 +50,7 @@ export const STREAM_BINARY_BYTES = 1 << 20;
 
 /**
  * `allowParts`: the caller can write a body in parts that stay views into
- * the arena until sent (the uWS thread can; a pool thread's result crosses
+ * the arena until sent (the HTTP thread can; a pool thread's result crosses
  * threads as one body).
  */
 export function encodeResponseBody(arena: Arena, task: ResponseEncodeTask, allowParts = false): ResponseBody {

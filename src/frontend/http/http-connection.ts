@@ -1,0 +1,291 @@
+/**
+ * One client connection of the HTTP thread's own HTTP/1.1 server
+ * (http-server.ts): it reads request heads (request-head-parser.ts) and
+ * bodies (Content-Length or chunked-body.ts), hands each request to the
+ * handler at once, and writes the answers in the order the requests came
+ * (pipelining, RFC 9112 §9.3.2), whatever order they are ready in.
+ *
+ * Every input gets an answer: a malformed head or body framing is answered
+ * with its status and a KServe error body, after the answers of the requests
+ * before it, and the connection closes (its framing cannot be trusted any
+ * more); a connection that stops sending half-way gets 408 (http-server.ts
+ * sweeps). Closing after an answer is "lingering": the write side ends and
+ * what the client still sends is read and dropped for a while, so the client
+ * reads the answer instead of a reset.
+ */
+import type net from 'node:net';
+import { ChunkedBody } from './chunked-body';
+import { type RequestHead, Reply, type ReplySink, requestHead } from './http-reply';
+import { type HeadLimits, parseRequestHead } from './request-head-parser';
+
+export type RequestHandler = (reply: Reply, head: RequestHead) => void;
+
+export interface ConnectionLimits extends HeadLimits {
+  /** Requests read ahead of their answers on one connection; past it, reading pauses. */
+  maxPipelined: number;
+  /** Chunks of one chunked body. */
+  maxChunks: number;
+}
+
+/** How long a closing connection keeps reading (and dropping) what the client still sends. */
+const LINGER_MS = 2000;
+
+interface BodyState {
+  reply: Reply;
+  /** Bytes still to come of a Content-Length body; unused when chunked. */
+  remaining: number;
+  chunked: ChunkedBody | undefined;
+  /** The request said close: nothing after its body is read. */
+  last: boolean;
+}
+
+export class HttpConnection implements ReplySink {
+  private buf: Buffer | undefined;
+  private body: BodyState | undefined;
+  /** Requests read, in order, whose answers are not written yet. */
+  private readonly queue: Reply[] = [];
+  /** What each reply in `queue` delivered, once it did. */
+  private readonly ready = new Map<Reply, { head: string; body: readonly (Uint8Array | string)[]; close: boolean; released?: () => void }>();
+  /** No more requests are read: the last one said close, or the framing broke. */
+  private closing = false;
+  private paused = false;
+  private ended = false;
+  /** The client will send nothing more (it half-closed). */
+  private peerEnded = false;
+  /** A 100 Continue is owed to the request at the queue's head once earlier answers are out. */
+  private continueFor: Reply | undefined;
+  /** The server's coarse clock when bytes last came in (http-server.ts sweeps). */
+  lastInput: number;
+  readonly client: string;
+
+  constructor(
+    private readonly socket: net.Socket,
+    private readonly handler: RequestHandler,
+    private readonly limits: ConnectionLimits,
+    /** The server's coarse clock (http-server.ts). */
+    private readonly clock: { now: number },
+    private readonly onClose: (c: HttpConnection) => void,
+  ) {
+    this.lastInput = clock.now;
+    const ip = socket.remoteAddress ?? '';
+    this.client = ip.includes(':') ? `[${ip}]:${socket.remotePort}` : `${ip}:${socket.remotePort}`;
+    socket.on('data', (d: Buffer) => this.onData(d));
+    socket.on('end', () => this.onPeerEnd());
+    socket.on('error', () => undefined); // 'close' follows
+    socket.on('close', () => this.onSocketClose());
+  }
+
+  /** What the server's sweep looks at: reading a request half-way, answering, or idle. */
+  phase(): 'reading' | 'answering' | 'idle' {
+    if (this.body !== undefined || this.buf !== undefined) return 'reading';
+    return this.queue.length > 0 ? 'answering' : 'idle';
+  }
+
+  /** Answer 408 to a request that stopped arriving half-way, and close. */
+  timeOut(): void {
+    const at = this.body === undefined ? this.queue.length : this.queue.indexOf(this.body.reply);
+    this.failAt(at, 408, 'request timed out: the client stopped sending the request before it was complete');
+  }
+
+  /** Close now: every unanswered request is aborted. */
+  destroy(): void {
+    this.socket.destroy();
+  }
+
+  private onData(d: Buffer): void {
+    this.lastInput = this.clock.now;
+    if (this.closing) return; // lingering: dropped
+    this.buf = this.buf === undefined ? d : Buffer.concat([this.buf, d]);
+    this.pump();
+  }
+
+  /** Read every complete request head and body in the buffer. */
+  private pump(): void {
+    let buf = this.buf;
+    let at = 0;
+    while (buf !== undefined && at < buf.length && !this.closing) {
+      if (this.body !== undefined) {
+        at = this.feedBody(buf, at);
+        if (this.body !== undefined || this.closing) break;
+        continue;
+      }
+      if (this.queue.length >= this.limits.maxPipelined) {
+        this.paused = true;
+        this.socket.pause();
+        break;
+      }
+      const r = parseRequestHead(buf, at, this.limits);
+      if (r.kind === 'incomplete') break;
+      if (r.kind === 'error') {
+        this.fail(r.status, r.message);
+        return;
+      }
+      at += r.consumed;
+      const fields = r.head;
+      const reply = new Reply(this, this.client, fields.minor, fields.method === 'HEAD', fields.keepAlive);
+      this.queue.push(reply);
+      const hasBody = fields.chunked || fields.contentLength > 0;
+      this.handler(reply, requestHead(fields));
+      if (this.ended) return;
+      if (!hasBody) {
+        reply.endBody();
+        if (!fields.keepAlive) this.closing = true; // its answer closes the connection; nothing after it is read
+        continue;
+      }
+      const chunked = fields.chunked ? new ChunkedBody(this.limits.maxChunks, (b) => reply.takeBody(b, false)) : undefined;
+      this.body = { reply, remaining: fields.contentLength, chunked, last: !fields.keepAlive };
+      if (fields.expectContinue) {
+        this.continueFor = reply;
+        this.flush();
+      }
+    }
+    if (this.closing && this.body === undefined) buf = undefined;
+    this.buf = buf === undefined || at >= buf.length ? undefined : at === 0 ? buf : buf.subarray(at);
+  }
+
+  /** Feed body bytes from `at`; returns where the next request starts. */
+  private feedBody(buf: Buffer, at: number): number {
+    const b = this.body!;
+    if (b.chunked === undefined) {
+      const take = Math.min(b.remaining, buf.length - at);
+      // The whole body in this buffer: a view of it, not a copy.
+      b.reply.takeBody(buf.subarray(at, at + take), take === b.remaining);
+      b.remaining -= take;
+      at += take;
+      if (b.remaining === 0) this.bodyDone(b);
+      return at;
+    }
+    const step = b.chunked.feed(buf, at);
+    if (step.kind === 'error') {
+      this.failAt(this.queue.indexOf(b.reply), 400, `malformed chunked request body: ${step.message}`);
+      return buf.length;
+    }
+    at += step.used;
+    if (step.kind === 'done') this.bodyDone(b);
+    return at;
+  }
+
+  private bodyDone(b: BodyState): void {
+    this.body = undefined;
+    if (this.continueFor === b.reply) this.continueFor = undefined;
+    if (b.last) this.closing = true;
+    b.reply.endBody();
+  }
+
+  /** A broken request (no reply of its own yet): answered after the ones before it, then the connection closes. */
+  private fail(status: number, message: string): void {
+    this.failAt(this.queue.length, status, message);
+  }
+
+  /**
+   * The request at `index` broke its framing: it and every request after it
+   * lose their answers (their handlers see an abort), an error is answered in
+   * its place after the answers before it, and the connection closes.
+   */
+  private failAt(index: number, status: number, message: string): void {
+    if (this.ended) return;
+    this.closing = true;
+    this.buf = undefined;
+    this.body = undefined;
+    for (const r of this.queue.splice(index < 0 ? this.queue.length : index)) this.drop(r);
+    const r = new Reply(this, this.client, 1, false, false);
+    this.queue.push(r);
+    r.error(status, message, true);
+  }
+
+  /** `r` will not be written: its handler hears an abort, its parts are released. */
+  private drop(r: Reply): void {
+    const out = this.ready.get(r);
+    this.ready.delete(r);
+    out?.released?.();
+    r.abort();
+  }
+
+  deliver(reply: Reply, head: string, body: readonly (Uint8Array | string)[], close: boolean, released?: () => void): void {
+    if (this.ended || !this.queue.includes(reply)) return released?.();
+    this.ready.set(reply, { head, body, close: close || !reply.keepAlive, released });
+    this.flush();
+  }
+
+  /** Write every answer at the head of the queue that is ready. */
+  private flush(): void {
+    const s = this.socket;
+    let corked = false;
+    while (this.queue.length > 0 && !this.ended) {
+      const next = this.queue[0];
+      const out = this.ready.get(next);
+      if (out === undefined) {
+        if (this.continueFor === next) {
+          s.write('HTTP/1.1 100 Continue\r\n\r\n');
+          this.continueFor = undefined;
+        }
+        break;
+      }
+      if (!corked) {
+        s.cork();
+        corked = true;
+      }
+      this.queue.shift();
+      this.ready.delete(next);
+      if (out.body.length === 1 && typeof out.body[0] === 'string') s.write(out.head + out.body[0]);
+      else {
+        s.write(out.head, 'latin1');
+        for (let i = 0; i < out.body.length; i++) s.write(out.body[i]);
+      }
+      if (out.released !== undefined) {
+        const released = out.released;
+        s.write('', () => released());
+      }
+      if (out.close) {
+        this.linger();
+        break;
+      }
+    }
+    if (corked) s.uncork();
+    if (this.queue.length === 0) {
+      this.lastInput = this.clock.now; // idle from now
+      if (this.peerEnded && !this.ended) this.linger();
+    }
+    if (this.paused && this.queue.length < this.limits.maxPipelined && !this.closing) {
+      this.paused = false;
+      this.socket.resume();
+      if (this.buf !== undefined) this.pump();
+    }
+  }
+
+  /** End the write side after the answers so far; drop what still comes in, for LINGER_MS. */
+  private linger(): void {
+    this.ended = true;
+    this.closing = true;
+    for (const r of this.queue.splice(0)) this.drop(r);
+    this.socket.end();
+    if (this.paused) this.socket.resume();
+    setTimeout(() => this.socket.destroy(), LINGER_MS).unref();
+  }
+
+  /**
+   * The client closed its sending side (the server allows half-open
+   * connections): requests already read are still answered, then the
+   * connection ends; a request cut off half-way is answered with 400.
+   */
+  private onPeerEnd(): void {
+    this.peerEnded = true;
+    if (this.ended) return;
+    if (this.body !== undefined || this.buf !== undefined) {
+      const at = this.body === undefined ? this.queue.length : this.queue.indexOf(this.body.reply);
+      this.failAt(at, 400, 'the request ended before it was complete: the client closed its side of the connection after sending part of it');
+      return;
+    }
+    this.closing = true;
+    if (this.queue.length === 0) this.linger();
+  }
+
+  private onSocketClose(): void {
+    this.ended = true;
+    this.closing = true;
+    this.body = undefined;
+    this.buf = undefined;
+    for (const r of this.queue.splice(0)) this.drop(r);
+    this.onClose(this);
+  }
+}

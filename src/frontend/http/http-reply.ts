@@ -1,0 +1,224 @@
+/**
+ * One request's side of the HTTP thread's own server (http-connection.ts):
+ * what the handlers read (RequestHead), how they take the body (readBody)
+ * and how they answer (Reply). A Reply is answered once; the connection
+ * writes the answers of pipelined requests in the order the requests came,
+ * whatever order they are ready in.
+ */
+import type { RequestHeadFields } from './request-head-parser';
+
+const STATUS_TEXT: Record<number, string> = {
+  100: 'Continue',
+  200: 'OK',
+  400: 'Bad Request',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  408: 'Request Timeout',
+  413: 'Payload Too Large',
+  417: 'Expectation Failed',
+  429: 'Too Many Requests',
+  431: 'Request Header Fields Too Large',
+  500: 'Internal Server Error',
+  501: 'Not Implemented',
+  503: 'Service Unavailable',
+  505: 'HTTP Version Not Supported',
+};
+
+export function statusLine(status: number): string {
+  return `${status} ${STATUS_TEXT[status] ?? 'Unknown'}`;
+}
+
+/** The parts of a request the handlers need. */
+export interface RequestHead {
+  method: string;
+  url: string;
+  /** The header's text, '' when absent (as are the others). */
+  contentLength: string;
+  transferEncoding: string;
+  headerLength: string;
+  contentEncoding: string;
+  acceptEncoding: string;
+  /** Any header by its lower-case name, '' when absent. */
+  header(name: string): string;
+}
+
+export function requestHead(fields: RequestHeadFields): RequestHead {
+  const h = fields.headers;
+  return {
+    method: fields.method.toUpperCase(),
+    url: fields.target,
+    contentLength: h.get('content-length') ?? '',
+    transferEncoding: h.get('transfer-encoding') ?? '',
+    headerLength: h.get('inference-header-content-length') ?? '',
+    contentEncoding: h.get('content-encoding') ?? '',
+    acceptEncoding: h.get('accept-encoding') ?? '',
+    header: (name) => h.get(name) ?? '',
+  };
+}
+
+/** What a Reply hands its connection: the bytes of one answer, in order with the others. */
+export interface ReplySink {
+  deliver(reply: Reply, head: string, body: readonly (Uint8Array | string)[], close: boolean, released?: () => void): void;
+}
+
+/** A handler's reader of the request body (readBody): bytes in, one `done` out. */
+interface BodyReader {
+  limit: number;
+  buf: Buffer;
+  used: number;
+  refused: boolean;
+  done: (r: BodyResult) => void;
+}
+
+export type BodyResult = { ok: true; body: Buffer } | { ok: false; size: number };
+
+export class Reply {
+  aborted = false;
+  done = false;
+  /** Runs once, when the answer is handed to the connection or the client went away. */
+  onFinished: (() => void) | undefined;
+  private abortHooks: (() => void)[] | undefined;
+  /** Set by readBody; the connection feeds it (takeBody/endBody). */
+  private reader: BodyReader | undefined;
+
+  constructor(
+    private readonly sink: ReplySink,
+    /** The client's address, `ip:port` (`[ip]:port` for IPv6). */
+    readonly client: string,
+    /** The request's HTTP minor version and method: how the answer is framed. */
+    private readonly minor: 0 | 1,
+    private readonly headOnly: boolean,
+    /** Whether the request's connection stays open after it. */
+    readonly keepAlive: boolean,
+  ) {}
+
+  /** `hook` runs if the client goes away before the answer is sent. */
+  onAbort(hook: () => void): void {
+    (this.abortHooks ??= []).push(hook);
+  }
+
+  /** Send a complete response; `close` ends the connection after it. Safe to call once, from anywhere. */
+  send(status: number, headers: Record<string, string>, body: Uint8Array | string, close = false): void {
+    if (this.aborted || this.done) return;
+    this.done = true;
+    this.finish();
+    this.sink.deliver(this, this.headText(status, headers, typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength, close),
+      this.headOnly ? [] : [body], close);
+  }
+
+  /**
+   * Send a body made of `parts` without joining them (Content-Length is their
+   * total). `released` runs once the last byte went to the kernel or the
+   * client went away: only then may the parts' memory be reused.
+   */
+  sendParts(status: number, headers: Record<string, string>, parts: readonly Uint8Array[], released: () => void): void {
+    if (this.aborted || this.done) return released();
+    this.done = true;
+    this.finish();
+    let total = 0;
+    for (const p of parts) total += p.byteLength;
+    this.sink.deliver(this, this.headText(status, headers, total, false), this.headOnly ? [] : parts, false, released);
+  }
+
+  json(status: number, body: string): void {
+    this.send(status, { 'Content-Type': 'application/json' }, body);
+  }
+
+  error(status: number, message: string, close = false): void {
+    this.send(status, { 'Content-Type': 'application/json' }, JSON.stringify({ error: message }), close);
+  }
+
+  /** The connection saw the client go away (or closed it) before this answer was written. */
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    if (this.reader !== undefined && !this.reader.refused) this.reader = undefined;
+    if (!this.done) this.finish();
+    for (const h of this.abortHooks ?? []) h();
+  }
+
+  /** Whether a handler reads the body; if not, the connection discards it. */
+  get readsBody(): boolean {
+    return this.reader !== undefined;
+  }
+
+  /** Body bytes from the connection (a view of its buffer: copied unless `whole`). */
+  takeBody(bytes: Buffer, whole: boolean): void {
+    const r = this.reader;
+    if (r === undefined || r.refused) return;
+    if (r.used + bytes.length > r.limit) {
+      r.refused = true;
+      r.done({ ok: false, size: r.used + bytes.length });
+      return;
+    }
+    if (whole && r.used === 0) {
+      r.buf = bytes;
+      r.used = bytes.length;
+      return;
+    }
+    if (r.used + bytes.length > r.buf.length) {
+      const grown = Buffer.allocUnsafe(Math.max(r.used + bytes.length, r.buf.length * 2, 4096));
+      r.buf.copy(grown, 0, 0, r.used);
+      r.buf = grown;
+    }
+    r.buf.set(bytes, r.used);
+    r.used += bytes.length;
+  }
+
+  /** The body is complete. */
+  endBody(): void {
+    const r = this.reader;
+    if (r === undefined || r.refused) return;
+    this.reader = undefined;
+    r.done({ ok: true, body: r.used === r.buf.length ? r.buf : r.buf.subarray(0, r.used) });
+  }
+
+  /** readBody's registration (below). */
+  setReader(reader: BodyReader): void {
+    this.reader = reader;
+  }
+
+  private finish(): void {
+    const f = this.onFinished;
+    this.onFinished = undefined;
+    f?.();
+  }
+
+  private headText(status: number, headers: Record<string, string>, length: number, close: boolean): string {
+    let s = `HTTP/1.1 ${statusLine(status)}\r\n`;
+    for (const k in headers) if (k.toLowerCase() !== 'content-length') s += `${k}: ${headers[k]}\r\n`;
+    s += `Date: ${httpDate()}\r\nContent-Length: ${length}\r\n`;
+    if (close || !this.keepAlive) s += 'Connection: close\r\n';
+    else if (this.minor === 0) s += 'Connection: keep-alive\r\n';
+    return `${s}\r\n`;
+  }
+}
+
+/**
+ * Collect the request body, refusing it as soon as it passes `limit` bytes
+ * (by Content-Length up front, or while a chunked body streams in) so an
+ * oversized upload is never buffered whole. Call it before the handler
+ * returns: a body nobody reads is discarded.
+ */
+export function readBody(reply: Reply, head: RequestHead, limit: number, done: (r: BodyResult) => void): void {
+  const declared = head.contentLength === '' ? 0 : Number(head.contentLength);
+  if (declared > limit) {
+    done({ ok: false, size: declared });
+    return;
+  }
+  reply.setReader({ limit, buf: Buffer.allocUnsafe(declared), used: 0, refused: false, done });
+}
+
+let dateText = '';
+let dateSecond = -1;
+/** The Date header's text, made once a second. */
+function httpDate(): string {
+  const now = Date.now();
+  const second = Math.floor(now / 1000);
+  if (second !== dateSecond) {
+    dateSecond = second;
+    dateText = new Date(now).toUTCString();
+  }
+  return dateText;
+}

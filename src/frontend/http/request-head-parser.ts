@@ -1,0 +1,188 @@
+/**
+ * The HTTP/1.x request head (request line and header fields) as the HTTP
+ * thread's own server reads it (http-connection.ts): pure, over the bytes a
+ * connection has buffered, so every malformed input has a table test.
+ *
+ * Strict where a lax reading could let two parties disagree about where a
+ * request ends (request smuggling): one Content-Length (duplicates must agree),
+ * never together with Transfer-Encoding, only the `chunked` coding, no
+ * whitespace before a field's colon, no obsolete line folding. Lax where
+ * nothing can go wrong: bare LF line ends are accepted (RFC 9112 §2.2).
+ */
+
+export interface RequestHeadFields {
+  method: string;
+  /** The request target as sent (origin form `/path?query`). */
+  target: string;
+  /** 0 for HTTP/1.0, 1 for HTTP/1.1. */
+  minor: 0 | 1;
+  /** Lower-cased field names; repeated fields joined with ", " (RFC 9110 §5.3). */
+  headers: Map<string, string>;
+  /** Body framing: a length (0 = none), or chunked. */
+  contentLength: number;
+  chunked: boolean;
+  /** Whether the connection stays open after this request (version and `Connection`). */
+  keepAlive: boolean;
+  /** `Expect: 100-continue` was sent. */
+  expectContinue: boolean;
+}
+
+export type HeadParse =
+  | { kind: 'incomplete' }
+  | { kind: 'head'; head: RequestHeadFields; /** Bytes of the head, its blank line included. */ consumed: number }
+  | { kind: 'error'; status: number; message: string };
+
+export interface HeadLimits {
+  /** Largest head, request line to blank line: past it, 431. */
+  maxHeadBytes: number;
+  maxHeaderCount: number;
+}
+
+export const DEFAULT_HEAD_LIMITS: HeadLimits = { maxHeadBytes: 64 * 1024, maxHeaderCount: 128 };
+
+/** RFC 9110 tchar, as a table over the 128 ASCII codes. */
+const TCHAR = new Uint8Array(128);
+for (const c of "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") TCHAR[c.charCodeAt(0)] = 1;
+
+function isToken(s: string): boolean {
+  if (s.length === 0) return false;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 128 || TCHAR[c] === 0) return false;
+  }
+  return true;
+}
+
+/** Visible ASCII (and obs-text) without spaces: what a request target may hold. */
+function isTarget(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c <= 0x20 || c === 0x7f) return false;
+  }
+  return s.length > 0;
+}
+
+/** A field value may not hold control characters other than tab. */
+function hasBadValueChar(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if ((c < 0x20 && c !== 0x09) || c === 0x7f) return true;
+  }
+  return false;
+}
+
+const bad = (message: string, status = 400): HeadParse => ({ kind: 'error', status, message });
+
+/** Index of the end of the head (the byte after its blank line), or -1. */
+function headEnd(buf: Buffer, from: number, limit: number): number {
+  const stop = Math.min(buf.length, from + limit + 4);
+  let i = buf.indexOf(10, from);
+  while (i >= 0 && i < stop) {
+    if (buf[i + 1] === 10) return i + 2;
+    if (buf[i + 1] === 13 && buf[i + 2] === 10) return i + 3;
+    i = buf.indexOf(10, i + 1);
+  }
+  return -1;
+}
+
+/** Parse the head that starts at `from` (leading empty lines before a request line are skipped, RFC 9112 §2.2). */
+export function parseRequestHead(buf: Buffer, from = 0, limits: HeadLimits = DEFAULT_HEAD_LIMITS): HeadParse & { skipped?: number } {
+  let start = from;
+  while (start < buf.length && (buf[start] === 13 || buf[start] === 10)) start++;
+  const end = headEnd(buf, start, limits.maxHeadBytes);
+  if (end < 0) {
+    if (buf.length - start > limits.maxHeadBytes) {
+      return bad(`request header fields too large: the request line and headers exceed ${limits.maxHeadBytes} bytes`, 431);
+    }
+    return { kind: 'incomplete' };
+  }
+  if (end - start > limits.maxHeadBytes + 4) {
+    return bad(`request header fields too large: the request line and headers exceed ${limits.maxHeadBytes} bytes`, 431);
+  }
+  const text = buf.toString('latin1', start, end);
+  const lines = text.split('\n');
+  // The last two entries are the blank line's '' (or '\r') and the '' after it.
+  lines.length -= 2;
+  for (let i = 0; i < lines.length; i++) if (lines[i].endsWith('\r')) lines[i] = lines[i].slice(0, -1);
+  const parsed = parseLines(lines, limits);
+  if (parsed.kind !== 'head') return parsed;
+  return { kind: 'head', head: parsed.head, consumed: end - from };
+}
+
+function parseLines(lines: string[], limits: HeadLimits): HeadParse {
+  const line = lines[0];
+  const sp1 = line.indexOf(' ');
+  const sp2 = line.lastIndexOf(' ');
+  if (sp1 <= 0 || sp2 === sp1) return bad(`malformed request line '${printable(line)}': expected 'METHOD /path HTTP/1.1'`);
+  const method = line.slice(0, sp1);
+  const target = line.slice(sp1 + 1, sp2);
+  const version = line.slice(sp2 + 1);
+  if (!isToken(method)) return bad(`malformed request line '${printable(line)}': the method '${printable(method)}' is not a token`);
+  if (!isTarget(target)) {
+    return bad(`malformed request line '${printable(line)}': the request target must not contain spaces or control characters (percent-encode them)`);
+  }
+  if (!/^HTTP\/\d\.\d$/.test(version)) return bad(`malformed request line '${printable(line)}': expected 'HTTP/1.1' or 'HTTP/1.0' at its end`);
+  if (version !== 'HTTP/1.1' && version !== 'HTTP/1.0') return bad(`HTTP version '${version}' is not supported: use HTTP/1.1 or HTTP/1.0`, 505);
+  const minor = version === 'HTTP/1.1' ? 1 : 0;
+  if (target[0] !== '/' && !(method === 'OPTIONS' && target === '*') && !/^https?:\/\//i.test(target)) {
+    return bad(`malformed request target '${printable(target)}': expected a path that starts with '/'`);
+  }
+  if (lines.length - 1 > limits.maxHeaderCount) {
+    return bad(`too many header fields: ${lines.length - 1}, at most ${limits.maxHeaderCount}`, 431);
+  }
+  const headers = new Map<string, string>();
+  let lengths = 0;
+  for (let i = 1; i < lines.length; i++) {
+    const field = lines[i];
+    if (field[0] === ' ' || field[0] === '\t') return bad(`malformed header line '${printable(field)}': obsolete line folding is not accepted`);
+    const colon = field.indexOf(':');
+    if (colon < 0) return bad(`malformed header line '${printable(field)}': expected 'Name: value'`);
+    const name = field.slice(0, colon);
+    if (!isToken(name)) return bad(`malformed header name '${printable(name)}' (no spaces before the colon, token characters only)`);
+    const value = field.slice(colon + 1).trim();
+    if (hasBadValueChar(value)) return bad(`malformed value of header '${name}': control characters are not allowed`);
+    const key = name.toLowerCase();
+    if (key === 'content-length') lengths++;
+    const had = headers.get(key);
+    headers.set(key, had === undefined ? value : `${had}, ${value}`);
+  }
+  return framing(method, target, minor, headers, lengths);
+}
+
+function framing(method: string, target: string, minor: 0 | 1, headers: Map<string, string>, lengths: number): HeadParse {
+  const te = headers.get('transfer-encoding');
+  const cl = headers.get('content-length');
+  let contentLength = 0;
+  let chunked = false;
+  if (te !== undefined) {
+    if (cl !== undefined) return bad('a request must not have both Transfer-Encoding and Content-Length');
+    if (te.trim().toLowerCase() !== 'chunked') {
+      return bad(`Transfer-Encoding '${printable(te)}' is not supported: send 'chunked' or a Content-Length`, 501);
+    }
+    if (minor === 0) return bad('Transfer-Encoding is not allowed in an HTTP/1.0 request: send a Content-Length');
+    chunked = true;
+  } else if (cl !== undefined) {
+    const values = lengths > 1 ? cl.split(',').map((v) => v.trim()) : [cl];
+    if (values.some((v) => v !== values[0])) return bad(`conflicting Content-Length values '${printable(cl)}'`);
+    if (!/^\d{1,15}$/.test(values[0])) return bad(`invalid Content-Length '${printable(values[0])}': expected a decimal byte count`);
+    contentLength = Number(values[0]);
+  }
+  if (minor === 1 && !headers.has('host')) return bad('an HTTP/1.1 request must have a Host header');
+  const connection = (headers.get('connection') ?? '').toLowerCase();
+  const keepAlive = minor === 1 ? !/(^|[\s,])close($|[\s,])/.test(connection) : /(^|[\s,])keep-alive($|[\s,])/.test(connection);
+  const expect = headers.get('expect');
+  if (expect !== undefined && expect.toLowerCase() !== '100-continue') {
+    return bad(`Expect '${printable(expect)}' is not supported (only '100-continue')`, 417);
+  }
+  return {
+    kind: 'head',
+    head: { method, target, minor, headers, contentLength, chunked, keepAlive, expectContinue: expect !== undefined && minor === 1 },
+    consumed: 0,
+  };
+}
+
+/** Text of client bytes fit for an error message: control characters escaped, cut at 80 characters. */
+export function printable(s: string): string {
+  const cut = s.length > 80 ? `${s.slice(0, 80)}...` : s;
+  return cut.replace(/[\x00-\x1f\x7f-\xff]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
