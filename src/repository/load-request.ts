@@ -53,21 +53,58 @@ export function safeRelative(p: string): string {
   return norm;
 }
 
-/** Write override files into a fresh `<tmp>/<model>` folder; returns that folder. */
+/**
+ * Write override files into a fresh `<tmp>/<model>` folder; returns that
+ * folder. A file system error becomes a text that names the file parameter
+ * (or the temporary directory) and what to do, never the raw Node error or
+ * the temporary path; nothing is left behind.
+ */
 export function writeOverrideDir(model: string, files: readonly OverrideFile[]): string {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-override-'));
-  const dir = path.join(root, model);
-  fs.mkdirSync(dir);
-  for (const f of files) {
-    const target = path.join(dir, safeRelative(f.path));
-    // Belt and braces: the resolved target must still be under dir.
-    if (!target.startsWith(dir + path.sep)) {
-      throw new ServerError('INVALID_ARG', `Invalid file parameter 'file:${f.path}': the path must stay inside the model directory`);
-    }
-    fs.mkdirSync(path.dirname(target), { recursive: true });
-    fs.writeFileSync(target, f.data);
+  let root: string;
+  try {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-override-'));
+  } catch (err) {
+    throw overrideWriteError(model, undefined, err);
   }
-  return dir;
+  const dir = path.join(root, model);
+  let current: OverrideFile | undefined;
+  try {
+    fs.mkdirSync(dir);
+    for (const f of files) {
+      current = f;
+      const target = path.join(dir, safeRelative(f.path));
+      // Belt and braces: the resolved target must still be under dir.
+      if (!target.startsWith(dir + path.sep)) {
+        throw new ServerError('INVALID_ARG', `Invalid file parameter 'file:${f.path}': the path must stay inside the model directory`);
+      }
+      fs.mkdirSync(path.dirname(target), { recursive: true });
+      fs.writeFileSync(target, f.data);
+    }
+    return dir;
+  } catch (err) {
+    fs.rmSync(root, { recursive: true, force: true });
+    if (err instanceof ServerError) throw err;
+    throw overrideWriteError(model, current, err);
+  }
+}
+
+/** What a failed write of override files tells the client (errno → cause and remedy). */
+export function overrideWriteError(model: string, file: OverrideFile | undefined, err: unknown): ServerError {
+  const code = (err as NodeJS.ErrnoException).code ?? 'unknown error';
+  const total = (file === undefined ? 0 : file.data.byteLength);
+  if (code === 'ENAMETOOLONG' && file !== undefined) {
+    return new ServerError('INVALID_ARG', `Invalid file parameter 'file:${file.path.length > 80 ? `${file.path.slice(0, 80)}...` : file.path}': a file or folder name in it is longer than the file system allows (255 bytes)`);
+  }
+  if ((code === 'ENAMETOOLONG' || code === 'ENOTDIR' || code === 'EEXIST' || code === 'EISDIR') && file !== undefined) {
+    return new ServerError('INVALID_ARG', `Invalid file parameter 'file:${file.path}': it cannot be written as a file of the model folder (${code}); check that no other file parameter uses the same path as a folder`);
+  }
+  if (code === 'ENOSPC' || code === 'EDQUOT') {
+    return new ServerError('INTERNAL', `failed to load '${model}': no space left in the temporary directory for its override files${total > 0 ? ` (${total} bytes)` : ''}; free space there or point TMPDIR at a larger disk`);
+  }
+  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
+    return new ServerError('INTERNAL', `failed to load '${model}': the server cannot write its override files to the temporary directory (${code}); point TMPDIR at a writable folder`);
+  }
+  return new ServerError('INTERNAL', `failed to load '${model}': the server could not write its override files (${code})`);
 }
 
 /** Remove a folder made by writeOverrideDir (its parent temp root included). */

@@ -4,7 +4,7 @@
  * form into these calls and the results back. Texts and codes are Triton's.
  */
 import type { ModelControlMode } from '../cli-options';
-import { ServerError } from '../core/errors';
+import { ServerError, toErrorInfo } from '../core/errors';
 import { parseModelConfigJson } from './config/json-config';
 import type { ModelConfig } from '../core/model-config';
 import { checkLoadRequest, checkModelName, writeOverrideDir } from './load-request';
@@ -54,7 +54,14 @@ export async function repositoryLoad(ctx: RepositoryApiContext, model: string, r
   requireExplicit(ctx.mode);
   checkLoadRequest(req);
   let config: ModelConfig | undefined;
-  if (req.config !== undefined) config = parseModelConfigJson(req.config);
+  if (req.config !== undefined) {
+    try {
+      config = parseModelConfigJson(req.config);
+    } catch (err) {
+      // Triton: the model's poll fails (logged with the reason) and the load answers "failed to load".
+      throw ctx.repo.pollFailed(model, toErrorInfo(err).message);
+    }
+  }
   const dir = req.files.length > 0 ? writeOverrideDir(model, req.files) : undefined;
   const outcome = await ctx.repo.load(model, { config, dir });
   if (outcome.errors.length > 0) {

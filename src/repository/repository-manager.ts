@@ -154,6 +154,17 @@ export class RepositoryManager {
   }
 
   /**
+   * A load whose model could not be polled for `reason` (an invalid config
+   * override): logged as Triton logs it, answered with Triton's load
+   * failure followed by the reason.
+   */
+  pollFailed(name: string, reason: string): ServerError {
+    this.log.error(`Poll failed for model directory '${name}': ${reason}`);
+    const e = pollFailure(name);
+    return new ServerError(e.code, `${e.message}: ${reason}`);
+  }
+
+  /**
    * Unload every version of a model. Resolves once the versions are
    * UNLOADING (Triton answers then; none admits a request from then on);
    * draining continues on the model's chain.

@@ -11,7 +11,7 @@
  * finished; ensemble outputs go to the requester, who frees them; the
  * request's own inputs belong to its frontend.
  *
- * A failing step fails the request with that step's error, once every step
+ * A failing step fails the request with that step's error (prefixed `in ensemble '<name>', `, as Triton does), once every step
  * already running has finished (they may be reading the request's inputs,
  * which the frontend frees after our final response).
  */
@@ -208,7 +208,7 @@ class EnsembleRun {
       }
       const missing = step.outputs.find((x) => this.slots[x.slot] === undefined);
       if (missing !== undefined) {
-        this.error = { code: 'INTERNAL', message: `in ensemble ${this.plan.name}, step of model '${step.model}' did not produce output '${missing.name}'` };
+        this.error = { code: 'INTERNAL', message: `step of model '${step.model}' did not produce output '${missing.name}'` };
       }
     }
     // Intermediates nobody else reads go back to the arena now.
@@ -233,15 +233,17 @@ class EnsembleRun {
     this.over = true;
     const plan = this.plan;
     if (this.error === undefined && this.finished !== plan.steps.length) {
-      this.error = { code: 'INTERNAL', message: `in ensemble ${plan.name}, not every step could run with the given inputs` };
+      this.error = { code: 'INTERNAL', message: 'not every step could run with the given inputs' };
     }
     if (this.error !== undefined) {
+      // Triton names the ensemble in front of whatever failed in it (a step's own error included).
+      const error = { code: this.error.code, message: `in ensemble '${plan.name}', ${this.error.message}` };
       for (let slot = 0; slot < this.slots.length; slot++) {
         const t = this.slots[slot];
         if (t !== undefined && plan.producer[slot] !== -1) this.services.arena.free(t);
         this.slots[slot] = undefined;
       }
-      this.done({ outputs: [], error: this.error, final: true }, this.startNs);
+      this.done({ outputs: [], error, final: true }, this.startNs);
       return;
     }
     const wanted = this.request.requestedOutputs;

@@ -105,9 +105,17 @@ describe('explicit mode', () => {
       assert.equal(a.status, status, `${p}: ${a.text}`);
       assert.deepEqual(JSON.parse(a.text), { error }, p);
     }
+    // Triton: the poll fails (the reason is logged) and the load answers 500 "failed to load"; the reason follows here too.
     const badConfig = await post(server.url, '/v2/repository/models/simple/load', { parameters: { config: '{"max_batch_size": "x"}' } }, KEY);
-    assert.equal(badConfig.status, 400);
-    assert.match(JSON.parse(badConfig.text).error, /^Invalid config override: /);
+    assert.equal(badConfig.status, 500);
+    assert.match(JSON.parse(badConfig.text).error, /^failed to load 'simple', failed to poll from model repository: Invalid config override: /);
+    assert.match(server.output(), /Poll failed for model directory 'simple': Invalid config override: /);
+    // An override file whose name the file system cannot hold: named, no temporary path, no raw errno text.
+    const longName = await post(server.url, '/v2/repository/models/simple/load',
+      { parameters: { config: '{}', [`file:1/${'n'.repeat(256)}.onnx`]: 'AA==' } }, KEY);
+    assert.equal(longName.status, 400, longName.text);
+    assert.match(JSON.parse(longName.text).error, /^Invalid file parameter 'file:1\/n+\.\.\.': a file or folder name in it is longer than the file system allows \(255 bytes\)$/);
+    assert.doesNotMatch(longName.text, /nodetron-override-|ENAMETOOLONG|\/tmp\//);
     const escape = await post(server.url, '/v2/repository/models/simple/load',
       { parameters: { config: '{}', 'file:../../etc/x': 'AA==' } }, KEY);
     assert.equal(escape.status, 400);

@@ -110,14 +110,14 @@ test('ensemble: two steps of simple compose inside the server; statistics count 
   assert.equal((await stats('simple')).inference_stats.success.count - before.inference_stats.success.count, 2, 'each step ran on simple');
 });
 
-test("ensemble: a failing step fails the request with that step's message", async () => {
+test("ensemble: a failing step fails the request with that step's message, prefixed with the ensemble as Triton does", async () => {
   const v = (name: string, data: number[]) => ({ name, datatype: 'FP32', shape: [data.length], data });
   const ok = await infer(server.url, 'vector_chain', [v('A', [1, 2]), v('B', [10, 20]), v('C', [100, 200])]);
   assert.equal(ok.status, 200, JSON.stringify(ok.json));
   assert.deepEqual((ok.json.outputs as { data: number[] }[])[0]!.data, [111, 222]);
   const bad = await infer(server.url, 'vector_chain', [v('A', [1, 2]), v('B', [10, 20]), v('C', [100])]);
   assert.equal(bad.status, 400);
-  assert.equal(bad.json.error, 'INPUT0 and INPUT1 must have the same shape, got [2] and [1]');
+  assert.equal(bad.json.error, "in ensemble 'vector_chain', INPUT0 and INPUT1 must have the same shape, got [2] and [1]");
 });
 
 test("ensemble: a step mapped to a missing input fails the load with Triton's text", async () => {

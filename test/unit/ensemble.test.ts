@@ -146,13 +146,13 @@ test('EnsembleScheduler: steps compose inside the server, tensors handed over wi
   await s.stop();
 });
 
-test("EnsembleScheduler: a failing step fails the request with the step's message, nothing leaks", async () => {
+test("EnsembleScheduler: a failing step fails the request with the step's message prefixed with the ensemble, nothing leaks", async () => {
   const arena = Arena.create();
   const base = arena.usedBytes();
   const s = new EnsembleScheduler(ensemble(TWO_STEPS), services(arena, []));
   // Step 1 gets X=[98..] + Y=[1..] = 99 in SUM: step 2 fails.
   const r = await run(s, arena, [98, 0, 0, 0], [1, 0, 0, 0]);
-  assert.deepEqual(r, { outputs: [], error: { code: 'INVALID_ARG', message: 'addsub refuses 99' }, final: true });
+  assert.deepEqual(r, { outputs: [], error: { code: 'INVALID_ARG', message: "in ensemble 'ens', addsub refuses 99" }, final: true });
   assert.equal(arena.usedBytes(), base);
   await s.stop();
   const late = await run(s, arena, [1, 1, 1, 1], [1, 1, 1, 1]);
