@@ -75,8 +75,8 @@ export const FLAG_DOCS: Readonly<Record<string, FlagDoc>> = {
   'http-port': d('HTTP', 'HTTP port; 0 picks a free one.', '8000'),
   'reuse-http-port': d('HTTP', 'Share the HTTP port with other servers that set it too.', 'false',
     "the HTTP port is shared only among this server's own HTTP threads; give each server its own --http-port", 'false'),
-  'http-header-forward-pattern': d('HTTP', 'Regex of HTTP headers to forward to the model as request parameters.',
-    'none', 'headers are not forwarded yet; send the values as "parameters" in the request body'),
+  'http-header-forward-pattern': d('HTTP', 'Regex of HTTP headers to forward to the model as request parameters '
+    + '(case-insensitive unless it starts with (?-i)).', 'none'),
   'http-thread-count': d('HTTP', 'Threads serving HTTP; Triton\'s default is 8.', 'cores - 1, 1 to 8'),
   'http-restricted-api': d('HTTP', 'Restrict APIs to requests carrying a header: '
     + `<api>[,<api>...]:<header>=<value>; apis: ${RESTRICTED_CATEGORIES.join(', ')}.`, 'none'),

@@ -4,6 +4,7 @@
  * Triton's error texts. The flag table and tokeniser live in cli-flags.ts.
  */
 import os from 'node:os';
+import { forwardPatternRegExp } from './core/forward-pattern';
 import { FLAGS, Reader, tokenize } from './cli-flags';
 import {
   CliError, parseBoolValue, parseChoice, parseFloatValue, parseGpuValues, parseGroupSetting,
@@ -248,7 +249,7 @@ export function parseServerOptions(argv: string[]): ServerOptions {
     httpAddress,
     reuseHttpPort: r.bool('reuse-http-port', false),
     httpThreadCount: r.int('http-thread-count', defaultHttpThreadCount(os.availableParallelism())),
-    httpHeaderForwardPattern: r.str('http-header-forward-pattern'),
+    httpHeaderForwardPattern: forwardPattern('http-header-forward-pattern', r.str('http-header-forward-pattern')),
     httpMaxInputSize,
     httpCodecOffloadBytes,
     httpRestrictedApi: parseRestricted('http-restricted-api', r.all('http-restricted-api')),
@@ -257,7 +258,7 @@ export function parseServerOptions(argv: string[]): ServerOptions {
     grpcPort: r.int('grpc-port', 8001),
     grpcAddress: r.string('grpc-address', '0.0.0.0'),
     reuseGrpcPort: r.bool('reuse-grpc-port', false),
-    grpcHeaderForwardPattern: r.str('grpc-header-forward-pattern'),
+    grpcHeaderForwardPattern: forwardPattern('grpc-header-forward-pattern', r.str('grpc-header-forward-pattern')),
     grpcInferThreadCount,
     grpcInferAllocationPoolSize: r.int('grpc-infer-allocation-pool-size', 8),
     grpcMaxResponsePoolSize,
@@ -353,6 +354,17 @@ function checkPortCollisions(o: ServerOptions): void {
       }
     }
   }
+}
+
+/** A header forward pattern as given, once it is known to compile (core/forward-pattern.ts). */
+function forwardPattern(flag: string, pattern: string | undefined): string | undefined {
+  if (pattern === undefined || pattern === '') return undefined;
+  try {
+    forwardPatternRegExp(flag, pattern);
+  } catch (err) {
+    throw new CliError((err as Error).message);
+  }
+  return pattern;
 }
 
 /**

@@ -213,6 +213,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         serverVersion: SERVER_VERSION,
         extensions: SERVER_EXTENSIONS,
         restrictedApi: options.httpRestrictedApi,
+        ...(options.httpHeaderForwardPattern !== undefined ? { headerForwardPattern: options.httpHeaderForwardPattern } : {}),
         faults: testFaults(),
         log,
         control: (m) => control.http(m),

@@ -67,8 +67,7 @@ const IGNORED: [string[], string[]][] = [
   [['--allow-sagemaker=false', '--allow-vertex-ai=0', '--allow-gpu-metrics=1', '--buffer-manager-thread-count=0'], []],
   [['--allow-vertex-ai=1'], ["Warning: '--allow-vertex-ai=1' is ignored: nodetron has no Vertex AI endpoint; "
     + 'use the KServe v2 HTTP API on --http-port.']],
-  [['--http-header-forward-pattern=^x-'], ["Warning: '--http-header-forward-pattern=^x-' is ignored: headers are not "
-    + 'forwarded yet; send the values as "parameters" in the request body.']],
+  [['--http-header-forward-pattern=^x-'], []],
   [['--grpc-infer-thread-count=8', '--host-policy=p,numa-node=0'], [
     "Warning: '--grpc-infer-thread-count=8' is ignored: gRPC requests are handled on the main thread by grpc-js.",
     "Warning: '--host-policy=p,numa-node=0' is ignored: NUMA and CPU pinning are not supported; run the server "

@@ -34,6 +34,8 @@ export interface HttpThreadData {
   faults?: readonly string[];
   /** --log-access: read each inference's client address and report the requests this thread refuses. */
   accessLog?: boolean;
+  /** --http-header-forward-pattern: headers matching it become request parameters (request/header-forward.ts). */
+  headerForwardPattern?: string;
 }
 
 /** Non-data-plane routes an HTTP thread forwards to the main thread (control-api.ts). */

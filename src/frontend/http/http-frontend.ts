@@ -44,6 +44,8 @@ export interface HttpFrontendOptions {
   log?: Logger;
   /** --log-access: the threads read client addresses and report what they refuse themselves here. */
   onRefused?: (r: RefusedRequest) => void;
+  /** --http-header-forward-pattern, checked by cli-options. */
+  headerForwardPattern?: string;
 }
 
 interface HttpThread {
@@ -137,6 +139,7 @@ export class HttpFrontend {
     };
     if (this.opts.faults?.length) data.faults = this.opts.faults;
     if (this.opts.onRefused !== undefined) data.accessLog = true;
+    if (this.opts.headerForwardPattern !== undefined) data.headerForwardPattern = this.opts.headerForwardPattern;
     const worker = new Worker(path.join(__dirname, 'http-thread.js'), { workerData: data, name: `http-${index}` });
     const t: HttpThread = {
       index, worker, threadId: worker.threadId, toMain, fromMain, out: RingWriter.attach(fromMain), alive: true, inflight: new Set(),

@@ -33,14 +33,16 @@ export function statusLine(status: number): string {
 export interface RequestHead {
   method: string;
   url: string;
-  /** The header's text, '' when absent (as are the others). */
+  /** The header's text without surrounding spaces, '' when absent (as are the next four). */
   contentLength: string;
   transferEncoding: string;
   headerLength: string;
   contentEncoding: string;
   acceptEncoding: string;
-  /** Any header by its lower-case name, '' when absent. */
+  /** Any header by its lower-case name, as sent (trailing spaces kept), '' when absent. */
   header(name: string): string;
+  /** Every header, lower-case names (repeated ones joined with ", "). */
+  headers: ReadonlyMap<string, string>;
 }
 
 export function requestHead(fields: RequestHeadFields): RequestHead {
@@ -48,12 +50,13 @@ export function requestHead(fields: RequestHeadFields): RequestHead {
   return {
     method: fields.method.toUpperCase(),
     url: fields.target,
-    contentLength: h.get('content-length') ?? '',
-    transferEncoding: h.get('transfer-encoding') ?? '',
-    headerLength: h.get('inference-header-content-length') ?? '',
-    contentEncoding: h.get('content-encoding') ?? '',
-    acceptEncoding: h.get('accept-encoding') ?? '',
+    contentLength: (h.get('content-length') ?? '').trim(),
+    transferEncoding: (h.get('transfer-encoding') ?? '').trim(),
+    headerLength: (h.get('inference-header-content-length') ?? '').trim(),
+    contentEncoding: (h.get('content-encoding') ?? '').trim(),
+    acceptEncoding: (h.get('accept-encoding') ?? '').trim(),
     header: (name) => h.get(name) ?? '',
+    headers: h,
   };
 }
 

@@ -8,6 +8,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { ServerError } from '../../core/errors';
+import { forwardPatternRegExp } from '../../core/forward-pattern';
 import { Arena } from '../../dataplane/arena';
 import type { MainToFrontend } from '../../dataplane/protocol';
 import { applyReplyRingNotice } from '../../dataplane/reply-rings';
@@ -34,7 +35,8 @@ const serverMetadata = JSON.stringify({ name: data.serverName, version: data.ser
 const arena = Arena.attach(data.arena);
 const codec = new CodecPool(data.codecOffloadBytes, { index: data.index, arena: data.arena });
 const infer = new InferHandler(arena, RingWriter.attach(data.toMain), data.maxInputSize, () => snapshot, codec,
-  data.accessLog === true ? (entry) => post({ t: 'access', entry }) : undefined);
+  data.accessLog === true ? (entry) => post({ t: 'access', entry }) : undefined,
+  data.headerForwardPattern === undefined ? undefined : forwardPatternRegExp('http-header-forward-pattern', data.headerForwardPattern));
 const inbox = new Inbox(data.fromMain.bell);
 const onResponse = (msg: MainToFrontend): void => infer.onResponse(msg.key, msg.response, msg.version);
 inbox.add(data.fromMain, onResponse);

@@ -19,6 +19,7 @@ import type { Resolved } from '../../request/model-lookup';
 import type { ModelView, ServerSnapshot } from '../../request/server-snapshot';
 import { writeShmOutputs } from '../../request/shm-regions';
 import { validateRequest } from '../../request/validate';
+import { forwardHeaders } from '../../request/header-forward';
 import type { CodecPool } from './codec-pool';
 import { decodeRequestBody, type BodyDecodeTask } from './request-body-decode';
 import { encodeResponseBody, type ResponseBody, type ResponseEncodeTask } from './response-body';
@@ -47,6 +48,8 @@ export class InferHandler {
     private readonly codec: CodecPool,
     /** --log-access: how a request this thread refuses itself is reported (absent: the log is off). */
     private readonly access?: (r: RefusedRequest) => void,
+    /** --http-header-forward-pattern (absent: no header is forwarded). */
+    private readonly forward?: RegExp,
   ) {}
 
   handle(reply: Reply, head: RequestHead, model: string, versionText: string | undefined): void {
@@ -127,6 +130,7 @@ export class InferHandler {
   /** Validate, copy the inputs into the arena, send to the scheduler. */
   private enqueue(reply: Reply, head: RequestHead, decoded: DecodedRequest, resolved: Resolved, arrivalNs: number, client: string | undefined): void {
     const { view, version, latest } = resolved;
+    if (this.forward !== undefined) forwardHeaders(this.forward, head.headers, decoded.parameters);
     const { batchSize } = validateRequest(view.plan!, decoded);
     const request = admitRequest(this.arena, decoded, { model: view.name, version, latest, batchSize, arrivalNs });
     if (client !== undefined) request.client = client;

@@ -139,7 +139,8 @@ function parseLines(lines: string[], limits: HeadLimits): HeadParse {
     if (colon < 0) return bad(`malformed header line '${printable(field)}': expected 'Name: value'`);
     const name = field.slice(0, colon);
     if (!isToken(name)) return bad(`malformed header name '${printable(name)}' (no spaces before the colon, token characters only)`);
-    const value = field.slice(colon + 1).trim();
+    // Leading whitespace goes; trailing stays, as Triton's HTTP server keeps it (a forwarded header's value arrives as sent).
+    const value = field.slice(colon + 1).trimStart();
     if (hasBadValueChar(value)) return bad(`malformed value of header '${name}': control characters are not allowed`);
     const key = name.toLowerCase();
     if (key === 'content-length') lengths++;
@@ -162,7 +163,7 @@ function framing(method: string, target: string, minor: 0 | 1, headers: Map<stri
     if (minor === 0) return bad('Transfer-Encoding is not allowed in an HTTP/1.0 request: send a Content-Length');
     chunked = true;
   } else if (cl !== undefined) {
-    const values = lengths > 1 ? cl.split(',').map((v) => v.trim()) : [cl];
+    const values = lengths > 1 ? cl.split(',').map((v) => v.trim()) : [cl.trim()];
     if (values.some((v) => v !== values[0])) return bad(`conflicting Content-Length values '${printable(cl)}'`);
     if (!/^\d{1,15}$/.test(values[0])) return bad(`invalid Content-Length '${printable(values[0])}': expected a decimal byte count`);
     contentLength = Number(values[0]);
@@ -170,7 +171,7 @@ function framing(method: string, target: string, minor: 0 | 1, headers: Map<stri
   if (minor === 1 && !headers.has('host')) return bad('an HTTP/1.1 request must have a Host header');
   const connection = (headers.get('connection') ?? '').toLowerCase();
   const keepAlive = minor === 1 ? !/(^|[\s,])close($|[\s,])/.test(connection) : /(^|[\s,])keep-alive($|[\s,])/.test(connection);
-  const expect = headers.get('expect');
+  const expect = headers.get('expect')?.trim();
   if (expect !== undefined && expect.toLowerCase() !== '100-continue') {
     return bad(`Expect '${printable(expect)}' is not supported (only '100-continue')`, 417);
   }
