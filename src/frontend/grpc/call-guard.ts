@@ -54,10 +54,11 @@ export function metadataSize(md: grpc.Metadata): { bytes: number; largest: strin
   let bytes = 0;
   let largest = '';
   let largestBytes = 0;
-  for (const [key, values] of Object.entries(md.toJSON())) {
-    for (const v of values) {
-      // Binary (-bin) values travel base64-encoded.
-      const n = key.length + (Buffer.isBuffer(v) ? Math.ceil(v.length / 3) * 4 : Buffer.byteLength(v)) + ENTRY_OVERHEAD;
+  const all = md.toJSON();
+  for (const key in all) {
+    for (const v of all[key]) {
+      // Binary (-bin) values travel base64-encoded; text values are ASCII (latin1 off the wire): a char is a byte.
+      const n = key.length + (typeof v === 'string' ? v.length : Math.ceil(v.length / 3) * 4) + ENTRY_OVERHEAD;
       bytes += n;
       if (n > largestBytes) {
         largestBytes = n;
