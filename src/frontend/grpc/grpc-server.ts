@@ -12,13 +12,16 @@ import fs from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import type { ServerOptions } from '../../cli-options';
 import { ServerError } from '../../core/errors';
+import { MAX_METADATA_BYTES, callGuard } from './call-guard';
 import type { GrpcContext } from './grpc-context';
 import { loadProtos } from './grpc-protos';
 import { grpcHealthHandlers, healthHandlers } from './health-handlers';
 import { modelInferHandler, modelStreamInferHandler } from './infer-handlers';
 import type { StreamRegistry } from './infer-handlers';
+import { reportRefused } from './infer-runner';
 
 const INT32_MAX = 2147483647;
+const INFER_PATHS = new Set(['/inference.GRPCInferenceService/ModelInfer', '/inference.GRPCInferenceService/ModelStreamInfer']);
 
 /** Channel arguments from the flags. grpc-js servers honour keepalive time/timeout and connection age; the rest are passed as Triton sets them. */
 export function channelOptions(o: ServerOptions): grpc.ChannelOptions {
@@ -73,7 +76,16 @@ export class GrpcServer {
   constructor(deps: Omit<GrpcContext, 'stopping'>, forwarded: grpc.UntypedServiceImplementation, testCrash = false) {
     const protos = loadProtos();
     this.ctx = { ...deps, stopping: () => this.stopping };
-    this.server = new grpc.Server(channelOptions(deps.options));
+    const guard = callGuard({
+      maxMetadataBytes: MAX_METADATA_BYTES,
+      requestTypes: protos.requestTypes,
+      // --log-access: an inference the guard refuses is logged like one the handlers refuse.
+      onRefused: (path, status, call, malformed) => {
+        if (this.ctx.access === undefined || !INFER_PATHS.has(path)) return;
+        reportRefused(this.ctx, call.getPeer(), malformed, undefined, status.code);
+      },
+    });
+    this.server = new grpc.Server({ ...channelOptions(deps.options), interceptors: [guard] });
     const registry: StreamRegistry = { add: (s) => this.streams.add(s), remove: (s) => this.streams.delete(s) };
     const health = healthHandlers(this.ctx);
     if (testCrash) health.ServerLive = crashOnMetadata(health.ServerLive as grpc.handleUnaryCall<unknown, unknown>);

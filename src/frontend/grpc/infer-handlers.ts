@@ -7,7 +7,9 @@
  * per stream whose head alone may write, as Triton does), decoupled ones as
  * they come; a failed request answers `error_message` and the stream stays
  * open, unless the stream was opened with metadata `triton_grpc_error: true`,
- * where the first error ends it with the mapped status. After the client
+ * where the first error ends it with the mapped status. A message that did
+ * not parse (a MalformedRequest, malformed-request.ts) is a request refused
+ * with INVALID_ARGUMENT, answered in its place. After the client
  * half-closes, the stream ends once every request was answered.
  */
 import type * as grpc from '@grpc/grpc-js';
@@ -16,10 +18,14 @@ import { checkRestricted, toStatus } from './grpc-context';
 import type { GrpcContext } from './grpc-context';
 import { encodeModelInferResponseBytes, encodeModelStreamInferResponseBytes } from './infer-response-wire';
 import { reportRefused, startInfer } from './infer-runner';
+import { MalformedRequest } from './malformed-request';
 import type { InferResult, StartedInfer } from './infer-runner';
 import type { ModelInferRequestMsg, ModelStreamInferResponseOut } from './proto-types';
 
-export function modelInferHandler(ctx: GrpcContext): grpc.handleUnaryCall<ModelInferRequestMsg, Buffer> {
+/** What the request deserializer hands the handlers (grpc-protos.ts). */
+type ReadRequest = ModelInferRequestMsg | MalformedRequest;
+
+export function modelInferHandler(ctx: GrpcContext): grpc.handleUnaryCall<ReadRequest, Buffer> {
   return (call, callback) => {
     let answered = false;
     const answer = (err: unknown, body?: Buffer): void => {
@@ -31,6 +37,8 @@ export function modelInferHandler(ctx: GrpcContext): grpc.handleUnaryCall<ModelI
     const client = ctx.access === undefined ? undefined : call.getPeer();
     try {
       checkRestricted(ctx, 'inference', call.metadata);
+      // call-guard.ts answers a malformed unary request before it gets here; this is the backstop.
+      if (call.request instanceof MalformedRequest) throw call.request.error();
       startInfer(ctx, call.request, false, (result) => {
         if (!result.final) return; // non-decoupled models answer once, with the final response
         if (!result.ok) return answer(fromErrorInfo(result.error));
@@ -62,7 +70,7 @@ export interface StreamRegistry {
   remove(stream: { endIfIdle(): void }): void;
 }
 
-export function modelStreamInferHandler(ctx: GrpcContext, registry: StreamRegistry): grpc.handleBidiStreamingCall<ModelInferRequestMsg, Buffer> {
+export function modelStreamInferHandler(ctx: GrpcContext, registry: StreamRegistry): grpc.handleBidiStreamingCall<ReadRequest, Buffer> {
   return (call) => {
     const errorMode = call.metadata.get('triton_grpc_error').some((v) => String(v).toLowerCase() === 'true');
     const client = ctx.access === undefined ? undefined : call.getPeer();
@@ -120,7 +128,7 @@ export function modelStreamInferHandler(ctx: GrpcContext, registry: StreamRegist
         },
       });
 
-    call.on('data', (msg: ModelInferRequestMsg) => {
+    call.on('data', (msg: ReadRequest) => {
       if (closed) return;
       const slot: Slot = { pending: [], done: false };
       let ordered = true;
@@ -172,6 +180,8 @@ export function modelStreamInferHandler(ctx: GrpcContext, registry: StreamRegist
       inflight++;
       try {
         checkRestricted(ctx, 'inference', call.metadata);
+        // A message that did not parse is answered in its place, like any refused request.
+        if (msg instanceof MalformedRequest) throw msg.error();
         const info = startInfer(ctx, msg, true, onResult, client);
         if (info.decoupled) {
           // Decoupled responses bypass the FIFO; drop this slot so it cannot block later ones.

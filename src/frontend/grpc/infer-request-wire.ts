@@ -22,17 +22,18 @@ import type {
 } from './proto-types';
 import { WIRE_FIXED32, WIRE_FIXED64, WIRE_LEN, WIRE_VARINT, WireReader, wrongWireType } from './wire-reader';
 
-export function decodeModelInferRequestBytes(buf: Buffer): ModelInferRequestMsg {
+/** A request with every field at its default, as proto-loader gives an empty message. */
+export function emptyModelInferRequest(): ModelInferRequestMsg {
+  return { model_name: '', model_version: '', id: '', parameters: {}, inputs: [], outputs: [], raw_input_contents: [] };
+}
+
+/**
+ * Decodes into `msg` (a fresh empty request by default) and returns it.
+ * Throws on malformed input; the fields read before the bad byte stay in
+ * `msg`, so an error can name the model and request id when they came first.
+ */
+export function decodeModelInferRequestBytes(buf: Buffer, msg: ModelInferRequestMsg = emptyModelInferRequest()): ModelInferRequestMsg {
   const r = new WireReader(buf, 0, buf.length);
-  const msg: ModelInferRequestMsg = {
-    model_name: '',
-    model_version: '',
-    id: '',
-    parameters: {},
-    inputs: [],
-    outputs: [],
-    raw_input_contents: [],
-  };
   while (r.pos < r.end) {
     const tag = r.uint32();
     const wt = tag & 7;

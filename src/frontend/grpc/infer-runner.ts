@@ -17,6 +17,7 @@ import type { GrpcContext } from './grpc-context';
 import { SHUTTING_DOWN } from './grpc-context';
 import { resolveModel } from './health-handlers';
 import { buildInferResponse, decodeModelInferRequest } from './infer-codec';
+import { MalformedRequest } from './malformed-request';
 import type { ModelInferRequestMsg, ModelInferResponseOut } from './proto-types';
 
 const INT32_MAX = 2147483647;
@@ -107,15 +108,26 @@ export function startInfer(
 }
 
 /**
- * --log-access: reports a request startInfer (or the restricted-API check)
- * refused, with the gRPC status its error maps to. A no-op while the log is off.
+ * --log-access: reports a request startInfer (or the restricted-API check,
+ * or call-guard.ts) refused, with the gRPC status its error maps to (or
+ * `status`, for a refusal that is no ServerError). A no-op while the log is off.
  */
-export function reportRefused(ctx: GrpcContext, client: string | undefined, msg: ModelInferRequestMsg, err: unknown): void {
+export function reportRefused(
+  ctx: GrpcContext, client: string | undefined, msg: ModelInferRequestMsg | MalformedRequest | undefined, err: unknown, status?: number,
+): void {
   if (ctx.access === undefined || client === undefined) return;
   let inBytes = 0;
-  for (const c of msg.raw_input_contents ?? []) inBytes += c.byteLength;
-  ctx.access({
-    protocol: 'GRPC', client, model: msg.model_name, version: msg.model_version ?? '',
-    status: GRPC_STATUS[toErrorInfo(err).code], inBytes, id: msg.id ?? '',
-  });
+  let model = '';
+  let version = '';
+  let id = '';
+  if (msg instanceof MalformedRequest) {
+    ({ model, id } = msg);
+    inBytes = msg.byteLength;
+  } else if (msg !== undefined) {
+    for (const c of msg.raw_input_contents ?? []) inBytes += c.byteLength;
+    model = msg.model_name;
+    version = msg.model_version ?? '';
+    id = msg.id ?? '';
+  }
+  ctx.access({ protocol: 'GRPC', client, model, version, status: status ?? GRPC_STATUS[toErrorInfo(err).code], inBytes, id });
 }

@@ -18,8 +18,12 @@ export const WIRE_START_GROUP = 3;
 export const WIRE_END_GROUP = 4;
 export const WIRE_FIXED32 = 5;
 
-function truncated(): Error {
-  return new Error('protobuf message truncated');
+/** Groups skipped inside groups past this depth are refused, as protobuf's own recursion limit (100) does, instead of running out of stack. */
+const MAX_GROUP_DEPTH = 100;
+
+/** A read ran past the end of the message (or of the sub-message holding it) at byte `at`. */
+function truncated(at: number): Error {
+  return new Error(`protobuf message truncated at byte ${at}`);
 }
 
 export class WireReader {
@@ -39,7 +43,7 @@ export class WireReader {
   uint32(): number {
     const buf = this.buf;
     let pos = this.pos;
-    if (pos >= this.end) throw truncated();
+    if (pos >= this.end) throw truncated(pos);
     let b = buf[pos++];
     if (b < 0x80) {
       this.pos = pos;
@@ -47,7 +51,7 @@ export class WireReader {
     }
     let v = b & 0x7f;
     for (let shift = 7; shift < 70; shift += 7) {
-      if (pos >= this.end) throw truncated();
+      if (pos >= this.end) throw truncated(pos);
       b = buf[pos++];
       if (shift < 32) v |= (b & 0x7f) << shift;
       if (b < 0x80) {
@@ -55,7 +59,7 @@ export class WireReader {
         return v >>> 0;
       }
     }
-    throw new Error('protobuf varint longer than 10 bytes');
+    throw new Error(`protobuf varint at byte ${this.pos} is longer than 10 bytes`);
   }
 
   /** A varint as (low word returned, high word in this.hi). */
@@ -67,7 +71,7 @@ export class WireReader {
     let b = 0;
     let k = 0;
     for (; k < 4; k++) {
-      if (pos >= this.end) throw truncated();
+      if (pos >= this.end) throw truncated(pos);
       b = buf[pos++];
       lo |= (b & 0x7f) << (k * 7);
       if (b < 0x80) {
@@ -77,18 +81,18 @@ export class WireReader {
       }
     }
     // 5th byte: 4 bits to lo, 3 to hi.
-    if (pos >= this.end) throw truncated();
+    if (pos >= this.end) throw truncated(pos);
     b = buf[pos++];
     lo |= (b & 0x0f) << 28;
     hi = (b & 0x7f) >> 4;
     if (b >= 0x80) {
       for (k = 0; k < 5; k++) {
-        if (pos >= this.end) throw truncated();
+        if (pos >= this.end) throw truncated(pos);
         b = buf[pos++];
         hi |= (b & 0x7f) << (k * 7 + 3);
         if (b < 0x80) break;
       }
-      if (b >= 0x80) throw new Error('protobuf varint longer than 10 bytes');
+      if (b >= 0x80) throw new Error(`protobuf varint at byte ${this.pos} is longer than 10 bytes`);
     }
     this.pos = pos;
     this.hi = hi >>> 0;
@@ -127,14 +131,14 @@ export class WireReader {
   }
 
   float(): number {
-    if (this.pos + 4 > this.end) throw truncated();
+    if (this.pos + 4 > this.end) throw truncated(this.end);
     const v = this.buf.readFloatLE(this.pos);
     this.pos += 4;
     return v;
   }
 
   double(): number {
-    if (this.pos + 8 > this.end) throw truncated();
+    if (this.pos + 8 > this.end) throw truncated(this.end);
     const v = this.buf.readDoubleLE(this.pos);
     this.pos += 8;
     return v;
@@ -143,7 +147,9 @@ export class WireReader {
   /** Length of a length-delimited field; leaves pos at its first byte and checks it fits. */
   length(): number {
     const n = this.uint32();
-    if (n > this.end - this.pos) throw truncated();
+    if (n > this.end - this.pos) {
+      throw new Error(`protobuf message truncated: a length-delimited field at byte ${this.pos} declares ${n} bytes, ${this.end - this.pos} remain`);
+    }
     return n;
   }
 
@@ -162,8 +168,8 @@ export class WireReader {
     return n === 0 ? '' : this.buf.toString('utf8', start, start + n);
   }
 
-  /** Skips one field's value of the given wire type (groups included). */
-  skip(wireType: number): void {
+  /** Skips one field's value of the given wire type (groups included, `depth` of them around it). */
+  skip(wireType: number, depth = 0): void {
     switch (wireType) {
       case WIRE_VARINT:
         this.varint64();
@@ -175,22 +181,23 @@ export class WireReader {
         this.advance(this.length());
         return;
       case WIRE_START_GROUP:
+        if (depth >= MAX_GROUP_DEPTH) throw new Error(`protobuf groups nested deeper than ${MAX_GROUP_DEPTH} at byte ${this.pos}`);
         for (;;) {
           const tag = this.uint32();
           const wt = tag & 7;
           if (wt === WIRE_END_GROUP) return;
-          this.skip(wt);
+          this.skip(wt, depth + 1);
         }
       case WIRE_FIXED32:
         this.advance(4);
         return;
       default:
-        throw new Error(`invalid protobuf wire type ${wireType} at offset ${this.pos}`);
+        throw new Error(`invalid protobuf wire type ${wireType} at byte ${this.pos}`);
     }
   }
 
   private advance(n: number): void {
-    if (n > this.end - this.pos) throw truncated();
+    if (n > this.end - this.pos) throw truncated(this.end);
     this.pos += n;
   }
 }
