@@ -87,8 +87,8 @@ export const FLAG_DOCS: Readonly<Record<string, FlagDoc>> = {
   'grpc-port': d('GRPC', 'gRPC port; 0 picks a free one.', '8001'),
   'reuse-grpc-port': d('GRPC', 'Share the gRPC port with other servers that set it too.', 'false',
     'grpc-js binds the port for this server alone; give each server its own --grpc-port', 'false'),
-  'grpc-header-forward-pattern': d('GRPC', 'Regex of gRPC metadata keys to forward to the model as request parameters.',
-    'none', 'metadata is not forwarded yet; send the values in the request\'s "parameters"'),
+  'grpc-header-forward-pattern': d('GRPC', 'Regex of gRPC metadata keys to forward to the model as request parameters '
+    + '(case-insensitive unless it starts with (?-i)).', 'none'),
   'grpc-infer-thread-count': d('GRPC', 'gRPC inference handler threads (2 to 128).', '2',
     'gRPC requests are handled on the main thread by grpc-js'),
   'grpc-infer-allocation-pool-size': d('GRPC', 'Request/response states kept for reuse.', '8',

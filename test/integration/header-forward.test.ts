@@ -12,6 +12,19 @@ import os from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT, runToExit, startServer, type ServerProcess } from './server-process';
 import { rawExchange } from './raw-http';
+import * as grpc from '@grpc/grpc-js';
+import { createClient } from './grpc-test-client';
+
+/** BYTES elements of a raw output: 4-byte little-endian length, then the bytes. */
+function bytesElements(raw: Buffer): string[] {
+  const out: string[] = [];
+  for (let at = 0; at < raw.length;) {
+    const n = raw.readUInt32LE(at);
+    out.push(raw.toString('utf8', at + 4, at + 4 + n));
+    at += 4 + n;
+  }
+  return out;
+}
 
 const FIXTURE = path.join(REPO_ROOT, 'test/integration/fixtures/python_models/parameter');
 let repo: string;
@@ -20,7 +33,8 @@ let server: ServerProcess;
 before(async () => {
   repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-header-forward-'));
   fs.cpSync(FIXTURE, path.join(repo, 'parameter'), { recursive: true });
-  server = await startServer([`--model-repository=${repo}`, '--http-header-forward-pattern=MY_HEADER.*|sequence_id']);
+  server = await startServer([`--model-repository=${repo}`, '--http-header-forward-pattern=MY_HEADER.*|sequence_id',
+    '--allow-grpc=true', '--grpc-port=0', '--grpc-header-forward-pattern=my_header.*']);
 });
 after(async () => {
   await server?.stop();
@@ -78,5 +92,30 @@ test('(?-i) makes the pattern case-sensitive; a pattern that does not compile st
     assert.deepEqual(j.outputs.find((o) => o.name === 'key')!.data, [], 'HTTP header names arrive lower-case: MY_HEADER does not match case-sensitively');
   } finally {
     await strict.stop();
+  }
+});
+
+test('gRPC: metadata keys that match --grpc-header-forward-pattern reach the model as parameters, on ModelInfer and on a stream', async () => {
+  const client = createClient(server.grpcPort);
+  try {
+    const md = new grpc.Metadata();
+    md.set('my_header_1', 'my_value_1');
+    md.set('header_1', 'value_1');
+    const request = { model_name: 'parameter', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1] }], raw_input_contents: [Buffer.from(new Float32Array([1]).buffer)] };
+    const res = await client.call<{ raw_output_contents: Buffer[] }>('ModelInfer', request, md);
+    assert.deepEqual(res.raw_output_contents.map(bytesElements), [['my_header_1'], ['my_value_1']]);
+
+    const streamMd = new grpc.Metadata();
+    streamMd.set('my_header_2', 'on the stream');
+    const stream = client.inference['ModelStreamInfer'](streamMd) as grpc.ClientDuplexStream<object, { error_message: string; infer_response: { raw_output_contents: Buffer[] } }>;
+    const got = new Promise<string[][]>((resolve, reject) => {
+      stream.once('data', (m) => (m.error_message ? reject(new Error(m.error_message)) : resolve(m.infer_response.raw_output_contents.map(bytesElements))));
+      stream.once('error', reject);
+    });
+    stream.write(request);
+    assert.deepEqual(await got, [['my_header_2'], ['on the stream']]);
+    stream.end();
+  } finally {
+    client.close();
   }
 });

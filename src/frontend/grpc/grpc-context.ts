@@ -51,6 +51,8 @@ export interface GrpcContext extends GrpcCallContext {
   extensions: readonly string[];
   /** True once stop() began: new inferences are refused. */
   stopping(): boolean;
+  /** --grpc-header-forward-pattern (core/forward-pattern.ts); absent: no metadata is forwarded. */
+  forward?: RegExp;
 }
 
 /** The main thread's context for the control rpcs the gRPC thread forwards (control-answer.ts). */

@@ -8,6 +8,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { toErrorInfo } from '../../core/errors';
+import { forwardPatternRegExp } from '../../core/forward-pattern';
 import type { RefusedRequest } from '../../core/request';
 import { Arena } from '../../dataplane/arena';
 import type { MainToFrontend } from '../../dataplane/protocol';
@@ -46,6 +47,8 @@ const server = new GrpcServer(
     serverVersion: data.serverVersion,
     extensions: data.extensions,
     ...(data.accessLog === true ? { access: (entry: RefusedRequest) => post({ t: 'access', entry }) } : {}),
+    ...(data.options.grpcHeaderForwardPattern !== undefined
+      ? { forward: forwardPatternRegExp('grpc-header-forward-pattern', data.options.grpcHeaderForwardPattern) } : {}),
   },
   control.handlers(data.forwarded),
   data.faults?.includes('grpc-crash') === true,

@@ -47,7 +47,7 @@ export function modelInferHandler(ctx: GrpcContext): grpc.handleUnaryCall<ReadRe
         } catch (err) {
           answer(err);
         }
-      }, client);
+      }, client, call.metadata);
     } catch (err) {
       reportRefused(ctx, client, call.request, err);
       answer(err);
@@ -182,7 +182,7 @@ export function modelStreamInferHandler(ctx: GrpcContext, registry: StreamRegist
         checkRestricted(ctx, 'inference', call.metadata);
         // A message that did not parse is answered in its place, like any refused request.
         if (msg instanceof MalformedRequest) throw msg.error();
-        const info = startInfer(ctx, msg, true, onResult, client);
+        const info = startInfer(ctx, msg, true, onResult, client, call.metadata);
         if (info.decoupled) {
           // Decoupled responses bypass the FIFO; drop this slot so it cannot block later ones.
           const k = queue.indexOf(slot);

@@ -6,6 +6,7 @@
  * it to the caller, who encodes it synchronously → free the outputs (and the
  * inputs after the final response).
  */
+import type * as grpc from '@grpc/grpc-js';
 import type { ErrorInfo } from '../../core/errors';
 import { GRPC_STATUS, ServerError, toErrorInfo } from '../../core/errors';
 import { nowNs } from '../../core/clock';
@@ -13,6 +14,7 @@ import type { InferResponse } from '../../core/request';
 import { admitRequest, releaseInputs, releaseOutputs } from '../../request/admit-request';
 import { writeShmOutputs } from '../../request/shm-regions';
 import { validateRequest } from '../../request/validate';
+import { forwardHeaders } from '../../request/header-forward';
 import type { GrpcContext } from './grpc-context';
 import { SHUTTING_DOWN } from './grpc-context';
 import { resolveModel } from './health-handlers';
@@ -21,6 +23,14 @@ import { MalformedRequest } from './malformed-request';
 import type { ModelInferRequestMsg, ModelInferResponseOut } from './proto-types';
 
 const INT32_MAX = 2147483647;
+
+/** Text metadata entries (binary `-bin` keys are not forwarded; a repeated key's values joined with ", "). */
+function* textMetadata(metadata: grpc.Metadata): Iterable<[string, string]> {
+  for (const [key, value] of Object.entries(metadata.toJSON())) {
+    if (key.endsWith('-bin')) continue;
+    yield [key, value.map(String).join(', ')];
+  }
+}
 
 export type InferResult =
   | { ok: true; response: ModelInferResponseOut; final: boolean }
@@ -45,6 +55,8 @@ export function startInfer(
   allowDecoupled: boolean,
   onResult: (result: InferResult, info: StartedInfer) => void,
   client?: string,
+  /** The call's metadata (a stream's, for each of its requests): what --grpc-header-forward-pattern forwards. */
+  metadata?: grpc.Metadata,
 ): StartedInfer {
   const arrivalNs = nowNs();
   if (ctx.stopping()) throw new ServerError('UNAVAILABLE', SHUTTING_DOWN);
@@ -57,6 +69,7 @@ export function startInfer(
     throw new ServerError('UNSUPPORTED', "ModelInfer RPC doesn't support models with decoupled transaction policy");
   }
   const { decoded, enableEmptyFinalResponse } = decodeModelInferRequest(msg, view.name, snapshot.shmRegions);
+  if (ctx.forward !== undefined && metadata !== undefined) forwardHeaders(ctx.forward, textMetadata(metadata), decoded.parameters);
   const { batchSize } = validateRequest(plan, decoded);
   const request = admitRequest(ctx.arena, decoded, { model: view.name, version, latest, batchSize, arrivalNs });
   if (client !== undefined) request.client = client;
