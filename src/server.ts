@@ -191,6 +191,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       port,
       arena,
       access ? access.route('GRPC', route) : route,
+      cancel,
       snapshot,
     );
     try {
@@ -223,6 +224,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       port,
       arena,
       access ? access.route('HTTP', route) : route,
+      cancel,
     );
     try {
       httpPort = await http.start(snapshot());

@@ -70,11 +70,16 @@ export function remoteAddress(res: HttpResponse): string {
 export class Reply {
   aborted = false;
   done = false;
+  /** Runs once if the client goes away before its response is sent (infer-handler.ts onClientGone). */
+  onGone: (() => void) | undefined = undefined;
   /** `finished` runs once, when the response is sent or the client went away. */
   constructor(readonly res: HttpResponse, private readonly finished: () => void) {
     res.onAborted(() => {
       this.aborted = true;
-      if (!this.done) finished();
+      if (!this.done) {
+        finished();
+        this.onGone?.();
+      }
     });
   }
 
