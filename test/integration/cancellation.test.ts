@@ -208,7 +208,7 @@ test('a request waiting in a Python instance\'s pipe runs, and sees itself cance
   next.gone();
   assert.equal(await busy.answer, 200, 'the running request finishes normally');
   await waitMark('pipe-next', 'cancelled');
-  assert.ok(Number(markText('pipe-next', 'cancelled')) < 1000, 'cancelled already when it started');
+  assert.ok(Number(markText('pipe-next', 'cancelled')) < 5000, 'cancelled already when it started, long before its 20 s');
 });
 
 interface StreamResponse {
