@@ -58,7 +58,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const gpuIds = detectGpuIds();
   // BLS requests from Python models enter through `route` like client requests.
   const customMetrics = new CustomMetrics(); // pb_utils.MetricFamily of Python models
-  const gateway: BlsGateway = new BlsGateway(arena, () => repo.snapshotModels(), (r, respond) => route(r, respond));
+  const gateway: BlsGateway = new BlsGateway(arena, () => repo.snapshotModels(), (r, respond) => route(r, respond), (r) => cancel(r));
   const repo: RepositoryManager = new RepositoryManager(
     options.modelRepositories,
     {
@@ -134,6 +134,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // Every request's version is chosen here, at enqueue, and its gate admits or refuses it.
   const route = (request: InferRequest, respond: Respond): void => repo.route(request, respond);
   repo.setRoute(route); // ensemble steps enter like client requests
+  // A request `route` took is cancelled here: its client went away or cancelled it, or its BLS caller did.
+  const cancel = (request: InferRequest): void => repo.cancel(request);
 
   let repoStartup: RepositoryStartup | undefined;
   let stopping: Promise<void> | undefined;
@@ -189,6 +191,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       port,
       arena,
       access ? access.route('GRPC', route) : route,
+      cancel,
       snapshot,
     );
     try {
@@ -222,6 +225,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       port,
       arena,
       access ? access.route('HTTP', route) : route,
+      cancel,
     );
     try {
       httpPort = await http.start(snapshot());

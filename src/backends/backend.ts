@@ -100,15 +100,27 @@ export interface GatewayRequest {
 }
 
 export interface InferGateway {
-  /** Look up, validate and enqueue; every outcome (errors too) arrives through `respond`. */
-  infer(request: GatewayRequest, respond: Respond): void;
+  /**
+   * Look up, validate and enqueue; every outcome (errors too) arrives through
+   * `respond`. Returns how to cancel it (a BLS caller's `.cancel()`): the
+   * request then ends as any cancelled one does, with its final response.
+   */
+  infer(request: GatewayRequest, respond: Respond): CancelInfer;
 }
+
+/** Cancels one request made through an InferGateway; a no-op once it has finished. */
+export type CancelInfer = () => void;
 
 /** A backend instance living in a child process, as started by Backend.startProcess. */
 export interface ProcessChild {
   readonly pid: number;
   /** Run one batch; never rejects (failures are error responses). */
   execute(requests: InferRequest[], stream?: StreamResponse): Promise<ExecuteResult>;
+  /**
+   * `request` (of a batch given to execute) was cancelled: the model sees it
+   * (`is_cancelled()`). False when no batch of this child holds it (yet).
+   */
+  cancel?(request: InferRequest): boolean;
   /** Graceful end: finalize the model, then the process exits. Idempotent. */
   stop(): Promise<void>;
   /** Called once when the process ends without stop() (crash, kill). */

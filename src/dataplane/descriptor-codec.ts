@@ -1,6 +1,7 @@
 /**
  * Fixed-layout binary descriptors for the four ring messages every request
- * makes (protocol.ts): `infer`, `execute`, `executed`, `response`. They
+ * makes (protocol.ts): `infer`, `execute`, `executed`, `response`, and for
+ * `cancel`, which a request makes when its client goes away. They
  * replace JSON text for those (DESIGN.md "Hand-offs": no JSON pass per hop);
  * the rare messages (ready, stop, peers, errors of a whole batch) stay JSON.
  * A record's first byte tells them apart: a tag below 0x20 here, `{` for JSON.
@@ -13,6 +14,7 @@
  *             replyTo count (0xFFFFFFFF: none) × (u8 present, port num, key num)
  *   executed  tag, batchId num, count, response × count, 4 × num timings
  *   response  tag, key num, version num, response
+ *   cancel    tag, key num
  *   request   id str, model str, version num, u8 latest, batchSize num,
  *             count × tensor (inputs), count (0xFFFFFFFF: null) × str
  *             (requested outputs), params, arrivalNs num,
@@ -30,12 +32,13 @@ import { DATATYPES, type DataType } from '../core/datatypes';
 import type { ErrorCode } from '../core/errors';
 import type { ExecuteTimings, InferRequest, InferResponse, ParamValue, ReplyAddress, TensorRef } from '../core/request';
 import { DescriptorReader, DescriptorWriter } from './descriptor-cursor';
-import type { ExecuteMessage, ExecutedMessage, InferMessage, ResponseMessage } from './protocol';
+import type { CancelMessage, ExecuteMessage, ExecutedMessage, InferMessage, ResponseMessage } from './protocol';
 
 const TAG_INFER = 1;
 const TAG_EXECUTE = 2;
 const TAG_EXECUTED = 3;
 const TAG_RESPONSE = 4;
+const TAG_CANCEL = 5;
 /** Record first bytes below this are descriptors; JSON text starts with `{` (0x7b). */
 const TAG_LIMIT = 0x20;
 const NONE = 0xffffffff;
@@ -52,7 +55,7 @@ const F_PARAMS = 8;
 
 const DTYPE_CODE = new Map<string, number>(DATATYPES.map((d, i) => [d, i]));
 
-export type DescribedMessage = InferMessage | ExecuteMessage | ExecutedMessage | ResponseMessage;
+export type DescribedMessage = InferMessage | ExecuteMessage | ExecutedMessage | ResponseMessage | CancelMessage;
 
 /** One scratch buffer per thread: a descriptor is copied into the ring right after it is written. */
 const w = new DescriptorWriter();
@@ -102,6 +105,11 @@ export function encodeDescriptor(msg: { t: string }): Buffer | undefined {
       writeResponse(m.response);
       break;
     }
+    case 'cancel': {
+      w.u8(TAG_CANCEL);
+      w.f64((msg as CancelMessage).key);
+      break;
+    }
     default:
       return undefined;
   }
@@ -148,6 +156,9 @@ export function decodeDescriptor(buf: Buffer, start: number, end: number): Descr
       msg = { t: 'response', key, version, response: readResponse(r) };
       break;
     }
+    case TAG_CANCEL:
+      msg = { t: 'cancel', key: r.f64() };
+      break;
     default:
       throw new RangeError(`unknown ring descriptor tag ${tag}`);
   }

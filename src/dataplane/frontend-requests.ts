@@ -5,12 +5,14 @@
  * Respond that offers the thread's reply port (the direct path,
  * reply-rings.ts) and, for a response that comes back through main, gives
  * its outputs to the thread and sends `response` on the thread's ring
- * (protocol.ts, "Arena ownership").
+ * (protocol.ts, "Arena ownership"). A `cancel` names one of those requests
+ * by its key: it is cancelled where it is (the canceller: the repository's
+ * Scheduler.cancel), and still ends with its final response.
  */
 import { toErrorInfo } from '../core/errors';
 import type { InferRequest, Respond } from '../core/request';
 import type { Arena } from './arena';
-import type { FrontendToMain, MainToFrontend } from './protocol';
+import type { CancelMessage, FrontendToMain, InferMessage, MainToFrontend } from './protocol';
 import type { ReplyRings } from './reply-rings';
 import type { RingWriter } from './ring';
 
@@ -24,18 +26,46 @@ export interface FrontendThreadLink {
   readonly out: RingWriter;
   /** False once the thread is gone: nothing more goes to its ring. */
   readonly alive: boolean;
-  /** Keys of the requests it sent that the scheduler has not finished. */
-  readonly inflight: Set<number>;
+  /** The requests it sent that the scheduler has not finished, by key. */
+  readonly inflight: Map<number, InferRequest>;
 }
 
 export type FrontendRouter = (request: InferRequest, respond: Respond) => void;
+/** Cancels a request the router took (server.ts: the repository's cancel). */
+export type FrontendCanceller = (request: InferRequest) => void;
 
+/** One message of a frontend thread's ring: a request to route, or the cancel of one it sent. */
 export function routeFromFrontend(
   arena: Arena, replies: ReplyRings, link: FrontendThreadLink, msg: FrontendToMain, router: FrontendRouter,
+  canceller: FrontendCanceller,
 ): void {
   if (!link.alive) return; // its inputs are the dead thread's: the sweep frees them
+  if (msg.t === 'cancel') cancelFromFrontend(link, msg, canceller);
+  else routeInfer(arena, replies, link, msg, router);
+}
+
+/**
+ * The request is routed in a microtask (routeInfer), so the cancel waits for
+ * one too: queued after the routing, it finds the request in its scheduler
+ * even when both messages came in one drain of the ring. A key that already
+ * finished (its response crossed the cancel) is not in flight: nothing.
+ */
+function cancelFromFrontend(link: FrontendThreadLink, msg: CancelMessage, canceller: FrontendCanceller): void {
+  const request = link.inflight.get(msg.key);
+  if (request === undefined) return;
+  queueMicrotask(() => {
+    if (link.inflight.get(msg.key) !== request) return;
+    try {
+      canceller(request);
+    } catch (err) {
+      process.emitWarning(`cancel of a request of model '${request.model}' threw: ${toErrorInfo(err).message}`);
+    }
+  });
+}
+
+function routeInfer(arena: Arena, replies: ReplyRings, link: FrontendThreadLink, msg: InferMessage, router: FrontendRouter): void {
   const { key, request } = msg;
-  link.inflight.add(key);
+  link.inflight.set(key, request);
   const respond: Respond = (response) => {
     if (response.final) link.inflight.delete(key);
     if (response.delivered === true) {

@@ -2,13 +2,17 @@
  * Every message that crosses a thread boundary on the data plane, in one
  * place (STYLE.md item 6). They travel over the SAB rings
  * (src/dataplane/ring.ts): `infer`, `execute`, `executed` and `response` as
- * fixed-layout binary descriptors (descriptor-codec.ts), the rest as JSON;
+ * fixed-layout binary descriptors (descriptor-codec.ts), and `cancel`
+ * too (it names a request by its key); the rest as JSON;
  * tensor bytes never do: TensorRefs point into the shared arena
  * (src/dataplane/arena.ts).
  *
  * Pairs and correlation:
  *   frontend → main  `infer`   (key)     ⇄  main → frontend  `response` (same key;
  *                                           several for decoupled models, the last has response.final)
+ *   frontend → main  `cancel`  (same key: the client went away, or cancelled;
+ *                                           no reply of its own: the request still ends with its
+ *                                           final `response`, after which the frontend frees its blocks)
  *   main → instance  `execute` (batchId) ⇄  instance → main  `executed` | `execute_failed` (same batchId)
  *                                        and, for each request with a replyTo,
  *                                           instance → frontend `response` (the requester's key),
@@ -78,7 +82,18 @@ export interface ResponseMessage {
   response: InferResponse;
 }
 
-export type FrontendToMain = InferMessage;
+/**
+ * The client of request `key` went away (HTTP) or cancelled it (a gRPC
+ * cancel or deadline): main cancels it where it is (Scheduler.cancel). The
+ * frontend keeps the request's blocks until its final `response`, as always:
+ * an instance may still be reading the inputs.
+ */
+export interface CancelMessage {
+  t: 'cancel';
+  key: number;
+}
+
+export type FrontendToMain = InferMessage | CancelMessage;
 export type MainToFrontend = ResponseMessage;
 
 // ---- main thread (scheduler) ⇄ instance worker thread ----

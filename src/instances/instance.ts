@@ -24,6 +24,14 @@ export interface ModelInstance {
    * does not sit idle for a round trip to the scheduler between executions.
    */
   readonly pipelineDepth?: number;
+  /**
+   * `request`, of a batch this instance holds, was cancelled (its client went
+   * away or cancelled it): an instance that can tell its backend does (a
+   * Python stub: `request.is_cancelled()` turns true); the batch still
+   * answers every request as usual. Absent: the backend runs requests to the
+   * end (ONNX Runtime cannot stop a run).
+   */
+  cancel?(request: InferRequest): void;
   /** Finalize the backend and end the thread or process. Idempotent. */
   stop(): Promise<void>;
 }

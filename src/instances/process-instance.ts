@@ -39,6 +39,13 @@ export class ProcessInstance implements ModelInstance {
   private restarting: Promise<ProcessChild> | undefined;
   private stopped = false;
   private stopping: Promise<void> | undefined;
+  /**
+   * Requests cancelled before their batch reached the child (it waited for a
+   * restart, or for the rate limiter's resources): told to the child as soon
+   * as the batch is given to it. Weak: a request that never comes is not kept.
+   */
+  private readonly cancelledEarly = new WeakSet<InferRequest>();
+  private anyCancelledEarly = false;
 
   private constructor(
     private readonly start: StartProcessChild,
@@ -65,7 +72,17 @@ export class ProcessInstance implements ModelInstance {
         return failedResult(requests, err);
       }
     }
-    return child.execute(requests, stream);
+    const result = child.execute(requests, stream);
+    if (this.anyCancelledEarly) {
+      for (const r of requests) if (this.cancelledEarly.has(r)) child.cancel?.(r);
+    }
+    return result;
+  }
+
+  cancel(request: InferRequest): void {
+    if (this.child?.cancel?.(request) === true) return;
+    this.cancelledEarly.add(request);
+    this.anyCancelledEarly = true;
   }
 
   stop(): Promise<void> {

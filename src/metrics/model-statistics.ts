@@ -16,14 +16,14 @@
  * batch-weighted and comes from executions, as Triton's batch statistics do.
  */
 import type { ExecuteTimings } from '../core/request';
-import type { RequestDoneStats, ResponseKind } from '../scheduler/scheduler-hooks';
+import type { FailureReason, RequestDoneStats, ResponseKind } from '../scheduler/scheduler-hooks';
 
 export interface Duration {
   count: number;
   ns: number;
 }
 
-export type FailureReason = 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER';
+export type { FailureReason };
 export const FAILURE_REASONS: readonly FailureReason[] = ['OTHER', 'BACKEND', 'CANCELED', 'REJECTED'];
 
 export interface BatchStats {
@@ -56,7 +56,7 @@ function add(d: Duration, ns: number): void {
  * Triton counts such synchronous rejections neither as failures nor in stats.
  */
 export function rejectedAtEnqueue(s: RequestDoneStats): boolean {
-  return !s.success && s.computeStartNs === 0 && s.endNs === s.queueStartNs;
+  return !s.success && s.computeStartNs === 0 && s.endNs === s.queueStartNs && s.failure === undefined;
 }
 
 export class ModelStatistics {
@@ -84,9 +84,9 @@ export class ModelStatistics {
     this.lastInferenceMs = Math.floor(s.endNs / 1e6);
     if (!s.success) {
       add(this.fail, s.endNs - s.queueStartNs);
-      // Every failure after admission is an execution failure today; queue
-      // timeouts (REJECTED) and cancellation (CANCELED) arrive with those features.
-      this.failures.BACKEND++;
+      // An execution's error unless the scheduler says otherwise: a request
+      // cancelled while queued (CANCELED) or past its queue timeout (REJECTED).
+      this.failures[s.failure ?? 'BACKEND']++;
       return true;
     }
     add(this.success, s.endNs - s.queueStartNs);
@@ -122,6 +122,8 @@ export class ModelStatistics {
       add(r.success, ns);
     } else if (kind === 'fail') {
       add(r.fail, ns);
+    } else if (kind === 'cancel') {
+      add(r.cancel, ns);
     } else {
       add(r.empty_response, ns);
     }

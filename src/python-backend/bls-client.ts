@@ -4,6 +4,7 @@
  * goes through the target model's scheduler like any client request), and
  * stream each response back into the stub's h2s region.
  */
+import type { CancelInfer } from '../backends/backend';
 import { toErrorInfo } from '../core/errors';
 import type { InferResponse, ParamValue, TensorRef } from '../core/request';
 import type { StubHostServices } from './host-services';
@@ -13,12 +14,23 @@ import type { StubProcess } from './stub-process';
 
 export class BlsClient {
   private gone = false;
+  /** The stub's calls still open (by its call id): how to cancel each. */
+  private readonly open = new Map<number, CancelInfer>();
 
   constructor(private readonly stub: StubProcess, private readonly services: StubHostServices) {}
 
-  /** The stub died: responses still coming are dropped (their arena blocks freed). */
+  /** The stub died: responses still coming are dropped (their arena blocks freed), and its open calls cancelled. */
   stubGone(): void {
     this.gone = true;
+    // Nobody waits for those calls any more: cancel them where they are.
+    const open = [...this.open.values()];
+    this.open.clear();
+    for (const cancel of open) cancel();
+  }
+
+  /** The stub called `.cancel()` on call `id`'s response iterator: the request is cancelled where it is. */
+  cancel(id: number): void {
+    this.open.get(id)?.();
   }
 
   run(m: BlsRequest): void {
@@ -50,7 +62,8 @@ export class BlsClient {
     if ((r.flags & 1) !== 0) parameters['sequence_start'] = true;
     if ((r.flags & 2) !== 0) parameters['sequence_end'] = true;
     if (r.timeout > 0) parameters['timeout'] = r.timeout;
-    gateway.infer(
+    let finished = false;
+    const cancel = gateway.infer(
       {
         model: m.model,
         version: m.version,
@@ -61,10 +74,15 @@ export class BlsClient {
         decoupled: m.decoupled,
       },
       (response) => {
-        if (response.final) for (const t of inputs) arena.free(t);
+        if (response.final) {
+          finished = true;
+          this.open.delete(m.id);
+          for (const t of inputs) arena.free(t);
+        }
         this.reply(m.id, response);
       },
     );
+    if (!finished) this.open.set(m.id, cancel);
   }
 
   /** Outputs into h2s (the stub releases them), arena blocks freed. */

@@ -3,7 +3,7 @@
  * the same model lookup and validation a frontend does (Triton's texts),
  * then `route` into the target's scheduler. Runs on the main thread.
  */
-import type { GatewayRequest, InferGateway } from '../backends/backend';
+import type { CancelInfer, GatewayRequest, InferGateway } from '../backends/backend';
 import { ServerError, toErrorInfo } from '../core/errors';
 import type { DecodedRequest } from '../request/decoded-request';
 import { lookupModel } from '../request/model-lookup';
@@ -20,6 +20,8 @@ export class BlsGateway implements InferGateway {
     private readonly arena: Arena,
     private readonly models: () => ServerSnapshot['models'],
     private readonly route: (request: InferRequest, respond: Respond) => void,
+    /** Where a routed request is cancelled (server.ts: the repository's cancel). */
+    private readonly cancel: (request: InferRequest) => void,
   ) {}
 
   /** Model states changed: look them up again on the next request. */
@@ -27,15 +29,22 @@ export class BlsGateway implements InferGateway {
     this.cached = undefined;
   }
 
-  infer(req: GatewayRequest, respond: Respond): void {
+  infer(req: GatewayRequest, respond: Respond): CancelInfer {
     let request: InferRequest;
     try {
       request = this.admit(req);
     } catch (err) {
       respond({ outputs: [], error: toErrorInfo(err), final: true });
-      return;
+      return () => undefined;
     }
-    this.route(request, respond);
+    let finished = false;
+    this.route(request, (response) => {
+      if (response.final) finished = true;
+      respond(response);
+    });
+    return () => {
+      if (!finished) this.cancel(request);
+    };
   }
 
   private admit(req: GatewayRequest): InferRequest {

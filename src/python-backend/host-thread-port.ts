@@ -5,7 +5,7 @@
  * responses and metric answers come back and reach whoever waits for them.
  */
 import type { MessagePort } from 'node:worker_threads';
-import type { GatewayRequest, InferGateway } from '../backends/backend';
+import type { CancelInfer, GatewayRequest, InferGateway } from '../backends/backend';
 import type { Respond } from '../core/request';
 import type { Arena } from '../dataplane/arena';
 import type { HostLog, MetricReply, StubHostServices } from './host-services';
@@ -61,10 +61,13 @@ export class HostThreadPort {
     port.on('message', (m: PyHostPortIn) => this.onMessage(m));
   }
 
-  private bls(request: GatewayRequest, respond: Respond): void {
+  private bls(request: GatewayRequest, respond: Respond): CancelInfer {
     const id = this.nextBls++;
     this.blsWaiting.set(id, respond);
     this.port.postMessage({ t: 'bls', id, request } satisfies PyHostPortOut);
+    return () => {
+      if (this.blsWaiting.has(id)) this.port.postMessage({ t: 'bls_cancel', id } satisfies PyHostPortOut);
+    };
   }
 
   private metric(op: MetricMsg, reply: MetricReply | undefined): void {

@@ -16,10 +16,14 @@
  * Pairs and correlation:
  *   ring  main → host `execute` (batchId)   ⇄ host → main `streamed`* (same batchId,
  *                                              non-final responses), then `executed` (same batchId)
+ *   ring  main → host `cancel_in_batch` (batchId, index: a request of that batch was
+ *                                              cancelled; no reply, the batch answers as usual)
  *   ring  main → host `stop`                ⇄ host → main `stopped`
  *   ring  (thread start)                    ⇄ host → main `ready` | `init_failed`
  *   ring  host → main `stub_exited` (the stub died on its own; after it, nothing more)
  *   port  host → main `bls` (id)            ⇄ main → host `bls_response`* (same id; the last has final)
+ *   port  host → main `bls_cancel` (same id: the stub cancelled that BLS call; its
+ *                                              responses still come, up to the final one)
  *   port  host → main `metric` (with id)    ⇄ main → host `metric_result` (same id); without id, no answer
  *   port  host → main `log`
  *
@@ -58,7 +62,13 @@ export interface PyHostThreadData {
  */
 export type PyExecute = ExecuteMessage & { stream: boolean };
 export interface PyStop { t: 'stop' }
-export type MainToPyHost = PyExecute | PyStop;
+/**
+ * Request `index` of batch `batchId` was cancelled: its `is_cancelled()`
+ * answers true from now on. JSON, like stop (the data plane's `cancel`
+ * descriptor is the frontends' message, by request key).
+ */
+export interface PyCancel { t: 'cancel_in_batch'; batchId: number; index: number }
+export type MainToPyHost = PyExecute | PyStop | PyCancel;
 
 // ---- ring, host → main ----
 export interface PyReady { t: 'ready'; pid: number }
@@ -76,7 +86,9 @@ export type PyHostToMain = PyReady | PyInitFailed | PyStreamed | PyExecuted | Py
 export interface PyLog { t: 'log'; level: 'info' | 'warn' | 'error' | 'verbose'; verbose?: number; source?: string; message: string }
 export interface PyBls { t: 'bls'; id: number; request: GatewayRequest }
 export interface PyMetric { t: 'metric'; op: MetricMsg }
-export type PyHostPortOut = PyLog | PyBls | PyMetric;
+/** The stub called `.cancel()` on the response iterator of BLS call `id`. */
+export interface PyBlsCancel { t: 'bls_cancel'; id: number }
+export type PyHostPortOut = PyLog | PyBls | PyMetric | PyBlsCancel;
 
 // ---- port, main → host ----
 export interface PyBlsResponse { t: 'bls_response'; id: number; response: InferResponse }

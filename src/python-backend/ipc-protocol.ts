@@ -110,9 +110,18 @@ export interface BlsRequest {
 /** The h2s blocks of BLS outputs the stub no longer needs. */
 export interface ReleaseH2s { t: 'release_h2s'; offsets: number[] }
 export interface CallMsg { t: 'call'; id: number; name: 'load_model' | 'unload_model' | 'is_model_ready'; args: unknown[] }
+/**
+ * `request.is_cancelled()` / `sender.is_cancelled()` of request `index` of
+ * `batch`: answered by a call_result whose value is the boolean (Triton's
+ * stub asks its parent the same way).
+ */
+export interface IsCancelledMsg { t: 'is_cancelled'; id: number; batch: number; index: number }
+/** `.cancel()` on the response iterator of BLS call `id`: the server cancels that request; its responses still come. */
+export interface BlsCancel { t: 'bls_cancel'; id: number }
 
 /** A custom-metric operation (pb_utils.MetricFamily/Metric); with `id`, answered by a call_result. */
 export type MetricMsg = { t: 'metric'; id?: number } & MetricOp;
 
 export type StubToHost =
-  | Alive | AutoCompleteDone | InitDone | ResponseMsg | ExecuteDone | FinalizeDone | LogMsg | BlsRequest | ReleaseH2s | CallMsg | MetricMsg;
+  | Alive | AutoCompleteDone | InitDone | ResponseMsg | ExecuteDone | FinalizeDone | LogMsg | BlsRequest | ReleaseH2s | CallMsg | MetricMsg
+  | IsCancelledMsg | BlsCancel;

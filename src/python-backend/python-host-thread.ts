@@ -11,7 +11,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { toErrorInfo } from '../core/errors';
-import type { StreamResponse } from '../core/request';
+import type { InferRequest, StreamResponse } from '../core/request';
 import { Arena } from '../dataplane/arena';
 import { Inbox, RingWriter } from '../dataplane/ring';
 import { nameThisThread } from '../dataplane/thread-name';
@@ -32,6 +32,9 @@ function send(msg: PyHostToMain): void {
   toMain.send(msg);
 }
 
+/** The requests of each batch main sent that has not finished, by main's batchId: what a `cancel` names. */
+const running = new Map<number, InferRequest[]>();
+
 function onRing(instance: PythonStubInstance, msg: MainToPyHost): void {
   if (msg.t === 'stop') {
     void instance.stop().finally(() => {
@@ -40,11 +43,18 @@ function onRing(instance: PythonStubInstance, msg: MainToPyHost): void {
     });
     return;
   }
+  if (msg.t === 'cancel_in_batch') {
+    const requests = running.get(msg.batchId);
+    if (requests !== undefined) instance.cancel(requests, msg.index);
+    return;
+  }
   const { batchId } = msg;
   const stream: StreamResponse | undefined = msg.stream
     ? (index, response) => send({ t: 'streamed', batchId, index, response })
     : undefined;
+  running.set(batchId, msg.requests);
   void instance.execute(msg.requests, stream).then((result) => {
+    running.delete(batchId);
     send({ t: 'executed', batchId, responses: result.responses, timings: result.timings });
   });
 }

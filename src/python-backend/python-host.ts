@@ -15,7 +15,7 @@
  */
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { BackendInstanceArgs, ProcessChild, ProcessHostServices } from '../backends/backend';
+import type { BackendInstanceArgs, CancelInfer, ProcessChild, ProcessHostServices } from '../backends/backend';
 import { fromErrorInfo, toErrorInfo, type ErrorInfo } from '../core/errors';
 import { nowNs } from '../core/clock';
 import type { ExecuteResult, InferRequest, InferResponse, StreamResponse } from '../core/request';
@@ -38,6 +38,8 @@ export class PythonHost implements ProcessChild {
   private stubPid = -1;
   private readonly pending = new Map<number, Pending>();
   private nextBatchId = 1;
+  /** The stub's BLS calls still open (by the thread's id for them): how to cancel each. */
+  private readonly blsOpen = new Map<number, CancelInfer>();
   /** Why the stub is gone (set once; batches fail from then on). */
   private gone: string | undefined;
   private threadExited = false;
@@ -111,6 +113,17 @@ export class PythonHost implements ProcessChild {
     });
   }
 
+  /** Tells the host thread, which answers the stub's `is_cancelled()` for that request with true from now on. */
+  cancel(request: InferRequest): boolean {
+    for (const [batchId, p] of this.pending) {
+      const index = p.requests.indexOf(request);
+      if (index < 0) continue;
+      if (this.gone === undefined) this.out.send({ t: 'cancel_in_batch', batchId, index } satisfies MainToPyHost);
+      return true;
+    }
+    return false;
+  }
+
   stop(): Promise<void> {
     this.stopping ??= new Promise<void>((resolve) => {
       this.onStopped = resolve;
@@ -163,6 +176,9 @@ export class PythonHost implements ProcessChild {
       case 'metric':
         this.metric(m);
         return;
+      case 'bls_cancel':
+        this.blsOpen.get(m.id)?.();
+        return;
       default:
         return;
     }
@@ -177,7 +193,12 @@ export class PythonHost implements ProcessChild {
   /** A BLS request of the stub: into the server's route; each response's outputs go to the host thread. */
   private bls(m: PyBls): void {
     const arena = this.services.arena;
+    let finished = false;
     const reply = (response: InferResponse): void => {
+      if (response.final) {
+        finished = true;
+        this.blsOpen.delete(m.id);
+      }
       // give refuses only a thread reported dead, so either every output is given or none.
       if (!this.threadExited && response.outputs.every((o) => arena.give(o, this.threadId))) {
         this.post({ t: 'bls_response', id: m.id, response });
@@ -190,7 +211,8 @@ export class PythonHost implements ProcessChild {
       reply({ outputs: [], error: { code: 'UNSUPPORTED', message: 'BLS is not available in this server' }, final: true });
       return;
     }
-    gateway.infer(m.request, reply);
+    const cancel = gateway.infer(m.request, reply);
+    if (!finished) this.blsOpen.set(m.id, cancel);
   }
 
   private metric(m: PyMetric): void {

@@ -7,6 +7,8 @@
  * decoupled models), and says when execute() returned (`execute_done`,
  * carrying the batch error if it raised). The batch resolves when every slot
  * has its final response; non-final responses are streamed as they come.
+ * A slot can be cancelled (`cancel`): the stub's `is_cancelled()` for that
+ * request, which asks here, answers true from then on.
  */
 import type { BackendInstanceArgs } from '../backends/backend';
 import { ServerError, toErrorInfo, type ErrorCode, type ErrorInfo } from '../core/errors';
@@ -34,6 +36,8 @@ interface Batch {
   stream: StreamResponse | undefined;
   timings: ExecuteTimings;
   resolve: (r: ExecuteResult) => void;
+  /** Indexes of the requests that were cancelled (created on the first). */
+  cancelled?: Set<number>;
 }
 
 export class PythonStubInstance {
@@ -128,6 +132,19 @@ export class PythonStubInstance {
     });
   }
 
+  /**
+   * Request `index` of the batch whose requests are `requests` (the array
+   * given to execute) was cancelled. Nothing is sent to the stub: the model
+   * asks (`is_cancelled()`), as Triton's stub asks its parent.
+   */
+  cancel(requests: InferRequest[], index: number): void {
+    for (const b of this.batches.values()) {
+      if (b.requests !== requests) continue;
+      (b.cancelled ??= new Set()).add(index);
+      return;
+    }
+  }
+
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       if (this.stub.exited) return;
@@ -159,6 +176,14 @@ export class PythonStubInstance {
       case 'bls':
         this.bls.run(m);
         return;
+      case 'bls_cancel':
+        this.bls.cancel(m.id);
+        return;
+      case 'is_cancelled': {
+        const value = this.batches.get(m.batch)?.cancelled?.has(m.index) === true;
+        this.stub.send({ t: 'call_result', id: m.id, value });
+        return;
+      }
       case 'metric':
         this.onMetric(m);
         return;

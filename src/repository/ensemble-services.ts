@@ -16,7 +16,7 @@ import { configPath } from './model-loader';
 import { notReady } from '../request/model-lookup';
 import type { ModelRecord, VersionRecord } from './model-record';
 import type { ModelLocation } from './scan';
-import { resolveVersion } from './version-resolution';
+import { cancelRequest, resolveVersion } from './version-resolution';
 
 function newestReady(record: ModelRecord): VersionRecord | undefined {
   let best: VersionRecord | undefined;
@@ -40,6 +40,7 @@ export function ensembleServices(
   return {
     arena,
     route,
+    cancel: (request) => cancelRequest(models, request),
     composingConfig(e: string, m: string, version: number): ModelConfig {
       const record = models.get(m);
       if (record === undefined || !record.wanted) {

@@ -147,6 +147,16 @@ export class VersionLifecycle {
     respond({ outputs: [], error: toErrorInfo(notReady(this.model, this.version)), final: true });
   }
 
+  /**
+   * A request this gate admitted was cancelled: the build that took it, the
+   * serving one or one still draining after a reload or unload, takes it
+   * out of its queue or tells its instance (Scheduler.cancel).
+   */
+  cancel(request: InferRequest): void {
+    this.serving?.scheduler.cancel(request);
+    for (const old of this.retiring) old.scheduler.cancel(request);
+  }
+
   /** Requests admitted and not yet finally answered, draining builds included. */
   inflightCount(): number {
     let n = this.serving?.scheduler.inflightCount() ?? 0;

@@ -34,7 +34,7 @@ import type { BuildVersion, LifecycleHooks, LoadResult } from './model-lifecycle
 import * as views from './model-record';
 import type { IndexEntry, ModelRecord, TableRow } from './model-record';
 import { VersionBuilder } from './version-builder';
-import { routeRequest } from './version-resolution';
+import { cancelRequest, routeRequest } from './version-resolution';
 import { scanRepositories, scanVersions } from './scan';
 import type { ModelLocation, ScanResult } from './scan';
 
@@ -226,6 +226,11 @@ export class RepositoryManager {
    */
   route(request: InferRequest, respond: Respond): void {
     routeRequest(this.models, request, respond);
+  }
+
+  /** A request `route` took was cancelled (its client went away, or its caller cancelled it). */
+  cancel(request: InferRequest): void {
+    cancelRequest(this.models, request);
   }
 
   index(readyOnly: boolean): IndexEntry[] {

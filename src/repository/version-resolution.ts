@@ -45,3 +45,13 @@ export function routeRequest(models: ReadonlyMap<string, VersionedModel>, reques
   request.version = target.version;
   target.admit(request, respond);
 }
+
+/**
+ * A request `routeRequest` took was cancelled: the version it was admitted
+ * to (its `version`, written at routing) hands it to its schedulers, which
+ * take it out of their queue or tell the instance running it. A request
+ * refused at routing, or already answered, is not found there: nothing.
+ */
+export function cancelRequest(models: ReadonlyMap<string, VersionedModel>, request: InferRequest): void {
+  models.get(request.model)?.versions.get(request.version)?.cancel(request);
+}

@@ -28,6 +28,16 @@ export class DefaultScheduler implements Scheduler {
     this.dispatch();
   }
 
+  cancel(request: InferRequest): void {
+    const i = this.queue.findIndex((q) => q.origin === request);
+    if (i < 0) {
+      this.pool.cancelRunning(request);
+      return;
+    }
+    const [q] = this.queue.splice(i, 1);
+    this.pool.cancelQueued(q!);
+  }
+
   inflightCount(): number {
     return this.pool.inflightCount();
   }

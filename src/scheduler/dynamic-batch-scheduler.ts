@@ -81,6 +81,17 @@ export class DynamicBatchScheduler implements Scheduler {
     this.dispatch();
   }
 
+  cancel(request: InferRequest): void {
+    const q = this.queue.remove((x) => x.origin === request);
+    if (q === undefined) {
+      this.pool.cancelRunning(request);
+      return;
+    }
+    this.pool.cancelQueued(q);
+    // The batch the rest of the queue forms, and the wake-up it needs, may differ now.
+    this.dispatch();
+  }
+
   inflightCount(): number {
     return this.pool.inflightCount();
   }

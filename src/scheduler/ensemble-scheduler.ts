@@ -13,7 +13,10 @@
  *
  * A failing step fails the request with that step's error (prefixed `in ensemble '<name>', `, as Triton does), once every step
  * already running has finished (they may be reading the request's inputs,
- * which the frontend frees after our final response).
+ * which the frontend frees after our final response). A cancelled request
+ * starts no further step (Triton checks between steps), its running steps
+ * are cancelled in their own models, and it ends CANCELLED once they have
+ * finished.
  */
 import { toErrorInfo, type ErrorInfo } from '../core/errors';
 import type { DecodedRequest } from '../request/decoded-request';
@@ -23,7 +26,7 @@ import type { Arena } from '../dataplane/arena';
 import type { ModelConfig } from '../core/model-config';
 import { nowNs } from '../core/clock';
 import { compileEnsemblePlan, type ComposingConfig, type EnsemblePlan } from './ensemble-plan';
-import { stoppingMessage } from './execution-pool';
+import { cancelledMessage, stoppingMessage } from './execution-pool';
 import type { InferRequest, InferResponse, Respond, TensorRef } from '../core/request';
 import type { Scheduler } from './scheduler';
 import type { RequestDoneStats, SchedulerHooks } from './scheduler-hooks';
@@ -37,11 +40,15 @@ export interface EnsembleServices {
   resolve(model: string, version: number): { version: number; plan: ValidationPlan };
   /** Where composing requests enter: the frontends' route. */
   route(request: InferRequest, respond: Respond): void;
+  /** A composing request that `route` took is cancelled (version-resolution.ts cancelRequest). */
+  cancel(request: InferRequest): void;
 }
 
 export class EnsembleScheduler implements Scheduler {
   private readonly plan: EnsemblePlan;
   private inflight = 0;
+  /** The runs in flight, by the request they serve: what a cancel looks up. */
+  private readonly runs = new Map<InferRequest, EnsembleRun>();
   private drainWaiters: (() => void)[] = [];
   private stopped: Promise<void> | null = null;
 
@@ -57,11 +64,12 @@ export class EnsembleScheduler implements Scheduler {
       return;
     }
     this.inflight++;
-    new EnsembleRun(this.plan, this.services, request, (response, startNs) => {
+    const run = new EnsembleRun(this.plan, this.services, request, (response, startNs, cancelled) => {
+      this.runs.delete(request);
       try {
         respond(response);
       } finally {
-        this.report(request, response.error === undefined, startNs, startNs, nowNs());
+        this.report(request, response.error === undefined, startNs, startNs, nowNs(), cancelled);
         this.inflight--;
         if (this.inflight === 0 && this.drainWaiters.length > 0) {
           const waiters = this.drainWaiters;
@@ -69,7 +77,13 @@ export class EnsembleScheduler implements Scheduler {
           for (const w of waiters) w();
         }
       }
-    }).start();
+    });
+    this.runs.set(request, run);
+    run.start();
+  }
+
+  cancel(request: InferRequest): void {
+    this.runs.get(request)?.cancel();
   }
 
   inflightCount(): number {
@@ -85,7 +99,7 @@ export class EnsembleScheduler implements Scheduler {
    * Statistics as one "execution" per request spanning all its steps: the
    * ensemble itself never queues, its compute is the whole pipeline.
    */
-  private report(request: InferRequest, success: boolean, queueStartNs: number, computeStartNs: number, endNs: number): void {
+  private report(request: InferRequest, success: boolean, queueStartNs: number, computeStartNs: number, endNs: number, cancelled = false): void {
     const hooks = this.hooks;
     if (hooks === undefined) return;
     const ran = computeStartNs !== queueStartNs || endNs !== queueStartNs;
@@ -93,6 +107,7 @@ export class EnsembleScheduler implements Scheduler {
       success, queueStartNs, computeStartNs: ran ? computeStartNs : 0, computeInputEndNs: ran ? computeStartNs : 0,
       computeInferEndNs: ran ? endNs : 0, computeEndNs: ran ? endNs : 0, endNs,
     };
+    if (cancelled && !success) s.failure = 'CANCELED';
     try {
       if (success) hooks.executionDone?.(request.batchSize, 1, s);
       hooks.requestDone?.(request, s);
@@ -112,6 +127,9 @@ class EnsembleRun {
   private running = 0;
   private finished = 0;
   private error: ErrorInfo | undefined;
+  /** The composing requests routed and not finished: a cancel reaches them. */
+  private readonly live = new Set<InferRequest>();
+  private cancelled = false;
   /** The final response went out (steps may answer synchronously, so finish can be reached twice). */
   private over = false;
   private readonly startNs = nowNs();
@@ -120,7 +138,7 @@ class EnsembleRun {
     private readonly plan: EnsemblePlan,
     private readonly services: EnsembleServices,
     private readonly request: InferRequest,
-    private readonly done: (response: InferResponse, startNs: number) => void,
+    private readonly done: (response: InferResponse, startNs: number, cancelled: boolean) => void,
   ) {
     this.slots = new Array<TensorRef | undefined>(plan.slotNames.length);
     this.waiting = plan.steps.map((s) => s.inputSlots.length);
@@ -137,6 +155,14 @@ class EnsembleRun {
     }
     for (const slot of ready) this.written(slot);
     if (this.running === 0 && this.finished !== this.plan.steps.length) this.finish(); // nothing could start
+  }
+
+  /** No step starts from now on; the running ones are cancelled; the request ends CANCELLED once they are done. */
+  cancel(): void {
+    if (this.over || this.cancelled) return;
+    this.cancelled = true;
+    this.error ??= { code: 'CANCELLED', message: cancelledMessage(this.request, 'between its steps') };
+    for (const r of [...this.live]) this.services.cancel(r);
   }
 
   /** A slot got its tensor: start the steps that now have all their inputs. */
@@ -157,9 +183,12 @@ class EnsembleRun {
       this.stepDone(index, { outputs: [], error: toErrorInfo(err), final: true });
       return;
     }
+    this.live.add(request);
     this.services.route(request, (response) => {
-      if (response.final) this.stepDone(index, response);
-      else for (const o of response.outputs) this.services.arena.free(o); // decoupled steps are refused at load
+      if (response.final) {
+        this.live.delete(request);
+        this.stepDone(index, response);
+      } else for (const o of response.outputs) this.services.arena.free(o); // decoupled steps are refused at load
     });
   }
 
@@ -243,7 +272,7 @@ class EnsembleRun {
         if (t !== undefined && plan.producer[slot] !== -1) this.services.arena.free(t);
         this.slots[slot] = undefined;
       }
-      this.done({ outputs: [], error, final: true }, this.startNs);
+      this.done({ outputs: [], error, final: true }, this.startNs, this.cancelled);
       return;
     }
     const wanted = this.request.requestedOutputs;
@@ -257,7 +286,7 @@ class EnsembleRun {
       }
       outputs.push(owned ? { ...t, name: o.name } : this.copy(t, o.name));
     }
-    this.done({ outputs, final: true }, this.startNs);
+    this.done({ outputs, final: true }, this.startNs, false);
   }
 
   /** An ensemble input passed straight through: the requester frees outputs, so it gets its own copy. */

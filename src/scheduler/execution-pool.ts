@@ -2,7 +2,10 @@
  * What both schedulers share once they have chosen a batch: the free
  * instances, running a batch on one, routing each response back to its
  * requester exactly once (optionally in dispatch order), counting in-flight
- * requests for a draining stop, and calling the statistics hooks.
+ * requests for a draining stop, and calling the statistics hooks. It also
+ * knows which batches each instance holds, so a cancelled request that is
+ * already running reaches its instance (`cancelRunning`), and answers one
+ * its scheduler took out of the queue (`cancelQueued`).
  */
 import { ServerError, requestIdPrefix, type ErrorInfo } from '../core/errors';
 import type { ModelInstance } from '../instances/instance';
@@ -10,7 +13,7 @@ import type { QueuedView } from './batch-decision';
 import { nowNs } from '../core/clock';
 import { OrderedRelease, type OrderSlot } from './ordered-release';
 import type { ExecuteResult, ExecuteTimings, InferRequest, InferResponse, ReplyAddress, Respond } from '../core/request';
-import type { RequestDoneStats, SchedulerHooks } from './scheduler-hooks';
+import type { FailureReason, RequestDoneStats, SchedulerHooks } from './scheduler-hooks';
 
 /** One admitted request, from enqueue to its final response. */
 export class QueuedRequest implements QueuedView, OrderSlot {
@@ -32,6 +35,14 @@ export class QueuedRequest implements QueuedView, OrderSlot {
    */
   streaming = false;
 
+  /** Why it failed, when not by its execution's error (statistics: scheduler-hooks.ts `failure`). */
+  failure: FailureReason | undefined = undefined;
+  /**
+   * The request as the scheduler got it: what a cancel names (`request` may
+   * carry added inputs: the sequence batcher's controls and state).
+   */
+  origin: InferRequest;
+
   constructor(
     /** Not readonly: the sequence batcher adds implicit state inputs at dispatch (sequence-state.ts). */
     public request: InferRequest,
@@ -39,6 +50,7 @@ export class QueuedRequest implements QueuedView, OrderSlot {
     readonly queueStartNs: number,
     readonly shapeKey: string,
   ) {
+    this.origin = request;
     this.batchSize = request.batchSize;
     this.enqueuedUs = queueStartNs / 1000;
   }
@@ -77,6 +89,8 @@ interface Slot {
   running: number;
   /** Order of the last time it finished a batch (higher = later). */
   freedAt: number;
+  /** The batches it holds, oldest first (at most `depth`): where a cancel looks for a running request. */
+  batches: QueuedRequest[][];
 }
 
 export class ExecutionPool {
@@ -110,7 +124,7 @@ export class ExecutionPool {
     }
     const depthOf = (i: ModelInstance): number => (opts.pipeline === true ? Math.max(1, i.pipelineDepth ?? 1) : 1);
     // Earlier instances count as freed more recently, so an idle pool starts on the first.
-    this.slots = opts.instances.map((instance, i) => ({ instance, depth: depthOf(instance), running: 0, freedAt: -i }));
+    this.slots = opts.instances.map((instance, i) => ({ instance, depth: depthOf(instance), running: 0, freedAt: -i, batches: [] }));
     for (const slot of this.slots) this.freeSlots += slot.depth;
     this.hooks = opts.hooks;
     this.onIdle = opts.onIdle;
@@ -149,9 +163,39 @@ export class ExecutionPool {
     this.requestDone(q, false, now);
   }
 
-  /** Answer an admitted request that will never run (its queue timeout passed). */
+  /** Answer an admitted request that will never run (its queue timeout passed: Triton's REJECTED). */
   abandon(q: QueuedRequest, error: ErrorInfo): void {
+    q.failure = 'REJECTED';
     this.release(q, { outputs: [], error, final: true });
+  }
+
+  /**
+   * Answer an admitted request its scheduler took out of the queue because
+   * it was cancelled: CANCELLED, counted as Triton counts it (a failure,
+   * reason CANCELED). It never ran, so no instance is involved.
+   */
+  cancelQueued(q: QueuedRequest): void {
+    q.failure = 'CANCELED';
+    this.release(q, { outputs: [], error: { code: 'CANCELLED', message: cancelledMessage(q.request) }, final: true });
+  }
+
+  /**
+   * A cancelled request that is already on an instance: tell the instance
+   * (a Python model then sees `is_cancelled()`); an instance that cannot
+   * stop a running request (ONNX Runtime) lets it finish. Its response comes
+   * back as usual. False when no batch of this pool holds the request.
+   */
+  cancelRunning(request: InferRequest): boolean {
+    for (const slot of this.slots) {
+      for (const batch of slot.batches) {
+        for (const q of batch) {
+          if (q.origin !== request || q.done) continue;
+          slot.instance.cancel?.(q.request);
+          return true;
+        }
+      }
+    }
+    return false;
   }
 
   /** Run a batch of admitted requests on a free instance; call only when hasIdle(). */
@@ -172,6 +216,7 @@ export class ExecutionPool {
       batchSize += q.batchSize > 1 ? q.batchSize : 1;
       if (this.order !== null) this.order.register(q);
     }
+    slot.batches.push(batch);
     let pending: Promise<ExecuteResult>;
     try {
       // Non-final responses (decoupled models) go out as they come.
@@ -191,6 +236,7 @@ export class ExecutionPool {
 
   private executed(slot: Slot, batch: QueuedRequest[], batchSize: number, result: ExecuteResult): void {
     const instance = slot.instance;
+    forget(slot, batch);
     const timings = result.timings;
     const responses = result.responses;
     if (this.onResult !== undefined) {
@@ -229,6 +275,7 @@ export class ExecutionPool {
 
   private failed(slot: Slot, batch: QueuedRequest[], err: unknown): void {
     const instance = slot.instance;
+    forget(slot, batch);
     this.free(slot);
     const why = err instanceof Error ? err.message : String(err);
     for (const q of batch) {
@@ -290,7 +337,7 @@ export class ExecutionPool {
     const now = nowNs();
     const since = q.lastResponseNs === 0 ? 0 : now - q.lastResponseNs;
     q.lastResponseNs = now;
-    const kind = response.error !== undefined ? 'fail' : response.outputs.length === 0 ? 'empty' : 'success';
+    const kind = response.error !== undefined ? (response.error.code === 'CANCELLED' ? 'cancel' : 'fail') : response.outputs.length === 0 ? 'empty' : 'success';
     try {
       hook.call(this.hooks, q.request, index, kind, since);
     } catch (err) {
@@ -310,6 +357,7 @@ export class ExecutionPool {
     s.computeInferEndNs = t === null ? 0 : t.computeInferEndNs;
     s.computeEndNs = t === null ? 0 : t.computeEndNs;
     s.endNs = endNs;
+    s.failure = q.failure;
     try {
       hook.call(this.hooks, q.request, s);
     } catch (err) {
@@ -318,9 +366,25 @@ export class ExecutionPool {
   }
 }
 
+/**
+ * The answer to a request cancelled while it waited (its client went away
+ * or cancelled it, or its BLS caller did): Triton answers it with the
+ * CANCELLED status; the text says which request and that it never ran.
+ */
+export function cancelledMessage(request: InferRequest, when = 'before it ran'): string {
+  return `${requestIdPrefix(request.id)}request for model '${request.model}' version ${request.version} was cancelled ${when} ` +
+    '(its client cancelled it or went away)';
+}
+
 /** The answer to a request that arrives while its scheduler stops. */
 export function stoppingMessage(request: InferRequest): string {
   return `${requestIdPrefix(request.id)}model '${request.model}' version ${request.version} is stopping and accepts no new requests`;
+}
+
+/** A batch the instance finished (or failed) leaves the slot's list. */
+function forget(slot: Slot, batch: QueuedRequest[]): void {
+  const i = slot.batches.indexOf(batch);
+  if (i >= 0) slot.batches.splice(i, 1);
 }
 
 function errorResponse(request: InferRequest, message: string): InferResponse {

@@ -143,6 +143,30 @@ export class PriorityQueue<T> {
     return out;
   }
 
+  /**
+   * Remove and return the first request `match` accepts (a cancelled one),
+   * wherever it waits; undefined when none does. The earliest deadline may
+   * stay stale-early (a wake-up that finds nothing to expire).
+   */
+  remove(match: (item: T) => boolean): T | undefined {
+    for (const l of this.levels) {
+      const i = l.items.findIndex(match);
+      if (i >= 0) {
+        const [item] = l.items.splice(i, 1);
+        l.deadlines.splice(i, 1);
+        this.count--;
+        return item;
+      }
+      const j = l.delayed.findIndex(match);
+      if (j >= 0) {
+        const [item] = l.delayed.splice(j, 1);
+        this.count--;
+        return item;
+      }
+    }
+    return undefined;
+  }
+
   /** The earliest deadline still pending (µs), or Infinity. */
   nextDeadlineUs(): number {
     return this.earliest;

@@ -199,6 +199,11 @@ class RateLimitedInstance implements ModelInstance {
     }
   }
 
+  /** Also for a batch still waiting for its resources: the inner instance remembers it until the batch arrives. */
+  cancel(request: InferRequest): void {
+    this.inner.cancel?.(request);
+  }
+
   stop(): Promise<void> {
     this.limiter.unregister(this);
     return this.inner.stop();

@@ -170,6 +170,11 @@ export class CachingScheduler implements Scheduler {
     });
   }
 
+  /** A hit is answered at once, so only a miss can still be cancelled: in the inner scheduler. */
+  cancel(request: InferRequest): void {
+    this.inner.cancel(request);
+  }
+
   inflightCount(): number {
     return this.inner.inflightCount() + this.hitsInFlight;
   }

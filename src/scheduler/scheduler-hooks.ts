@@ -21,7 +21,17 @@ export interface RequestDoneStats {
   endNs: number;
   /** True for a request answered from the response cache (never ran; response-cache.ts). */
   cacheHit?: boolean;
+  /**
+   * Why a failed request failed, as Triton's nv_inference_request_failure
+   * `reason` label says it: absent means BACKEND (the execution's error).
+   * CANCELED: cancelled while it waited in the queue; REJECTED: its queue
+   * timeout passed.
+   */
+  failure?: FailureReason;
 }
+
+/** Triton's FailureReason (core infer_stats.h), the label of nv_inference_request_failure. */
+export type FailureReason = 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER';
 
 export interface SchedulerHooks {
   /** Once per request, right after its final response (also for requests rejected at enqueue). */
@@ -41,5 +51,8 @@ export interface SchedulerHooks {
   responseDone?(req: InferRequest, index: number, kind: ResponseKind, sincePreviousNs: number): void;
 }
 
-/** What a streamed response was, for Triton's `response_stats`. */
-export type ResponseKind = 'success' | 'fail' | 'empty';
+/**
+ * What a streamed response was, for Triton's `response_stats`: `cancel` is a
+ * response whose error is CANCELLED (the model answered a cancelled request).
+ */
+export type ResponseKind = 'success' | 'fail' | 'empty' | 'cancel';

@@ -13,6 +13,15 @@ export interface Scheduler {
    * arrive as a response with `error` set, never as a throw.
    */
   enqueue(request: InferRequest, respond: Respond): void;
+  /**
+   * `request` (as given to enqueue) was cancelled: its client went away or
+   * cancelled it, or its BLS caller did. Still queued: it leaves the queue
+   * and is answered CANCELLED (Triton counts it a failure, reason CANCELED).
+   * Already running: its instance is told (a Python model sees
+   * `is_cancelled()`) and it ends as the model decides. Finished or unknown:
+   * nothing. Never throws.
+   */
+  cancel(request: InferRequest): void;
   /** Requests admitted and not yet finally responded to. */
   inflightCount(): number;
   /** Stop admitting (later enqueues get UNAVAILABLE), resolve when in-flight work is done. Idempotent. */

@@ -103,6 +103,15 @@ export class SequenceBatchScheduler implements Scheduler {
     if (admitted === 'queued') this.dispatchAll();
   }
 
+  /**
+   * Only a running request is reached (its instance is told). A queued one
+   * still runs in its turn: leaving a sequence's queue would also have to
+   * cancel the rest of its sequence, as Triton does (not done yet).
+   */
+  cancel(request: InferRequest): void {
+    for (const p of this.pools) if (p.cancelRunning(request)) return;
+  }
+
   inflightCount(): number {
     let n = this.queued;
     for (const p of this.pools) n += p.inflightCount();
@@ -128,7 +137,9 @@ export class SequenceBatchScheduler implements Scheduler {
       if (response.final) for (const t of extra) this.arena.free(t);
       respond(response);
     };
-    return new QueuedRequest(withExtra, wrapped, nowNs(), '');
+    const q = new QueuedRequest(withExtra, wrapped, nowNs(), '');
+    q.origin = request;
+    return q;
   }
 
   private freeControls(withExtra: InferRequest, original: InferRequest): void {

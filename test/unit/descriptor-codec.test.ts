@@ -59,6 +59,8 @@ const cases: { what: string; msg: { t: string; [k: string]: unknown } }[] = [
   },
   { what: 'response with outputs of an unknown datatype name', msg: { t: 'response', key: 3, version: 2, response: response({ outputs: [tensor('O', { datatype: 'X9' as never })] }) } },
   { what: 'response with two outputs and no extras', msg: { t: 'response', key: 4, version: 1, response: response({ outputs: [tensor('A'), tensor('B', { datatype: 'FP32' })] }) } },
+  { what: 'cancel of a request key', msg: { t: 'cancel', key: 7 } },
+  { what: 'cancel of a key past 2^32', msg: { t: 'cancel', key: 2 ** 40 + 5 } },
 ];
 
 for (const c of cases) {
@@ -88,7 +90,7 @@ test('malformed descriptors throw a RangeError that says what is wrong', () => {
 });
 
 test('other messages are not descriptors; JSON text is never taken for one', () => {
-  for (const t of ['ready', 'stop', 'peers', 'execute_failed', 'init_failed', 'stopped']) assert.equal(encodeDescriptor({ t }), undefined);
+  for (const t of ['ready', 'stop', 'peers', 'execute_failed', 'init_failed', 'stopped', 'cancel_in_batch']) assert.equal(encodeDescriptor({ t }), undefined);
   const json = Buffer.from(JSON.stringify({ t: 'ready' }));
   assert.equal(isDescriptor(json, 0, json.length), false);
 });

@@ -72,7 +72,7 @@ test("compileEnsemblePlan: Triton's texts for mapping, type, shape and batch-siz
 });
 
 /** Services whose route runs `addsub` in-process (asynchronously), failing when A[0] is 99. */
-function services(arena: Arena, log: InferRequest[]): EnsembleServices {
+function services(arena: Arena, log: InferRequest[], cancelled: InferRequest[] = []): EnsembleServices {
   const plan = compileValidationPlan(ADDSUB);
   const alloc = (name: string, values: number[], shape: number[]): TensorRef => {
     const { offset, gen } = arena.alloc(values.length * 4);
@@ -83,6 +83,7 @@ function services(arena: Arena, log: InferRequest[]): EnsembleServices {
     arena,
     composingConfig: composing,
     resolve: () => ({ version: 1, plan }),
+    cancel: (r) => cancelled.push(r),
     route: (r, respond) => {
       log.push(r);
       setImmediate(() => {
@@ -106,18 +107,21 @@ function services(arena: Arena, log: InferRequest[]): EnsembleServices {
   };
 }
 
-function run(s: EnsembleScheduler, arena: Arena, x: number[], y: number[], requestedOutputs: string[] | null = null): Promise<InferResponse> {
+function run(s: EnsembleScheduler, arena: Arena, x: number[], y: number[], requestedOutputs: string[] | null = null,
+  sent: (r: InferRequest) => void = () => undefined): Promise<InferResponse> {
   const inputs = [['X', x], ['Y', y]].map(([name, v]) => {
     const values = v as number[];
     const { offset, gen } = arena.alloc(16);
     new Int32Array(arena.bytes(offset, 16).buffer, offset, 4).set(values);
     return { name: name as string, datatype: 'INT32' as const, shape: [1, 4], offset, gen, byteSize: 16 };
   });
+  const request: InferRequest = { id: 'r', model: 'ens', version: 1, latest: false, batchSize: 1, inputs, requestedOutputs, parameters: {}, arrivalNs: 0 };
   return new Promise((resolve) => {
-    s.enqueue({ id: 'r', model: 'ens', version: 1, latest: false, batchSize: 1, inputs, requestedOutputs, parameters: {}, arrivalNs: 0 }, (response) => {
+    s.enqueue(request, (response) => {
       for (const t of inputs) arena.free(t); // what the frontend does after the final response
       resolve(response);
     });
+    sent(request);
   });
 }
 
@@ -157,4 +161,30 @@ test("EnsembleScheduler: a failing step fails the request with the step's messag
   await s.stop();
   const late = await run(s, arena, [1, 1, 1, 1], [1, 1, 1, 1]);
   assert.equal(late.error?.code, 'UNAVAILABLE', 'a stopped ensemble admits nothing');
+});
+
+test('EnsembleScheduler: a cancelled request cancels its running step, starts no other, ends CANCELLED, nothing leaks', async () => {
+  const arena = Arena.create();
+  const base = arena.usedBytes();
+  const log: InferRequest[] = [];
+  const cancelled: InferRequest[] = [];
+  const failures: (string | undefined)[] = [];
+  const s = new EnsembleScheduler(ensemble(TWO_STEPS), services(arena, log, cancelled), {
+    requestDone: (_r, st) => failures.push(st.failure),
+  });
+  let request: InferRequest | undefined;
+  const r = await run(s, arena, [1, 2, 3, 4], [1, 1, 1, 1], null, (q) => {
+    request = q;
+    s.cancel(q);
+    s.cancel(q); // twice: one cancel of the step
+  });
+  assert.equal(r.error?.code, 'CANCELLED');
+  assert.equal(r.error?.message, "in ensemble 'ens', [request id: r] request for model 'ens' version 1 was cancelled between its steps (its client cancelled it or went away)");
+  assert.deepEqual(log.length, 1, 'the second step never started');
+  assert.deepEqual(cancelled, [log[0]], 'the running step was cancelled in its model');
+  assert.deepEqual(failures, ['CANCELED']);
+  assert.equal(arena.usedBytes(), base, "the step's outputs were freed");
+  s.cancel(request!); // finished: nothing
+  assert.deepEqual(cancelled.length, 1);
+  await s.stop();
 });

@@ -77,12 +77,27 @@ test('rejectedAtEnqueue tells a refusal from a failure after admission', () => {
   assert.equal(rejectedAtEnqueue(rejected(7)), true);
   assert.equal(rejectedAtEnqueue(failedInInstance(7, 9)), false);
   assert.equal(rejectedAtEnqueue(ran(1, 2, 3)), false);
+  assert.equal(rejectedAtEnqueue({ ...rejected(7), failure: 'CANCELED' }), false, 'cancelled in the queue in the same ns is still counted');
 });
 
-test('response_stats: per response index, success/fail/empty counted apart, sorted by index', () => {
+test('failures by reason: BACKEND unless the scheduler names CANCELED (queue) or REJECTED (queue timeout); each a `fail`', () => {
+  const cases: { failure: RequestDoneStats['failure']; counted: 'BACKEND' | 'CANCELED' | 'REJECTED' }[] = [
+    { failure: undefined, counted: 'BACKEND' },
+    { failure: 'CANCELED', counted: 'CANCELED' },
+    { failure: 'REJECTED', counted: 'REJECTED' },
+  ];
+  for (const c of cases) {
+    const s = new ModelStatistics();
+    assert.equal(s.requestDone({ ...failedInInstance(1_000, 4_000), failure: c.failure }), true);
+    assert.deepEqual(s.failures, { OTHER: 0, BACKEND: 0, CANCELED: 0, REJECTED: 0, [c.counted]: 1 }, String(c.failure));
+    assert.deepEqual(s.toJson('m', 1).inference_stats.fail, { count: 1, ns: 3_000 });
+  }
+});
+
+test('response_stats: per response index, success/fail/empty/cancel counted apart, sorted by index', () => {
   const s = new ModelStatistics();
-  const events: [number, 'success' | 'fail' | 'empty', number][] = [
-    [0, 'success', 100], [1, 'success', 50], [2, 'empty', 5], [0, 'success', 300], [1, 'fail', 7], [10, 'success', 1],
+  const events: [number, 'success' | 'fail' | 'empty' | 'cancel', number][] = [
+    [0, 'success', 100], [1, 'success', 50], [2, 'empty', 5], [0, 'success', 300], [1, 'fail', 7], [10, 'success', 1], [2, 'cancel', 9],
   ];
   for (const [i, kind, ns] of events) s.responseDone(i, kind, ns);
   const rs = s.toJson('m', 1).response_stats;
@@ -94,5 +109,8 @@ test('response_stats: per response index, success/fail/empty counted apart, sort
   assert.deepEqual(rs['1'].success, { count: 1, ns: 50 });
   assert.deepEqual(rs['2'].empty_response, { count: 1, ns: 5 });
   assert.deepEqual(rs['2'].success, { count: 0, ns: 0 });
+  assert.deepEqual(rs['2'].cancel, { count: 1, ns: 9 }, 'a CANCELLED error response is a cancel, not a fail');
+  assert.deepEqual(rs['2'].fail, { count: 0, ns: 0 });
+  assert.deepEqual(rs['2'].compute_infer, { count: 0, ns: 0 }, 'a cancel has no compute');
   assert.deepEqual(new ModelStatistics().toJson('m', 1).response_stats, {});
 });

@@ -92,3 +92,34 @@ test('expire: REJECT hands timed-out requests back, DELAY moves them behind thei
   assert.deepEqual(q.take(10), ['r2', 'd2', 'd1']);
   assert.equal(q.size, 0);
 });
+
+test('remove: a cancelled request leaves its level (on time or delayed), its deadline with it', () => {
+  const plan = { levels: [policy({}), policy({ timeoutAction: 'DELAY' })], defaultLevel: 0 };
+  const fill = (): PriorityQueue<string> => {
+    const q = new PriorityQueue<string>(plan);
+    q.push('a', 0, 10, 0); // deadline 10
+    q.push('b', 0, 20, 0); // deadline 20
+    q.push('c', 0, 0, 0);
+    q.push('d', 1, 5, 0); // deadline 5: delayed at t=5
+    q.push('e', 1, 0, 0);
+    q.expire(5, () => assert.fail('nothing is rejected at t=5'));
+    return q;
+  };
+  const cases: { remove: string; got: string | undefined; left: string[]; rejectedAt15: string[] }[] = [
+    { remove: 'a', got: 'a', left: ['b', 'c', 'e', 'd'], rejectedAt15: [] },
+    { remove: 'b', got: 'b', left: ['a', 'c', 'e', 'd'], rejectedAt15: ['a'] },
+    { remove: 'd', got: 'd', left: ['a', 'b', 'c', 'e'], rejectedAt15: ['a'] },
+    { remove: 'e', got: 'e', left: ['a', 'b', 'c', 'd'], rejectedAt15: ['a'] },
+    { remove: 'zz', got: undefined, left: ['a', 'b', 'c', 'e', 'd'], rejectedAt15: ['a'] },
+  ];
+  for (const c of cases) {
+    const q = fill();
+    assert.equal(q.remove((x) => x === c.remove), c.got, `remove ${c.remove}`);
+    assert.deepEqual(q.peek(10), c.left, `left after removing ${c.remove}`);
+    assert.equal(q.size, c.left.length);
+    // The deadlines stay with their requests: 'b' (deadline 20) is not rejected in a's place.
+    const rejected: string[] = [];
+    q.expire(15, (x) => rejected.push(x));
+    assert.deepEqual(rejected, c.rejectedAt15, `expired at 15 after removing ${c.remove}`);
+  }
+});

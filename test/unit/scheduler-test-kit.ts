@@ -18,6 +18,8 @@ export class FakeInstance implements ModelInstance {
   readonly executions: FakeExecution[] = [];
   /** Executions not finished yet. */
   running = 0;
+  /** Requests the scheduler told it were cancelled (ModelInstance.cancel), in order. */
+  readonly cancelled: InferRequest[] = [];
 
   constructor(readonly name: string) {}
 
@@ -37,6 +39,10 @@ export class FakeInstance implements ModelInstance {
         },
       });
     });
+  }
+
+  cancel(request: InferRequest): void {
+    this.cancelled.push(request);
   }
 
   stop(): Promise<void> {

@@ -39,10 +39,11 @@ export interface GrpcCallContext {
 /**
  * The gRPC thread's context (grpc-thread.ts): health, metadata and inference
  * handlers. `route` sends a request to the main thread's scheduler over the
- * thread's ring (ring-route.ts); `snapshot` is the copy main posts on change.
+ * thread's ring (ring-route.ts) and returns how to cancel it (the client
+ * cancelled, or its deadline passed); `snapshot` is the copy main posts on change.
  */
 export interface GrpcContext extends GrpcCallContext {
-  route: (request: InferRequest, respond: Respond) => void;
+  route: (request: InferRequest, respond: Respond) => () => void;
   /** --log-access: how an inference this thread refuses itself is reported (absent: the log is off). */
   access?: (r: RefusedRequest) => void;
   arena: Arena;

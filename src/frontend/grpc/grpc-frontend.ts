@@ -18,6 +18,7 @@ import type { ServerSnapshot } from '../../request/server-snapshot';
 import { ControlAnswers } from './control-answer';
 import type { GrpcControlContext } from './grpc-context';
 import type { RefusedRequest } from '../../core/request';
+import type { FrontendCanceller } from '../../dataplane/frontend-requests';
 import { GrpcLink, type GrpcRouter } from './grpc-link';
 import type { GrpcThreadData, GrpcToMain, MainToGrpc } from './grpc-thread-protocol';
 import { RestartBackoff, whenListening } from '../thread-restarts';
@@ -59,6 +60,8 @@ export class GrpcFrontend {
     private readonly port: MainPort,
     private readonly arena: Arena,
     private readonly router: GrpcRouter,
+    /** Where a request the thread's client cancelled (or whose deadline passed) is cancelled. */
+    private readonly canceller: FrontendCanceller,
     /** The main thread's live snapshot, for the control rpcs answered here. */
     mainSnapshot: () => ServerSnapshot,
   ) {
@@ -112,7 +115,7 @@ export class GrpcFrontend {
   }
 
   private spawn(snapshot: ServerSnapshot): GrpcThread {
-    const link = new GrpcLink(this.port, this.arena, this.router);
+    const link = new GrpcLink(this.port, this.arena, this.router, this.canceller);
     const data: GrpcThreadData = {
       arena: this.arena.handle,
       toMain: link.toMain,

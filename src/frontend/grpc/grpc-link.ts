@@ -1,7 +1,8 @@
 /**
  * The main thread's data-plane link to one gRPC thread: its ring pair,
  * the requests it sent that the scheduler has not finished, and what
- * happens to them when the thread dies. `infer` in → the scheduler's route;
+ * happens to them when the thread dies. `infer` in → the scheduler's route
+ * (`cancel` in → the canceller, for a request the client cancelled);
  * each response → its outputs given to the gRPC thread (Arena.give, the
  * rules in src/dataplane/protocol.ts) → ring message `response`, unless the
  * instance thread sent it there itself (the direct path: the link offers the
@@ -12,7 +13,7 @@ import type { Arena } from '../../dataplane/arena';
 import type { MainPort } from '../../dataplane/main-port';
 import type { FrontendToMain } from '../../dataplane/protocol';
 import type { ReplyRingNotice } from '../../dataplane/reply-rings';
-import { routeFromFrontend, type FrontendThreadLink } from '../../dataplane/frontend-requests';
+import { routeFromFrontend, type FrontendCanceller, type FrontendThreadLink } from '../../dataplane/frontend-requests';
 import { RingWriter, createRing } from '../../dataplane/ring';
 import type { RingHandle } from '../../dataplane/ring';
 
@@ -28,10 +29,15 @@ export class GrpcLink implements FrontendThreadLink {
   threadId = -1;
   /** False once the thread is gone: nothing more is written to its ring. */
   alive = true;
-  /** Keys of the requests the thread sent that the scheduler has not finished. */
-  readonly inflight = new Set<number>();
+  /** The requests the thread sent that the scheduler has not finished, by key. */
+  readonly inflight = new Map<number, InferRequest>();
 
-  constructor(private readonly port: MainPort, private readonly arena: Arena, private readonly router: GrpcRouter) {
+  constructor(
+    private readonly port: MainPort,
+    private readonly arena: Arena,
+    private readonly router: GrpcRouter,
+    private readonly canceller: FrontendCanceller,
+  ) {
     this.toMain = createRing(port.bell);
     this.fromMain = createRing(port.bells.create());
     this.out = RingWriter.attach(this.fromMain);
@@ -66,6 +72,6 @@ export class GrpcLink implements FrontendThreadLink {
   }
 
   private onRequest(msg: FrontendToMain): void {
-    routeFromFrontend(this.arena, this.port.replies, this, msg, this.router);
+    routeFromFrontend(this.arena, this.port.replies, this, msg, this.router, this.canceller);
   }
 }

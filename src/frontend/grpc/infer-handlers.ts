@@ -10,7 +10,9 @@
  * where the first error ends it with the mapped status. A message that did
  * not parse (a MalformedRequest, malformed-request.ts) is a request refused
  * with INVALID_ARGUMENT, answered in its place. After the client
- * half-closes, the stream ends once every request was answered.
+ * half-closes, the stream ends once every request was answered. A call
+ * that is cancelled, or whose deadline passes, cancels its requests still
+ * in flight (grpc-js reports both as 'cancelled').
  */
 import type * as grpc from '@grpc/grpc-js';
 import { ServerError, fromErrorInfo, toErrorInfo } from '../../core/errors';
@@ -39,7 +41,7 @@ export function modelInferHandler(ctx: GrpcContext): grpc.handleUnaryCall<ReadRe
       checkRestricted(ctx, 'inference', call.metadata);
       // call-guard.ts answers a malformed unary request before it gets here; this is the backstop.
       if (call.request instanceof MalformedRequest) throw call.request.error();
-      startInfer(ctx, call.request, false, (result) => {
+      const started = startInfer(ctx, call.request, false, (result) => {
         if (!result.final) return; // non-decoupled models answer once, with the final response
         if (!result.ok) return answer(fromErrorInfo(result.error));
         try {
@@ -48,6 +50,8 @@ export function modelInferHandler(ctx: GrpcContext): grpc.handleUnaryCall<ReadRe
           answer(err);
         }
       }, client, call.metadata);
+      // Also emitted once the answer is sent: the request is over then, and cancel() does nothing.
+      call.on('cancelled', () => started.cancel());
     } catch (err) {
       reportRefused(ctx, client, call.request, err);
       answer(err);
@@ -80,11 +84,14 @@ export function modelStreamInferHandler(ctx: GrpcContext, registry: StreamRegist
     let closed = false;
     const stream = { endIfIdle: () => maybeEnd(true) };
     registry.add(stream);
+    /** Requests of this stream whose final result has not come: cancelled if the stream ends first. */
+    const live = new Set<StartedInfer>();
 
     const finish = (): void => {
       if (closed) return;
       closed = true;
       registry.remove(stream);
+      cancelLive(live);
     };
     call.on('cancelled', finish);
     call.on('error', finish);
@@ -134,6 +141,7 @@ export function modelStreamInferHandler(ctx: GrpcContext, registry: StreamRegist
       let ordered = true;
       let finalSeen = false;
       const onResult = (result: InferResult, info: StartedInfer): void => {
+        if (result.final) live.delete(info);
         if (closed) return;
         if (result.final && !finalSeen) {
           finalSeen = true;
@@ -183,6 +191,7 @@ export function modelStreamInferHandler(ctx: GrpcContext, registry: StreamRegist
         // A message that did not parse is answered in its place, like any refused request.
         if (msg instanceof MalformedRequest) throw msg.error();
         const info = startInfer(ctx, msg, true, onResult, client, call.metadata);
+        if (!finalSeen) live.add(info);
         if (info.decoupled) {
           // Decoupled responses bypass the FIFO; drop this slot so it cannot block later ones.
           const k = queue.indexOf(slot);
@@ -208,4 +217,11 @@ export function modelStreamInferHandler(ctx: GrpcContext, registry: StreamRegist
     });
     if (ctx.stopping()) fail(new ServerError('UNAVAILABLE', 'GRPC server is shutting down and has stopped accepting new requests.'));
   };
+}
+
+/** The stream ended (cancelled, failed, or its deadline passed) with these requests in flight: cancel them. */
+function cancelLive(live: Set<StartedInfer>): void {
+  const requests = [...live];
+  live.clear();
+  for (const r of requests) r.cancel();
 }

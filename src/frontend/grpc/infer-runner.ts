@@ -37,6 +37,8 @@ export type InferResult =
   | { ok: false; error: ErrorInfo; final: boolean };
 
 export interface StartedInfer {
+  /** The call was cancelled or its deadline passed: main cancels the request (it still ends with its final result). */
+  cancel(): void;
   decoupled: boolean;
   enableEmptyFinalResponse: boolean;
   modelName: string;
@@ -73,10 +75,12 @@ export function startInfer(
   const { batchSize } = validateRequest(plan, decoded);
   const request = admitRequest(ctx.arena, decoded, { model: view.name, version, latest, batchSize, arrivalNs });
   if (client !== undefined) request.client = client;
-  const info: StartedInfer = { decoupled: plan.decoupled, enableEmptyFinalResponse, modelName: view.name, modelVersion: String(version) };
+  const info: StartedInfer = {
+    cancel: () => undefined, decoupled: plan.decoupled, enableEmptyFinalResponse, modelName: view.name, modelVersion: String(version),
+  };
   let done = false;
 
-  ctx.route(request, (response: InferResponse) => {
+  info.cancel = ctx.route(request, (response: InferResponse) => {
     if (done) {
       releaseOutputs(ctx.arena, response.outputs);
       return;

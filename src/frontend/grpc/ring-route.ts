@@ -5,7 +5,8 @@
  * callback, with the version main chose written into the request first (as
  * the main thread's route does). The outputs arrive given to this thread;
  * the caller (infer-runner.ts) frees them, and the inputs after the final
- * response.
+ * response. A request whose call is cancelled sends `cancel` with its key;
+ * it still ends with its final `response`.
  */
 import { toErrorInfo } from '../../core/errors';
 import type { InferRequest, Respond } from '../../core/request';
@@ -30,7 +31,8 @@ export class RingRoute {
     return this.pending.size;
   }
 
-  route(request: InferRequest, respond: Respond): void {
+  /** Sends the request; returns its cancel (a no-op once its final response came). */
+  route(request: InferRequest, respond: Respond): () => void {
     const key = this.nextKey++;
     this.pending.set(key, { request, respond });
     const msg: FrontendToMain = { t: 'infer', key, request };
@@ -41,6 +43,14 @@ export class RingRoute {
       this.pending.delete(key);
       respond({ outputs: [], error: toErrorInfo(err), final: true });
     }
+    return () => this.cancel(key);
+  }
+
+  /** The call of request `key` was cancelled (or its deadline passed): main cancels it where it is. */
+  private cancel(key: number): void {
+    if (!this.pending.has(key)) return;
+    const msg: FrontendToMain = { t: 'cancel', key };
+    this.toMain.send(msg);
   }
 
   /** A ring message from the main thread. */

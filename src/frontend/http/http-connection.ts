@@ -264,9 +264,11 @@ export class HttpConnection implements ReplySink {
   }
 
   /**
-   * The client closed its sending side (the server allows half-open
-   * connections): requests already read are still answered, then the
-   * connection ends; a request cut off half-way is answered with 400.
+   * The client closed its sending side. A request cut off half-way is
+   * answered with 400 (the socket is half-open, so the client may still read
+   * it); requests still waiting for their answers are given up, as a client
+   * that closes is one that went away (their handlers hear an abort, which
+   * cancels them), and the connection closes.
    */
   private onPeerEnd(): void {
     this.peerEnded = true;
@@ -276,8 +278,7 @@ export class HttpConnection implements ReplySink {
       this.failAt(at, 400, 'the request ended before it was complete: the client closed its side of the connection after sending part of it');
       return;
     }
-    this.closing = true;
-    if (this.queue.length === 0) this.linger();
+    this.socket.destroy();
   }
 
   private onSocketClose(): void {

@@ -11,7 +11,7 @@ import { toErrorInfo } from '../../core/errors';
 import type { Arena } from '../../dataplane/arena';
 import type { MainPort } from '../../dataplane/main-port';
 import type { FrontendToMain } from '../../dataplane/protocol';
-import { routeFromFrontend } from '../../dataplane/frontend-requests';
+import { routeFromFrontend, type FrontendCanceller } from '../../dataplane/frontend-requests';
 import { RingWriter, createRing } from '../../dataplane/ring';
 import type { RingHandle } from '../../dataplane/ring';
 import type { InferRequest, RefusedRequest, Respond } from '../../core/request';
@@ -58,8 +58,8 @@ interface HttpThread {
   out: RingWriter;
   /** False once the thread died: nothing more is written to its ring. */
   alive: boolean;
-  /** Keys of the requests the thread sent that the scheduler has not finished. */
-  inflight: Set<number>;
+  /** The requests the thread sent that the scheduler has not finished, by key. */
+  inflight: Map<number, InferRequest>;
   /** Its port in the reply-ring table: instance threads answer it directly there (dataplane/reply-rings.ts). */
   replyPort: number;
   /** Why it died (its uncaught error), when it said so before exiting. */
@@ -79,6 +79,8 @@ export class HttpFrontend {
     private readonly port: MainPort,
     private readonly arena: Arena,
     private readonly router: InferRouter,
+    /** Where a request whose client went away is cancelled (server.ts: the repository's cancel). */
+    private readonly canceller: FrontendCanceller,
   ) {}
 
   /** Start the threads and listen; resolves with the bound port. */
@@ -142,7 +144,7 @@ export class HttpFrontend {
     if (this.opts.headerForwardPattern !== undefined) data.headerForwardPattern = this.opts.headerForwardPattern;
     const worker = new Worker(path.join(__dirname, 'http-thread.js'), { workerData: data, name: `http-${index}` });
     const t: HttpThread = {
-      index, worker, threadId: worker.threadId, toMain, fromMain, out: RingWriter.attach(fromMain), alive: true, inflight: new Set(),
+      index, worker, threadId: worker.threadId, toMain, fromMain, out: RingWriter.attach(fromMain), alive: true, inflight: new Map(),
       replyPort: this.port.replies.addFrontend(worker.threadId, fromMain.bell, (notice) => worker.postMessage(notice satisfies MainToHttp)),
     };
     // Its wake-up counters stay in the server's totals once the thread is gone.
@@ -208,7 +210,7 @@ export class HttpFrontend {
   }
 
   private onRequest(t: HttpThread, msg: FrontendToMain): void {
-    routeFromFrontend(this.arena, this.port.replies, t, msg, this.router);
+    routeFromFrontend(this.arena, this.port.replies, t, msg, this.router, this.canceller);
   }
 
   private listen(t: HttpThread, fd: number): Promise<number> {

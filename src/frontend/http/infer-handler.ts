@@ -5,6 +5,9 @@
  * blocks of the request and its outputs. Decode and encode run inline, or in
  * the thread's codec pool when the body is large (codec-pool.ts); either way
  * through the same functions (request-body-decode.ts, response-body.ts).
+ * A client that goes away before its response cancels the request
+ * (onClientGone: ring message `cancel`); its blocks are still freed only
+ * with its final response, as an instance may be reading the inputs.
  */
 import { HTTP_STATUS, ServerError, toErrorInfo } from '../../core/errors';
 import type { Arena } from '../../dataplane/arena';
@@ -138,6 +141,20 @@ export class InferHandler {
     const key = this.nextKey++;
     this.pending.set(key, { reply, head, decoded, view, version, inputs });
     const msg: FrontendToMain = { t: 'infer', key, request };
+    this.toMain.send(msg);
+    if (reply.aborted) this.onClientGone(key); // gone while the request was being admitted
+    else reply.onAbort(() => this.onClientGone(key));
+  }
+
+  /**
+   * The client of request `key` went away before its response: the main
+   * thread cancels it (taken out of its queue, or `is_cancelled()` true in
+   * the Python model running it). The request stays pending: its final
+   * response still comes and frees its blocks (the reply writes nothing).
+   */
+  onClientGone(key: number): void {
+    if (!this.pending.has(key)) return;
+    const msg: FrontendToMain = { t: 'cancel', key };
     this.toMain.send(msg);
   }
 

@@ -5,7 +5,7 @@ import asyncio
 import json
 
 from _nt_errors import TritonError, TritonModelException
-from _nt_response import InferenceResponse, InferenceResponseSender, check_parameters
+from _nt_response import CancelFlag, InferenceResponse, InferenceResponseSender, check_parameters
 from _nt_runtime import runtime
 from _nt_tensor import Tensor
 
@@ -95,6 +95,7 @@ class InferenceRequest:
         r._index = index
         r._decoupled = decoupled
         r._spans = spans
+        r._cancel = CancelFlag(batch, index)
         return r
 
     # ---- what execute() reads ----
@@ -129,7 +130,11 @@ class InferenceRequest:
         return self._trace
 
     def is_cancelled(self):
-        return False
+        """True once the server cancelled this request (its client went away or
+        cancelled it, or its BLS caller did). Asks the server, as Triton's stub
+        asks its parent; a request built for BLS is never cancelled."""
+        flag = getattr(self, "_cancel", None)
+        return flag is not None and flag.is_set()
 
     def set_release_flags(self, flags):
         self._release_flags = flags
@@ -139,7 +144,7 @@ class InferenceRequest:
             if not hasattr(self, "_batch"):
                 raise TritonModelException("Response sender is only available for requests passed to execute.")
             self._sender = InferenceResponseSender(self._batch, self._index, set(self._requested), self._decoupled,
-                                                   self._spans)
+                                                   self._spans, self._cancel)
         return self._sender
 
     # ---- BLS ----
@@ -219,7 +224,11 @@ class ResponseIterator:
         return _response_from_wire(msg)
 
     def cancel(self):
-        pass
+        """Cancels the BLS request in flight. Its responses still come, up to the
+        final one: typically an error with code CANCELLED from the model, or
+        from the server if the request had not started."""
+        if not self._done:
+            runtime.send({"t": "bls_cancel", "id": self._id})
 
     def __del__(self):
         # Drain so the server's blocks are released.

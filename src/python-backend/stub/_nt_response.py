@@ -70,6 +70,25 @@ class InferenceResponse:
         return json.dumps(self._parameters)
 
 
+class CancelFlag:
+    """Whether request `index` of `batch` was cancelled, shared by the request
+    and its response sender. The server holds the truth (it asks it); once
+    true it stays true, so it is asked no more."""
+
+    __slots__ = ("_batch", "_index", "_set")
+
+    def __init__(self, batch, index):
+        self._batch = batch
+        self._index = index
+        self._set = False
+
+    def is_set(self):
+        if not self._set:
+            reply = runtime.call({"t": "is_cancelled", "batch": self._batch, "index": self._index})
+            self._set = reply.get("value") is True
+        return self._set
+
+
 class Collected:
     """The responses of execute()'s returned list: they leave inside the
     execute_done message, their inline outputs in its one blob."""
@@ -138,7 +157,8 @@ def write_response(response, requested, batch, index, final, collect=None, spans
 
 
 class InferenceResponseSender:
-    def __init__(self, batch, index, requested, decoupled, spans=()):
+    def __init__(self, batch, index, requested, decoupled, spans=(), cancel=None):
+        self._cancel = cancel if cancel is not None else CancelFlag(batch, index)
         self._batch = batch
         self._index = index
         self._requested = requested
@@ -186,7 +206,8 @@ class InferenceResponseSender:
         write_response(response, self._requested, self._batch, self._index, final, None, self._spans)
 
     def is_cancelled(self):
-        return False
+        """True once the server cancelled this sender's request (see InferenceRequest.is_cancelled)."""
+        return self._cancel.is_set()
 
     def _close_with_error(self, message):
         """Ends the request with an INTERNAL error unless it already ended."""
