@@ -68,6 +68,7 @@ export class PythonStubInstance {
       name: args.instanceName,
       shmDefaultBytes: opts.shmDefaultBytes,
       shmGrowthBytes: opts.shmGrowthBytes,
+      startTimeoutMs: opts.stubTimeoutMs,
       log: services.log,
     });
     services.log.info(`python stub process for instance ${args.instanceName} started (pid ${stub.pid})`);
