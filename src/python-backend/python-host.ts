@@ -11,7 +11,8 @@
  * A thread lives as long as its stub. When the stub dies on its own (or the
  * thread does), the batches in flight fail with Triton's "not healthy" text,
  * the death is reported once (onDeath) and the thread is ended;
- * ProcessInstance then starts a new host (thread and stub).
+ * ProcessInstance then starts a new host (thread and stub), and says the
+ * instance is not ready meanwhile (`deadText`).
  */
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -99,6 +100,11 @@ export class PythonHost implements ProcessChild {
 
   onDeath(listener: (why: string) => void): void {
     this.deathListeners.push(listener);
+  }
+
+  /** Triton's text for a dead stub: what the instance reports until its restart succeeds. */
+  get deadText(): string {
+    return notHealthy(this.args.instanceName).message;
   }
 
   execute(requests: InferRequest[], stream?: StreamResponse): Promise<ExecuteResult> {

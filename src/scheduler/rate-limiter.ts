@@ -203,4 +203,12 @@ class RateLimitedInstance implements ModelInstance {
     this.limiter.unregister(this);
     return this.inner.stop();
   }
+
+  get unready(): string | undefined {
+    return this.inner.unready;
+  }
+
+  onUnreadyChange(listener: () => void): void {
+    this.inner.onUnreadyChange?.(listener);
+  }
 }
