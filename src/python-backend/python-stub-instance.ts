@@ -7,6 +7,8 @@
  * decoupled models), and says when execute() returned (`execute_done`,
  * carrying the batch error if it raised). The batch resolves when every slot
  * has its final response; non-final responses are streamed as they come.
+ * A model with is_ready() is checked about once a second from here
+ * (readiness-checks.ts); the verdict is `unready`.
  */
 import type { BackendInstanceArgs } from '../backends/backend';
 import { ServerError, toErrorInfo, type ErrorCode, type ErrorInfo } from '../core/errors';
@@ -22,6 +24,7 @@ import { initArgs, readTensors, writeRequest } from './request-wire';
 import { StubProcess, notHealthy } from './stub-process';
 import { stubRuntime } from './execution-env';
 import type { StubHostServices } from './host-services';
+import { ReadinessChecks } from './readiness-checks';
 
 const FINALIZE_WAIT_MS = 30_000;
 const ERROR_CODES = new Set<ErrorCode>(['UNKNOWN', 'INTERNAL', 'NOT_FOUND', 'INVALID_ARG', 'UNAVAILABLE', 'UNSUPPORTED', 'ALREADY_EXISTS', 'CANCELLED']);
@@ -46,6 +49,9 @@ export class PythonStubInstance {
   private releases: number[] = [];
   private releaseQueued = false;
   private readonly bls: BlsClient;
+  /** Present when model.py defines is_ready(). */
+  private readiness: ReadinessChecks | undefined;
+  private unreadyListeners: ((reason: string | undefined) => void)[] = [];
 
   private constructor(
     private readonly stub: StubProcess,
@@ -91,7 +97,25 @@ export class PythonStubInstance {
       await stub.whenExited();
       throw new ServerError('INTERNAL', done.error);
     }
+    if (done.is_ready === true) {
+      const checks = new ReadinessChecks(stub, args.instanceName, (reason) => {
+        for (const l of instance.unreadyListeners) l(reason);
+      });
+      instance.readiness = checks;
+      await checks.start();
+      // Died during the first check: nobody listens for its death yet, so the start fails instead.
+      if (stub.exited) throw notHealthy(args.instanceName);
+    }
     return instance;
+  }
+
+  /** What the model's is_ready() last said, as a reason (undefined: ready, or no is_ready()). */
+  get unready(): string | undefined {
+    return this.readiness?.unready;
+  }
+
+  onUnreadyChange(listener: (reason: string | undefined) => void): void {
+    this.unreadyListeners.push(listener);
   }
 
   get pid(): number {
@@ -131,6 +155,7 @@ export class PythonStubInstance {
 
   stop(): Promise<void> {
     this.stopping ??= (async () => {
+      this.readiness?.stop();
       if (this.stub.exited) return;
       this.stub.send({ t: 'finalize' });
       const timer = setTimeout(() => this.stub.kill(), FINALIZE_WAIT_MS);
@@ -156,6 +181,9 @@ export class PythonStubInstance {
       }
       case 'release_h2s':
         for (const o of m.offsets) this.stub.h2s.release(o);
+        return;
+      case 'ready_check_result':
+        this.readiness?.onResult(m);
         return;
       case 'bls':
         this.bls.run(m);
@@ -253,6 +281,7 @@ export class PythonStubInstance {
   }
 
   private onExit(why: string): void {
+    this.readiness?.stop();
     const err = toErrorInfo(notHealthy(this.args.instanceName));
     for (const [id, b] of [...this.batches]) this.failOpen(id, b, err);
     this.bls.stubGone();

@@ -10,7 +10,10 @@
  *   - a model.py whose import (or initialize) fails the first time comes
  *     READY with --model-load-retry-count=1;
  *   - a killed stub makes /v2/health/ready and the model's ready probe say
- *     not ready, with Triton's reason, until its restart is done.
+ *     not ready, with Triton's reason, until its restart is done;
+ *   - a model.py is_ready() that says no (False, an exception, a non-bool)
+ *     makes the model not ready, inference still works (gRPC), and True or
+ *     an async True is ready.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -18,6 +21,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { infer } from '../../src/client/kserve-http-client';
+import { createClient } from './grpc-test-client';
 import { repoIndex, waitFor } from './repo-kit';
 import type { IndexEntry } from './repo-kit';
 import { startServer, waitForOutput } from './server-process';
@@ -193,6 +197,54 @@ test('a killed stub: health and model ready say not ready with the reason until 
     assert.equal(r.status, 200, JSON.stringify(r.json));
     assert.match(server.output(), /model 'restartable' version 1 is ready again/);
   } finally {
+    await server.stop();
+    w.cleanup();
+  }
+});
+
+test("model.py is_ready(): False, an exception or a non-bool is not ready (inference still works), True or an async True is", async () => {
+  const w = makeWorkspace();
+  const flag = path.join(w.scratch, 'not-ready');
+  addModel(w.repo, 'ready_flag', `    def is_ready(self):
+        return not os.path.exists(${JSON.stringify(flag)})
+`);
+  addModel(w.repo, 'ready_async', `    async def is_ready(self):
+        return True
+`);
+  addModel(w.repo, 'ready_raises', `    def is_ready(self):
+        raise RuntimeError("backend offline")
+`);
+  addModel(w.repo, 'ready_nonbool', `    def is_ready(self):
+        return "yes"
+`);
+  const server = await startServer([`--model-repository=${w.repo}`, '--allow-grpc=true', '--grpc-port=0']);
+  const grpcClient = createClient(server.grpcPort);
+  try {
+    const ready = (m: string): Promise<{ status: number; text: string }> => status(`${server.url}/v2/models/${m}/ready`);
+    assert.equal((await ready('ready_flag')).status, 200);
+    assert.equal((await ready('ready_async')).status, 200);
+    const raises = await ready('ready_raises');
+    assert.notEqual(raises.status, 200);
+    assert.match(raises.text, /Model 'ready_raises_0' is not ready \(user-defined check failed\): RuntimeError: backend offline/);
+    const nonbool = await ready('ready_nonbool');
+    assert.notEqual(nonbool.status, 200);
+    assert.match(nonbool.text, /Model 'ready_nonbool_0' is not ready \(user-defined check failed\): is_ready\(\) must return a boolean value, got str/);
+    assert.notEqual((await status(`${server.url}/v2/health/ready`)).status, 200, 'strict readiness: a model that is not ready makes the server not ready');
+    await assert.rejects(grpcClient.call('ModelReady', { name: 'ready_raises', version: '' }), /user-defined check failed/);
+    // Inference is not the readiness check's business (as in Triton): gRPC serves it.
+    const res = await grpcClient.call<{ raw_output_contents: Buffer[] }>('ModelInfer', {
+      model_name: 'ready_raises',
+      inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [2], contents: { fp32_contents: [1.5, 2.5] } }],
+    });
+    assert.deepEqual([...new Float32Array(new Uint8Array(res.raw_output_contents[0]!).buffer)], [1.5, 2.5]);
+
+    fs.writeFileSync(flag, '');
+    await waitFor('ready_flag not ready', async () => (await ready('ready_flag')).status !== 200, 100, 50);
+    assert.match((await ready('ready_flag')).text, /Model 'ready_flag_0' is not ready \(user-defined check failed\): is_ready\(\) returned False/);
+    fs.rmSync(flag);
+    await waitFor('ready_flag ready again', async () => (await ready('ready_flag')).status === 200, 100, 50);
+  } finally {
+    grpcClient.close();
     await server.stop();
     w.cleanup();
   }
