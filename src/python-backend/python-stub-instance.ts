@@ -51,7 +51,7 @@ export class PythonStubInstance {
   private readonly bls: BlsClient;
   /** Present when model.py defines is_ready(). */
   private readiness: ReadinessChecks | undefined;
-  private unreadyListeners: ((reason: string | undefined) => void)[] = [];
+  private readonly unreadyListeners: ((reason: string | undefined) => void)[] = [];
 
   private constructor(
     private readonly stub: StubProcess,

@@ -120,8 +120,11 @@ export class StubProcess {
   /** Spawn and wait (at most opts.startTimeoutMs) for the stub's "alive" message. */
   static async spawn(opts: StubSpawnOptions): Promise<StubProcess> {
     const stub = new StubProcess(opts);
+    const t0 = performance.now();
     try {
       await stub.waitFor('alive', opts.startTimeoutMs, () => startTimedOut(opts.name, stub.pid, opts.startTimeoutMs));
+      opts.log.verbose(1, `python stub '${opts.name}' (pid ${stub.pid}) reported alive after ${Math.round(performance.now() - t0)} ms ` +
+        `(stub-timeout-seconds: ${opts.startTimeoutMs / 1000})`);
     } catch (err) {
       const why = stub.exitedWith;
       stub.kill();
