@@ -64,7 +64,7 @@ export const FLAG_DOCS: Readonly<Record<string, FlagDoc>> = {
   'load-model': d('Model Repository', "Model to load at start in explicit mode; '*' loads all.", 'none'),
   'model-config-name': d('Model Repository', 'Read each model\'s configs/<name>.pbtxt where it exists, '
     + 'else its config.pbtxt, e.g. --model-config-name=h100.', 'config.pbtxt'),
-  'model-load-thread-count': d('Model Repository', 'Model versions built at the same time.', '4'),
+  'model-load-thread-count': d('Model Repository', 'Model configs completed (a Python model\'s auto-complete stub) and versions built at the same time.', '4'),
   'model-load-retry-count': d('Model Repository', 'Retries of a model load that failed.', '0'),
   'model-namespacing': d('Model Repository', 'Serve models of the same name from different repositories.', 'false',
     'a model name found in two repositories is not served; rename one of them', 'false'),

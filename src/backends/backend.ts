@@ -125,6 +125,12 @@ export interface ProcessChild {
   stop(): Promise<void>;
   /** Called once when the process ends without stop() (crash, kill). */
   onDeath(listener: (why: string) => void): void;
+  /** What its instance reports as the reason it is not ready while the process is dead (the backend's words, Triton's for Python). */
+  readonly deadText?: string;
+  /** Why the live process cannot serve (the model's own readiness check said no); undefined while it can. */
+  readonly unready?: string | undefined;
+  /** `listener` is called each time `unready` changes. */
+  onUnreadyChange?(listener: () => void): void;
 }
 
 export type StartProcessChild = (args: BackendInstanceArgs, services: ProcessHostServices) => Promise<ProcessChild>;

@@ -34,4 +34,15 @@ export interface ModelInstance {
   cancel?(request: InferRequest): void;
   /** Finalize the backend and end the thread or process. Idempotent. */
   stop(): Promise<void>;
+  /**
+   * Why this instance cannot serve right now although its version is READY
+   * (a dead stub being restarted, a model.py is_ready() that said no);
+   * undefined while it can. Triton's instance readiness
+   * (TRITONBACKEND_ModelInstanceReady): it makes the model's ready probe,
+   * and with --strict-readiness the server's, answer not ready, and unloads
+   * nothing. Absent: always ready once started.
+   */
+  readonly unready?: string | undefined;
+  /** `listener` is called each time `unready` changes. */
+  onUnreadyChange?(listener: () => void): void;
 }

@@ -4,8 +4,14 @@
  * this class supervises it: when the process dies on its own, the requests it
  * was running have already failed (the backend fails them), the death is
  * logged and a new process is started and initialized, while new batches
- * wait for it. If the restart fails, batches fail with that reason and the
- * next batch tries again.
+ * wait for it. If the restart fails, batches fail with that reason, and the
+ * next batch, or a timer (1 s, doubling up to 30 s), tries again.
+ *
+ * From the death until a restart succeeds the instance is not ready
+ * (`unready`: the backend's text, Triton's "Stub process '<instance>' is not
+ * healthy.", and what is being done about it), so the model's ready probe and
+ * strict server readiness say so; a live process may report itself not
+ * ready too (ProcessChild.unready: a model.py is_ready()).
  */
 import type { BackendInstanceArgs, ProcessChild, ProcessHostServices, StartProcessChild } from '../backends/backend';
 import { ServerError, toErrorInfo } from '../core/errors';
@@ -23,6 +29,10 @@ import type { ModelInstance } from './instance';
  * 6667/5114/2649 at 4, alternated (bench/README.md, Python host thread).
  */
 export const PROCESS_PIPELINE_DEPTH = 4;
+
+/** The first wait before another restart after a failed one; it doubles up to RESTART_RETRY_MAX_MS. */
+const RESTART_RETRY_FIRST_MS = 1000;
+const RESTART_RETRY_MAX_MS = 30_000;
 
 export class ProcessInstance implements ModelInstance {
   readonly name: string;
@@ -46,6 +56,13 @@ export class ProcessInstance implements ModelInstance {
    */
   private readonly cancelledEarly = new WeakSet<InferRequest>();
   private anyCancelledEarly = false;
+  /** Set from a death until a restart succeeds: why the instance cannot serve. */
+  private deadReason: string | undefined;
+  /** The backend's words for a dead process of this instance (from the last death). */
+  private deadText = '';
+  private retryTimer: NodeJS.Timeout | undefined;
+  private retryDelayMs = RESTART_RETRY_FIRST_MS;
+  private readonly unreadyListeners: (() => void)[] = [];
 
   private constructor(
     private readonly start: StartProcessChild,
@@ -85,9 +102,19 @@ export class ProcessInstance implements ModelInstance {
     this.anyCancelledEarly = true;
   }
 
+  get unready(): string | undefined {
+    if (this.stopped) return undefined;
+    return this.deadReason ?? this.child?.unready;
+  }
+
+  onUnreadyChange(listener: () => void): void {
+    this.unreadyListeners.push(listener);
+  }
+
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       this.stopped = true;
+      if (this.retryTimer !== undefined) clearTimeout(this.retryTimer);
       if (this.restarting) await this.restarting.catch(() => undefined);
       const child = this.child;
       this.child = undefined;
@@ -98,13 +125,41 @@ export class ProcessInstance implements ModelInstance {
 
   private adopt(child: ProcessChild): void {
     this.child = child;
+    child.onUnreadyChange?.(() => {
+      if (this.child === child) this.unreadyChanged();
+    });
     child.onDeath((why) => {
       if (this.child !== child) return;
       this.child = undefined;
       if (this.stopped) return;
       this.services.log.error(`instance ${this.name} of model '${this.args.config.name}': process ${child.pid} ${why}; restarting it`);
+      this.deadText = child.deadText ?? `The process of instance '${this.name}' is gone.`;
+      this.setDead(`${this.deadText} (process ${child.pid} ${why}; restarting it)`);
       void this.restart().catch(() => undefined);
     });
+  }
+
+  private setDead(reason: string | undefined): void {
+    if (this.deadReason === reason) return;
+    this.deadReason = reason;
+    this.unreadyChanged();
+  }
+
+  private unreadyChanged(): void {
+    for (const l of this.unreadyListeners) l();
+  }
+
+  /** After a failed restart: try again later, unless a batch does first. */
+  private retryLater(err: unknown): void {
+    if (this.stopped) return;
+    const delay = this.retryDelayMs;
+    this.retryDelayMs = Math.min(delay * 2, RESTART_RETRY_MAX_MS);
+    this.setDead(`${this.deadText} (its restart failed: ${toErrorInfo(err).message}; trying again in ${delay / 1000} s)`);
+    if (this.retryTimer !== undefined) clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      if (this.child === undefined) void this.restart().catch(() => undefined);
+    }, delay);
   }
 
   private restart(): Promise<ProcessChild> {
@@ -118,9 +173,14 @@ export class ProcessInstance implements ModelInstance {
         }
         this.adopt(child);
         this.services.log.info(`instance ${this.name} of model '${this.args.config.name}' restarted (pid ${child.pid})`);
+        this.retryDelayMs = RESTART_RETRY_FIRST_MS;
+        if (this.retryTimer !== undefined) clearTimeout(this.retryTimer);
+        this.retryTimer = undefined;
+        this.setDead(undefined);
         return child;
       } catch (err) {
         this.services.log.error(`instance ${this.name} of model '${this.args.config.name}' failed to restart: ${toErrorInfo(err).message}`);
+        this.retryLater(err);
         throw err;
       } finally {
         this.restarting = undefined;

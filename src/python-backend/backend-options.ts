@@ -2,7 +2,11 @@
  * `--backend-config=python,<key>=<value>` settings (python_backend.md §3.7).
  * Triton's keys are accepted with Triton's rules; the ones that tune
  * Triton-internal machinery nodetron does not have (message queue size,
- * thread pool, region prefix, stub timeout) are checked and otherwise unused.
+ * thread pool, region prefix) are checked and otherwise unused.
+ * `stub-timeout-seconds` (default 30), which Triton parses and logs but no
+ * wait of its uses, bounds here how long a new stub may take to start (to
+ * report alive: interpreter up, its runtime imported), so a start that a
+ * loaded machine delays is told apart from a stub that died.
  * `interpreter` is nodetron's own: the Python executable for the stubs
  * (Triton instead links one libpython into its stub binary).
  */
@@ -11,6 +15,8 @@ import { ServerError } from '../core/errors';
 export interface PythonBackendOptions {
   shmDefaultBytes: number;
   shmGrowthBytes: number;
+  /** stub-timeout-seconds in ms: the longest a new stub may take to report alive. */
+  stubTimeoutMs: number;
   interpreter: string;
 }
 
@@ -33,11 +39,12 @@ export function parsePythonBackendOptions(cfg: Record<string, string>): PythonBa
   }
   const shmGrowthBytes = int('shm-growth-byte-size', MIB);
   if (shmGrowthBytes <= 0) throw new ServerError('INVALID_ARG', 'shm-growth-byte-size can not be less than 1 byte.');
-  if (int('stub-timeout-seconds', 30) <= 0) throw new ServerError('INVALID_ARG', 'stub-timeout-seconds must be greater than 0');
+  const stubTimeoutSeconds = int('stub-timeout-seconds', 30);
+  if (stubTimeoutSeconds <= 0) throw new ServerError('INVALID_ARG', 'stub-timeout-seconds must be greater than 0');
   if (int('thread-pool-size', 32) < 1) throw new ServerError('INVALID_ARG', 'thread-pool-size must be at least 1');
   int('shm_message_queue_size', 1000);
   if (cfg['shm-region-prefix-name'] === '') throw new ServerError('INVALID_ARG', 'shm-region-prefix-name must not be empty');
   const interpreter = cfg['interpreter'] ?? 'python3';
   if (interpreter === '') throw new ServerError('INVALID_ARG', "python backend config 'interpreter' must not be empty");
-  return { shmDefaultBytes, shmGrowthBytes, interpreter };
+  return { shmDefaultBytes, shmGrowthBytes, stubTimeoutMs: stubTimeoutSeconds * 1000, interpreter };
 }

@@ -51,7 +51,7 @@ export class BlsGateway implements InferGateway {
     this.cached ??= this.models();
     let resolved;
     try {
-      resolved = lookupModel({ live: true, ready: true, exiting: false, models: this.cached }, req.model, req.version > 0 ? String(req.version) : undefined);
+      resolved = lookupModel({ live: true, ready: true, exiting: false, models: this.cached }, req.model, req.version > 0 ? String(req.version) : undefined, 'loaded');
     } catch (err) {
       const e = toErrorInfo(err);
       throw new ServerError(e.code, `Model ${req.model} - Error when running inference: ${e.message}`);

@@ -46,6 +46,7 @@ export async function completePythonConfig(
     name: config.name,
     shmDefaultBytes: opts.shmDefaultBytes,
     shmGrowthBytes: opts.shmGrowthBytes,
+    startTimeoutMs: opts.stubTimeoutMs,
     log: autoCompleteLog(),
   });
   let done;

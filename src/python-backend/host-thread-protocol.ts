@@ -21,6 +21,7 @@
  *   ring  main → host `stop`                ⇄ host → main `stopped`
  *   ring  (thread start)                    ⇄ host → main `ready` | `init_failed`
  *   ring  host → main `stub_exited` (the stub died on its own; after it, nothing more)
+ *   ring  host → main `unready` (what the model's is_ready() says changed; `ready` carries the first)
  *   port  host → main `bls` (id)            ⇄ main → host `bls_response`* (same id; the last has final)
  *   port  host → main `bls_cancel` (same id: the stub cancelled that BLS call; its
  *                                              responses still come, up to the final one)
@@ -71,7 +72,8 @@ export interface PyCancel { t: 'cancel_in_batch'; batchId: number; index: number
 export type MainToPyHost = PyExecute | PyStop | PyCancel;
 
 // ---- ring, host → main ----
-export interface PyReady { t: 'ready'; pid: number }
+/** `unready`: the model's is_ready() said no at start (readiness-checks.ts); absent: ready. */
+export interface PyReady { t: 'ready'; pid: number; unready?: string }
 export interface PyInitFailed { t: 'init_failed'; error: ErrorInfo }
 /** A non-final response of request `index` of the batch (decoupled models). */
 export interface PyStreamed { t: 'streamed'; batchId: number; index: number; response: InferResponse }
@@ -80,7 +82,9 @@ export interface PyExecuted { t: 'executed'; batchId: number; responses: InferRe
 /** The stub ended without being asked to: the batches it had are already answered (failed). */
 export interface PyStubExited { t: 'stub_exited'; why: string }
 export interface PyStopped { t: 'stopped' }
-export type PyHostToMain = PyReady | PyInitFailed | PyStreamed | PyExecuted | PyStubExited | PyStopped;
+/** The model's is_ready() verdict changed: the reason it is not ready, or none (ready again). */
+export interface PyUnready { t: 'unready'; reason?: string }
+export type PyHostToMain = PyReady | PyInitFailed | PyStreamed | PyExecuted | PyStubExited | PyStopped | PyUnready;
 
 // ---- port, host → main ----
 export interface PyLog { t: 'log'; level: 'info' | 'warn' | 'error' | 'verbose'; verbose?: number; source?: string; message: string }

@@ -73,13 +73,16 @@ export interface ReleaseS2h { t: 'release'; offsets: number[] }
 export interface BlsResponse { t: 'bls_response'; id: number; final: boolean; outputs: ShmTensor[]; error?: WireError; parameters?: string }
 /** The answer to a synchronous stub call (model control). */
 export interface CallResult { t: 'call_result'; id: number; value?: unknown; error?: string }
+/** Run the model's is_ready() (only sent when init_done said it has one; one at a time). */
+export interface ReadyCheck { t: 'ready_check'; id: number }
 
-export type HostToStub = AutoCompleteRequest | InitRequest | ExecuteRequest | FinalizeRequest | ReleaseS2h | BlsResponse | CallResult;
+export type HostToStub = AutoCompleteRequest | InitRequest | ExecuteRequest | FinalizeRequest | ReleaseS2h | BlsResponse | CallResult | ReadyCheck;
 
 // ---- stub → host ----
 export interface Alive { t: 'alive'; pid: number; python: string }
 export interface AutoCompleteDone { t: 'auto_complete_done'; config?: string; error?: string }
-export interface InitDone { t: 'init_done'; error?: string }
+/** `is_ready`: the model defines is_ready() (readiness-checks.ts polls it). */
+export interface InitDone { t: 'init_done'; error?: string; is_ready?: boolean }
 /** One response for request `index` of `batch` (tensors in s2h). */
 export interface ResponseMsg {
   t: 'response';
@@ -97,6 +100,8 @@ export interface ResponseMsg {
  */
 export interface ExecuteDone { t: 'execute_done'; batch: number; error?: string; responses?: ResponseMsg[] }
 export interface FinalizeDone { t: 'finalize_done' }
+/** What is_ready() returned (`ready`), or why it gave no bool (`error`: its exception, or the wrong type). */
+export interface ReadyCheckResult { t: 'ready_check_result'; id: number; ready?: boolean; error?: string }
 export interface LogMsg { t: 'log'; level: 'INFO' | 'WARNING' | 'ERROR' | 'VERBOSE'; file: string; line: number; message: string }
 /** A BLS request (inputs in s2h; the host releases them once copied). */
 export interface BlsRequest {
@@ -123,5 +128,5 @@ export interface BlsCancel { t: 'bls_cancel'; id: number }
 export type MetricMsg = { t: 'metric'; id?: number } & MetricOp;
 
 export type StubToHost =
-  | Alive | AutoCompleteDone | InitDone | ResponseMsg | ExecuteDone | FinalizeDone | LogMsg | BlsRequest | ReleaseH2s | CallMsg | MetricMsg
-  | IsCancelledMsg | BlsCancel;
+  | Alive | AutoCompleteDone | InitDone | ResponseMsg | ExecuteDone | FinalizeDone | ReadyCheckResult | LogMsg | BlsRequest | ReleaseH2s | CallMsg
+  | MetricMsg | IsCancelledMsg | BlsCancel;

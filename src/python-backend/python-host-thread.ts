@@ -70,9 +70,11 @@ async function main(): Promise<void> {
   // The batches the stub had are failed by then; their results resolve in
   // microtasks, so the death goes after them on the ring.
   instance.onDeath((why) => setImmediate(() => send({ t: 'stub_exited', why })));
+  instance.onUnreadyChange((reason) => send(reason === undefined ? { t: 'unready' } : { t: 'unready', reason }));
   inbox.add(data.toHost, (msg: MainToPyHost) => onRing(instance, msg));
   inbox.start();
-  send({ t: 'ready', pid: instance.pid });
+  const unready = instance.unready;
+  send(unready === undefined ? { t: 'ready', pid: instance.pid } : { t: 'ready', pid: instance.pid, unready });
 }
 
 void main();

@@ -11,7 +11,9 @@
  * A thread lives as long as its stub. When the stub dies on its own (or the
  * thread does), the batches in flight fail with Triton's "not healthy" text,
  * the death is reported once (onDeath) and the thread is ended;
- * ProcessInstance then starts a new host (thread and stub).
+ * ProcessInstance then starts a new host (thread and stub), and says the
+ * instance is not ready meanwhile (`deadText`). What the model's is_ready()
+ * says comes from the thread as `unready` (readiness-checks.ts).
  */
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -46,6 +48,8 @@ export class PythonHost implements ProcessChild {
   private stopping: Promise<void> | undefined;
   private onStopped: (() => void) | undefined;
   private deathListeners: ((why: string) => void)[] = [];
+  private unreadyReason: string | undefined;
+  private readonly unreadyListeners: (() => void)[] = [];
   private readonly metrics: CustomMetricsOwner | undefined;
   private readonly worker: Worker;
   private readonly threadId: number;
@@ -81,6 +85,7 @@ export class PythonHost implements ProcessChild {
         if (msg.t === 'ready') {
           settled = true;
           host.stubPid = msg.pid;
+          host.unreadyReason = msg.unready;
           resolve(host);
         } else if (msg.t === 'init_failed') {
           settled = true;
@@ -101,6 +106,19 @@ export class PythonHost implements ProcessChild {
 
   onDeath(listener: (why: string) => void): void {
     this.deathListeners.push(listener);
+  }
+
+  /** Triton's text for a dead stub: what the instance reports until its restart succeeds. */
+  get deadText(): string {
+    return notHealthy(this.args.instanceName).message;
+  }
+
+  get unready(): string | undefined {
+    return this.gone === undefined ? this.unreadyReason : undefined;
+  }
+
+  onUnreadyChange(listener: () => void): void {
+    this.unreadyListeners.push(listener);
   }
 
   execute(requests: InferRequest[], stream?: StreamResponse): Promise<ExecuteResult> {
@@ -159,6 +177,11 @@ export class PythonHost implements ProcessChild {
         return;
       case 'stopped':
         this.onStopped?.();
+        return;
+      case 'unready':
+        if (this.unreadyReason === msg.reason) return;
+        this.unreadyReason = msg.reason;
+        for (const l of this.unreadyListeners) l();
         return;
       default:
         return;

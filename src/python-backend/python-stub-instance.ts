@@ -9,6 +9,8 @@
  * has its final response; non-final responses are streamed as they come.
  * A slot can be cancelled (`cancel`): the stub's `is_cancelled()` for that
  * request, which asks here, answers true from then on.
+ * A model with is_ready() is checked about once a second from here
+ * (readiness-checks.ts); the verdict is `unready`.
  */
 import type { BackendInstanceArgs } from '../backends/backend';
 import { ServerError, toErrorInfo, type ErrorCode, type ErrorInfo } from '../core/errors';
@@ -24,6 +26,7 @@ import { initArgs, readTensors, writeRequest } from './request-wire';
 import { StubProcess, notHealthy } from './stub-process';
 import { stubRuntime } from './execution-env';
 import type { StubHostServices } from './host-services';
+import { ReadinessChecks } from './readiness-checks';
 
 const FINALIZE_WAIT_MS = 30_000;
 const ERROR_CODES = new Set<ErrorCode>(['UNKNOWN', 'INTERNAL', 'NOT_FOUND', 'INVALID_ARG', 'UNAVAILABLE', 'UNSUPPORTED', 'ALREADY_EXISTS', 'CANCELLED']);
@@ -50,6 +53,9 @@ export class PythonStubInstance {
   private releases: number[] = [];
   private releaseQueued = false;
   private readonly bls: BlsClient;
+  /** Present when model.py defines is_ready(). */
+  private readiness: ReadinessChecks | undefined;
+  private readonly unreadyListeners: ((reason: string | undefined) => void)[] = [];
 
   private constructor(
     private readonly stub: StubProcess,
@@ -72,6 +78,7 @@ export class PythonStubInstance {
       name: args.instanceName,
       shmDefaultBytes: opts.shmDefaultBytes,
       shmGrowthBytes: opts.shmGrowthBytes,
+      startTimeoutMs: opts.stubTimeoutMs,
       log: services.log,
     });
     services.log.info(`python stub process for instance ${args.instanceName} started (pid ${stub.pid})`);
@@ -94,7 +101,25 @@ export class PythonStubInstance {
       await stub.whenExited();
       throw new ServerError('INTERNAL', done.error);
     }
+    if (done.is_ready === true) {
+      const checks = new ReadinessChecks(stub, args.instanceName, (reason) => {
+        for (const l of instance.unreadyListeners) l(reason);
+      });
+      instance.readiness = checks;
+      await checks.start();
+      // Died during the first check: nobody listens for its death yet, so the start fails instead.
+      if (stub.exited) throw notHealthy(args.instanceName);
+    }
     return instance;
+  }
+
+  /** What the model's is_ready() last said, as a reason (undefined: ready, or no is_ready()). */
+  get unready(): string | undefined {
+    return this.readiness?.unready;
+  }
+
+  onUnreadyChange(listener: (reason: string | undefined) => void): void {
+    this.unreadyListeners.push(listener);
   }
 
   get pid(): number {
@@ -147,6 +172,7 @@ export class PythonStubInstance {
 
   stop(): Promise<void> {
     this.stopping ??= (async () => {
+      this.readiness?.stop();
       if (this.stub.exited) return;
       this.stub.send({ t: 'finalize' });
       const timer = setTimeout(() => this.stub.kill(), FINALIZE_WAIT_MS);
@@ -172,6 +198,9 @@ export class PythonStubInstance {
       }
       case 'release_h2s':
         for (const o of m.offsets) this.stub.h2s.release(o);
+        return;
+      case 'ready_check_result':
+        this.readiness?.onResult(m);
         return;
       case 'bls':
         this.bls.run(m);
@@ -277,6 +306,7 @@ export class PythonStubInstance {
   }
 
   private onExit(why: string): void {
+    this.readiness?.stop();
     const err = toErrorInfo(notHealthy(this.args.instanceName));
     for (const [id, b] of [...this.batches]) this.failOpen(id, b, err);
     this.bls.stubGone();

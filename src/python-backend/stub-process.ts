@@ -17,9 +17,6 @@ import { FrameDecoder, encodeFrame, type BlobBuilder } from './ipc-framing';
 import type { HostToStub, LogMsg, StubToHost } from './ipc-protocol';
 import { HostRegion, StubRegion, regionBaseName } from './shm-region';
 
-/** Triton's wait for the first message of a new stub. */
-const ALIVE_TIMEOUT_MS = 10_000;
-
 export interface StubSpawnOptions {
   interpreter: string;
   mode: 'model' | 'auto_complete';
@@ -29,6 +26,8 @@ export interface StubSpawnOptions {
   name: string;
   shmDefaultBytes: number;
   shmGrowthBytes: number;
+  /** How long the stub may take to report alive (stub-timeout-seconds). */
+  startTimeoutMs: number;
   log: HostLog;
   /** The stub's environment (EXECUTION_ENV_PATH); the server's own when absent. */
   env?: NodeJS.ProcessEnv;
@@ -44,6 +43,25 @@ export function stubDir(): string {
 /** Triton's text for a stub that died or stopped answering. */
 export function notHealthy(name: string): ServerError {
   return new ServerError('INTERNAL', `Stub process '${name}' is not healthy.`);
+}
+
+/**
+ * A stub that did not report alive in time: it may still be starting (a
+ * loaded machine, many stubs at once), so the text says it is a timeout and
+ * which settings give it more time or fewer rivals.
+ */
+export function startTimedOut(name: string, pid: number, timeoutMs: number): ServerError {
+  const s = timeoutMs / 1000;
+  return new ServerError('INTERNAL',
+    `Timed out after ${s} s waiting for the Python stub process of '${name}' (pid ${pid}) to start: it did not report alive ` +
+    `within stub-timeout-seconds (${s}). A busy machine can start stubs this slowly; give them more time with ` +
+    '--backend-config=python,stub-timeout-seconds=<seconds>, or start fewer at once with a lower --model-load-thread-count.');
+}
+
+/** Triton's text for a stub that ended before it was up, with how it ended. */
+export function exitedWhileStarting(name: string, why: string): ServerError {
+  return new ServerError('INTERNAL',
+    `Failed to initialize stub, stub process exited unexpectedly: ${name} (it ${why} before it reported alive; its own output is in the server log)`);
 }
 
 type Waiter = { t: string; resolve: (m: StubToHost) => void; reject: (e: Error) => void };
@@ -99,14 +117,18 @@ export class StubProcess {
     this.child.on('exit', (code, signal) => this.onExit(signal !== null ? `killed by ${signal}` : `exited with code ${code}`));
   }
 
-  /** Spawn and wait for the stub's "alive" message. */
+  /** Spawn and wait (at most opts.startTimeoutMs) for the stub's "alive" message. */
   static async spawn(opts: StubSpawnOptions): Promise<StubProcess> {
     const stub = new StubProcess(opts);
+    const t0 = performance.now();
     try {
-      await stub.waitFor('alive', ALIVE_TIMEOUT_MS);
+      await stub.waitFor('alive', opts.startTimeoutMs, () => startTimedOut(opts.name, stub.pid, opts.startTimeoutMs));
+      opts.log.verbose(1, `python stub '${opts.name}' (pid ${stub.pid}) reported alive after ${Math.round(performance.now() - t0)} ms ` +
+        `(stub-timeout-seconds: ${opts.startTimeoutMs / 1000})`);
     } catch (err) {
+      const why = stub.exitedWith;
       stub.kill();
-      throw err;
+      throw why !== undefined ? exitedWhileStarting(opts.name, why) : err;
     }
     return stub;
   }
@@ -150,8 +172,12 @@ export class StubProcess {
     this.out.write(encodeFrame(msg, blob));
   }
 
-  /** The next message of type `t`; rejects with "not healthy" if the stub exits first. */
-  waitFor<T extends StubToHost['t']>(t: T, timeoutMs = 0): Promise<Extract<StubToHost, { t: T }>> {
+  /**
+   * The next message of type `t`; rejects with "not healthy" if the stub
+   * exits first, or with `timedOut()` (default: "not healthy") after
+   * `timeoutMs` (0: no limit).
+   */
+  waitFor<T extends StubToHost['t']>(t: T, timeoutMs = 0, timedOut: () => Error = () => notHealthy(this.name)): Promise<Extract<StubToHost, { t: T }>> {
     if (this.exitedWith !== undefined) return Promise.reject(notHealthy(this.name));
     return new Promise((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
@@ -169,7 +195,7 @@ export class StubProcess {
       if (timeoutMs > 0) {
         timer = setTimeout(() => {
           this.waiters = this.waiters.filter((x) => x !== w);
-          reject(notHealthy(this.name));
+          reject(timedOut());
         }, timeoutMs);
       }
       this.waiters.push(w);

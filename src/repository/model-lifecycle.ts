@@ -9,6 +9,13 @@
  *   READY → (reload: a fresh build takes new requests at once, the old drains)
  *   READY → UNLOADING → UNAVAILABLE 'unloaded'
  *
+ * A READY version may still be unable to serve for a while: an instance
+ * reports it (ModelInstance.unready: a dead stub being restarted, a model.py
+ * is_ready() that said no). That is the version's `unready`, Triton's
+ * instance readiness: the model's ready probe and strict server readiness
+ * say not ready (snapshot views), the state stays READY, requests are still
+ * admitted (they wait for the restart), and it is logged once each way.
+ *
  * A version admits requests only while READY. Draining is the scheduler's
  * stop(): it resolves when the in-flight count reaches zero, so a version
  * retires as soon as its last admitted request is answered, with no timer.
@@ -47,6 +54,8 @@ export class VersionLifecycle {
   private readonly retiring = new Set<LoadedVersion>();
   /** Why the last reload of this READY version (or of its config) failed; the serving build stays. */
   note: string | undefined;
+  /** The last `unready` logged, so each change is logged once. */
+  private unreadyLogged: string | undefined;
 
   constructor(
     readonly model: string,
@@ -62,16 +71,29 @@ export class VersionLifecycle {
     return this.current.state;
   }
 
+  /** While READY: why an instance of the serving build cannot serve now (the first one's reason); undefined when all can. */
+  get unready(): string | undefined {
+    if (this.current.state !== 'READY' || this.serving === undefined) return undefined;
+    for (const i of this.serving.instances) {
+      const why = i.unready;
+      if (why !== undefined) return why;
+    }
+    return undefined;
+  }
+
   /** UNAVAILABLE → LOADING → READY, or back to UNAVAILABLE with the build's reason. */
   async load(build: BuildVersion): Promise<LoadResult> {
     this.move('LOADING', '');
     this.note = undefined;
+    this.unreadyLogged = undefined;
     this.hooks.log.info(`loading: ${this.model}:${this.version}`);
     this.hooks.changed();
     try {
       const loaded = await build();
       this.serving = loaded;
+      this.watchInstances(loaded);
       this.move('READY', '');
+      this.unreadyChanged();
       this.hooks.changed();
       return 'loaded';
     } catch (err) {
@@ -102,7 +124,9 @@ export class VersionLifecycle {
     }
     const old = this.serving;
     this.serving = fresh;
+    this.watchInstances(fresh);
     this.note = undefined;
+    this.unreadyChanged();
     this.hooks.changed();
     this.retiring.add(old);
     await drain(old);
@@ -162,6 +186,27 @@ export class VersionLifecycle {
     let n = this.serving?.scheduler.inflightCount() ?? 0;
     for (const old of this.retiring) n += old.scheduler.inflightCount();
     return n;
+  }
+
+  /** A change of an instance's readiness is the version's while that build serves. */
+  private watchInstances(loaded: LoadedVersion): void {
+    for (const i of loaded.instances) {
+      i.onUnreadyChange?.(() => {
+        if (this.serving !== loaded || this.current.state !== 'READY') return;
+        this.unreadyChanged();
+        this.hooks.changed();
+      });
+    }
+  }
+
+  /** Log the version's readiness when it changed (Triton's text for a version that is not ready). */
+  private unreadyChanged(): void {
+    const now = this.unready;
+    if (now === this.unreadyLogged) return;
+    const was = this.unreadyLogged;
+    this.unreadyLogged = now;
+    if (now !== undefined) this.hooks.log.error(`Model '${this.model}' version ${this.version} is not ready: ${now}`);
+    else if (was !== undefined) this.hooks.log.info(`model '${this.model}' version ${this.version} is ready again`);
   }
 
   private move(to: ModelState, reason: string): void {

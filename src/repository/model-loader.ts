@@ -31,6 +31,7 @@ import { runWarmup } from './model-warmup';
 import { misnamedConfigWarning, misplacedFileWarning, misplacedModelFiles, noVersionReason, withModelFileHint } from './folder-findings';
 import { autoCompleteDetail, backendDetail, checkingDetail, configSourceDetail, defaultsDetail, SILENT, versionsDetail } from './load-details';
 import type { LoadListener } from './load-details';
+import type { LoadSlots } from './load-slots';
 
 export interface LoaderOptions {
   modelConfigName: string;
@@ -38,7 +39,7 @@ export interface LoaderOptions {
   /** --backend-config, by backend name ('' = global settings). */
   backendConfig: Record<string, Record<string, string>>;
   gpuIds: readonly number[];
-  /** --model-load-thread-count: versions built at once (default 4). */
+  /** --model-load-thread-count: config completions and version builds at once (default 4). */
   loadThreads?: number;
   /** --model-load-retry-count: extra tries of a failed version build (default 0). */
   loadRetries?: number;
@@ -74,13 +75,19 @@ export function modelFilePath(config: ModelConfig, backend: Backend, modelDir: s
  * Everything about a model that does not depend on a version being loaded.
  * The listener hears each warning (skipped folders, misplaced files, ignored
  * settings) as soon as it is known, so a load that then fails still says
- * them, and each step (load-details.ts) for --log-verbose=1.
+ * them, and each step (load-details.ts) for --log-verbose=1. With `slots`
+ * (the server's), the backend's config completion (the Python backend's
+ * auto-complete stub, ONNX reading the model file) runs in a load slot and
+ * is retried as a version build is (Triton runs it inside the model's load,
+ * in its load thread pool): 39 Python models at start complete 4 at a time,
+ * not all at once.
  */
 export async function prepareModel(
   location: ModelLocation,
   opts: LoaderOptions,
   configOverride?: ModelConfig,
   listener: LoadListener = SILENT,
+  slots?: LoadSlots,
 ): Promise<PreparedModel> {
   const file = configPath(location, opts.modelConfigName);
   const m = location.name;
@@ -136,8 +143,12 @@ export async function prepareModel(
     const modelPath = modelFilePath(config, backend, location.dir, newest);
     const before = config;
     listener.detail(checkingDetail(m, modelPath, opts.autoComplete));
+    const toComplete = config;
+    const complete = (): Promise<ModelConfig> => backend.completeConfig(toComplete, modelPath, opts.autoComplete, backendConfig);
     try {
-      config = await backend.completeConfig(config, modelPath, opts.autoComplete, backendConfig);
+      config = await (slots === undefined
+        ? complete()
+        : slots.run(complete, (n, err) => listener.warn(`retrying load of '${m}' (${n}): ${toErrorInfo(err).message}`)));
     } catch (err) {
       const e = toErrorInfo(err);
       const message = withModelFileHint(e.message, modelPath, m);

@@ -4,7 +4,7 @@
  * and the strict-readiness rule. Versions change only through their
  * lifecycle (model-lifecycle.ts); the views read them.
  */
-import type { ModelView, ServerSnapshot } from '../request/server-snapshot';
+import type { ModelView, ServerSnapshot, VersionView } from '../request/server-snapshot';
 import type { PreparedModel } from './model-loader';
 import type { Readiness } from '../core/model-state';
 import type { VersionLifecycle } from './model-lifecycle';
@@ -16,6 +16,8 @@ export interface VersionRecord {
   readonly readiness: Readiness;
   /** Why the last reload of this READY version failed (the previous load keeps serving). */
   readonly note?: string | undefined;
+  /** READY, but an instance cannot serve now: why (model-lifecycle.ts). */
+  readonly unready?: string | undefined;
 }
 
 /** A model and its versions; the views take any VersionRecord, the manager holds lifecycles. */
@@ -91,7 +93,7 @@ export function indexEntries(
     for (const v of sortedVersions(record)) {
       if (readyOnly && v.readiness.state !== 'READY') continue;
       const entry: IndexEntry = { name, version: String(v.version), state: v.readiness.state };
-      const reason = v.readiness.reason || v.note || '';
+      const reason = v.readiness.reason || v.unready || v.note || '';
       if (reason !== '') entry.reason = reason;
       out.push(entry);
     }
@@ -124,13 +126,17 @@ export function tableRows(records: ReadonlyMap<string, ModelRecord<VersionRecord
 /**
  * Strict readiness: every model that should be loaded has all its versions
  * READY (versions retired by the version policy or unloaded on request do
- * not count).
+ * not count), and each READY one can serve (no instance unready: a dead
+ * stub, a model.py is_ready() that said no).
  */
 export function allReady(records: ReadonlyMap<string, ModelRecord<VersionRecord>>): boolean {
   for (const m of records.values()) {
     if (!m.wanted) continue;
     if (m.versions.size === 0) return false;
-    for (const v of m.versions.values()) if (v.readiness.state !== 'READY' && v.readiness.reason !== 'unloaded') return false;
+    for (const v of m.versions.values()) {
+      if (v.readiness.state !== 'READY' && v.readiness.reason !== 'unloaded') return false;
+      if (v.readiness.state === 'READY' && v.unready !== undefined) return false;
+    }
   }
   return true;
 }
@@ -151,7 +157,11 @@ export function snapshotModels(records: ReadonlyMap<string, ModelRecord<VersionR
       configJson: m.prepared?.configJson,
       plan: m.prepared?.plan,
       labels: m.prepared?.labels ?? {},
-      versions: sortedVersions(m).map((v) => ({ version: v.version, state: v.readiness.state, reason: v.readiness.reason })),
+      versions: sortedVersions(m).map((v) => {
+        const view: VersionView = { version: v.version, state: v.readiness.state, reason: v.readiness.reason };
+        if (v.unready !== undefined) view.unready = v.unready;
+        return view;
+      }),
     };
   }
   return models;

@@ -34,6 +34,7 @@ import type { BuildVersion, LifecycleHooks, LoadResult } from './model-lifecycle
 import * as views from './model-record';
 import type { IndexEntry, ModelRecord, TableRow } from './model-record';
 import { VersionBuilder } from './version-builder';
+import { LoadSlots } from './load-slots';
 import { cancelRequest, routeRequest } from './version-resolution';
 import { scanRepositories, scanVersions } from './scan';
 import type { ModelLocation, ScanResult } from './scan';
@@ -60,6 +61,8 @@ export class RepositoryManager {
   private overrideCount = 0;
   private readonly builder: VersionBuilder;
   private readonly lifecycleHooks: LifecycleHooks;
+  /** --model-load-thread-count / --model-load-retry-count: config completions and version builds share them. */
+  private readonly slots: LoadSlots;
 
   constructor(
     private readonly repositories: readonly string[],
@@ -67,7 +70,8 @@ export class RepositoryManager {
     instanceCtx: Omit<InstanceGroupContext, 'backendConfig'>,
     private readonly log: Logger,
   ) {
-    this.builder = new VersionBuilder(this.models, loader, instanceCtx, log, (request, respond) => this.route(request, respond), reasonOf);
+    this.slots = new LoadSlots(loader.loadThreads ?? 4, loader.loadRetries ?? 0);
+    this.builder = new VersionBuilder(this.models, instanceCtx, log, (request, respond) => this.route(request, respond), reasonOf, this.slots);
     this.lifecycleHooks = { changed: () => this.changed(), gone: (model, version) => this.builder.gone(model, version), log };
   }
 
@@ -297,7 +301,7 @@ export class RepositoryManager {
       prepared = await prepareModel(location, this.loader, override.config, {
         warn: (w) => this.log.warn(w),
         detail: (d) => this.log.verbose(1, d),
-      });
+      }, this.slots);
     } catch (err) {
       return this.prepareFailed(record, print, reasonOf(err), err);
     }

@@ -13,9 +13,9 @@ import type { RateLimiter } from '../scheduler/rate-limiter';
 import type { InferRequest, Respond } from '../core/request';
 import type { ResponseCache } from '../scheduler/response-cache';
 import { ensembleServices } from './ensemble-services';
-import { LoadSlots } from './load-slots';
+import type { LoadSlots } from './load-slots';
 import { loadVersion } from './model-loader';
-import type { LoadedVersion, LoaderOptions, PreparedModel } from './model-loader';
+import type { LoadedVersion, PreparedModel } from './model-loader';
 import type { ModelRecord } from './model-record';
 import type { ModelLocation } from './scan';
 
@@ -31,16 +31,16 @@ export class VersionBuilder {
   /** --rate-limit=execution_count (scheduler/rate-limiter.ts); absent when off. */
   rateLimiter: RateLimiter | undefined;
   private ensembles: EnsembleServices | undefined;
-  private slots: LoadSlots | undefined;
 
   constructor(
     private readonly models: Map<string, ModelRecord>,
-    private readonly loader: LoaderOptions,
     private readonly instanceCtx: Omit<InstanceGroupContext, 'backendConfig'>,
     private readonly log: Logger,
     /** Used for ensemble steps until setRoute is called (tests build managers without a server). */
     private readonly fallbackRoute: Route,
     private readonly reasonOf: (err: unknown) => string,
+    /** The server's load slots, shared with config completion (prepareModel). */
+    private readonly slots: LoadSlots,
   ) {}
 
   async build(prepared: PreparedModel, location: ModelLocation, version: number): Promise<LoadedVersion> {
@@ -50,7 +50,6 @@ export class VersionBuilder {
       this.log.verbose(1, `model '${location.name}' version ${version}: building ${groups} with backend '${prepared.backend.name || prepared.config.platform}' from ${location.dir}/${version}/`);
     }
     const hooks = this.observer?.loading(location.name, version);
-    this.slots ??= new LoadSlots(this.loader.loadThreads ?? 4, this.loader.loadRetries ?? 0);
     const loaded = await this.slots.run(
       () => loadVersion(prepared, location, version, this.instanceCtx, hooks, { ensemble: this.ensembleServices(), responseCache: this.responseCache, rateLimiter: this.rateLimiter }),
       (n, err) => this.log.warn(`retrying load of '${location.name}' version ${version} (${n}): ${this.reasonOf(err)}`),

@@ -29,10 +29,19 @@ export function unknownModel(name: string): ServerError {
   return new ServerError('NOT_FOUND', `${PREFIX}'${name}' is not found`);
 }
 
-/** Triton's text for a version that exists but is not READY. */
-export function notReady(name: string, version: number): ServerError {
-  return new ServerError('UNAVAILABLE', `${PREFIX}'${name}' version ${version} is not at ready state`);
+/** Triton's text for a version that exists but is not READY (or, `why`, READY and unable to serve now). */
+export function notReady(name: string, version: number, why?: string): ServerError {
+  return new ServerError('UNAVAILABLE', `${PREFIX}'${name}' version ${version} is not at ready state${why === undefined ? '' : `: ${why}`}`);
 }
+
+/**
+ * What a lookup is for. 'ready': the model's ready probe, which also needs
+ * the version's instances able to serve (VersionView.unready, Triton's
+ * instance readiness). 'loaded': inference, metadata, config, BLS: a READY
+ * version is enough (Triton's GetModel); a request to an instance being
+ * restarted waits for it.
+ */
+export type LookupFor = 'ready' | 'loaded';
 
 /**
  * Triton's version choice (GetModel): the named version if it is READY, or,
@@ -53,11 +62,18 @@ export function chooseVersion<V extends VersionChoice>(name: string, versions: I
   return best;
 }
 
-export function lookupModel(snapshot: ServerSnapshot, name: string, versionText: string | undefined): Resolved {
+/**
+ * `lookupFor` defaults to 'ready' because the HTTP thread calls this one way
+ * for its ready route and its infer, metadata and config routes alike (its
+ * transport is being rewritten); until those pass 'loaded', an HTTP
+ * request to an unready version is refused with the reason.
+ */
+export function lookupModel(snapshot: ServerSnapshot, name: string, versionText: string | undefined, lookupFor: LookupFor = 'ready'): Resolved {
   const view = Object.prototype.hasOwnProperty.call(snapshot.models, name) ? snapshot.models[name] : undefined;
   if (view === undefined) throw unknownModel(name);
   const latest = versionText === undefined || versionText === '';
   const chosen = chooseVersion(name, view.versions, latest ? undefined : parseVersion(versionText));
+  if (lookupFor === 'ready' && chosen.unready !== undefined) throw notReady(name, chosen.version, chosen.unready);
   return { view, version: chosen.version, latest };
 }
 

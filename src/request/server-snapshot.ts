@@ -14,6 +14,12 @@ export interface VersionView {
   version: number;
   state: ModelState;
   reason: string;
+  /**
+   * READY, but an instance cannot serve now (a dead stub being restarted, a
+   * model.py is_ready() that said no): why. The model's ready probe answers
+   * not ready (model-lookup.ts, lookup 'ready').
+   */
+  unready?: string;
 }
 
 export interface ModelView {

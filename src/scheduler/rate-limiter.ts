@@ -208,4 +208,12 @@ class RateLimitedInstance implements ModelInstance {
     this.limiter.unregister(this);
     return this.inner.stop();
   }
+
+  get unready(): string | undefined {
+    return this.inner.unready;
+  }
+
+  onUnreadyChange(listener: () => void): void {
+    this.inner.onUnreadyChange?.(listener);
+  }
 }

@@ -142,3 +142,54 @@ test('a load from a state that cannot load is an INTERNAL error naming both stat
   instance.current().finish();
   await retired;
 });
+
+/** A test-kit instance whose readiness the test sets (a dead stub, an is_ready() that said no). */
+class UnreadyInstance extends StoppableInstance {
+  private why: string | undefined;
+  private listeners: (() => void)[] = [];
+
+  get unready(): string | undefined {
+    return this.why;
+  }
+
+  onUnreadyChange(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  set(why: string | undefined): void {
+    this.why = why;
+    for (const l of this.listeners) l();
+  }
+}
+
+test("an instance's unready is its READY version's, logged once each way; requests are still admitted and the state stays READY", async () => {
+  const lines: string[] = [];
+  let changes = 0;
+  const v = new VersionLifecycle('m', 1, {
+    changed: () => void changes++,
+    gone: () => undefined,
+    log: createLogger({ verbose: 0, info: true, warning: true, error: true, format: 'default', sink: (text) => void lines.push(text) }),
+  });
+  const a = new UnreadyInstance('m_0');
+  const b = new UnreadyInstance('m_1');
+  await v.load(async () => ({ instances: [a, b], scheduler: new DefaultScheduler('m', [a, b]) }));
+  assert.equal(v.unready, undefined);
+  const before = changes;
+  b.set("Stub process 'm_1' is not healthy.");
+  assert.equal(v.unready, "Stub process 'm_1' is not healthy.");
+  assert.equal(v.state, 'READY');
+  assert.ok(changes > before, 'the snapshot is told');
+  b.set("Stub process 'm_1' is not healthy.");
+  const rec = new Recorder();
+  v.admit(request('r'), rec.respond('r'));
+  assert.equal(a.executions.length + b.executions.length, 1, 'admitted: the request waits for the instance, not refused');
+  (a.executions[0] ?? b.executions[0])!.finish();
+  b.set(undefined);
+  assert.equal(v.unready, undefined);
+  const notReady = lines.filter((l) => l.includes("Model 'm' version 1 is not ready: Stub process 'm_1' is not healthy."));
+  assert.equal(notReady.length, 1, lines.join('\n'));
+  assert.equal(lines.filter((l) => l.includes("model 'm' version 1 is ready again")).length, 1);
+  await v.retire();
+  a.set('late');
+  assert.equal(v.unready, undefined, 'a retired version has no instance readiness');
+});

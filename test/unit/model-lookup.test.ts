@@ -15,6 +15,10 @@ const snap: ServerSnapshot = {
       { version: 3, state: 'UNAVAILABLE', reason: 'Internal: boom' },
     ] },
     dead: { name: 'dead', labels: {}, versions: [{ version: 1, state: 'LOADING', reason: '' }] },
+    sick: { name: 'sick', labels: {}, versions: [
+      { version: 1, state: 'READY', reason: '' },
+      { version: 2, state: 'READY', reason: '', unready: "Stub process 'sick_0' is not healthy." },
+    ] },
   },
 };
 
@@ -26,6 +30,10 @@ const CASES: [string, string | undefined, number | [string, string]][] = [
   ['x', undefined, ['NOT_FOUND', "Request for unknown model: 'x' is not found"]],
   ['dead', undefined, ['NOT_FOUND', "Request for unknown model: 'dead' has no available versions"]],
   ['toString', undefined, ['NOT_FOUND', "Request for unknown model: 'toString' is not found"]],
+  // The newest READY version is chosen, then asked whether it can serve (Triton: no fallback to an older one).
+  ['sick', undefined, ['UNAVAILABLE', "Request for unknown model: 'sick' version 2 is not at ready state: Stub process 'sick_0' is not healthy."]],
+  ['sick', '2', ['UNAVAILABLE', "Request for unknown model: 'sick' version 2 is not at ready state: Stub process 'sick_0' is not healthy."]],
+  ['sick', '1', 1],
 ];
 
 for (const [name, version, want] of CASES) {
@@ -37,3 +45,10 @@ for (const [name, version, want] of CASES) {
     }
   });
 }
+
+test("lookup for 'loaded' (inference, metadata, BLS) takes a READY version whose instance is not ready; 'ready' does not", () => {
+  assert.equal(lookupModel(snap, 'sick', undefined, 'loaded').version, 2);
+  assert.equal(lookupModel(snap, 'sick', '2', 'loaded').version, 2);
+  assert.throws(() => lookupModel(snap, 'sick', '2', 'ready'), /is not at ready state: Stub process 'sick_0' is not healthy\./);
+  assert.throws(() => lookupModel(snap, 'm', '3', 'loaded'), /version 3 is not at ready state$/);
+});

@@ -138,7 +138,7 @@ export function adminHandlers(ctx: GrpcControlContext): grpc.UntypedServiceImple
     TraceSetting: unary(ctx, 'trace', (req: { settings: Record<string, { value: string[] }>; model_name: string }) => {
       if (req.model_name !== '') {
         try {
-          lookupModel(ctx.snapshot(), req.model_name, undefined);
+          lookupModel(ctx.snapshot(), req.model_name, undefined, 'loaded');
         } catch {
           throw new ServerError('INVALID_ARG', `Request for unknown model : ${req.model_name}`);
         }

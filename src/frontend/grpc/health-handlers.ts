@@ -8,7 +8,7 @@ import type * as grpc from '@grpc/grpc-js';
 import { ServerError } from '../../core/errors';
 import { modelMetadataJson } from '../model-metadata';
 import { lookupModel, readyVersions } from '../../request/model-lookup';
-import type { Resolved } from '../../request/model-lookup';
+import type { LookupFor, Resolved } from '../../request/model-lookup';
 import type { ServerSnapshot } from '../../request/server-snapshot';
 import { unary } from './grpc-context';
 import type { GrpcContext } from './grpc-context';
@@ -33,8 +33,9 @@ export function parseGrpcVersion(text: string): string | undefined {
   return String(n);
 }
 
-export function resolveModel(snapshot: ServerSnapshot, name: string, versionText: string): Resolved {
-  return lookupModel(snapshot, name, parseGrpcVersion(versionText));
+/** 'loaded' for inference, metadata and config; 'ready' for ModelReady (model-lookup.ts LookupFor). */
+export function resolveModel(snapshot: ServerSnapshot, name: string, versionText: string, lookupFor: LookupFor = 'loaded'): Resolved {
+  return lookupModel(snapshot, name, parseGrpcVersion(versionText), lookupFor);
 }
 
 export function healthHandlers(ctx: GrpcContext): grpc.UntypedServiceImplementation {
@@ -49,7 +50,7 @@ export function healthHandlers(ctx: GrpcContext): grpc.UntypedServiceImplementat
     ModelReady: unary(ctx, 'health', (req: ModelRefMsg) => {
       const s = ctx.snapshot();
       if (!s.live || s.exiting) throw new ServerError('UNAVAILABLE', 'Server not ready');
-      resolveModel(s, req.name, req.version);
+      resolveModel(s, req.name, req.version, 'ready');
       return { ready: true };
     }),
     ServerMetadata: unary(ctx, 'metadata', () => ({

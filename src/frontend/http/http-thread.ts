@@ -148,7 +148,7 @@ function route(reply: Reply, head: RequestHead): void {
         reply.json(200, serverMetadata);
         return;
       case 'model_metadata': {
-        const { view } = lookupModel(snapshot, r.model, r.version);
+        const { view } = lookupModel(snapshot, r.model, r.version, 'loaded');
         const versions = r.version !== undefined ? [String(Number(r.version))] : readyVersions(view);
         reply.json(200, modelMetadataJson(view.config!, versions));
         return;
@@ -160,7 +160,7 @@ function route(reply: Reply, head: RequestHead): void {
         return;
       }
       case 'model_config': {
-        const { view } = lookupModel(snapshot, r.model, r.version);
+        const { view } = lookupModel(snapshot, r.model, r.version, 'loaded');
         reply.json(200, view.configJson ?? '{}');
         return;
       }

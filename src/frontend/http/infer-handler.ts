@@ -74,7 +74,7 @@ export class InferHandler {
       // Once the server is stopping, in-flight requests finish but new ones
       // are refused, so the drain ends even on busy keep-alive connections.
       if (this.snapshot().exiting) throw new ServerError('UNAVAILABLE', 'Server exiting');
-      resolved = lookupModel(this.snapshot(), model, versionText);
+      resolved = lookupModel(this.snapshot(), model, versionText, 'loaded');
       if (resolved.view.plan?.decoupled) {
         throw new ServerError('UNSUPPORTED', "HTTP end point doesn't support models with decoupled transaction policy");
       }

@@ -1,6 +1,7 @@
 """The TritonPythonModel lifecycle inside the stub: import model.py as
 "<version>.model", auto_complete_config, initialize, execute (sync or async,
-default or decoupled), finalize; with Triton's error texts (§2)."""
+default or decoupled), is_ready (_nt_readiness.py), finalize; with Triton's
+error texts (§2)."""
 import asyncio
 import importlib
 import inspect
@@ -10,6 +11,7 @@ import os
 from _nt_errors import TritonModelException
 from _nt_logger import internal_log
 from _nt_model_config import ModelConfig
+from _nt_readiness import Readiness
 from _nt_request import InferenceRequest
 from _nt_response import Collected, InferenceResponse, TRITONSERVER_RESPONSE_COMPLETE_FINAL
 from _nt_runtime import runtime
@@ -40,6 +42,8 @@ class ModelRunner:
         self.model_class = None
         self.model = None
         self.decoupled = False
+        # Set once initialize() succeeded; its `defined` says whether model.py has is_ready().
+        self.readiness = None
 
     def import_model(self):
         if not os.path.isfile(self.model_path):
@@ -91,6 +95,9 @@ class ModelRunner:
             # Not logged here: the server's load-failure line carries the text and its traceback (once).
             return {"t": "init_done", "error": _text(e)}
         runtime.phase = "ready"
+        self.readiness = Readiness(self.model, format_exception)
+        if self.readiness.defined:
+            return {"t": "init_done", "is_ready": True}
         return {"t": "init_done"}
 
     def execute(self, message):

@@ -62,6 +62,8 @@ def main():
         t = msg.get("t")
         if t in ("bls_response", "call_result"):
             runtime.deliver(msg["id"], msg)
+        elif t == "ready_check":
+            runner.readiness.ask(msg["id"])
         elif t == "release":
             for offset in msg["offsets"]:
                 runtime.s2h.release(offset)
@@ -132,7 +134,11 @@ def main():
         elif t == "init":
             if msg["decoupled"]:
                 start_reader()
-            channel.send(runner.initialize(msg["args"], bool(msg["decoupled"])))
+            done = runner.initialize(msg["args"], bool(msg["decoupled"]))
+            # is_ready() checks are answered while execute() runs: a thread must read the channel then.
+            if done.get("is_ready"):
+                start_reader()
+            channel.send(done)
         elif t == "auto_complete":
             channel.send(runner.auto_complete(msg["config"]))
         elif t == "finalize":
