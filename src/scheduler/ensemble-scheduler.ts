@@ -94,7 +94,7 @@ export class EnsembleScheduler implements Scheduler {
       computeInferEndNs: ran ? endNs : 0, computeEndNs: ran ? endNs : 0, endNs,
     };
     try {
-      if (success) hooks.executionDone?.(request.batchSize, 1, s);
+      if (success) hooks.executionDone?.(request.batchSize, 1, s, 0);
       hooks.requestDone?.(request, s);
     } catch (err) {
       process.emitWarning(`ensemble '${this.plan.name}': statistics hook threw: ${String(err)}`);
