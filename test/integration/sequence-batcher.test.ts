@@ -6,26 +6,40 @@
  * execution); iterative_sequence gives a request without a correlation id
  * its own sequence; implicit state of TYPE_STRING (state_str, state_str_file);
  * the oldest strategy's preserve_ordering, over a gRPC stream, with a
- * decoupled model that answers the requests of a batch last first. Metrics
+ * decoupled model that answers the requests of a batch last first; and an
+ * ONNX model (a copy of `simple`) running padded executions. Metrics
  * are on, so stop() also checks that the arena is back where it started
  * (the not-ready rows and their outputs freed).
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
 import { infer, type InferResult } from '../../src/client/kserve-http-client';
 import { createClient, int32Bytes, int32Values, type GrpcTestClient } from './grpc-test-client';
-import { REPO_ROOT, startServer, type ServerProcess } from './server-process';
+import { MODEL_REPOSITORY, REPO_ROOT, startServer, type ServerProcess } from './server-process';
 
-const REPO = path.join(REPO_ROOT, 'test/integration/fixtures/sequence_slot_models');
+const FIXTURES = path.join(REPO_ROOT, 'test/integration/fixtures/sequence_slot_models');
 
 let server: ServerProcess;
 let client: GrpcTestClient;
+let repo: string;
 
 before(async () => {
+  repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-seqslots-'));
+  for (const m of fs.readdirSync(FIXTURES)) fs.cpSync(path.join(FIXTURES, m), path.join(repo, m), { recursive: true });
+  // The ONNX `simple` (no control inputs) under direct sequence batching: 8 slots, waiting up to 0.5 s for 2 of them.
+  const seq = path.join(repo, 'simple_seq');
+  fs.cpSync(path.join(MODEL_REPOSITORY, 'simple'), seq, { recursive: true });
+  const cfg = fs.readFileSync(path.join(seq, 'config.pbtxt'), 'utf8').replace('name: "simple"', 'name: "simple_seq"');
+  fs.writeFileSync(path.join(seq, 'config.pbtxt'), `${cfg}
+instance_group [ { kind: KIND_CPU count: 1 } ]
+sequence_batching { max_sequence_idle_microseconds: 10000000 direct { max_queue_delay_microseconds: 500000 minimum_slot_utilization: 0.25 } }
+`);
   server = await startServer([
-    `--model-repository=${REPO}`, '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1',
+    `--model-repository=${repo}`, '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1',
     '--allow-metrics=true', '--metrics-port=0', '--metrics-address=127.0.0.1',
   ]);
   client = createClient(server.grpcPort);
@@ -34,6 +48,7 @@ before(async () => {
 after(async () => {
   client.close();
   assert.equal(await server.stop(), 0);
+  fs.rmSync(repo, { recursive: true, force: true });
 });
 
 /** One row of an execution as seq_rows reports it. */
@@ -89,6 +104,37 @@ test("direct: each sequence keeps its slot's row; idle slots below the highest b
   assert.equal(s.inference_count, 7);
   assert.equal(s.execution_count, 6);
   assert.deepEqual(s.batch_stats.map((b) => [b.batch_size, b.compute_infer.count]), [[1, 2], [2, 2], [3, 2]]);
+});
+
+async function simpleStep(id: number, base: number, flags: { start?: boolean; end?: boolean } = {}): Promise<void> {
+  const parameters: Record<string, unknown> = { sequence_id: id };
+  if (flags.start === true) parameters.sequence_start = true;
+  if (flags.end === true) parameters.sequence_end = true;
+  const in0 = Array.from({ length: 16 }, (_, i) => base + i);
+  const in1 = Array.from({ length: 16 }, () => 3);
+  const r = await infer(server.url, 'simple_seq', [
+    { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: in0 },
+    { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: in1 },
+  ], { parameters });
+  assert.equal(r.status, 200, JSON.stringify(r.json));
+  const out = new Map((r.json.outputs as { name: string; data: number[] }[]).map((o) => [o.name, o.data]));
+  assert.deepEqual(out.get('OUTPUT0'), in0.map((v) => v + 3), `sequence ${id}`);
+  assert.deepEqual(out.get('OUTPUT1'), in0.map((v) => v - 3), `sequence ${id}`);
+}
+
+test('an ONNX model runs padded direct executions: each sequence gets its own row\'s outputs', async () => {
+  await simpleStep(21, 100, { start: true });
+  await simpleStep(22, 200, { start: true });
+  await simpleStep(23, 300, { start: true });
+  await Promise.all([simpleStep(21, 400, { end: true }), simpleStep(23, 500, { end: true })]);
+  await simpleStep(22, 600, { end: true });
+  const body = (await (await fetch(`${server.url}/v2/models/simple_seq/stats`)).json()) as {
+    model_stats: { inference_count: number; batch_stats: { batch_size: number; compute_infer: { count: number } }[] }[];
+  };
+  const s = body.model_stats[0]!;
+  assert.equal(s.inference_count, 6);
+  // Rows: [21], [pad, 22], [pad, pad, 23], [21, pad, 23], [pad, 22].
+  assert.deepEqual(s.batch_stats.map((b) => [b.batch_size, b.compute_infer.count]), [[1, 1], [2, 2], [3, 2]]);
 });
 
 test('iterative_sequence: a request without a correlation id gets its own sequence (ids from 1, START), ended once it ran', async () => {
