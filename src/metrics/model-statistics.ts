@@ -129,9 +129,13 @@ export class ModelStatistics {
     }
   }
 
-  /** Hook body for `executionDone`. */
-  executionDone(batchSize: number, t: ExecuteTimings): void {
-    this.inferenceCount += batchSize;
+  /**
+   * Hook body for `executionDone`. Not-ready rows of a sequence batch
+   * (`padding`) are in the batch size, not in inference_count (Triton counts
+   * inferences per request; a not-ready row is none).
+   */
+  executionDone(batchSize: number, t: ExecuteTimings, padding = 0): void {
+    this.inferenceCount += batchSize - padding;
     this.executionCount++;
     let b = this.batches.get(batchSize);
     if (b === undefined) {

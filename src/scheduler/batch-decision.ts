@@ -19,6 +19,7 @@
  * 5. Otherwise wait until the oldest request has waited the delay.
  */
 import type { InferRequest } from '../core/request';
+import type { ModelConfig } from '../core/model-config';
 
 export interface QueuedView {
   /** Batch size of the request (values < 1 count as 1, as for non-batching models). */
@@ -102,4 +103,24 @@ export function shapeKeyOf(request: InferRequest, raggedInputs?: ReadonlySet<str
     key += t.name + ':' + t.datatype + ':' + t.shape.slice(1).join(',') + ';';
   }
   return key;
+}
+
+/**
+ * Compiled once: which inputs the batch key must look at. Requests of a model
+ * whose inputs all have fixed dims (and are required and not shape tensors)
+ * always batch together after validation, so they need no key at all.
+ * Returns the ragged inputs to skip, or null for "no key needed".
+ */
+export function batchKeyPlan(config: ModelConfig): ReadonlySet<string> | null {
+  if (config.max_batch_size <= 0) return null; // one request per batch anyway
+  const ragged = new Set<string>();
+  let needsKey = false;
+  for (const input of config.input) {
+    if (input.allow_ragged_batch) {
+      ragged.add(input.name);
+      continue;
+    }
+    if (input.optional || input.is_shape_tensor || input.dims.some((d) => d < 0)) needsKey = true;
+  }
+  return needsKey ? ragged : null;
 }

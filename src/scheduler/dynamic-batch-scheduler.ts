@@ -8,7 +8,7 @@
 import type { ModelInstance } from '../instances/instance';
 import { requestIdPrefix } from '../core/errors';
 import type { ModelConfig } from '../core/model-config';
-import { decideBatch, shapeKeyOf, type BatchPolicy } from './batch-decision';
+import { batchKeyPlan, decideBatch, shapeKeyOf, type BatchPolicy } from './batch-decision';
 import { nowNs, nowUs } from '../core/clock';
 import { ExecutionPool, QueuedRequest, stoppingMessage } from './execution-pool';
 import { compilePriorityPlan, levelOf, PriorityQueue, timeoutOf } from './priority-queue';
@@ -156,24 +156,4 @@ export class DynamicBatchScheduler implements Scheduler {
     this.timer = null;
     this.immediate = null;
   }
-}
-
-/**
- * Compiled once: which inputs the batch key must look at. Requests of a model
- * whose inputs all have fixed dims (and are required and not shape tensors)
- * always batch together after validation, so they need no key at all.
- * Returns the ragged inputs to skip, or null for "no key needed".
- */
-function batchKeyPlan(config: ModelConfig): ReadonlySet<string> | null {
-  if (config.max_batch_size <= 0) return null; // one request per batch anyway
-  const ragged = new Set<string>();
-  let needsKey = false;
-  for (const input of config.input) {
-    if (input.allow_ragged_batch) {
-      ragged.add(input.name);
-      continue;
-    }
-    if (input.optional || input.is_shape_tensor || input.dims.some((d) => d < 0)) needsKey = true;
-  }
-  return needsKey ? ragged : null;
 }

@@ -109,7 +109,7 @@ export class EnsembleScheduler implements Scheduler {
     };
     if (cancelled && !success) s.failure = 'CANCELED';
     try {
-      if (success) hooks.executionDone?.(request.batchSize, 1, s);
+      if (success) hooks.executionDone?.(request.batchSize, 1, s, 0);
       hooks.requestDone?.(request, s);
     } catch (err) {
       process.emitWarning(`ensemble '${this.plan.name}': statistics hook threw: ${String(err)}`);

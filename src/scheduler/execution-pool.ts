@@ -34,6 +34,12 @@ export class QueuedRequest implements QueuedView, OrderSlot {
    * not in response_stats (the pool knows a request streams only then).
    */
   streaming = false;
+  /**
+   * A not-ready row of a direct sequence batch (sequence-padding.ts): it
+   * runs with the batch, but it is no client's request, so it is not counted
+   * in flight nor in the statistics, and nothing waits for its order.
+   */
+  padding = false;
 
   /** Why it failed, when not by its execution's error (statistics: scheduler-hooks.ts `failure`). */
   failure: FailureReason | undefined = undefined;
@@ -206,6 +212,7 @@ export class ExecutionPool {
     const requests: InferRequest[] = new Array(batch.length);
     const now = nowNs();
     let batchSize = 0;
+    let padding = 0;
     let replyTo: (ReplyAddress | null)[] | undefined;
     for (let i = 0; i < batch.length; i++) {
       const q = batch[i]!;
@@ -214,7 +221,8 @@ export class ExecutionPool {
       if (to !== undefined) (replyTo ??= new Array<ReplyAddress | null>(batch.length).fill(null))[i] = to;
       q.lastResponseNs = now;
       batchSize += q.batchSize > 1 ? q.batchSize : 1;
-      if (this.order !== null) this.order.register(q);
+      if (q.padding) padding++;
+      else if (this.order !== null) this.order.register(q);
     }
     slot.batches.push(batch);
     let pending: Promise<ExecuteResult>;
@@ -228,13 +236,13 @@ export class ExecutionPool {
     }
     pending
       .then(
-        (result) => this.executed(slot, batch, batchSize, result),
+        (result) => this.executed(slot, batch, batchSize, padding, result),
         (err: unknown) => this.failed(slot, batch, err),
       )
       .catch((err: unknown) => warn('response routing', err));
   }
 
-  private executed(slot: Slot, batch: QueuedRequest[], batchSize: number, result: ExecuteResult): void {
+  private executed(slot: Slot, batch: QueuedRequest[], batchSize: number, padding: number, result: ExecuteResult): void {
     const instance = slot.instance;
     forget(slot, batch);
     const timings = result.timings;
@@ -253,7 +261,7 @@ export class ExecutionPool {
     this.free(slot);
     if (this.hooks?.executionDone !== undefined) {
       try {
-        this.hooks.executionDone(batchSize, batch.length, timings);
+        this.hooks.executionDone(batchSize, batch.length - padding, timings, padding);
       } catch (err) {
         warn('executionDone hook', err);
       }
@@ -310,13 +318,17 @@ export class ExecutionPool {
   }
 
   private deliver(q: QueuedRequest, response: InferResponse): void {
-    if (this.order !== null) this.order.deliver(q, response);
+    if (this.order !== null && !q.padding) this.order.deliver(q, response);
     else this.release(q, response);
   }
 
   private release(q: QueuedRequest, response: InferResponse): void {
     if (q.done) return; // exactly one final response, nothing after it
     if (response.final) q.done = true;
+    if (q.padding) {
+      callRespond(q.respond, response);
+      return;
+    }
     if (!response.final) q.streaming = true;
     if (q.streaming) this.responseDone(q, response);
     callRespond(q.respond, response);

@@ -6,8 +6,16 @@
  * on each device, the count `--rate-limit-resource=<name>:<count>:<device>`
  * (or `<name>:<count>` for every device) gives it, else the largest count any
  * instance on that device asks for; a global one likewise, shared by all.
- * Waiting executions start in order of their group's priority (lower first;
- * 0 counts as 1), then arrival. Across all models of the server.
+ * Across all models of the server, waiting executions are ordered as
+ * Triton's rate limiter orders staged instances: by scaled priority, the
+ * executions the instance has completed × its group's `priority` (0 counts
+ * as 1), lower first, then arrival. So priority is a weight, not a level:
+ * an instance of priority 2 gets about half the executions of one of
+ * priority 1 while both have work waiting, and neither starves
+ * (scaledPriority, grantable). The first waiter in that order that does not
+ * fit keeps the resources it asks for: a later waiter may go ahead only on
+ * resources the earlier ones do not ask for (Triton lets nothing go ahead
+ * of it; here an execution that needs none of its resources is not held up).
  *
  * With `--rate-limit=off` nothing is wrapped and the hot path is unchanged.
  */
@@ -67,10 +75,52 @@ export function fits(asks: readonly ResourceAsk[], used: ReadonlyMap<string, num
   return true;
 }
 
-interface Waiter {
+/**
+ * Triton's ModelInstanceContext::ScaledPriority: executions completed so far
+ * times the group's priority, where 0 counts as 1.
+ */
+export function scaledPriority(executions: number, priority: number): number {
+  return executions * Math.max(1, priority);
+}
+
+/** What the grant decision needs of a waiting execution. */
+export interface WaitingAsk {
   asks: readonly ResourceAsk[];
-  priority: number;
+  /** scaledPriority at the time it asked: lower goes first. */
+  rank: number;
+  /** Arrival order: breaks ties of rank. */
   seq: number;
+}
+
+/**
+ * Which waiters start now, as indices into `waiting` (which is in order:
+ * rank, then seq), given what is in use. In order, each waiter that fits is
+ * granted (and counts as used for the next); one that does not fit reserves
+ * the resources it asks for, so no later waiter takes any of those ahead of it.
+ */
+export function grantable(waiting: readonly WaitingAsk[], used: ReadonlyMap<string, number>, available: (key: string) => number): number[] {
+  const granted: number[] = [];
+  const taken = new Map(used);
+  const reserved = new Set<string>();
+  for (let i = 0; i < waiting.length; i++) {
+    const asks = waiting[i]!.asks;
+    if (asks.some((a) => reserved.has(a.key))) continue;
+    if (fits(asks, taken, available)) {
+      granted.push(i);
+      for (const a of asks) taken.set(a.key, (taken.get(a.key) ?? 0) + a.count);
+    } else {
+      for (const a of asks) reserved.add(a.key);
+    }
+  }
+  return granted;
+}
+
+/** Lower rank first, then arrival. */
+export function waitsBefore(a: WaitingAsk, b: WaitingAsk): boolean {
+  return a.rank < b.rank || (a.rank === b.rank && a.seq < b.seq);
+}
+
+interface Waiter extends WaitingAsk {
   grant: () => void;
 }
 
@@ -113,7 +163,7 @@ export class RateLimiter {
     return instances.map((instance, i) => {
       const mine = asks[i]!;
       if (mine.length === 0) return instance;
-      return new RateLimitedInstance(instance, this, mine, Math.max(1, groupOf[i]!.group.rate_limiter?.priority ?? 1));
+      return new RateLimitedInstance(instance, this, mine, groupOf[i]!.group.rate_limiter?.priority ?? 0);
     });
   }
 
@@ -126,16 +176,16 @@ export class RateLimiter {
     this.grantWaiting(); // defaults may have shrunk or grown; re-check
   }
 
-  /** Resolves once `asks` are allocated; pair with release(asks). */
-  acquire(asks: readonly ResourceAsk[], priority: number): Promise<void> {
+  /** Resolves once `asks` are allocated; pair with release(asks). rank: the instance's scaledPriority now. */
+  acquire(asks: readonly ResourceAsk[], rank: number): Promise<void> {
     if (this.waiting.length === 0 && fits(asks, this.used, (k) => this.available(k))) {
       this.take(asks);
       return Promise.resolve();
     }
     return new Promise((grant) => {
-      const w: Waiter = { asks, priority, seq: this.seq++, grant };
+      const w: Waiter = { asks, rank, seq: this.seq++, grant };
       let at = this.waiting.length;
-      while (at > 0 && this.waiting[at - 1]!.priority > priority) at--;
+      while (at > 0 && waitsBefore(w, this.waiting[at - 1]!)) at--;
       this.waiting.splice(at, 0, w);
       this.grantWaiting();
     });
@@ -155,17 +205,16 @@ export class RateLimiter {
     return availableCount(key, this.overrides, this.registered.values());
   }
 
-  /** In order; a waiter that does not fit lets later ones that fit go ahead. */
+  /** Starts what grantable() allows, in order. */
   private grantWaiting(): void {
-    for (let i = 0; i < this.waiting.length;) {
-      const w = this.waiting[i]!;
-      if (fits(w.asks, this.used, (k) => this.available(k))) {
-        this.waiting.splice(i, 1);
-        this.take(w.asks);
-        w.grant();
-      } else {
-        i++;
-      }
+    if (this.waiting.length === 0) return;
+    const granted = grantable(this.waiting, this.used, (k) => this.available(k));
+    if (granted.length === 0) return;
+    const go = granted.map((i) => this.waiting[i]!);
+    for (let k = granted.length - 1; k >= 0; k--) this.waiting.splice(granted[k]!, 1);
+    for (const w of go) {
+      this.take(w.asks);
+      w.grant();
     }
   }
 
@@ -174,9 +223,11 @@ export class RateLimiter {
   }
 }
 
-/** An instance whose every execution holds its group's resources. */
+/** An instance whose every execution holds its group's resources, and whose completed executions weigh its priority. */
 class RateLimitedInstance implements ModelInstance {
   readonly name: string;
+  /** Executions completed (Triton's exec_count_). */
+  private executions = 0;
 
   constructor(
     private readonly inner: ModelInstance,
@@ -191,10 +242,11 @@ class RateLimitedInstance implements ModelInstance {
   // pipelineDepth stays 1: a queued batch must not hold resources while it waits.
 
   async execute(requests: InferRequest[], stream?: StreamResponse, replyTo?: (ReplyAddress | null)[]): Promise<ExecuteResult> {
-    await this.limiter.acquire(this.asks, this.priority);
+    await this.limiter.acquire(this.asks, scaledPriority(this.executions, this.priority));
     try {
       return await this.inner.execute(requests, stream, replyTo);
     } finally {
+      this.executions++;
       this.limiter.release(this.asks);
     }
   }

@@ -36,8 +36,13 @@ export type FailureReason = 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER';
 export interface SchedulerHooks {
   /** Once per request, right after its final response (also for requests rejected at enqueue). */
   requestDone?(req: InferRequest, s: RequestDoneStats): void;
-  /** Once per execution that an instance completed (not for one whose execute() rejected). */
-  executionDone?(batchSize: number, requestCount: number, timings: ExecuteTimings): void;
+  /**
+   * Once per execution that an instance completed (not for one whose
+   * execute() rejected). batchSize counts every row the model ran, the
+   * `padding` not-ready rows of a direct sequence batch among them (as
+   * Triton's backends report the batch); requestCount counts only requests.
+   */
+  executionDone?(batchSize: number, requestCount: number, timings: ExecuteTimings, padding: number): void;
   /**
    * Once per request of a model with the response cache: a hit (lookup time),
    * or a miss (lookup plus insert time), before or after its requestDone.

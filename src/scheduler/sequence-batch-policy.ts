@@ -5,10 +5,15 @@
  *
  * - direct: every ready head runs at once, unless fewer than
  *   minimum_slot_utilization × slots are ready and max_queue_delay_microseconds
- *   is > 0; then it waits until the oldest head has waited the delay.
+ *   is > 0; then it waits until the oldest head has waited the delay. The
+ *   execution then has one row per slot up to the highest one with a
+ *   request, each sequence at its own slot's row (directRows): an idle slot
+ *   below it, or one whose head cannot share the batch (other shapes than
+ *   the lowest slot's head), gets a not-ready row (sequence-padding.ts).
  * - oldest: the dynamic batcher's decision (batch-decision.ts) over the ready
  *   heads (each of batch size 1, one per candidate sequence), with the
- *   strategy's preferred sizes and delay, capped at max_batch_size.
+ *   strategy's preferred sizes and delay, capped at max_batch_size; only
+ *   heads of the oldest one's shapes join it.
  */
 import type { ModelConfig } from '../core/model-config';
 import { decideBatch, type BatchDecision, type QueuedView } from './batch-decision';
@@ -19,6 +24,8 @@ export type SequenceStrategy =
 
 export interface HeadView {
   enqueuedUs: number;
+  /** Batch key (batch-decision.ts shapeKeyOf): the oldest strategy batches only equal keys. */
+  shapeKey?: string;
 }
 
 const IDLE: BatchDecision = { kind: 'idle' };
@@ -48,6 +55,28 @@ export function sequenceStrategyOf(config: ModelConfig): SequenceStrategy {
   };
 }
 
+/**
+ * The rows of a direct execution, as Triton's DirectSequenceBatch forms them:
+ * `keys` holds the batch key of each slot's head request by slot position
+ * (null: nothing queued there). Rows run from slot 0 up to the highest slot
+ * with a request; row k is slot k's head when its key equals that of the
+ * lowest slot's head, otherwise null, a not-ready row (the head, if any,
+ * waits for a later execution). [] when no slot has a request.
+ */
+export function directRows(keys: readonly (string | null)[]): (number | null)[] {
+  let last = -1;
+  let first: string | null = null;
+  for (let k = 0; k < keys.length; k++) {
+    const key = keys[k];
+    if (key === null || key === undefined) continue;
+    if (first === null) first = key;
+    last = k;
+  }
+  const rows: (number | null)[] = [];
+  for (let k = 0; k <= last; k++) rows.push(keys[k] === first ? k : null);
+  return rows;
+}
+
 /** heads: the ready heads of one instance, oldest first. 'run' count = how many oldest heads to take. */
 export function decideSequenceBatch(strategy: SequenceStrategy, heads: readonly HeadView[], nowUs: number): BatchDecision {
   if (heads.length === 0) return IDLE;
@@ -58,7 +87,7 @@ export function decideSequenceBatch(strategy: SequenceStrategy, heads: readonly 
     if (delay === 0 || enough || nowUs - oldestUs >= delay) return { kind: 'run', count: heads.length };
     return { kind: 'wait', untilUs: oldestUs + delay };
   }
-  const views: QueuedView[] = heads.map((h) => ({ batchSize: 1, enqueuedUs: h.enqueuedUs, shapeKey: '' }));
+  const views: QueuedView[] = heads.map((h) => ({ batchSize: 1, enqueuedUs: h.enqueuedUs, shapeKey: h.shapeKey ?? '' }));
   return decideBatch(views, {
     maxBatchSize: strategy.maxBatchSize,
     preferredBatchSizes: strategy.preferredBatchSizes,

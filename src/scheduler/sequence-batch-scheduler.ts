@@ -5,11 +5,16 @@
  * strategy, max_candidate_sequences candidate sequences for the oldest one.
  * Each carries the config's control tensors (sequence-controls.ts) as extra
  * inputs. When an instance is free, sequence-batch-policy.ts decides over the
- * head request of each of its slots: run them (direct: all; oldest: at most
- * max_batch_size, oldest first, preferred sizes) or wait for the queue delay
- * (no padding of empty slots). Sequences idle past
- * max_sequence_idle_microseconds lose their slot. Implicit state
- * (sequence_batching.state) lives in sequence-state.ts.
+ * head request of each of its slots: run them or wait for the queue delay.
+ * Direct runs one row per slot up to the highest busy one, each sequence at
+ * its slot's row, and fills the idle slots below with not-ready rows
+ * (sequence-padding.ts), as Triton does; oldest runs at most max_batch_size
+ * heads, oldest first, with preferred sizes, and with its preserve_ordering
+ * answers in the order the requests were batched (execution-pool.ts).
+ * Sequences idle past max_sequence_idle_microseconds lose their slot.
+ * Implicit state (sequence_batching.state) lives in sequence-state.ts. With
+ * iterative_sequence a request without a correlation id is given one and
+ * START; each request of such a model ends its sequence when it has run.
  */
 import { ServerError, toErrorInfo, type ErrorInfo } from '../core/errors';
 import type { Arena } from '../dataplane/arena';
@@ -21,10 +26,12 @@ import { ExecutionPool, QueuedRequest, stoppingMessage } from './execution-pool'
 import type { InferRequest, InferResponse, Respond } from '../core/request';
 import type { Scheduler } from './scheduler';
 import type { SchedulerHooks } from './scheduler-hooks';
-import { compileControls, correlationIdOf, writeControls, type ControlPlan } from './sequence-controls';
+import { checkCorridType, compileControls, correlationIdOf, writeControls, type ControlPlan } from './sequence-controls';
 import { sequenceKey, SequenceSlots } from './sequence-slots';
 import { compileStates, SequenceStates } from './sequence-state';
-import { decideSequenceBatch, sequenceStrategyOf, type SequenceStrategy } from './sequence-batch-policy';
+import { decideSequenceBatch, directRows, sequenceStrategyOf, type SequenceStrategy } from './sequence-batch-policy';
+import { SlotPadding } from './sequence-padding';
+import { batchKeyPlan, shapeKeyOf } from './batch-decision';
 
 /** The idle check runs at most this often. */
 const MIN_IDLE_CHECK_MS = 10;
@@ -48,6 +55,12 @@ export class SequenceBatchScheduler implements Scheduler {
   private readonly waitTimers: (NodeJS.Timeout | null)[];
   /** Sequence of each queued request, for the state (only with states). */
   private readonly stateOf = new Map<QueuedRequest, { key: string; start: boolean; end: boolean; original: InferRequest }>();
+  /** Not-ready rows for the direct strategy's idle slots. */
+  private readonly padding: SlotPadding;
+  /** Inputs the batch key skips (ragged), or null when every request batches with every other. */
+  private readonly ragged: ReadonlySet<string> | null;
+  /** sequence_batching.iterative_sequence: the next correlation id given to a request without one. */
+  private nextIterativeId: number | null;
 
   constructor(config: ModelConfig, instances: readonly ModelInstance[], private readonly arena: Arena, hooks?: SchedulerHooks, modelDir?: string) {
     if (instances.length === 0) throw new ServerError('INTERNAL', `model '${config.name}' has no instances to schedule on`);
@@ -56,14 +69,18 @@ export class SequenceBatchScheduler implements Scheduler {
     const sb = config.sequence_batching as { max_sequence_idle_microseconds?: number };
     this.idleUs = Number(sb.max_sequence_idle_microseconds ?? 0) || SEQUENCE_IDLE_DEFAULT_MICROSECONDS;
     this.strategy = sequenceStrategyOf(config);
-    this.slots = new SequenceSlots(instances.length, this.strategy.slots);
+    this.slots = new SequenceSlots<QueuedRequest>(instances.length, this.strategy.slots, (q) => q.shapeKey);
+    this.padding = new SlotPadding(this.controls, arena);
+    this.ragged = batchKeyPlan(config);
+    this.nextIterativeId = (sb as { iterative_sequence?: boolean }).iterative_sequence === true ? 1 : null;
     this.waitTimers = instances.map(() => null);
     const specs = compileStates(config, modelDir);
     this.states = specs.length === 0 ? null : new SequenceStates(specs, arena);
     this.configOutputs = config.output.map((o) => o.name);
     const onResult = this.states === null ? undefined : (q: QueuedRequest, r: InferResponse): void => this.stateResult(q, r);
+    const preserveOrdering = this.strategy.kind === 'oldest' && this.strategy.preserveOrdering;
     this.pools = instances.map((instance) => new ExecutionPool({
-      model: config.name, instances: [instance], hooks, onIdle: () => this.dispatchAll(), onResult,
+      model: config.name, instances: [instance], hooks, onIdle: () => this.dispatchAll(), onResult, preserveOrdering,
     }));
   }
 
@@ -79,10 +96,12 @@ export class SequenceBatchScheduler implements Scheduler {
     let end: boolean;
     let id: number | string;
     try {
-      id = correlationIdOf(this.controls, request);
+      checkCorridType(this.controls, request);
       if (request.batchSize > 1) {
         throw new ServerError('INVALID_ARG', `inference request to model '${this.model}' must specify batch-size 1 due to requirements of sequence batcher`);
       }
+      request = this.withIterativeId(request);
+      id = correlationIdOf(this.controls, request);
       start = request.parameters['sequence_start'] === true;
       end = request.parameters['sequence_end'] === true;
       key = sequenceKey(id);
@@ -91,13 +110,15 @@ export class SequenceBatchScheduler implements Scheduler {
       pool.reject(request, respond, toErrorInfo(err));
       return;
     }
-    const admitted = this.slots.admit(key, { start, end }, q, nowUs());
+    // An iterative sequence ends once its request has run (nothing reschedules it).
+    const ends = end || this.nextIterativeId !== null;
+    const admitted = this.slots.admit(key, { start, end: ends }, q, nowUs());
     if (admitted === 'no-start') {
       this.freeControls(q.request, request);
       pool.reject(request, respond, missingStart(id, this.model));
       return;
     }
-    if (this.states !== null) this.stateOf.set(q, { key, start, end, original: request });
+    if (this.states !== null) this.stateOf.set(q, { key, start, end: ends, original: request });
     this.queued++;
     this.armIdleCheck();
     if (admitted === 'queued') this.dispatchAll();
@@ -137,9 +158,23 @@ export class SequenceBatchScheduler implements Scheduler {
       if (response.final) for (const t of extra) this.arena.free(t);
       respond(response);
     };
-    const q = new QueuedRequest(withExtra, wrapped, nowNs(), '');
+    const q = new QueuedRequest(withExtra, wrapped, nowNs(), this.ragged === null ? '' : shapeKeyOf(request, this.ragged));
     q.origin = request;
     return q;
+  }
+
+  /**
+   * iterative_sequence: a request without a correlation id starts a sequence
+   * of its own, with the next id (from 1) and START, as Triton's
+   * IterativeSequencer does; the model sees both.
+   */
+  private withIterativeId(request: InferRequest): InferRequest {
+    if (this.nextIterativeId === null) return request;
+    const id = request.parameters['sequence_id'];
+    if (id !== undefined && id !== 0 && id !== '') return request;
+    const n = this.nextIterativeId++;
+    const given = this.controls.corridType === 'BYTES' ? String(n) : n;
+    return { ...request, parameters: { ...request.parameters, sequence_id: given, sequence_start: true } };
   }
 
   private freeControls(withExtra: InferRequest, original: InferRequest): void {
@@ -160,12 +195,13 @@ export class SequenceBatchScheduler implements Scheduler {
       if (decision.kind === 'wait') this.wakeAt(instance, decision.untilUs - now);
       return;
     }
-    const batch = this.strategy.kind === 'oldest' ? this.slots.take(instance, now, decision.count) : this.slots.take(instance, now);
-    if (this.states !== null) {
-      for (const q of batch) {
-        const s = this.stateOf.get(q);
-        if (s !== undefined) q.request = this.states.inject(q.request, s.key, s.start, this.configOutputs);
-      }
+    let batch: QueuedRequest[];
+    let rows: (number | null)[] | null = null;
+    if (this.strategy.kind === 'oldest') {
+      batch = this.slots.take(instance, now, decision.count);
+    } else {
+      rows = directRows(this.slots.heads(instance).map((q) => (q === undefined ? null : q.shapeKey)));
+      batch = this.slots.takeSlots(instance, rows.filter((k): k is number => k !== null), now);
     }
     for (let k = 0; k < batch.length; k++) pool.admit();
     this.queued -= batch.length;
@@ -174,7 +210,45 @@ export class SequenceBatchScheduler implements Scheduler {
       this.queueWaiters = [];
       for (const resolve of waiters) resolve();
     }
-    pool.run(batch);
+    let run: QueuedRequest[];
+    try {
+      if (this.states !== null) {
+        for (const q of batch) {
+          const s = this.stateOf.get(q);
+          if (s !== undefined) q.request = this.states.inject(q.request, s.key, s.start, this.configOutputs);
+        }
+      }
+      run = rows === null || rows.length === batch.length ? batch : this.withPadding(rows, batch);
+    } catch (err) {
+      // The arena could not hold a state or a not-ready row: the batch is answered, not run.
+      const error = toErrorInfo(err);
+      for (const q of batch) {
+        if (this.states !== null) this.stateResult(q, { outputs: [], error, final: true });
+        pool.abandon(q, error);
+      }
+      return;
+    }
+    pool.run(run);
+  }
+
+  /** The direct execution's rows: each request at its slot's row, a not-ready row for every other slot up to the highest. */
+  private withPadding(rows: readonly (number | null)[], batch: readonly QueuedRequest[]): QueuedRequest[] {
+    const now = nowNs();
+    const pads = this.padding.rows(batch[0]!.request, rows.length - batch.length, now);
+    const run: QueuedRequest[] = [];
+    let r = 0;
+    let p = 0;
+    for (const k of rows) {
+      if (k !== null) {
+        run.push(batch[r++]!);
+        continue;
+      }
+      const pad = pads[p++]!;
+      const q = new QueuedRequest(pad.request, pad.respond, now, '');
+      q.padding = true;
+      run.push(q);
+    }
+    return run;
   }
 
   /** Dispatch the instance again once its queue delay has passed (one wake-up pending per instance). */

@@ -3,7 +3,8 @@
  * compiled once at load: which extra inputs each request of a sequence model
  * carries (START, END, READY in their int32/fp32/bool false/true forms, and
  * CORRID in its datatype), the checks on the correlation id with Triton's
- * texts, and writing one request's control values as tensors in the arena.
+ * texts, and writing one request's (or an idle slot's) control values as
+ * tensors in the arena.
  */
 import { configTypeToDataType, type DataType } from '../core/datatypes';
 import { ServerError, requestIdPrefix } from '../core/errors';
@@ -82,6 +83,18 @@ export function correlationIdOf(plan: ControlPlan, req: InferRequest): number | 
   if ((typeof id !== 'number' && typeof id !== 'string') || id === 0 || id === '') {
     throw new ServerError('INVALID_ARG', `inference request to model '${plan.model}' must specify a non-zero or non-empty correlation ID`);
   }
+  checkCorridType(plan, req);
+  return id;
+}
+
+/**
+ * A correlation id the request carries must be of the kind the CORRID
+ * control holds (string or number); Triton checks this first, when it
+ * validates the request, before the sequence batcher's own checks.
+ */
+export function checkCorridType(plan: ControlPlan, req: InferRequest): void {
+  const id = req.parameters['sequence_id'];
+  if ((typeof id !== 'number' && typeof id !== 'string') || id === 0 || id === '') return;
   if (plan.corridType !== null) {
     const numericControl = plan.corridType !== 'BYTES';
     if ((typeof id === 'string') === numericControl) {
@@ -91,17 +104,25 @@ export function correlationIdOf(plan: ControlPlan, req: InferRequest): number | 
         `but model '${plan.model}' expects '${plan.corridType}'`);
     }
   }
-  return id;
 }
 
-/** Allocates and fills the request's control tensors in the arena; the caller frees them after the final response. */
-export function writeControls(plan: ControlPlan, arena: Arena, id: number | string, start: boolean, end: boolean): TensorRef[] {
+/**
+ * Allocates and fills the request's control tensors in the arena; the caller
+ * frees them after the final response. An idle slot's row (ready false) gets
+ * what Triton sends there: START, END and READY false, CORRID 0 (or "").
+ */
+export function writeControls(plan: ControlPlan, arena: Arena, id: number | string, start: boolean, end: boolean, ready = true): TensorRef[] {
   const out: TensorRef[] = [];
+  if (!ready) {
+    id = '';
+    start = false;
+    end = false;
+  }
   try {
     for (const c of plan.controls) {
       const data = c.kind === 'CONTROL_SEQUENCE_CORRID'
         ? corridBytes(c.datatype, id)
-        : (c.kind === 'CONTROL_SEQUENCE_START' ? start : c.kind === 'CONTROL_SEQUENCE_END' ? end : true) ? c.trueBytes : c.falseBytes;
+        : (c.kind === 'CONTROL_SEQUENCE_START' ? start : c.kind === 'CONTROL_SEQUENCE_END' ? end : ready) ? c.trueBytes : c.falseBytes;
       const { offset, gen } = arena.alloc(data.byteLength);
       out.push({ name: c.name, datatype: c.datatype, shape: [...plan.shape], offset, gen, byteSize: data.byteLength });
       arena.bytes(offset, data.byteLength).set(data);

@@ -7,9 +7,12 @@
  * that find every slot taken wait in a backlog, oldest first, and take the
  * next slot that frees. A slot frees when its sequence's END request has been
  * taken, or when the sequence stays idle past max_sequence_idle_microseconds.
- * The oldest strategy uses the same structure with max_candidate_sequences
- * slots per instance and takes only the oldest ready heads (readyHeads, take
- * with a limit).
+ * A new sequence takes the free slot of lowest position on any instance (on
+ * the instance with the fewest taken among equals), as Triton's ready-slot
+ * queue does, so executions stay as small as they can (direct pads the idle
+ * slots below the highest busy one: heads, takeSlots). The oldest strategy
+ * uses the same structure with max_candidate_sequences slots per instance
+ * and takes only the oldest ready heads (readyHeads, take with a limit).
  */
 
 /** A correlation id made a map key: numbers and strings never collide. */
@@ -40,6 +43,8 @@ export interface ReadyHead {
   enqueuedUs: number;
   /** Admission number: smaller is older. */
   n: number;
+  /** Its batch key (keyOf of the constructor; '' without one): only equal keys share an execution. */
+  shapeKey: string;
 }
 
 interface Sequence<T> {
@@ -67,7 +72,7 @@ export class SequenceSlots<T> {
   private readonly occupied: number[];
   private admitted = 0;
 
-  constructor(readonly instanceCount: number, readonly slotsPerInstance: number) {
+  constructor(readonly instanceCount: number, readonly slotsPerInstance: number, private readonly keyOf?: (item: T) => string) {
     if (!(instanceCount >= 1 && slotsPerInstance >= 1)) {
       throw new RangeError(`sequence slots need at least one instance and one slot, got ${instanceCount} x ${slotsPerInstance}`);
     }
@@ -114,9 +119,17 @@ export class SequenceSlots<T> {
     const base = instance * this.slotsPerInstance;
     for (let s = base; s < base + this.slotsPerInstance; s++) {
       const head = this.slots[s]!.queue[0];
-      if (head !== undefined) heads.push({ slot: s, enqueuedUs: head.us, n: head.n });
+      if (head !== undefined) heads.push({ slot: s, enqueuedUs: head.us, n: head.n, shapeKey: this.keyOf?.(head.item) ?? '' });
     }
     return heads.sort((a, b) => a.n - b.n);
+  }
+
+  /** The head request of each slot of the instance by position (undefined: nothing queued there). */
+  heads(instance: number): (T | undefined)[] {
+    const base = instance * this.slotsPerInstance;
+    const out: (T | undefined)[] = new Array(this.slotsPerInstance);
+    for (let k = 0; k < this.slotsPerInstance; k++) out[k] = this.slots[base + k]!.queue[0]?.item;
+    return out;
   }
 
   /**
@@ -125,9 +138,19 @@ export class SequenceSlots<T> {
    * oldest first.
    */
   take(instance: number, nowUs: number, limit?: number): T[] {
+    const base = instance * this.slotsPerInstance;
+    const positions = limit === undefined
+      ? Array.from({ length: this.slotsPerInstance }, (_, k) => k)
+      : this.readyHeads(instance).slice(0, limit).map((h) => h.slot - base);
+    return this.takeSlots(instance, positions, nowUs);
+  }
+
+  /** Takes the head request of each given slot position of the instance, in that order (empty slots give nothing). */
+  takeSlots(instance: number, positions: readonly number[], nowUs: number): T[] {
     const batch: T[] = [];
-    const order = limit === undefined ? this.slotOrder(instance) : this.readyHeads(instance).slice(0, limit).map((h) => h.slot);
-    for (const s of order) {
+    const base = instance * this.slotsPerInstance;
+    for (const k of positions) {
+      const s = base + k;
       const slot = this.slots[s]!;
       const head = slot.queue.shift();
       if (head === undefined) continue;
@@ -137,11 +160,6 @@ export class SequenceSlots<T> {
       if (owner.ended && slot.queue.length === 0) this.free(s);
     }
     return batch;
-  }
-
-  private slotOrder(instance: number): number[] {
-    const base = instance * this.slotsPerInstance;
-    return Array.from({ length: this.slotsPerInstance }, (_, k) => base + k);
   }
 
   /**
@@ -179,17 +197,20 @@ export class SequenceSlots<T> {
     return [this.slots[seq.slot]!.instance, seq.slot % this.slotsPerInstance];
   }
 
-  /** Binds seq to a free slot on the instance with the fewest taken; false when none is free. */
+  /**
+   * Binds seq to the free slot of lowest position, on the instance with the
+   * fewest taken among those where it is free; false when no slot is free.
+   */
   private bind(seq: Sequence<T>): boolean {
-    let best = -1;
-    for (let i = 0; i < this.instanceCount; i++) {
-      if (this.occupied[i]! < this.slotsPerInstance && (best < 0 || this.occupied[i]! < this.occupied[best]!)) best = i;
-    }
-    if (best < 0) return false;
-    const base = best * this.slotsPerInstance;
-    for (let s = base; s < base + this.slotsPerInstance; s++) {
+    for (let k = 0; k < this.slotsPerInstance; k++) {
+      let best = -1;
+      for (let i = 0; i < this.instanceCount; i++) {
+        if (this.slots[i * this.slotsPerInstance + k]!.owner !== null) continue;
+        if (best < 0 || this.occupied[i]! < this.occupied[best]!) best = i;
+      }
+      if (best < 0) continue;
+      const s = best * this.slotsPerInstance + k;
       const slot = this.slots[s]!;
-      if (slot.owner !== null) continue;
       slot.owner = seq;
       seq.slot = s;
       this.occupied[best]!++;
@@ -197,7 +218,7 @@ export class SequenceSlots<T> {
       seq.waiting = [];
       return true;
     }
-    throw new Error(`sequence slots: instance ${best} counted a free slot it does not have`);
+    return false;
   }
 
   private free(s: number): void {

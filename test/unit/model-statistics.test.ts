@@ -13,7 +13,7 @@ const rejected = (t: number): RequestDoneStats => ({
 const failedInInstance = (q: number, e: number): RequestDoneStats => ({ ...rejected(q), endNs: e });
 const timings = (c: number) => ({ computeStartNs: c, computeInputEndNs: c + 10, computeInferEndNs: c + 25, computeEndNs: c + 30 });
 
-type Event = ['request', RequestDoneStats] | ['execution', number];
+type Event = ['request', RequestDoneStats] | ['execution', number] | ['execution', number, number];
 
 const CASES: { name: string; events: Event[]; expect: Record<string, unknown> }[] = [
   { name: 'nothing yet', events: [], expect: { success: [0, 0], fail: [0, 0], queue: [0, 0], inference: 0, execution: 0, batches: [], last: 0, backendFailures: 0 } },
@@ -39,6 +39,11 @@ const CASES: { name: string; events: Event[]; expect: Record<string, unknown> }[
     expect: { success: [0, 0], fail: [0, 0], queue: [0, 0], inference: 9, execution: 3, batches: [[1, 1, 10, 15, 5], [4, 2, 20, 30, 10]], last: 0, backendFailures: 0 },
   },
   {
+    name: 'not-ready rows of a sequence batch: in the batch size, not in the inference count',
+    events: [['execution', 3, 1], ['execution', 1, 0]],
+    expect: { success: [0, 0], fail: [0, 0], queue: [0, 0], inference: 3, execution: 2, batches: [[1, 1, 10, 15, 5], [3, 1, 10, 15, 5]], last: 0, backendFailures: 0 },
+  },
+  {
     name: 'negative cross-thread skew counts as zero',
     events: [['request', ran(500, 400, 1_000_000)]],
     expect: { success: [1, 999_500], fail: [0, 0], queue: [1, 0], inference: 0, execution: 0, batches: [], last: 1, backendFailures: 0 },
@@ -48,9 +53,9 @@ const CASES: { name: string; events: Event[]; expect: Record<string, unknown> }[
 for (const c of CASES) {
   test(`statistics: ${c.name}`, () => {
     const s = new ModelStatistics();
-    for (const [kind, arg] of c.events) {
-      if (kind === 'request') s.requestDone(arg);
-      else s.executionDone(arg, timings(0));
+    for (const e of c.events) {
+      if (e[0] === 'request') s.requestDone(e[1]);
+      else s.executionDone(e[1], timings(0), e[2]);
     }
     const j = s.toJson('m', 3);
     const pair = (d: { count: number; ns: number }): number[] => [d.count, d.ns];

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ModelConfig } from '../../src/core/model-config';
-import { RateLimiter, asksOf, availableCount, fits, resourceKey, type RateLimitOverride, type ResourceAsk } from '../../src/scheduler/rate-limiter';
+import { RateLimiter, asksOf, availableCount, fits, grantable, resourceKey, scaledPriority, type RateLimitOverride, type ResourceAsk } from '../../src/scheduler/rate-limiter';
 import { FakeInstance, config, request } from './scheduler-test-kit';
 
 const G = (name: string): string => resourceKey(name, true, 0);
@@ -73,35 +73,60 @@ test('RateLimiter: one global unit shared by two models runs one execution at a 
   assert.deepEqual(done, ['a', 'b']);
 });
 
-test('RateLimiter: waiting executions start by priority (lower first), then arrival', async () => {
+const scaledCases: { executions: number; priority: number; want: number }[] = [
+  { executions: 0, priority: 5, want: 0 },
+  { executions: 3, priority: 0, want: 3 },
+  { executions: 3, priority: 1, want: 3 },
+  { executions: 3, priority: 2, want: 6 },
+];
+
+for (const c of scaledCases) {
+  test(`scaledPriority: ${c.executions} executions at priority ${c.priority} weigh ${c.want}`, () => {
+    assert.equal(scaledPriority(c.executions, c.priority), c.want);
+  });
+}
+
+const ask = (key: string, count = 1): ResourceAsk => ({ key, count });
+const grantCases: { name: string; waiting: ResourceAsk[][]; used: [string, number][]; avail: Record<string, number>; want: number[] }[] = [
+  { name: 'every waiter that fits starts, in order', waiting: [[ask('a')], [ask('b')]], used: [], avail: { a: 1, b: 1 }, want: [0, 1] },
+  { name: 'two that fit alone but not together: the first', waiting: [[ask('a')], [ask('a')]], used: [], avail: { a: 1 }, want: [0] },
+  { name: 'a blocked waiter keeps its resource from later ones', waiting: [[ask('a', 2)], [ask('a')]], used: [['a', 1]], avail: { a: 2 }, want: [] },
+  { name: 'a later waiter on other resources goes ahead', waiting: [[ask('a', 2)], [ask('b')]], used: [['a', 1]], avail: { a: 2, b: 1 }, want: [1] },
+  { name: 'a later waiter sharing one of its resources waits', waiting: [[ask('a', 2)], [ask('b'), ask('a')]], used: [['a', 1]], avail: { a: 2, b: 1 }, want: [] },
+  { name: 'a waiter that asks for nothing always starts', waiting: [[ask('a', 2)], []], used: [['a', 2]], avail: { a: 2 }, want: [1] },
+];
+
+for (const c of grantCases) {
+  test(`grantable: ${c.name}`, () => {
+    const waiting = c.waiting.map((asks, seq) => ({ asks, rank: 0, seq }));
+    assert.deepEqual(grantable(waiting, new Map(c.used), (k) => c.avail[k] ?? 0), c.want);
+  });
+}
+
+test('RateLimiter: priority is a weight (executions done × priority), not a level: priority 2 gets every few turns, not none', async () => {
   const limiter = new RateLimiter([{ name: 'R', count: 1 }], []);
   const mk = (name: string, priority: number): [FakeInstance, ReturnType<RateLimiter['wrap']>[number]] => {
     const i = new FakeInstance(`${name}_0`);
     return [i, limiter.wrap(limitedConfig(name, 1, [{ name: 'R', global: true, count: 1 }], priority), [i])[0]!];
   };
-  const [hold, wHold] = mk('hold', 1);
-  const [low, wLow] = mk('low', 5);
-  const [high1, wHigh1] = mk('high1', 1);
-  const [high2, wHigh2] = mk('high2', 1);
+  const contenders = [mk('a0', 1), mk('a1', 1), mk('b', 2)];
   const order: string[] = [];
-  const run = (inst: FakeInstance, w: typeof wHold, tag: string): Promise<unknown> => {
-    const p = w.execute([request(tag)]).then(() => order.push(tag));
-    void inst;
-    return p;
+  // Every contender always has its next execution waiting: it asks again as soon as one ends.
+  const again = (k: number): void => {
+    const [inst, wrapped] = contenders[k]!;
+    void wrapped.execute([request(inst.name)]).then(() => again(k));
   };
-  const ps = [run(hold, wHold, 'hold')];
-  await tick();
-  ps.push(run(low, wLow, 'low'), run(high1, wHigh1, 'high1'), run(high2, wHigh2, 'high2'));
-  await tick();
-  assert.equal(limiter.waitingCount(), 3);
-  for (const inst of [hold, high1, high2, low]) {
+  contenders.forEach((_, k) => again(k));
+  for (let n = 0; n < 12; n++) {
     await tick();
-    assert.equal(inst.running, 1, `${inst.name} runs next`);
-    inst.current().finish();
-    await tick();
+    const running = contenders.filter(([i]) => i.running === 1);
+    assert.equal(running.length, 1, 'one unit of R: one execution at a time');
+    order.push(running[0]![0].name);
+    running[0]![0].current().finish();
   }
-  await Promise.all(ps);
-  assert.deepEqual(order, ['hold', 'high1', 'high2', 'low']);
+  // a0 first (nothing waited), then lowest executions × priority, ties by arrival:
+  // b (priority 2) runs once for every two turns of each priority-1 instance.
+  assert.deepEqual(order, ['a0_0', 'a1_0', 'b_0', 'a0_0', 'a1_0', 'b_0', 'a0_0', 'a1_0', 'a0_0', 'a1_0', 'b_0', 'a0_0']);
 });
 
 test('RateLimiter: per-device resources default to the largest ask, so two instances asking 1 of 2 run together', async () => {

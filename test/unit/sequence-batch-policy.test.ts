@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ModelConfig } from '../../src/core/model-config';
-import { decideSequenceBatch, sequenceStrategyOf, type SequenceStrategy } from '../../src/scheduler/sequence-batch-policy';
+import { decideSequenceBatch, directRows, sequenceStrategyOf, type SequenceStrategy } from '../../src/scheduler/sequence-batch-policy';
 import { SequenceSlots } from '../../src/scheduler/sequence-slots';
 
 const direct = (slots: number, delay: number, util: number): SequenceStrategy => ({ kind: 'direct', slots, maxQueueDelayUs: delay, minimumSlotUtilization: util });
@@ -27,6 +27,26 @@ for (const c of cases) {
   test(`sequence batch policy: ${c.name}`, () => {
     assert.deepEqual(decideSequenceBatch(c.strategy, c.heads.map((enqueuedUs) => ({ enqueuedUs })), c.now), c.expect);
   });
+}
+
+test('sequence batch policy: oldest batches only heads of the oldest one\'s shapes', () => {
+  const heads = [{ enqueuedUs: 0, shapeKey: 'a' }, { enqueuedUs: 1, shapeKey: 'a' }, { enqueuedUs: 2, shapeKey: 'b' }];
+  assert.deepEqual(decideSequenceBatch(oldest(4, [], 0), heads, 5), { kind: 'run', count: 2 });
+});
+
+// keys: the batch key of each slot's head by position (null: nothing queued); rows: slot taken per row, null = not-ready row.
+const rowCases: { name: string; keys: (string | null)[]; rows: (number | null)[] }[] = [
+  { name: 'no request: no rows', keys: [null, null, null, null], rows: [] },
+  { name: 'every slot busy: one row each, in slot order', keys: ['k', 'k', 'k', 'k'], rows: [0, 1, 2, 3] },
+  { name: 'idle slots below the highest busy one are padded', keys: ['k', null, 'k', null], rows: [0, null, 2] },
+  { name: 'only a high slot busy: the rows below it are all padding', keys: [null, null, 'k', null], rows: [null, null, 2] },
+  { name: 'idle slots above the highest busy one add no rows', keys: ['k', null, null, null], rows: [0] },
+  { name: 'a head of other shapes than the lowest one waits; its row is padding', keys: ['a', 'b', 'a'], rows: [0, null, 2] },
+  { name: 'the highest busy slot counts even when its head waits', keys: [null, 'a', null, 'b'], rows: [null, 1, null, null] },
+];
+
+for (const c of rowCases) {
+  test(`direct rows: ${c.name}`, () => assert.deepEqual(directRows(c.keys), c.rows));
 }
 
 const cfg = (max: number, sb: Record<string, unknown>): ModelConfig => ({ max_batch_size: max, sequence_batching: sb }) as unknown as ModelConfig;

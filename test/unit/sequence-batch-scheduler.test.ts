@@ -84,6 +84,11 @@ const refusals: { name: string; params: Record<string, ParamValue>; batchSize?: 
     message: "[request id: r] sequence batching control 'CORRID' data-type is 'BYTES', but model 'm' expects 'UINT64'",
   },
   {
+    name: 'a string id for a numeric CORRID and batch size 2: the id first, as Triton validates it before the batcher',
+    params: { sequence_id: 'abc', sequence_start: true }, batchSize: 2,
+    message: "[request id: r] sequence batching control 'CORRID' data-type is 'BYTES', but model 'm' expects 'UINT64'",
+  },
+  {
     name: 'numeric id for a string CORRID',
     params: { sequence_id: 3, sequence_start: true }, corrid: 'TYPE_STRING',
     message: "[request id: r] sequence batching control 'CORRID' data-type is 'UINT64', but model 'm' expects 'BYTES'",
@@ -118,5 +123,115 @@ test('a string CORRID reaches the instance as a BYTES element', async () => {
   assert.deepEqual(t.shape, [1]);
   assert.equal(arena.buffer(t.offset, t.byteSize).subarray(4).toString(), 'seq-α');
   inst.current().finish();
+  await s.stop();
+});
+
+test("direct: every sequence keeps its slot's row; idle slots below the highest busy one get not-ready rows (Triton's controls, zero inputs), answered to nobody and freed", async () => {
+  const arena = Arena.create();
+  const inst = new FakeInstance('m_0');
+  const execs: number[][] = [];
+  const done: string[] = [];
+  const hooks = {
+    executionDone: (batchSize: number, requests: number, _t: unknown, padding: number): void => { execs.push([batchSize, requests, padding]); },
+    requestDone: (r: InferRequest): void => { done.push(r.id); },
+  };
+  const s = new SequenceBatchScheduler(seqConfig(4), [inst], arena, hooks);
+  const rec = new Recorder();
+  const baseline = arena.usedBytes();
+  const inputs: InferRequest['inputs'] = [];
+  const withData = (id: string, params: Record<string, ParamValue>): InferRequest => {
+    const r = seqRequest(id, params);
+    const { offset, gen } = arena.alloc(16);
+    arena.bytes(offset, 16).fill(7);
+    r.inputs = [{ ...r.inputs[0]!, offset, gen, byteSize: 16 }];
+    inputs.push(r.inputs[0]!);
+    return r;
+  };
+  // Each row's response carries an output block, as a real instance's would.
+  const finish = (): void => inst.current().finish((requests) => requests.map((r) => {
+    const { offset, gen } = arena.alloc(8);
+    return { outputs: [{ name: 'y', datatype: 'FP32', shape: [1, 2], offset, gen, byteSize: 8 }], parameters: { echo: r.id }, final: true };
+  }));
+  // a, b, c start one after the other on the free instance: slots 0, 1, 2.
+  for (const [id, seq] of [['a1', 1], ['b1', 2], ['c1', 3]] as const) {
+    s.enqueue(withData(id, { sequence_id: seq, sequence_start: true }), rec.respond(id));
+    finish();
+    await settle();
+  }
+  s.enqueue(withData('b2', { sequence_id: 2 }), rec.respond('b2'));
+  const lone = inst.current().requests;
+  assert.equal(lone[0]!.id, '');
+  assert.deepEqual(controlsOf(arena, lone[0]!), { START: 0, END: 0, READY: 0, CORRID: 0n });
+  const x = lone[0]!.inputs.find((t) => t.name === 'x')!;
+  assert.deepEqual(x.shape, [1, 4]);
+  assert.ok(arena.bytes(x.offset, x.byteSize).every((b) => b === 0), 'a not-ready row carries zeros, not another sequence\'s data');
+  assert.deepEqual([lone[0]!.requestedOutputs, lone[0]!.parameters], [[], {}]);
+  assert.deepEqual(controlsOf(arena, lone[1]!), { START: 0, END: 0, READY: 1, CORRID: 2n });
+  // While b2 runs, a and c queue; b is idle when they run: its slot gets a not-ready row.
+  s.enqueue(withData('a2', { sequence_id: 1, sequence_end: true }), rec.respond('a2'));
+  s.enqueue(withData('c2', { sequence_id: 3, sequence_end: true }), rec.respond('c2'));
+  finish();
+  await settle();
+  assert.deepEqual(controlsOf(arena, inst.current().requests[1]!), { START: 0, END: 0, READY: 0, CORRID: 0n });
+  finish();
+  await s.stop();
+  assert.deepEqual(inst.batches(), [['a1'], ['', 'b1'], ['', '', 'c1'], ['', 'b2'], ['a2', '', 'c2']]);
+  assert.deepEqual(execs, [[1, 1, 0], [2, 1, 1], [3, 1, 2], [2, 1, 1], [3, 2, 1]], 'batch sizes count the rows, requests only the clients\'');
+  assert.deepEqual(done.sort(), ['a1', 'a2', 'b1', 'b2', 'c1', 'c2']);
+  for (const id of done) {
+    const r = rec.only(id);
+    assert.equal(r.parameters?.echo, id, `${id} got its own row's response`);
+    for (const t of r.outputs) arena.free(t);
+  }
+  for (const t of inputs) arena.free(t);
+  assert.equal(arena.usedBytes(), baseline, 'not-ready rows, their controls and their outputs are freed');
+});
+
+test('direct: a head whose shapes differ from the lowest slot\'s waits for the next execution, its row not-ready', async () => {
+  const arena = Arena.create();
+  const inst = new FakeInstance('m_0');
+  const c = seqConfig(4);
+  c.input[0]!.dims = [-1];
+  const s = new SequenceBatchScheduler(c, [inst], arena);
+  const rec = new Recorder();
+  const shaped = (id: string, params: Record<string, ParamValue>, n: number): InferRequest => {
+    const r = seqRequest(id, params);
+    r.inputs = [{ ...r.inputs[0]!, shape: [1, n] }];
+    return r;
+  };
+  s.enqueue(shaped('a1', { sequence_id: 1, sequence_start: true }, 4), rec.respond('a1'));
+  // While a1 runs: a2 and c1 have a1's shapes, b1 does not.
+  s.enqueue(shaped('a2', { sequence_id: 1 }, 4), rec.respond('a2'));
+  s.enqueue(shaped('b1', { sequence_id: 2, sequence_start: true }, 3), rec.respond('b1'));
+  s.enqueue(shaped('c1', { sequence_id: 3, sequence_start: true }, 4), rec.respond('c1'));
+  inst.current().finish();
+  await settle();
+  inst.current().finish();
+  await settle();
+  inst.current().finish();
+  await s.stop();
+  assert.deepEqual(inst.batches(), [['a1'], ['a2', '', 'c1'], ['', 'b1']]);
+});
+
+test('iterative_sequence: a request without a correlation id starts its own sequence (ids from 1, START), which ends once it ran', async () => {
+  const arena = Arena.create();
+  const inst = new FakeInstance('m_0');
+  const c = seqConfig(4);
+  (c.sequence_batching as Record<string, unknown>).iterative_sequence = true;
+  const s = new SequenceBatchScheduler(c, [inst], arena);
+  const rec = new Recorder();
+  s.enqueue(seqRequest('x', {}), rec.respond('x'));
+  const first = inst.current().requests[0]!;
+  assert.deepEqual(controlsOf(arena, first), { START: 1, END: 0, READY: 1, CORRID: 1n });
+  assert.deepEqual(first.parameters, { sequence_id: 1, sequence_start: true });
+  inst.current().finish();
+  await settle();
+  s.enqueue(seqRequest('y', {}), rec.respond('y'));
+  assert.deepEqual(controlsOf(arena, inst.current().requests[0]!), { START: 1, END: 0, READY: 1, CORRID: 2n });
+  assert.deepEqual(inst.batches(), [['x'], ['y']], 'the ended sequence left slot 0 to the next one');
+  inst.current().finish();
+  await settle();
+  s.enqueue(seqRequest('z', { sequence_id: 1 }), rec.respond('z'));
+  assert.equal(rec.only('z').error?.message, "inference request for sequence 1 to model 'm' must specify the START flag on the first request of the sequence");
   await s.stop();
 });

@@ -90,6 +90,33 @@ for (const c of cases) {
   });
 }
 
+test('SequenceSlots: a new sequence takes the lowest free slot position on any instance, so executions stay small', () => {
+  const slots = new SequenceSlots<string>(2, 3);
+  const flags = (f: string): { start: boolean; end: boolean } => ({ start: true, end: f === 'SE' });
+  // Positions fill across instances before going higher: 0 on each, then 1, then 2.
+  const seqs: [string, string][] = [['a', 'SE'], ['b', 'S'], ['c', 'S'], ['d', 'SE'], ['e', 'S'], ['f', 'SE']];
+  for (const [seq, f] of seqs) slots.admit(seq, flags(f), `${seq}1`, 0);
+  assert.deepEqual(['b', 'c', 'e'].map((k) => slots.slotOf(k)), [[1, 0], [0, 1], [0, 2]]);
+  assert.deepEqual(slots.take(0, 0), ['a1', 'c1', 'e1']);
+  assert.deepEqual(slots.take(1, 0), ['b1', 'd1', 'f1']);
+  // Free now: position 0 of instance 0 (which holds two), positions 1 and 2 of instance 1 (which holds one).
+  slots.admit('g', flags('S'), 'g1', 0);
+  assert.deepEqual(slots.slotOf('g'), [0, 0], 'the lowest position, not the emptier instance');
+});
+
+test('SequenceSlots: heads shows each slot position; takeSlots takes only the positions asked for', () => {
+  const slots = new SequenceSlots<string>(1, 3);
+  slots.admit('a', { start: true, end: false }, 'a1', 0);
+  slots.admit('b', { start: true, end: false }, 'b1', 0);
+  slots.admit('c', { start: true, end: false }, 'c1', 0);
+  slots.admit('b', { start: false, end: false }, 'b2', 0);
+  assert.deepEqual(slots.takeSlots(0, [1], 0), ['b1']);
+  slots.admit('a', { start: false, end: false }, 'a2', 0);
+  assert.deepEqual(slots.heads(0), ['a1', 'b2', 'c1']);
+  assert.deepEqual(slots.takeSlots(0, [0, 2], 0), ['a1', 'c1']);
+  assert.deepEqual(slots.heads(0), ['a2', 'b2', undefined]);
+});
+
 test('SequenceSlots: needs at least one instance and slot', () => {
   assert.throws(() => new SequenceSlots(0, 1), /at least one instance and one slot, got 0 x 1/);
 });
