@@ -177,6 +177,11 @@ export const FLAG_DOCS: Readonly<Record<string, FlagDoc>> = {
 
   'http-codec-offload-bytes': d("nodetron's own", 'Request JSON from this size (a compressed body counts 16x, '
     + 'a JSON output byte 8x) is decoded/encoded off the HTTP thread; 0 = never.', '65536'),
+  'max-queued-requests': d("nodetron's own", 'Most inference requests clients may have in the server at once '
+    + '(waiting in a queue or running, over all models); one more gets HTTP 429 / gRPC RESOURCE_EXHAUSTED '
+    + '"Exceeds maximum queue size" with a Retry-After hint instead of waiting. The default keeps a burst from '
+    + 'growing the queues, and the memory their requests hold, without bound; 0 = no bound (Triton\'s behaviour).',
+  '4096'),
 };
 
 /** --help's width: readable in an 80-column terminal. */

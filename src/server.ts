@@ -4,6 +4,7 @@
  * frontends. Stop: frontends stop accepting and drain → models unload
  * (schedulers drain, instances finalize) → inbox.
  */
+import { QueueBound } from './scheduler/queue-bound';
 import { RateLimiter } from './scheduler/rate-limiter';
 import { responseCacheFromOptions } from './scheduler/response-cache';
 import type { ServerOptions } from './cli-options';
@@ -134,6 +135,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // Every request's version is chosen here, at enqueue, and its gate admits or refuses it.
   const route = (request: InferRequest, respond: Respond): void => repo.route(request, respond);
   repo.setRoute(route); // ensemble steps enter like client requests
+  // Client requests (not ensemble steps or BLS) count against --max-queued-requests.
+  const clientRoute = new QueueBound(options.maxQueuedRequests).route(route);
 
   let repoStartup: RepositoryStartup | undefined;
   let stopping: Promise<void> | undefined;
@@ -188,7 +191,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       },
       port,
       arena,
-      access ? access.route('GRPC', route) : route,
+      access ? access.route('GRPC', clientRoute) : clientRoute,
       snapshot,
     );
     try {
@@ -220,7 +223,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       },
       port,
       arena,
-      access ? access.route('HTTP', route) : route,
+      access ? access.route('HTTP', clientRoute) : clientRoute,
     );
     try {
       httpPort = await http.start(snapshot());

@@ -6,7 +6,7 @@
  * the thread's codec pool when the body is large (codec-pool.ts); either way
  * through the same functions (request-body-decode.ts, response-body.ts).
  */
-import { HTTP_STATUS, ServerError, toErrorInfo } from '../../core/errors';
+import { HTTP_STATUS, RETRY_AFTER_SECONDS, ServerError, toErrorInfo } from '../../core/errors';
 import type { Arena } from '../../dataplane/arena';
 import type { FrontendToMain } from '../../dataplane/protocol';
 import type { RingWriter } from '../../dataplane/ring';
@@ -208,5 +208,6 @@ export function sendError(reply: Reply, err: unknown): void {
   const info = toErrorInfo(err);
   const headers: Record<string, string> = { 'Content-Type': 'application/json' };
   if (info.code === 'UNSUPPORTED' && info.message === 'Unsupported compression type') headers['Accept-Encoding'] = 'gzip, deflate';
+  if (info.code === 'RESOURCE_EXHAUSTED') headers['Retry-After'] = String(RETRY_AFTER_SECONDS);
   reply.send(HTTP_STATUS[info.code], headers, JSON.stringify({ error: info.message }));
 }

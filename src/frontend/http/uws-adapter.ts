@@ -28,6 +28,7 @@ const STATUS_LINE: Record<number, string> = {
   404: '404 Not Found',
   405: '405 Method Not Allowed',
   413: '413 Payload Too Large',
+  429: '429 Too Many Requests',
   500: '500 Internal Server Error',
   501: '501 Not Implemented',
   503: '503 Service Unavailable',
