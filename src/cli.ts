@@ -5,6 +5,7 @@
  * the server fails to start, with Triton's stderr texts (protocol.md §4.4).
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import { CliError, CliExit, formatCliError, parseServerOptions, type ServerOptions } from './cli-options';
 import { CODE_WORDS, toErrorInfo } from './core/errors';
 
@@ -48,25 +49,35 @@ async function main(): Promise<void> {
     const { code, message } = toErrorInfo(err);
     fail(`error: creating server: ${CODE_WORDS[code]} - ${message}\n`);
   }
-  // SIGINT/SIGTERM: stop accepting, finish in-flight requests, exit 0. A
-  // second signal, or the exit timeout, ends the process at once.
+  // SIGINT/SIGTERM: the graceful stop (server-stop.ts): readiness non-200 at
+  // once, requests served through the grace period, endpoints closed, models
+  // unloaded, exit 0 within --exit-timeout-secs; 1 with Triton's text when
+  // the timeout had to cut requests or kill instances. A second signal stops
+  // now (endpoints closed, instances killed), exit 1. The process only exits
+  // once no thread holds a socket and no instance runs: exiting with a uWS
+  // socket or a busy native session still open aborts it (134/139).
   let signalled = false;
-  const onSignal = (): void => {
-    if (signalled) fail('error: second signal received, exiting immediately\n');
+  const onSignal = (signal: NodeJS.Signals): void => {
+    server.log.info(`Signal (${os.constants.signals[signal]}) received.`);
+    if (signalled) {
+      void server.forceStop().finally(() => fail('error: second signal received, exiting immediately\n'));
+      return;
+    }
     signalled = true;
-    const timer = setTimeout(
-      () => fail('error: failed to stop server: Internal - Exit timeout expired. Exiting immediately.\n'),
-      options.exitTimeoutSecs * 1000,
-    );
-    timer.unref();
+    // Should a stop hang (a thread stuck in native code), the process still ends.
+    setTimeout(() => fail('error: failed to stop server: Internal - the stop did not finish. Exiting immediately.\n'),
+      (options.exitTimeoutSecs + HARD_EXIT_GRACE_SECS) * 1000).unref();
     server.stop().then(
-      () => process.exit(0),
+      (outcome) => (outcome.clean ? process.exit(0) : fail('error: failed to stop server: Internal - Exit timeout expired. Exiting immediately.\n')),
       (err: unknown) => fail(`error: failed to stop server: ${toErrorInfo(err).message}\n`),
     );
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
 }
+
+/** After --exit-timeout-secs, how long a stop that should be over (it kills what is left at the timeout) may still take. */
+const HARD_EXIT_GRACE_SECS = 10;
 
 main().catch((err: unknown) => {
   fail(`error: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);

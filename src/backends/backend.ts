@@ -111,6 +111,8 @@ export interface ProcessChild {
   execute(requests: InferRequest[], stream?: StreamResponse): Promise<ExecuteResult>;
   /** Graceful end: finalize the model, then the process exits. Idempotent. */
   stop(): Promise<void>;
+  /** Forced end: the process is killed (SIGKILL) and its host side ended now; batches fail. Idempotent. */
+  kill(): Promise<void>;
   /** Called once when the process ends without stop() (crash, kill). */
   onDeath(listener: (why: string) => void): void;
 }

@@ -26,4 +26,10 @@ export interface ModelInstance {
   readonly pipelineDepth?: number;
   /** Finalize the backend and end the thread or process. Idempotent. */
   stop(): Promise<void>;
+  /**
+   * Forced end (the stop's timeout ran out, a second signal): the thread is
+   * terminated and the process killed now, without finalizing; batches it
+   * holds fail. Idempotent, also after or during stop().
+   */
+  kill(): Promise<void>;
 }

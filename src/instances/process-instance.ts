@@ -39,6 +39,7 @@ export class ProcessInstance implements ModelInstance {
   private restarting: Promise<ProcessChild> | undefined;
   private stopped = false;
   private stopping: Promise<void> | undefined;
+  private killing: Promise<void> | undefined;
 
   private constructor(
     private readonly start: StartProcessChild,
@@ -77,6 +78,17 @@ export class ProcessInstance implements ModelInstance {
       await child?.stop();
     })();
     return this.stopping;
+  }
+
+  kill(): Promise<void> {
+    this.killing ??= (async () => {
+      this.stopped = true;
+      const child = this.child;
+      this.child = undefined;
+      await child?.kill();
+      // A restart under way ends in stop() (this.stopped): its new process is stopped there.
+    })();
+    return this.killing;
   }
 
   private adopt(child: ProcessChild): void {

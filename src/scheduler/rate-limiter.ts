@@ -203,4 +203,9 @@ class RateLimitedInstance implements ModelInstance {
     this.limiter.unregister(this);
     return this.inner.stop();
   }
+
+  kill(): Promise<void> {
+    this.limiter.unregister(this);
+    return this.inner.kill();
+  }
 }

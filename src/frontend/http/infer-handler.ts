@@ -65,9 +65,8 @@ export class InferHandler {
     };
     let resolved: Resolved;
     try {
-      // Once the server is stopping, in-flight requests finish but new ones
-      // are refused, so the drain ends even on busy keep-alive connections.
-      if (this.snapshot().exiting) throw new ServerError('UNAVAILABLE', 'Server exiting');
+      // While the server stops, inferences are served until its grace period
+      // ends (server-stop.ts); then the thread refuses them itself (http-thread.ts `close`).
       resolved = lookupModel(this.snapshot(), model, versionText);
       if (resolved.view.plan?.decoupled) {
         throw new ServerError('UNSUPPORTED', "HTTP end point doesn't support models with decoupled transaction policy");
