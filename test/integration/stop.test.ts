@@ -10,6 +10,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -264,4 +265,43 @@ test('--exit-timeout-secs=0: an idle server closes and unloads at once, exit 0',
   assert.equal(code, 0, server.output().slice(-3000));
   assert.ok(Date.now() - signalAt < 5000);
   assert.deepEqual(stubs.filter(alive), []);
+});
+
+test('SIGTERM while the models load is kept: the server finishes starting, then stops (exit 0), as Triton does', async () => {
+  const slow = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-stop-slow-'));
+  try {
+    fs.mkdirSync(path.join(slow, 'slow_init', '1'), { recursive: true });
+    fs.writeFileSync(path.join(slow, 'slow_init', 'config.pbtxt'), `backend: "python"
+max_batch_size: 0
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+`);
+    fs.writeFileSync(path.join(slow, 'slow_init', '1', 'model.py'), `import time
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        time.sleep(1.5)
+
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.get_input_tensor_by_name(r, "IN")]) for r in requests]
+`);
+    const child = spawn(process.execPath, [path.join(REPO_ROOT, 'dist/src/cli.js'), `--model-repository=${slow}`, '--http-port=0',
+      '--allow-grpc=false', '--allow-metrics=false'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const code = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const server = { output: () => out };
+    await waitForOutput(server, /python stub process for instance slow_init\S* started/, 30_000);
+    child.kill('SIGTERM'); // initialize() is still sleeping
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    assert.equal(await code, 0, out.slice(-3000));
+    clearTimeout(timer);
+    assert.ok(out.indexOf('Started HTTPService') < out.indexOf('Waiting for in-flight requests to complete.'), 'the stop began once the server was up');
+    assert.ok(out.includes("successfully loaded 'slow_init'"));
+  } finally {
+    fs.rmSync(slow, { recursive: true, force: true });
+  }
 });
