@@ -12,6 +12,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
@@ -230,6 +231,43 @@ test('a request held past --exit-timeout-secs is cut: the process ends by itself
     assert.deepEqual(shmFiles(server.child.pid!), [], 'no /dev/shm file left');
   } finally {
     fs.rmSync(gate, { force: true });
+  }
+});
+
+/** One GET on `agent` (keep-alive: a connection it already has is reused): status, body, Connection header; or the socket error. */
+function get(port: number, p: string, agent: http.Agent | false): Promise<{ status: number; body: string; connection: string } | string> {
+  return new Promise((resolve) => {
+    const req = http.get({ host: '127.0.0.1', port, path: p, agent }, (res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => (body += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, connection: String(res.headers.connection) }));
+    });
+    req.on('error', (err) => resolve(socketError(err)));
+  });
+}
+
+test('a request held through the whole grace period is still answered; meanwhile, once the endpoints close, a new connection is refused and a kept-alive one gets 503 + Connection: close', async () => {
+  const server = await startServer([`--model-repository=${repo}`, '--exit-timeout-secs=6']);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  fs.writeFileSync(gate, '');
+  try {
+    assert.deepEqual(await get(server.port, '/v2/health/live', agent), { status: 200, body: '', connection: 'undefined' }, 'a kept-alive connection (HTTP/1.1)');
+    const held = infer(server.url, 'gated', [{ name: 'IN', datatype: 'INT32', shape: [1, 1], data: [0] }]);
+    await untilPending(server, 'gated', 1);
+    server.child.kill('SIGTERM');
+    // In flight: served on until the grace period ends (3 s of 6), then the endpoints close.
+    await waitForOutput(server, /Closing the endpoints: the grace period is over/, 10_000);
+    assert.deepEqual(await get(server.port, '/v2/health/ready', agent),
+      { status: 503, body: '{"error":"Server exiting"}', connection: 'close' }, 'the open connection: refused and closed');
+    assert.equal(await get(server.port, '/v2/health/ready', false), 'ECONNREFUSED', 'a new connection: the listener is closed');
+    fs.rmSync(gate);
+    const r = await held;
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    assert.equal(await exited(server, 15_000), 0, server.output().slice(-3000));
+  } finally {
+    agent.destroy();
+    fs.rmSync(gate, { force: true });
+    if (server.child.exitCode === null) server.child.kill('SIGKILL');
   }
 });
 

@@ -149,7 +149,11 @@ function route(res: HttpResponse, req: HttpRequest): void {
   // Closing: a request on a connection still open is refused and the
   // connection closed, so its client goes to another replica (its body is
   // read first: closing while the client still sends shows it EPIPE).
-  if (closeBy !== undefined) return readBody(reply, head, data.maxInputSize, () => reply.error(503, 'Server exiting', true));
+  if (closeBy !== undefined) {
+    const refuse = (): void => reply.error(503, 'Server exiting', true);
+    if (head.contentLength === '' && head.transferEncoding === '') return refuse();
+    return readBody(reply, head, data.maxInputSize, refuse);
+  }
   // Restricted API before the method check (protocol.md §1.1); headers are readable only now.
   const denied = restrictedError(data.restrictedApi ?? [], head.url, (name) => req.getHeader(name));
   if (denied !== undefined) return reply.error(403, denied);
