@@ -67,7 +67,7 @@ export const FLAGS: readonly FlagSpec[] = [
   f('sagemaker-thread-count', 'int'), f('allow-vertex-ai', 'bool'), f('vertex-ai-port', 'int'),
   f('vertex-ai-thread-count', 'int'), f('vertex-ai-default-model', 'string', '<name>'),
   // nodetron's own
-  f('http-codec-offload-bytes', 'int64'), f('log-access', 'bool'),
+  f('http-codec-offload-bytes', 'int64'), f('log-access', 'bool'), f('max-queued-requests', 'int'),
 ];
 
 const PLACEHOLDER: Record<FlagKind, string> = {

@@ -38,7 +38,10 @@ export const FLAG_DOCS: Readonly<Record<string, FlagDoc>> = {
   version: d('', "Print the Triton version this server reproduces and nodetron's version, then exit (nodetron's own)."),
 
   id: d('Server', 'Name of this server, reported by GET /v2 and ServerMetadata.', 'triton'),
-  'exit-timeout-secs': d('Server', 'On SIGINT/SIGTERM, seconds to wait for in-flight requests before exiting anyway.', '30'),
+  'exit-timeout-secs': d('Server', 'On SIGINT/SIGTERM, the seconds the stop may take. Readiness turns 503 at once while '
+    + 'requests are still served, until none is in flight or arriving for 1 s or, under steady traffic, until the '
+    + 'last min(5, T/2) s, kept for answering what was received and unloading the models; then exit 0, or 1 when '
+    + 'requests had to be cut. 0 = close at once. A second signal stops at once (exit 1).', '30'),
 
   'log-verbose': d('Logging', 'Verbose logging level: 0 is off, 1 and more log more detail.', '0'),
   'log-info': d('Logging', 'Log info-level messages.', 'true'),
@@ -177,6 +180,11 @@ export const FLAG_DOCS: Readonly<Record<string, FlagDoc>> = {
 
   'http-codec-offload-bytes': d("nodetron's own", 'Request JSON from this size (a compressed body counts 16x, '
     + 'a JSON output byte 8x) is decoded/encoded off the HTTP thread; 0 = never.', '65536'),
+  'max-queued-requests': d("nodetron's own", 'Most inference requests clients may have in the server at once '
+    + '(waiting in a queue or running, over all models); one more gets HTTP 429 / gRPC RESOURCE_EXHAUSTED '
+    + '"Exceeds maximum queue size" with a Retry-After hint instead of waiting. The default keeps a burst from '
+    + 'growing the queues, and the memory their requests hold, without bound; 0 = no bound (Triton\'s behaviour).',
+  '4096'),
 };
 
 /** --help's width: readable in an 80-column terminal. */

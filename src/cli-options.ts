@@ -59,6 +59,8 @@ export interface ServerOptions {
   httpMaxInputSize: number;
   /** nodetron's own: request bodies (JSON part) and response work from this many bytes are coded in the HTTP thread's codec pool; 0 = never. */
   httpCodecOffloadBytes: number;
+  /** nodetron's own --max-queued-requests: client inference requests the server holds at once; 0 = no bound (scheduler/queue-bound.ts). */
+  maxQueuedRequests: number;
   httpRestrictedApi: RestrictedGroup[];
   // §6.3 gRPC
   allowGrpc: boolean;
@@ -140,6 +142,8 @@ const DEFAULT_HTTP_PORT = 8000;
 /** --http-codec-offload-bytes default: a JSON body this size takes ~1 ms to decode inline, ~10x the pool hand-off (bench/codec-cost.ts). */
 export const DEFAULT_CODEC_OFFLOAD_BYTES = 64 * 1024;
 const INT32_MAX = 2147483647;
+/** --max-queued-requests default: deep enough for any client concurrency a replica serves, shallow enough that a burst cannot exhaust memory. */
+export const DEFAULT_MAX_QUEUED_REQUESTS = 4096;
 
 export function parseServerOptions(argv: string[]): ServerOptions {
   const { raw, positionals } = tokenize(argv);
@@ -182,6 +186,8 @@ export function parseServerOptions(argv: string[]): ServerOptions {
 
   const httpCodecOffloadBytes = r.int('http-codec-offload-bytes', DEFAULT_CODEC_OFFLOAD_BYTES, true);
   if (httpCodecOffloadBytes < 0) throw new CliError('Error: --http-codec-offload-bytes must be 0 (never) or greater.');
+  const maxQueuedRequests = r.int('max-queued-requests', DEFAULT_MAX_QUEUED_REQUESTS);
+  if (maxQueuedRequests < 0) throw new CliError('Error: --max-queued-requests must be 0 (no bound) or greater.');
 
   const grpcInferThreadCount = r.int('grpc-infer-thread-count', 2);
   if (grpcInferThreadCount < 2 || grpcInferThreadCount > 128) {
@@ -252,6 +258,7 @@ export function parseServerOptions(argv: string[]): ServerOptions {
     httpHeaderForwardPattern: forwardPattern('http-header-forward-pattern', r.str('http-header-forward-pattern')),
     httpMaxInputSize,
     httpCodecOffloadBytes,
+    maxQueuedRequests,
     httpRestrictedApi: parseRestricted('http-restricted-api', r.all('http-restricted-api')),
 
     allowGrpc: r.bool('allow-grpc', true),

@@ -5,6 +5,7 @@
  * the server fails to start, with Triton's stderr texts (protocol.md §4.4).
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import { CliError, CliExit, formatCliError, parseServerOptions, type ServerOptions } from './cli-options';
 import { CODE_WORDS, toErrorInfo } from './core/errors';
 
@@ -41,32 +42,49 @@ async function main(): Promise<void> {
   // Loaded only after the command line is valid: --help and usage errors stay
   // fast and do not load native addons.
   const { startServer } = require('./server') as typeof import('./server');
-  let server: Awaited<ReturnType<typeof startServer>>;
+  // SIGINT/SIGTERM: the graceful stop (server-stop.ts): readiness non-200 at
+  // once, requests served through the grace period, endpoints closed, models
+  // unloaded, exit 0 within --exit-timeout-secs; 1 with Triton's text when
+  // the timeout had to cut requests or kill instances. A second signal stops
+  // now (endpoints closed, instances killed), exit 1. The process only exits
+  // once no thread holds a socket and no instance runs: exiting with a uWS
+  // socket or a busy native session still open aborts it (134/139).
+  // A signal while the models load is kept, as Triton does: the stop starts
+  // once the server is up (a second one ends the start at once).
+  let server: Awaited<ReturnType<typeof startServer>> | undefined;
+  let signalled = false;
+  const stop = (running: NonNullable<typeof server>): void => {
+    // Should a stop hang (a thread stuck in native code), the process still ends.
+    setTimeout(() => fail('error: failed to stop server: Internal - the stop did not finish. Exiting immediately.\n'),
+      (options.exitTimeoutSecs + HARD_EXIT_GRACE_SECS) * 1000).unref();
+    running.stop().then(
+      (outcome) => (outcome.clean ? process.exit(0) : fail('error: failed to stop server: Internal - Exit timeout expired. Exiting immediately.\n')),
+      (err: unknown) => fail(`error: failed to stop server: ${toErrorInfo(err).message}\n`),
+    );
+  };
+  const onSignal = (signal: NodeJS.Signals): void => {
+    server?.log.info(`Signal (${os.constants.signals[signal]}) received.`);
+    if (signalled) {
+      if (server === undefined) fail('error: second signal received, exiting immediately\n');
+      void server.forceStop().finally(() => fail('error: second signal received, exiting immediately\n'));
+      return;
+    }
+    signalled = true;
+    if (server !== undefined) stop(server);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   try {
     server = await startServer(options);
   } catch (err) {
     const { code, message } = toErrorInfo(err);
     fail(`error: creating server: ${CODE_WORDS[code]} - ${message}\n`);
   }
-  // SIGINT/SIGTERM: stop accepting, finish in-flight requests, exit 0. A
-  // second signal, or the exit timeout, ends the process at once.
-  let signalled = false;
-  const onSignal = (): void => {
-    if (signalled) fail('error: second signal received, exiting immediately\n');
-    signalled = true;
-    const timer = setTimeout(
-      () => fail('error: failed to stop server: Internal - Exit timeout expired. Exiting immediately.\n'),
-      options.exitTimeoutSecs * 1000,
-    );
-    timer.unref();
-    server.stop().then(
-      () => process.exit(0),
-      (err: unknown) => fail(`error: failed to stop server: ${toErrorInfo(err).message}\n`),
-    );
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  if (signalled) stop(server);
 }
+
+/** After --exit-timeout-secs, how long a stop that should be over (it kills what is left at the timeout) may still take. */
+const HARD_EXIT_GRACE_SECS = 10;
 
 main().catch((err: unknown) => {
   fail(`error: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);

@@ -1,9 +1,12 @@
 /**
  * Composition root: build the parts, start them in order, stop them in the
  * reverse order. Start: arena and main inbox → repository (load models) →
- * frontends. Stop: frontends stop accepting and drain → models unload
- * (schedulers drain, instances finalize) → inbox.
+ * frontends. Stop (server-stop.ts, timeline in stop-plan.ts): readiness
+ * non-200 while requests are still served → frontends stop accepting and
+ * answer what they received → models unload (schedulers drain, instances
+ * finalize) → inbox; or, forced, frontends closed and instances killed now.
  */
+import { QueueBound } from './scheduler/queue-bound';
 import { RateLimiter } from './scheduler/rate-limiter';
 import { responseCacheFromOptions } from './scheduler/response-cache';
 import type { ServerOptions } from './cli-options';
@@ -30,13 +33,20 @@ import { RepositoryManager } from './repository/repository-manager';
 import { checkRepositoryPaths } from './repository/repository-paths';
 import type { InferRequest, RefusedRequest, Respond } from './core/request';
 import { SERVER_EXTENSIONS, SERVER_VERSION } from './server-info';
+import { ServerStop, type StopOutcome } from './server-stop';
 
 export interface RunningServer {
   /** Bound HTTP port (useful with --http-port=0), or 0 when HTTP is off. */
   httpPort: number;
   log: Logger;
-  /** Graceful stop: stop accepting, finish in-flight requests, unload models. Idempotent. */
-  stop(): Promise<void>;
+  /**
+   * Graceful stop within --exit-timeout-secs (server-stop.ts): readiness
+   * non-200 at once, requests served until quiet or the grace period ends,
+   * then the endpoints close and the models unload. Idempotent.
+   */
+  stop(): Promise<StopOutcome>;
+  /** Forced stop (a second signal): endpoints closed and instances killed now. Idempotent. */
+  forceStop(): Promise<void>;
 }
 
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
@@ -136,27 +146,44 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   repo.setRoute(route); // ensemble steps enter like client requests
   // A request `route` took is cancelled here: its client went away or cancelled it, or its BLS caller did.
   const cancel = (request: InferRequest): void => repo.cancel(request);
+  // Client requests (not ensemble steps or BLS) count against --max-queued-requests,
+  // and their arrivals tell a stop when the traffic has gone (server-stop.ts).
+  const bounded = new QueueBound(options.maxQueuedRequests).route(route);
+  let lastArrivalMs = 0;
+  const clientRoute = (request: InferRequest, respond: Respond): void => {
+    lastArrivalMs = Date.now();
+    bounded(request, respond);
+  };
 
   let repoStartup: RepositoryStartup | undefined;
-  let stopping: Promise<void> | undefined;
-  const stop = (): Promise<void> => {
-    stopping ??= (async () => {
+  const serverStop = new ServerStop({
+    log,
+    timeoutSecs: options.exitTimeoutSecs,
+    announce: () => {
       state.exiting = true;
       invalidateSnapshot();
       broadcast();
-      log.info('Waiting for in-flight requests to complete.');
-      await grpc?.stop(options.exitTimeoutSecs * 1000);
-      await http?.stop();
-      log.info(`Timeout ${options.exitTimeoutSecs}: Found ${repo.inflightCount()} model versions that have in-flight inferences`);
-      log.info('All models are stopped, unloading models');
+    },
+    inflight: () => repo.inflightVersions(),
+    lastArrivalMs: () => lastArrivalMs,
+    closeFrontends: async (graceMs) => {
+      const [g, h] = await Promise.all([grpc?.stop(graceMs) ?? 0, http?.stop(graceMs) ?? 0]);
+      return g + h;
+    },
+    unload: async () => {
       await repoStartup?.stop();
       await repo.unloadAll();
+    },
+    liveModels: () => repo.liveCount(),
+    killModels: () => repo.killAll(),
+    finish: async () => {
       await observability.stop();
       port.stop();
       log.flush();
-    })();
-    return stopping;
-  };
+    },
+  });
+  // A start that fails stops what it started: nothing is serving yet.
+  const stop = (): Promise<StopOutcome> => serverStop.stop(false);
 
   repoStartup = await startRepository(repo, options, log);
   log.table(backendTable(backendNames().map((name) => ({
@@ -190,7 +217,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       },
       port,
       arena,
-      access ? access.route('GRPC', route) : route,
+      access ? access.route('GRPC', clientRoute) : clientRoute,
       cancel,
       snapshot,
     );
@@ -224,7 +251,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       },
       port,
       arena,
-      access ? access.route('HTTP', route) : route,
+      access ? access.route('HTTP', clientRoute) : clientRoute,
       cancel,
     );
     try {
@@ -241,7 +268,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await stop();
     throw err;
   }
-  return { httpPort, log, stop };
+  return { httpPort, log, stop: () => serverStop.stop(), forceStop: () => serverStop.force() };
 }
 
 /** The backends table's Config column: Triton's cmdline settings, then --backend-config for it (and for all). */

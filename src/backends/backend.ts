@@ -123,6 +123,8 @@ export interface ProcessChild {
   cancel?(request: InferRequest): boolean;
   /** Graceful end: finalize the model, then the process exits. Idempotent. */
   stop(): Promise<void>;
+  /** Forced end: the process is killed (SIGKILL) and its host side ended now; batches fail. Idempotent. */
+  kill(): Promise<void>;
   /** Called once when the process ends without stop() (crash, kill). */
   onDeath(listener: (why: string) => void): void;
   /** What its instance reports as the reason it is not ready while the process is dead (the backend's words, Triton's for Python). */

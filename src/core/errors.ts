@@ -1,7 +1,9 @@
 /**
  * The one error type of nodetron, and the one table that maps its codes to
  * HTTP and gRPC status at the edge. Codes are Triton's TRITONSERVER_ERROR_*
- * names (protocol.md §1.2, §2.2).
+ * names (protocol.md §1.2, §2.2), plus nodetron's RESOURCE_EXHAUSTED: the
+ * server holds as many requests as --max-queued-requests allows (429 /
+ * gRPC RESOURCE_EXHAUSTED, with a retry hint, RETRY_AFTER_SECONDS).
  */
 export type ErrorCode =
   | 'UNKNOWN'
@@ -11,11 +13,22 @@ export type ErrorCode =
   | 'UNAVAILABLE'
   | 'UNSUPPORTED'
   | 'ALREADY_EXISTS'
-  | 'CANCELLED';
+  | 'CANCELLED'
+  | 'RESOURCE_EXHAUSTED';
 
 export const ERROR_CODES: readonly ErrorCode[] = [
   'UNKNOWN', 'INTERNAL', 'NOT_FOUND', 'INVALID_ARG', 'UNAVAILABLE', 'UNSUPPORTED', 'ALREADY_EXISTS', 'CANCELLED',
+  'RESOURCE_EXHAUSTED',
 ];
+
+/**
+ * The retry hint of a RESOURCE_EXHAUSTED answer, in seconds: HTTP's
+ * `Retry-After` header, gRPC's `retry-after` trailing metadata entry. A
+ * full server has drained a queue's worth of requests by then for any model
+ * that answers within a few milliseconds; clients that back off further on
+ * repeated refusals need no more precise number.
+ */
+export const RETRY_AFTER_SECONDS = 1;
 
 export class ServerError extends Error {
   readonly code: ErrorCode;
@@ -52,6 +65,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   UNSUPPORTED: 501,
   ALREADY_EXISTS: 400,
   CANCELLED: 400,
+  RESOURCE_EXHAUSTED: 429,
 };
 
 /** gRPC status numbers per code (protocol.md §2.2). */
@@ -64,6 +78,7 @@ export const GRPC_STATUS: Record<ErrorCode, number> = {
   UNSUPPORTED: 12, // UNIMPLEMENTED
   ALREADY_EXISTS: 6, // ALREADY_EXISTS
   CANCELLED: 1, // CANCELLED
+  RESOURCE_EXHAUSTED: 8, // RESOURCE_EXHAUSTED
 };
 
 /** The words Triton prints for a code in load reasons ("Internal: ..."). */
@@ -76,6 +91,7 @@ export const CODE_WORDS: Record<ErrorCode, string> = {
   UNSUPPORTED: 'Unsupported',
   ALREADY_EXISTS: 'Already exists',
   CANCELLED: 'Cancelled',
+  RESOURCE_EXHAUSTED: 'Resource exhausted',
 };
 
 /** `[request id: <id>] ` as Triton's core puts it before validation errors. */

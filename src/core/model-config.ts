@@ -79,7 +79,11 @@ export interface ModelConfig {
   optimization?: Record<string, unknown>;
   dynamic_batching?: ModelDynamicBatching;
   sequence_batching?: Record<string, unknown>;
-  ensemble_scheduling?: { step: { model_name: string; model_version: number; input_map: Record<string, string>; output_map: Record<string, string> }[] };
+  ensemble_scheduling?: {
+    step: { model_name: string; model_version: number; input_map: Record<string, string>; output_map: Record<string, string> }[];
+    /** Triton 2.63+: most requests in flight per step, over all requests of the ensemble; 0 = no limit. */
+    max_inflight_requests?: number;
+  };
   instance_group: ModelInstanceGroup[];
   default_model_filename: string;
   cc_model_filenames: Record<string, string>;

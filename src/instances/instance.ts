@@ -45,4 +45,10 @@ export interface ModelInstance {
   readonly unready?: string | undefined;
   /** `listener` is called each time `unready` changes. */
   onUnreadyChange?(listener: () => void): void;
+  /**
+   * Forced end (the stop's timeout ran out, a second signal): the thread is
+   * terminated and the process killed now, without finalizing; batches it
+   * holds fail. Idempotent, also after or during stop().
+   */
+  kill(): Promise<void>;
 }

@@ -63,6 +63,7 @@ export class ProcessInstance implements ModelInstance {
   private retryTimer: NodeJS.Timeout | undefined;
   private retryDelayMs = RESTART_RETRY_FIRST_MS;
   private readonly unreadyListeners: (() => void)[] = [];
+  private killing: Promise<void> | undefined;
 
   private constructor(
     private readonly start: StartProcessChild,
@@ -121,6 +122,17 @@ export class ProcessInstance implements ModelInstance {
       await child?.stop();
     })();
     return this.stopping;
+  }
+
+  kill(): Promise<void> {
+    this.killing ??= (async () => {
+      this.stopped = true;
+      const child = this.child;
+      this.child = undefined;
+      await child?.kill();
+      // A restart under way ends in stop() (this.stopped): its new process is stopped there.
+    })();
+    return this.killing;
   }
 
   private adopt(child: ProcessChild): void {

@@ -67,6 +67,7 @@ export class WorkerInstance implements ModelInstance {
   /** Why batches cannot run now: starting, restarting, failed to restart, or stopped. */
   private unavailable: ServerError | undefined;
   private stopping: Promise<void> | undefined;
+  private killing: Promise<void> | undefined;
   private onStopped: (() => void) | undefined;
 
   private constructor(
@@ -112,6 +113,18 @@ export class WorkerInstance implements ModelInstance {
       link.out.send(msg);
     }).then(() => this.terminate());
     return this.stopping;
+  }
+
+  kill(): Promise<void> {
+    this.killing ??= (async () => {
+      this.stopping ??= Promise.resolve(); // a thread that dies from here on is not restarted
+      const err = new ServerError('UNAVAILABLE', `instance ${this.name} of model '${this.args.config.name}' was killed: the server is exiting`);
+      for (const p of this.pending.values()) p.resolve(failedResult(p.requests, err));
+      this.pending.clear();
+      this.onStopped?.();
+      await this.terminate();
+    })();
+    return this.killing;
   }
 
   /** A new thread with its own rings; resolves once its backend instance is ready. */

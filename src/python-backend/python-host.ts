@@ -46,6 +46,7 @@ export class PythonHost implements ProcessChild {
   private gone: string | undefined;
   private threadExited = false;
   private stopping: Promise<void> | undefined;
+  private killing: Promise<void> | undefined;
   private onStopped: (() => void) | undefined;
   private deathListeners: ((why: string) => void)[] = [];
   private unreadyReason: string | undefined;
@@ -149,6 +150,23 @@ export class PythonHost implements ProcessChild {
       else this.out.send({ t: 'stop' } satisfies MainToPyHost);
     }).then(() => this.end());
     return this.stopping;
+  }
+
+  kill(): Promise<void> {
+    this.killing ??= (async () => {
+      this.stopping ??= Promise.resolve(); // its death is not reported as one to restart
+      if (this.stubPid > 0 && this.gone === undefined) {
+        try {
+          process.kill(this.stubPid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+      this.stubGone('killed: the server is exiting');
+      this.onStopped?.();
+      await this.end();
+    })();
+    return this.killing;
   }
 
   private onRing(msg: PyHostToMain): void {

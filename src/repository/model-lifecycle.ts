@@ -209,6 +209,17 @@ export class VersionLifecycle {
     else if (was !== undefined) this.hooks.log.info(`model '${this.model}' version ${this.version} is ready again`);
   }
 
+  /** Loaded builds (serving and draining): a live model in the stop's log lines. */
+  get live(): boolean {
+    return this.serving !== undefined || this.retiring.size > 0;
+  }
+
+  /** Forced end (server-stop.ts, at its deadline): every instance of every build is killed, without finalizing. */
+  async kill(): Promise<void> {
+    const builds = [...this.retiring, ...(this.serving === undefined ? [] : [this.serving])];
+    await Promise.all(builds.flatMap((b) => b.instances.map((i) => i.kill())));
+  }
+
   private move(to: ModelState, reason: string): void {
     this.current = transition(this.current, to, reason, `'${this.model}' version ${this.version}`);
   }

@@ -252,6 +252,32 @@ export class RepositoryManager {
     return n;
   }
 
+  /** Versions with requests in flight, and how many each (Triton's shutdown lines). */
+  inflightVersions(): { model: string; version: number; count: number }[] {
+    const out: { model: string; version: number; count: number }[] = [];
+    for (const m of this.models.values()) {
+      for (const v of m.versions.values()) {
+        const count = v.inflightCount();
+        if (count > 0) out.push({ model: m.name, version: v.version, count });
+      }
+    }
+    return out;
+  }
+
+  /** Versions with a loaded build (serving or draining): Triton's "live models" at shutdown. */
+  liveCount(): number {
+    let n = 0;
+    for (const m of this.models.values()) for (const v of m.versions.values()) if (v.live) n++;
+    return n;
+  }
+
+  /** Forced end (the stop's deadline): every loaded instance is killed now, without finalizing. */
+  async killAll(): Promise<void> {
+    const kills: Promise<void>[] = [];
+    for (const m of this.models.values()) for (const v of m.versions.values()) kills.push(v.kill());
+    await Promise.all(kills);
+  }
+
   /** Model table rows; duplicate names are rows too unless the mode loads by name (explicit). */
   tableRows(withDuplicates = true): TableRow[] {
     return views.tableRows(this.models, withDuplicates ? this.duplicates.keys() : []);

@@ -17,6 +17,10 @@
  * starts no further step (Triton checks between steps), its running steps
  * are cancelled in their own models, and it ends CANCELLED once they have
  * finished.
+ *
+ * `max_inflight_requests` bounds each step's requests in flight across all
+ * requests of the ensemble (step-inflight-limiter.ts): a step over it waits
+ * for a slot instead of being sent.
  */
 import { toErrorInfo, type ErrorInfo } from '../core/errors';
 import type { DecodedRequest } from '../request/decoded-request';
@@ -30,6 +34,7 @@ import { cancelledMessage, stoppingMessage } from './execution-pool';
 import type { InferRequest, InferResponse, Respond, TensorRef } from '../core/request';
 import type { Scheduler } from './scheduler';
 import type { RequestDoneStats, SchedulerHooks } from './scheduler-hooks';
+import { StepInflightLimiter } from './step-inflight-limiter';
 
 /** What an ensemble needs from the server around it. */
 export interface EnsembleServices {
@@ -46,6 +51,8 @@ export interface EnsembleServices {
 
 export class EnsembleScheduler implements Scheduler {
   private readonly plan: EnsemblePlan;
+  /** One per step when max_inflight_requests > 0, shared by every request of this ensemble version. */
+  private readonly limiters: readonly StepInflightLimiter[] | undefined;
   private inflight = 0;
   /** The runs in flight, by the request they serve: what a cancel looks up. */
   private readonly runs = new Map<InferRequest, EnsembleRun>();
@@ -54,6 +61,8 @@ export class EnsembleScheduler implements Scheduler {
 
   constructor(config: ModelConfig, private readonly services: EnsembleServices, private readonly hooks?: SchedulerHooks) {
     this.plan = compileEnsemblePlan(config, services.composingConfig);
+    const max = config.ensemble_scheduling?.max_inflight_requests ?? 0;
+    if (max > 0) this.limiters = this.plan.steps.map(() => new StepInflightLimiter(max));
   }
 
   enqueue(request: InferRequest, respond: Respond): void {
@@ -64,7 +73,7 @@ export class EnsembleScheduler implements Scheduler {
       return;
     }
     this.inflight++;
-    const run = new EnsembleRun(this.plan, this.services, request, (response, startNs, cancelled) => {
+    const run = new EnsembleRun(this.plan, this.services, this.limiters, request, (response, startNs, cancelled) => {
       this.runs.delete(request);
       try {
         respond(response);
@@ -137,6 +146,7 @@ class EnsembleRun {
   constructor(
     private readonly plan: EnsemblePlan,
     private readonly services: EnsembleServices,
+    private readonly limiters: readonly StepInflightLimiter[] | undefined,
     private readonly request: InferRequest,
     private readonly done: (response: InferResponse, startNs: number, cancelled: boolean) => void,
   ) {
@@ -172,10 +182,21 @@ class EnsembleRun {
     }
   }
 
+  /** A step counts as running from here, also while it waits for a slot of its limiter. */
   private runStep(index: number): void {
+    this.running++;
+    const limiter = this.limiters?.[index];
+    if (limiter === undefined) return this.sendStep(index);
+    limiter.acquire(() => {
+      // The request failed while this step waited: it is not sent, and ends as a step that did not run.
+      if (this.error !== undefined) this.stepDone(index, { outputs: [], final: true });
+      else this.sendStep(index);
+    });
+  }
+
+  private sendStep(index: number): void {
     const step = this.plan.steps[index]!;
     const inputs: TensorRef[] = step.inputs.map((i) => ({ ...this.slots[i.slot]!, name: i.name }));
-    this.running++;
     let request: InferRequest;
     try {
       request = this.stepRequest(step.model, step.version, inputs, step.requestedOutputs);
@@ -246,6 +267,7 @@ class EnsembleRun {
     }
     if (this.error === undefined) for (const slot of written) this.written(slot);
     if (this.running === 0 && (this.error !== undefined || this.finished === this.plan.steps.length)) this.finish();
+    this.limiters?.[index]!.release(); // last: the step the slot goes to may be another request's, run from here
   }
 
   /** Free a slot the ensemble owns (a step wrote it and the requester will not get it). */

@@ -268,4 +268,9 @@ class RateLimitedInstance implements ModelInstance {
   onUnreadyChange(listener: () => void): void {
     this.inner.onUnreadyChange?.(listener);
   }
+
+  kill(): Promise<void> {
+    this.limiter.unregister(this);
+    return this.inner.kill();
+  }
 }

@@ -170,13 +170,13 @@ test('two HTTP threads share the port; a body over --http-max-input-size is refu
 test('SIGTERM during load: every request gets an answer (200, or 503 Server exiting), then exit 0', async () => {
   const server = await startServer([`--model-repository=${MODEL_REPOSITORY}`]);
   const pixels = new Uint8Array(3 * 224 * 224 * 4);
-  // A request whose headers had not reached the server when it closed its
-  // connections (after every request it had seen was answered and the wire
-  // was quiet for 100 ms) ends at the socket: refused, or the connection it
-  // was still being written to is closed (EPIPE/ECONNRESET) — on a loaded
-  // 2-core box the client can be that slow to write. Every request the
-  // server saw is answered: a reply is 200 or 503 'Server exiting', never an
-  // error, and the process exits 0.
+  // The stop serves on while requests are in flight (server-stop.ts), so
+  // all of these are normally answered 200. A request whose headers had not
+  // reached the server when it closed its connections ends at the socket:
+  // refused, or the connection it was still being written to is closed
+  // (EPIPE/ECONNRESET) — on a loaded 2-core box the client can be that slow
+  // to write. Every request the server saw is answered: a reply is 200 or
+  // 503 'Server exiting', never an error, and the process exits 0.
   const inflight = Array.from({ length: 24 }, () =>
     infer(server.url, 'image_classifier', [{ name: 'input', datatype: 'FP32', shape: [1, 3, 224, 224], data: pixels }], { binaryDataOutput: true }).catch(
       (err: { cause?: { code?: string } }) => {

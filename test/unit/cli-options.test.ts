@@ -45,6 +45,7 @@ test('defaults equal tritonserver defaults (§6)', () => {
     httpHeaderForwardPattern: undefined,
     httpMaxInputSize: 67108864,
     httpCodecOffloadBytes: 65536,
+    maxQueuedRequests: 4096,
     httpRestrictedApi: [],
     allowGrpc: true,
     grpcPort: 8001,
@@ -339,6 +340,14 @@ test('--http-codec-offload-bytes: 0 turns offload off, a size sets the threshold
   assert.equal(parseServerOptions([...REPO, '--http-codec-offload-bytes=0']).httpCodecOffloadBytes, 0);
   assert.equal(parseServerOptions([...REPO, '--http-codec-offload-bytes', '1048576']).httpCodecOffloadBytes, 1048576);
   assert.equal(parseServerOptions([...REPO, '--http-codec-offload-bytes=8589934592']).httpCodecOffloadBytes, 8589934592);
+});
+
+test('--max-queued-requests: a bound, 0 for none; a negative one is refused with the fix', () => {
+  for (const [arg, want] of [['--max-queued-requests=0', 0], ['--max-queued-requests=16', 16], ['--max-queued-requests', 100000]] as const) {
+    const argv = arg.includes('=') ? [...REPO, arg] : [...REPO, arg, String(want)];
+    assert.equal(parseServerOptions(argv).maxQueuedRequests, want, arg);
+  }
+  assert.equal(errorOf([...REPO, '--max-queued-requests=-1']).message, 'Error: --max-queued-requests must be 0 (no bound) or greater.');
 });
 
 test('default --http-thread-count leaves a core to the scheduler and instances, 1..8', () => {

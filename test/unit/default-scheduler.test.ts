@@ -54,6 +54,7 @@ test('execute() rejecting or throwing gives INTERNAL naming model and instance',
     name: 'm_9',
     execute(): never { throw new Error('sync throw'); },
     stop: () => Promise.resolve(),
+    kill: () => Promise.resolve(),
   };
   const s2 = new DefaultScheduler('m', [throwing]);
   s2.enqueue(request('r1'), rec.respond('r1'));

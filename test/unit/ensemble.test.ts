@@ -188,3 +188,108 @@ test('EnsembleScheduler: a cancelled request cancels its running step, starts no
   assert.deepEqual(cancelled.length, 1);
   await s.stop();
 });
+
+/** Services whose route holds each composing request until the test answers it (addsub on the spot). */
+function heldServices(arena: Arena, held: { r: InferRequest; answer: () => void }[]): EnsembleServices {
+  const inner = services(arena, []);
+  return {
+    ...inner,
+    route: (r, respond) => {
+      held.push({ r, answer: () => inner.route(r, respond) });
+    },
+  };
+}
+
+test('EnsembleScheduler max_inflight_requests: a step over the limit waits (not refused) until a request of that step ends', async () => {
+  const arena = Arena.create();
+  const base = arena.usedBytes();
+  const held: { r: InferRequest; answer: () => void }[] = [];
+  const config = ensemble(TWO_STEPS);
+  config.ensemble_scheduling!.max_inflight_requests = 1;
+  const s = new EnsembleScheduler(config, heldServices(arena, held));
+  const results = [run(s, arena, [1, 1, 1, 1], [0, 0, 0, 0]), run(s, arena, [2, 2, 2, 2], [0, 0, 0, 0]), run(s, arena, [3, 3, 3, 3], [0, 0, 0, 0])];
+  const inputX = (r: InferRequest): number => new Int32Array(arena.bytes(r.inputs[0]!.offset, 16).slice().buffer)[0]!;
+  // Step 1 of three requests, limit 1: one is sent, two wait.
+  assert.equal(held.length, 1);
+  assert.equal(inputX(held[0]!.r), 1);
+  const answer = async (): Promise<void> => {
+    held.shift()!.answer();
+    await new Promise((r) => setImmediate(r)); // the in-process addsub answers on the next turn
+  };
+  await answer(); // request 1 step 1 ends: its step 2 starts, and request 2's step 1 gets the slot
+  assert.deepEqual(held.map((h) => inputX(h.r)), [1, 2], "request 1's step 2 (A = SUM = 1) and request 2's step 1");
+  await answer();
+  await answer();
+  await answer();
+  await answer();
+  await answer();
+  assert.equal(held.length, 0);
+  const out = await Promise.all(results);
+  assert.deepEqual(out.map((r) => valuesOf(arena, r.outputs[0]!)), [[2, 2, 2, 2], [4, 4, 4, 4], [6, 6, 6, 6]], 'every request ran both steps');
+  for (const r of out) for (const o of r.outputs) arena.free(o);
+  assert.equal(arena.usedBytes(), base);
+  await s.stop();
+});
+
+test('EnsembleScheduler max_inflight_requests: slots come back from failed requests too; nothing leaks', async () => {
+  const arena = Arena.create();
+  const base = arena.usedBytes();
+  const held: { r: InferRequest; answer: () => void }[] = [];
+  // Two independent steps reading the inputs; limit 1: the second request's steps queue behind the first's.
+  const parallel: Step[] = [
+    { model_name: 'addsub', model_version: -1, input_map: { A: 'X', B: 'Y' }, output_map: { SUM: 'P' } },
+    { model_name: 'addsub', model_version: -1, input_map: { A: 'Y', B: 'X' }, output_map: { DIFF: 'Q' } },
+  ];
+  const config = ensemble(parallel);
+  config.ensemble_scheduling!.max_inflight_requests = 1;
+  const s = new EnsembleScheduler(config, heldServices(arena, held));
+  const failing = run(s, arena, [99, 0, 0, 0], [0, 0, 0, 0]); // step 1 (A = X = 99) fails; step 2 (A = Y = 0) passes
+  const ok = run(s, arena, [1, 1, 1, 1], [1, 1, 1, 1]);
+  assert.equal(held.length, 2, 'each step of the first request holds its step\'s one slot');
+  held.shift()!.answer(); // step 1 of the failing request: INVALID_ARG
+  await new Promise((r) => setImmediate(r));
+  // The ok request's step 1 got the slot; the failing request waits for its step 2.
+  assert.equal(held.length, 2);
+  while (held.length > 0) {
+    held.shift()!.answer();
+    await new Promise((r) => setImmediate(r));
+  }
+  assert.deepEqual((await failing).error, { code: 'INVALID_ARG', message: "in ensemble 'ens', addsub refuses 99" });
+  const r = await ok;
+  assert.equal(r.error, undefined);
+  for (const o of r.outputs) arena.free(o);
+  assert.equal(arena.usedBytes(), base);
+  assert.equal(s.inflightCount(), 0);
+});
+
+test('EnsembleScheduler max_inflight_requests: a step that waited while its request failed is never sent', async () => {
+  const arena = Arena.create();
+  const base = arena.usedBytes();
+  const held: { r: InferRequest; answer: () => void }[] = [];
+  const sent: InferRequest[] = [];
+  const parallel: Step[] = [
+    { model_name: 'addsub', model_version: -1, input_map: { A: 'X', B: 'Y' }, output_map: { SUM: 'P' } },
+    { model_name: 'addsub', model_version: -1, input_map: { A: 'Y', B: 'X' }, output_map: { DIFF: 'Q' } },
+  ];
+  const config = ensemble(parallel);
+  config.ensemble_scheduling!.max_inflight_requests = 1;
+  const inner = heldServices(arena, held);
+  const s = new EnsembleScheduler(config, { ...inner, route: (r, respond) => (sent.push(r), inner.route(r, respond)) });
+  const first = run(s, arena, [1, 1, 1, 1], [1, 1, 1, 1]);
+  const failing = run(s, arena, [99, 0, 0, 0], [0, 0, 0, 0]); // its step 1 (A = X = 99) fails
+  const settle = (): Promise<void> => new Promise((r) => setImmediate(r));
+  held.shift()!.answer(); // first's step 1 ends: failing's step 1 gets the slot
+  await settle();
+  held.pop()!.answer(); // failing's step 1: INVALID_ARG, while its step 2 still waits behind first's
+  await settle();
+  held.shift()!.answer(); // first's step 2 ends: failing's step 2 gets the slot, and is not sent
+  await settle();
+  assert.equal(held.length, 0);
+  assert.equal(sent.length, 3, "failing's step 2 never reached its model");
+  assert.deepEqual((await failing).error, { code: 'INVALID_ARG', message: "in ensemble 'ens', addsub refuses 99" });
+  const r = await first;
+  assert.equal(r.error, undefined);
+  for (const o of r.outputs) arena.free(o);
+  assert.equal(arena.usedBytes(), base);
+  assert.equal(s.inflightCount(), 0);
+});

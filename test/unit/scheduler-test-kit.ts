@@ -49,6 +49,10 @@ export class FakeInstance implements ModelInstance {
     return Promise.resolve();
   }
 
+  kill(): Promise<void> {
+    return Promise.resolve();
+  }
+
   /** Request ids of every batch this instance got, in order. */
   batches(): string[][] {
     return this.executions.map((e) => e.requests.map((r) => r.id));

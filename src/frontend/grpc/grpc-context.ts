@@ -5,9 +5,9 @@
  * a wrapper that turns a handler's result or thrown error into the unary
  * callback.
  */
-import type * as grpc from '@grpc/grpc-js';
+import * as grpc from '@grpc/grpc-js';
 import type { ServerOptions } from '../../cli-options';
-import { GRPC_STATUS, ServerError, toErrorInfo } from '../../core/errors';
+import { GRPC_STATUS, RETRY_AFTER_SECONDS, ServerError, toErrorInfo } from '../../core/errors';
 import type { Arena } from '../../dataplane/arena';
 import type { RepositoryApiContext } from '../../repository/repository-api';
 import type { InferRequest, RefusedRequest, Respond } from '../../core/request';
@@ -68,10 +68,19 @@ export interface GrpcControlContext extends GrpcCallContext {
 
 export const SHUTTING_DOWN = 'GRPC server is shutting down and has stopped accepting new requests.';
 
-/** A grpc-js status for any thrown error (protocol.md §2.2). */
+/**
+ * A grpc-js status for any thrown error (protocol.md §2.2). A full server's
+ * RESOURCE_EXHAUSTED carries its retry hint as the trailing metadata entry
+ * `retry-after` (seconds, as HTTP's header).
+ */
 export function toStatus(err: unknown): Partial<grpc.StatusObject> {
   const info = toErrorInfo(err);
-  return { code: GRPC_STATUS[info.code], details: info.message };
+  const status: Partial<grpc.StatusObject> = { code: GRPC_STATUS[info.code], details: info.message };
+  if (info.code === 'RESOURCE_EXHAUSTED') {
+    status.metadata = new grpc.Metadata();
+    status.metadata.set('retry-after', String(RETRY_AFTER_SECONDS));
+  }
+  return status;
 }
 
 /** Throws UNAVAILABLE when `category` is restricted and the call lacks the metadata key and value. */

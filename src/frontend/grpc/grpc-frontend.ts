@@ -52,7 +52,8 @@ export class GrpcFrontend {
   private readonly control: ControlAnswers;
   private snapshot: ServerSnapshot | undefined;
   private boundPort = 0;
-  private stopping: Promise<void> | undefined;
+  private stopping: Promise<number> | undefined;
+  private guard: NodeJS.Timeout | undefined;
   private readonly restarts = new RestartBackoff();
 
   constructor(
@@ -95,23 +96,42 @@ export class GrpcFrontend {
     this.thread?.worker.postMessage({ t: 'snapshot', snapshot } satisfies MainToGrpc);
   }
 
-  /** Graceful stop, forced after `timeoutMs`; resolves once the thread is gone. Idempotent. */
-  stop(timeoutMs: number): Promise<void> {
-    this.stopping ??= new Promise<void>((resolve) => {
-      const t = this.thread;
-      if (t === undefined) return resolve(); // died, replacement not started: nothing to close
-      // The thread forces its shutdown at timeoutMs; one that cannot even do that (stuck) is terminated.
-      const guard = setTimeout(() => void this.terminate(t), timeoutMs + STOP_GRACE_MS);
+  /**
+   * Graceful stop, forced after `timeoutMs`; resolves once the thread is
+   * gone, with the inferences the force cut. Idempotent; a later call with a
+   * shorter timeout (a forced stop: 0) brings the force forward.
+   */
+  stop(timeoutMs: number): Promise<number> {
+    const t = this.thread;
+    if (this.stopping !== undefined) {
+      if (t !== undefined) {
+        this.armGuard(t, timeoutMs);
+        t.worker.postMessage({ t: 'stop', timeoutMs } satisfies MainToGrpc);
+      }
+      return this.stopping;
+    }
+    this.stopping = new Promise<number>((resolve) => {
+      if (t === undefined) return resolve(0); // died, replacement not started: nothing to close
+      let cut = 0;
       void t.exited.then(() => {
-        clearTimeout(guard);
-        resolve();
+        if (this.guard !== undefined) clearTimeout(this.guard);
+        resolve(cut);
       });
       t.worker.on('message', (m: GrpcToMain) => {
-        if (m.t === 'stopped') void this.terminate(t);
+        if (m.t !== 'stopped') return;
+        cut = m.cut;
+        void this.terminate(t);
       });
+      this.armGuard(t, timeoutMs);
       t.worker.postMessage({ t: 'stop', timeoutMs } satisfies MainToGrpc);
     });
     return this.stopping;
+  }
+
+  /** The thread forces its shutdown at timeoutMs; one that cannot even do that (stuck) is terminated. */
+  private armGuard(t: GrpcThread, timeoutMs: number): void {
+    if (this.guard !== undefined) clearTimeout(this.guard);
+    this.guard = setTimeout(() => void this.terminate(t), Math.max(0, timeoutMs) + STOP_GRACE_MS);
   }
 
   private spawn(snapshot: ServerSnapshot): GrpcThread {

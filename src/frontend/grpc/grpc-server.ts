@@ -70,7 +70,10 @@ export class GrpcServer {
   private readonly ctx: GrpcContext;
   private readonly streams = new Set<{ endIfIdle(): void }>();
   private stopping = false;
-  private stopped: Promise<void> | undefined;
+  private stopped: Promise<boolean> | undefined;
+  private settleStop: ((forced: boolean) => void) | undefined;
+  private forceTimer: NodeJS.Timeout | undefined;
+  private forceAt = Infinity;
 
   /** `testCrash`: the `grpc-crash` fault (GrpcThreadData.faults). */
   constructor(deps: Omit<GrpcContext, 'stopping'>, forwarded: grpc.UntypedServiceImplementation, testCrash = false) {
@@ -115,21 +118,37 @@ export class GrpcServer {
     });
   }
 
-  /** Graceful stop, forced after `timeoutMs`. Idempotent. */
-  stop(timeoutMs: number): Promise<void> {
-    this.stopped ??= new Promise<void>((resolve) => {
+  /**
+   * Graceful stop, forced after `timeoutMs`; resolves with whether it had to
+   * be forced (calls still open were cut). Idempotent; a later call with a
+   * sooner end (a forced stop: 0) brings the force forward.
+   */
+  stop(timeoutMs: number): Promise<boolean> {
+    const forceAt = Date.now() + Math.max(0, timeoutMs);
+    if (this.stopped !== undefined) {
+      if (forceAt < this.forceAt) this.armForce(forceAt);
+      return this.stopped;
+    }
+    this.stopped = new Promise<boolean>((resolve) => {
       this.stopping = true;
+      this.settleStop = resolve;
       for (const s of [...this.streams]) s.endIfIdle();
-      const timer = setTimeout(() => {
-        this.server.forceShutdown();
-        resolve();
-      }, timeoutMs);
+      this.armForce(forceAt);
       this.server.tryShutdown(() => {
-        clearTimeout(timer);
-        resolve();
+        if (this.forceTimer !== undefined) clearTimeout(this.forceTimer);
+        resolve(false);
       });
     });
     return this.stopped;
+  }
+
+  private armForce(at: number): void {
+    this.forceAt = at;
+    if (this.forceTimer !== undefined) clearTimeout(this.forceTimer);
+    this.forceTimer = setTimeout(() => {
+      this.server.forceShutdown();
+      this.settleStop?.(true);
+    }, Math.max(0, at - Date.now()));
   }
 
   /** Closes the port and every connection now (a dying thread). */

@@ -8,7 +8,7 @@
  * Pairs and correlation:
  *   main → grpc  `listen`                ⇄  grpc → main  `listening` | `listen_failed`
  *   grpc → main  `control_call` (id)     ⇄  main → grpc  `control_answer` (same id)
- *   main → grpc  `stop` (timeoutMs)      ⇄  grpc → main  `stopped`
+ *   main → grpc  `stop` (timeoutMs)      ⇄  grpc → main  `stopped` (cut)
  *   main → grpc  `snapshot`                 (on every change; no answer)
  *   grpc → main  `fatal`                    (an uncaught error; the thread exits next)
  */
@@ -64,14 +64,19 @@ export type MainToGrpc =
   | ReplyRingNotice
   | { t: 'listen'; address: string; port: number }
   | ControlAnswer
-  /** Graceful stop (refuse new inferences, end idle streams, wait for calls in flight), forced after timeoutMs. */
+  /**
+   * Graceful stop (refuse new inferences, end idle streams, wait for calls
+   * in flight), forced after timeoutMs; a second `stop` can only bring the
+   * force forward.
+   */
   | { t: 'stop'; timeoutMs: number };
 
 export type GrpcToMain =
   | { t: 'listening'; port: number }
   | { t: 'listen_failed'; message: string }
   | ControlCall
-  | { t: 'stopped' }
+  /** The server is shut down; `cut`: inferences still unanswered when the stop had to be forced. */
+  | { t: 'stopped'; cut: number }
   /** An uncaught error: the thread closed its server and is about to exit (grpc-frontend.ts restarts it). */
   | { t: 'fatal'; reason: string }
   /** --log-access: an inference request the thread refused itself (metrics/access-log.ts). */

@@ -72,6 +72,7 @@ function die(err: unknown): void {
 process.on('uncaughtException', die);
 process.on('unhandledRejection', die);
 
+let stopRequested = false;
 port.on('message', (msg: MainToGrpc) => {
   switch (msg.t) {
     case 'snapshot':
@@ -92,10 +93,17 @@ port.on('message', (msg: MainToGrpc) => {
       );
       return;
     case 'stop':
-      // Calls in flight finish (their responses still come over the ring) unless the timeout forces them.
-      void server.stop(msg.timeoutMs).then(() => {
+      // Calls in flight finish (their responses still come over the ring)
+      // unless the timeout forces them; a second `stop` brings the force forward.
+      if (stopRequested) {
+        void server.stop(msg.timeoutMs);
+        return;
+      }
+      stopRequested = true;
+      void server.stop(msg.timeoutMs).then((forced) => {
+        const cut = forced ? ring.inflight : 0;
         inbox.stop();
-        post({ t: 'stopped' });
+        post({ t: 'stopped', cut });
       });
       return;
     default:

@@ -119,7 +119,7 @@ export function modelStreamInferHandler(ctx: GrpcContext, registry: StreamRegist
       // Error mode: the first error ends the stream with the mapped status.
       if (closed) return;
       finish();
-      call.emit('error', { ...toStatus(err), metadata: undefined });
+      call.emit('error', toStatus(err));
     };
     const encode = (msg: ModelStreamInferResponseOut): Buffer => encodeModelStreamInferResponseBytes(msg);
     const errorResponse = (id: string, message: string, info: StartedInfer | undefined): Buffer =>

@@ -62,8 +62,9 @@ export function startInfer(
 ): StartedInfer {
   const arrivalNs = nowNs();
   if (ctx.stopping()) throw new ServerError('UNAVAILABLE', SHUTTING_DOWN);
+  // While the server stops, inferences are served until its grace period ends
+  // and the thread's stop begins (server-stop.ts): ctx.stopping() above.
   const snapshot = ctx.snapshot();
-  if (snapshot.exiting) throw new ServerError('UNAVAILABLE', 'Server exiting');
   const { view, version, latest } = resolveModel(snapshot, msg.model_name, msg.model_version);
   const plan = view.plan;
   if (!plan) throw new ServerError('UNAVAILABLE', `Request for unknown model: '${view.name}' version ${version} is not at ready state`);

@@ -69,12 +69,19 @@ export type MainToHttp =
   | ControlReply
   /** Listen on this descriptor of the HTTP port (listen-socket.ts): the thread's server owns and closes it. */
   | { t: 'listen'; fd: number }
-  | { t: 'close' };
+  /**
+   * Stop taking requests (the listen socket closes, new requests get 503
+   * "Server exiting" and their connection closed), answer the received ones,
+   * then close every connection: once they are answered, or after graceMs.
+   * Answered by `closed`; a second `close` can only shorten the time.
+   */
+  | { t: 'close'; graceMs: number };
 
 export type HttpToMain =
   | { t: 'listening'; port: number }
   | { t: 'listen_failed'; message: string }
-  | { t: 'closed' }
+  /** Every connection is closed; `cut`: requests still unanswered when graceMs ran out. */
+  | { t: 'closed'; cut: number }
   /** An uncaught error: the thread closed its sockets and is about to exit (http-frontend.ts restarts it). */
   | { t: 'fatal'; reason: string }
   /** --log-access: an inference request the thread refused itself (metrics/access-log.ts). */

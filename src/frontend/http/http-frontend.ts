@@ -70,7 +70,7 @@ interface HttpThread {
 export class HttpFrontend {
   private readonly threads: HttpThread[] = [];
   private socket: ListenSocket | undefined;
-  private stopping: Promise<void> | undefined;
+  private stopping: Promise<number> | undefined;
   private snapshot: ServerSnapshot | undefined;
   private readonly restarts = new RestartBackoff();
 
@@ -101,26 +101,36 @@ export class HttpFrontend {
     for (const t of this.threads) if (t.alive) t.worker.postMessage(msg);
   }
 
-  /** Close the listen sockets, wait until every thread has answered its in-flight requests. Idempotent. */
-  stop(): Promise<void> {
+  /**
+   * Stop taking requests and close (http-thread.ts `close`): each thread
+   * answers what it received, then closes its connections, after graceMs at
+   * the latest. Resolves with the requests cut at that time, once every
+   * thread is gone. Idempotent; a later call with a shorter grace (a forced
+   * stop: 0) brings the close forward.
+   */
+  stop(graceMs: number): Promise<number> {
+    const threads = this.threads;
     this.stopping ??= Promise.all(
-      this.threads.map(
+      threads.map(
         (t) =>
-          new Promise<void>((resolve) => {
-            if (!t.alive) return resolve(); // died, replacement not started: nothing to close
-            const done = (): void => {
+          new Promise<number>((resolve) => {
+            if (!t.alive) return resolve(0); // died, replacement not started: nothing to close
+            let cut = 0;
+            t.worker.once('exit', () => resolve(cut));
+            t.worker.on('message', (m: HttpToMain) => {
+              if (m.t !== 'closed') return;
+              cut = m.cut;
               this.port.inbox.remove(t.toMain);
               this.port.replies.removeFrontend(t.replyPort);
-              void t.worker.terminate().then(() => resolve());
-            };
-            t.worker.once('exit', () => resolve());
-            t.worker.on('message', (m: HttpToMain) => {
-              if (m.t === 'closed') done();
+              void t.worker.terminate(); // its sockets are closed: it may end now
             });
-            t.worker.postMessage({ t: 'close' } satisfies MainToHttp);
           }),
       ),
-    ).then(() => this.socket?.close());
+    ).then((cuts) => cuts.reduce((a, b) => a + b, 0));
+    for (const t of threads) if (t.alive) t.worker.postMessage({ t: 'close', graceMs: Math.max(0, graceMs) } satisfies MainToHttp);
+    // The threads close their descriptors of the port first thing; with main's own one closed too, the socket is gone and new connections are refused.
+    this.socket?.close();
+    this.socket = undefined;
     return this.stopping;
   }
 

@@ -50,6 +50,12 @@ export class HttpServer {
     });
   }
 
+  /** Stop accepting connections (this thread's descriptor of the port closes); open ones go on. */
+  stopListening(): void {
+    this.server?.close();
+    this.server = undefined;
+  }
+
   /** Stop listening and close every connection (their unanswered requests are aborted). */
   close(): void {
     clearInterval(this.sweeper);

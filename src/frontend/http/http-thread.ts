@@ -24,7 +24,7 @@ import { ControlForwarder } from './control-forward';
 import { InferHandler, sendError } from './infer-handler';
 import { restrictedError } from './restricted-api';
 import { matchRoute } from './routes';
-import type { Reply, RequestHead } from './http-reply';
+import { type Reply, type RequestHead, readBody } from './http-reply';
 import { HttpServer } from './http-server';
 
 const data = workerData as HttpThreadData;
@@ -44,26 +44,31 @@ inbox.start();
 
 /** Requests between arrival and their response (or abort), body uploads included. */
 let active = 0;
-let onIdle: (() => void) | undefined;
 function finished(): void {
   active--;
-  if (active === 0 && onIdle) onIdle();
-}
-function whenIdle(): Promise<void> {
-  return active === 0 ? Promise.resolve() : new Promise((resolve) => (onIdle = resolve));
 }
 /** When the last request arrived: requests still in flight on the wire get their answer too. */
 let lastArrivalMs = 0;
 const QUIET_MS = 100;
-/** Idle, and no request arrived for QUIET_MS (so none is half-way through the socket). */
-async function whenQuiet(): Promise<void> {
+/**
+ * Idle, and no request arrived for QUIET_MS (so none is half-way through the
+ * socket): 0. Or `deadline()` passed first: the requests still unanswered,
+ * which closing the connections cuts.
+ */
+async function whenQuiet(deadline: () => number): Promise<number> {
   for (;;) {
-    await whenIdle();
-    const wait = lastArrivalMs + QUIET_MS - Date.now();
-    if (wait <= 0 && active === 0) return;
-    await new Promise((r) => setTimeout(r, Math.max(wait, 1)));
+    const now = Date.now();
+    if (active === 0 && now - lastArrivalMs >= QUIET_MS) return 0;
+    if (now >= deadline()) return active;
+    await new Promise((r) => setTimeout(r, Math.max(1, Math.min(10, deadline() - now))));
   }
 }
+/**
+ * Set by `close` (server stop, after its grace period): requests arriving
+ * from then on are refused, and the connections close once the received
+ * ones are answered, at this time (ms) at the latest.
+ */
+let closeBy: number | undefined;
 const server = new HttpServer((reply, head) => route(reply, head));
 
 // An uncaught error closes the listen socket and every connection (their
@@ -106,16 +111,25 @@ port.on('message', (msg: MainToHttp) => {
         (err: Error) => post({ t: 'listen_failed', message: `could not listen on the HTTP port's descriptor ${msg.fd}: ${err.message}` }),
       );
       return;
-    case 'close':
-      // The snapshot already says `exiting`, so new inferences get 503 while
-      // the admitted ones finish; once quiet, close the port and every connection.
-      void whenQuiet().then(async () => {
+    case 'close': {
+      // The grace period is over (server-stop.ts): no new connections, new
+      // requests refused, the received ones answered; then every connection
+      // closes. A second `close` (a forced stop) only brings the time forward.
+      const by = Date.now() + msg.graceMs;
+      if (closeBy !== undefined) {
+        closeBy = Math.min(closeBy, by);
+        return;
+      }
+      closeBy = by;
+      server.stopListening();
+      void whenQuiet(() => closeBy!).then(async (cut) => {
         server.close();
         inbox.stop();
         await codec.close();
-        post({ t: 'closed' });
+        post({ t: 'closed', cut });
       });
       return;
+    }
     default:
       return;
   }
@@ -125,6 +139,14 @@ function route(reply: Reply, head: RequestHead): void {
   active++;
   lastArrivalMs = Date.now();
   reply.onFinished = finished;
+  // Closing: a request on a connection still open is refused and the
+  // connection closed, so its client goes to another replica (its body is
+  // read first: closing while the client still sends shows it EPIPE).
+  if (closeBy !== undefined) {
+    const refuse = (): void => reply.error(503, 'Server exiting', true);
+    if (head.contentLength === '' && head.transferEncoding === '') return refuse();
+    return readBody(reply, head, data.maxInputSize, refuse);
+  }
   // Restricted API before the method check (protocol.md §1.1).
   const denied = restrictedError(data.restrictedApi ?? [], head.url, head.header);
   if (denied !== undefined) return reply.error(403, denied);

@@ -9,7 +9,7 @@
  * (onClientGone: ring message `cancel`); its blocks are still freed only
  * with its final response, as an instance may be reading the inputs.
  */
-import { HTTP_STATUS, ServerError, toErrorInfo } from '../../core/errors';
+import { HTTP_STATUS, RETRY_AFTER_SECONDS, ServerError, toErrorInfo } from '../../core/errors';
 import type { Arena } from '../../dataplane/arena';
 import type { FrontendToMain } from '../../dataplane/protocol';
 import type { RingWriter } from '../../dataplane/ring';
@@ -71,9 +71,8 @@ export class InferHandler {
     };
     let resolved: Resolved;
     try {
-      // Once the server is stopping, in-flight requests finish but new ones
-      // are refused, so the drain ends even on busy keep-alive connections.
-      if (this.snapshot().exiting) throw new ServerError('UNAVAILABLE', 'Server exiting');
+      // While the server stops, inferences are served until its grace period
+      // ends (server-stop.ts); then the thread refuses them itself (http-thread.ts `close`).
       resolved = lookupModel(this.snapshot(), model, versionText, 'loaded');
       if (resolved.view.plan?.decoupled) {
         throw new ServerError('UNSUPPORTED', "HTTP end point doesn't support models with decoupled transaction policy");
@@ -229,5 +228,6 @@ export function sendError(reply: Reply, err: unknown): void {
   const info = toErrorInfo(err);
   const headers: Record<string, string> = { 'Content-Type': 'application/json' };
   if (info.code === 'UNSUPPORTED' && info.message === 'Unsupported compression type') headers['Accept-Encoding'] = 'gzip, deflate';
+  if (info.code === 'RESOURCE_EXHAUSTED') headers['Retry-After'] = String(RETRY_AFTER_SECONDS);
   reply.send(HTTP_STATUS[info.code], headers, JSON.stringify({ error: info.message }));
 }
