@@ -132,7 +132,7 @@ test('HTTP: unloading simple leaves simple_ensemble READY but failing; unload_de
   assert.equal(await ready('simple_ensemble'), true);
   const failed = await inferSimple(server.url, 'simple_ensemble');
   assert.notEqual(failed.status, 200);
-  assert.match(JSON.parse(failed.text).error, /^Request for unknown model: 'simple' has no available versions/);
+  assert.match(JSON.parse(failed.text).error, /^in ensemble 'simple_ensemble', Request for unknown model: 'simple' has no available versions/);
 
   assert.equal((await post(server.url, '/v2/repository/models/simple_ensemble/load')).status, 200);
   assert.equal(await ready('simple'), true);

@@ -87,13 +87,13 @@ test('an unknown flag and a bad boolean exit 1 naming them', async () => {
 
 test('flags nodetron ignores warn once at start, naming the flag, that it is ignored and what to use', async () => {
   const server = await startServer([`--model-repository=${makeRepo({})}`, '--allow-sagemaker=true',
-    '--allow-vertex-ai=false', '--http-header-forward-pattern=^x-']);
+    '--allow-vertex-ai=false', '--grpc-infer-thread-count=8']);
   try {
     const out = server.output();
     const sagemaker = "'--allow-sagemaker=true' is ignored: nodetron has no SageMaker endpoint (/ping, /invocations); "
       + 'use the KServe v2 HTTP API on --http-port.';
     assert.equal(out.split(sagemaker).length - 1, 1, out);
-    assert.match(out, /^W\d{4} [\d:.]+ \d+ [^\]]+\] "Warning: '--http-header-forward-pattern=\^x-' is ignored: headers are not forwarded yet; send the values as \\"parameters\\" in the request body\."$/m);
+    assert.match(out, /^W\d{4} [\d:.]+ \d+ [^\]]+\] "Warning: '--grpc-infer-thread-count=8' is ignored: gRPC requests are handled on the main thread by grpc-js\."$/m);
     assert.doesNotMatch(out, /allow-vertex-ai/);
   } finally {
     assert.equal(await server.stop(), 0);
