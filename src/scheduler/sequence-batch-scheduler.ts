@@ -64,6 +64,7 @@ export class SequenceBatchScheduler implements Scheduler {
     const onResult = this.states === null ? undefined : (q: QueuedRequest, r: InferResponse): void => this.stateResult(q, r);
     this.pools = instances.map((instance) => new ExecutionPool({
       model: config.name, instances: [instance], hooks, onIdle: () => this.dispatchAll(), onResult,
+      decoupled: config.model_transaction_policy?.decoupled === true,
     }));
   }
 

@@ -79,7 +79,7 @@ test('rejectedAtEnqueue tells a refusal from a failure after admission', () => {
   assert.equal(rejectedAtEnqueue(ran(1, 2, 3)), false);
 });
 
-test('response_stats: per response index, success/fail/empty counted apart, sorted by index', () => {
+test('response_stats: per response index, sorted; every response in compute_infer, data and errors in compute_output, empty ones only in empty_response (as Triton)', () => {
   const s = new ModelStatistics();
   const events: [number, 'success' | 'fail' | 'empty', number][] = [
     [0, 'success', 100], [1, 'success', 50], [2, 'empty', 5], [0, 'success', 300], [1, 'fail', 7], [10, 'success', 1],
@@ -92,7 +92,12 @@ test('response_stats: per response index, success/fail/empty counted apart, sort
   assert.deepEqual(rs['0'].compute_output, { count: 2, ns: 0 });
   assert.deepEqual(rs['1'].fail, { count: 1, ns: 7 });
   assert.deepEqual(rs['1'].success, { count: 1, ns: 50 });
+  assert.deepEqual(rs['1'].compute_infer, { count: 2, ns: 57 });
+  assert.deepEqual(rs['1'].compute_output, { count: 2, ns: 0 });
   assert.deepEqual(rs['2'].empty_response, { count: 1, ns: 5 });
+  assert.deepEqual(rs['2'].compute_infer, { count: 1, ns: 5 });
+  assert.deepEqual(rs['2'].compute_output, { count: 0, ns: 0 });
   assert.deepEqual(rs['2'].success, { count: 0, ns: 0 });
+  assert.deepEqual(rs['2'].fail, { count: 0, ns: 0 });
   assert.deepEqual(new ModelStatistics().toJson('m', 1).response_stats, {});
 });
