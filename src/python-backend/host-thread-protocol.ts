@@ -21,6 +21,7 @@
  *   ring  host → main `stub_exited` (the stub died on its own; after it, nothing more)
  *   port  host → main `bls` (id)            ⇄ main → host `bls_response`* (same id; the last has final)
  *   port  host → main `metric` (with id)    ⇄ main → host `metric_result` (same id); without id, no answer
+ *   port  host → main `model_control` (id) ⇄ main → host `model_control_result` (same id)
  *   port  host → main `log`
  *
  * Arena ownership (the rules of dataplane/protocol.ts):
@@ -40,6 +41,7 @@ import type { ArenaHandle } from '../dataplane/arena';
 import type { RingHandle } from '../dataplane/ring';
 import type { ExecuteMessage } from '../dataplane/protocol';
 import type { MetricMsg } from './ipc-protocol';
+import type { ModelControlCall } from './model-control';
 
 /** workerData of a host thread. */
 export interface PyHostThreadData {
@@ -76,10 +78,14 @@ export type PyHostToMain = PyReady | PyInitFailed | PyStreamed | PyExecuted | Py
 export interface PyLog { t: 'log'; level: 'info' | 'warn' | 'error' | 'verbose'; verbose?: number; source?: string; message: string }
 export interface PyBls { t: 'bls'; id: number; request: GatewayRequest }
 export interface PyMetric { t: 'metric'; op: MetricMsg }
-export type PyHostPortOut = PyLog | PyBls | PyMetric;
+/** pb_utils.load_model, unload_model, is_model_ready: for the server's repository. */
+export interface PyModelControl { t: 'model_control'; id: number; call: ModelControlCall }
+export type PyHostPortOut = PyLog | PyBls | PyMetric | PyModelControl;
 
 // ---- port, main → host ----
 export interface PyBlsResponse { t: 'bls_response'; id: number; response: InferResponse }
 /** The answer to a `metric` whose operation had an id (it goes on to the stub as its call_result). */
 export interface PyMetricResult { t: 'metric_result'; id: number; value?: number; error?: string }
-export type PyHostPortIn = PyBlsResponse | PyMetricResult;
+/** The repository's answer: is_model_ready's value, or the error text. */
+export interface PyModelControlResult { t: 'model_control_result'; id: number; value?: boolean; error?: string }
+export type PyHostPortIn = PyBlsResponse | PyMetricResult | PyModelControlResult;
