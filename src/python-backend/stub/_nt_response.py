@@ -193,13 +193,13 @@ class InferenceResponseSender:
     def is_cancelled(self):
         return False
 
-    def _close_with_error(self, message):
-        """Ends the request with an INTERNAL error unless it already ended."""
+    def _close_with_error(self, message, code="INTERNAL"):
+        """Ends the request with an error (INTERNAL unless told) unless it already ended."""
         if self._answered():
             return
         self._closed = True
         msg = {"t": "response", "batch": self._batch, "index": self._index, "final": True,
-               "outputs": [], "error": {"code": "INTERNAL", "message": message}}
+               "outputs": [], "error": {"code": code, "message": message}}
         if self._collect is not None:
             self._collect.responses.append(msg)
         else:
