@@ -30,6 +30,8 @@ import { startRepository } from './repository/control-mode';
 import type { RepositoryStartup } from './repository/control-mode';
 import { BlsGateway } from './python-backend/bls-gateway';
 import { RepositoryManager } from './repository/repository-manager';
+import { repositoryLoad, repositoryModelReady, repositoryUnload, type RepositoryApiContext } from './repository/repository-api';
+import type { ModelControl } from './backends/backend';
 import { checkRepositoryPaths } from './repository/repository-paths';
 import type { InferRequest, RefusedRequest, Respond } from './core/request';
 import { SERVER_EXTENSIONS, SERVER_VERSION } from './server-info';
@@ -69,6 +71,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // BLS requests from Python models enter through `route` like client requests.
   const customMetrics = new CustomMetrics(); // pb_utils.MetricFamily of Python models
   const gateway: BlsGateway = new BlsGateway(arena, () => repo.snapshotModels(), (r, respond) => route(r, respond), (r) => cancel(r));
+  // pb_utils.load_model / unload_model / is_model_ready: the repository API the frontends use.
+  const repositoryApi = (): RepositoryApiContext => ({ repo, mode: options.modelControlMode });
+  const modelControl: ModelControl = {
+    load: (model, req) => repositoryLoad(repositoryApi(), model, req),
+    unload: (model, unloadDependents) => repositoryUnload(repositoryApi(), model, { unloadDependents }),
+    isReady: (model, version) => repositoryModelReady(repositoryApi(), model, version),
+  };
   const repo: RepositoryManager = new RepositoryManager(
     options.modelRepositories,
     {
@@ -79,7 +88,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       loadThreads: options.modelLoadThreadCount,
       loadRetries: options.modelLoadRetryCount,
     },
-    { port, arena, gpuIds, processServices: { log, gateway, customMetrics } },
+    { port, arena, gpuIds, processServices: { log, gateway, customMetrics, modelControl } },
     log,
   );
   repo.setResponseCache(responseCacheFromOptions(options.cacheConfig));

@@ -84,6 +84,29 @@ export interface ProcessHostServices {
   gateway?: InferGateway;
   /** Where Python models' custom metric families live (exported on /metrics). */
   customMetrics?: CustomMetrics;
+  /** The repository API for models (pb_utils.load_model, ...); absent: those calls fail. */
+  modelControl?: ModelControl;
+}
+
+/** A load as the repository API takes it: an optional JSON config override and override files. */
+export interface ModelLoadRequest {
+  config?: string;
+  /** Paths relative to the model folder (after `file:`). */
+  files: { path: string; data: Uint8Array }[];
+}
+
+/**
+ * Model control asked for from inside the server (a Python model's
+ * pb_utils.load_model, unload_model, is_model_ready): the same calls, checks
+ * and texts as the repository API of the frontends. Runs on the main thread.
+ */
+export interface ModelControl {
+  /** Resolves when the load finished; rejects with the repository API's error (explicit mode only). */
+  load(model: string, req: ModelLoadRequest): Promise<void>;
+  /** Resolves once the model is unloading; rejects with the repository API's error (explicit mode only). */
+  unload(model: string, unloadDependents: boolean): Promise<void>;
+  /** -1: whichever version the version policy serves. Unknown models are not ready. */
+  isReady(model: string, version: number): boolean;
 }
 
 /** A request built inside the server (BLS): tensors already in the arena, owned by the caller. */

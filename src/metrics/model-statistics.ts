@@ -106,9 +106,11 @@ export class ModelStatistics {
   }
 
   /**
-   * Hook body for `responseDone`. The backend does not time a streamed
-   * response's parts, so compute_infer is the time since the previous
-   * response and compute_output is counted with no time.
+   * Hook body for `responseDone`. The backend does not time a response's
+   * parts, so compute_infer is the time since the previous response and
+   * compute_output is counted with no time. As Triton counts them: every
+   * response in compute_infer; a data or error response in compute_output
+   * too; an empty one (a flags-only FINAL) in empty_response only.
    */
   responseDone(index: number, kind: ResponseKind, ns: number): void {
     let r = this.responses.get(index);
@@ -116,17 +118,17 @@ export class ModelStatistics {
       r = { compute_infer: zero(), compute_output: zero(), success: zero(), fail: zero(), empty_response: zero(), cancel: zero() };
       this.responses.set(index, r);
     }
-    if (kind === 'success') {
-      add(r.compute_infer, ns);
-      add(r.compute_output, 0);
-      add(r.success, ns);
-    } else if (kind === 'fail') {
-      add(r.fail, ns);
-    } else if (kind === 'cancel') {
-      add(r.cancel, ns);
-    } else {
-      add(r.empty_response, ns);
+    if (kind === 'cancel') {
+      add(r.cancel, ns); // a CANCELLED error response: no compute of its own
+      return;
     }
+    add(r.compute_infer, ns);
+    if (kind === 'empty') {
+      add(r.empty_response, ns);
+      return;
+    }
+    add(r.compute_output, 0);
+    add(kind === 'success' ? r.success : r.fail, ns);
   }
 
   /**

@@ -6,6 +6,7 @@
  * with local ones (the server's Logger is a HostLog).
  */
 import type { InferGateway } from '../backends/backend';
+import type { ModelControlCall } from './model-control';
 import type { Arena } from '../dataplane/arena';
 import type { MetricMsg } from './ipc-protocol';
 
@@ -32,4 +33,11 @@ export interface StubHostServices {
    * metrics are not available in this server".
    */
   metric?: (op: MetricMsg, reply: MetricReply | undefined) => void;
+  /**
+   * Runs a model-control call of the stub (load_model, unload_model,
+   * is_model_ready) on the server's repository; resolves with is_model_ready's
+   * answer, rejects with the repository's error text. Absent: those calls
+   * fail with "model control is not available in this server".
+   */
+  modelControl?: (call: ModelControlCall) => Promise<boolean | undefined>;
 }

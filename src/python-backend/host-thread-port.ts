@@ -1,8 +1,9 @@
 /**
  * The host thread's side of its message port to the main thread
  * (host-thread-protocol.ts): the StubHostServices that forward there. Log
- * records, BLS requests and custom-metric operations go to main; BLS
- * responses and metric answers come back and reach whoever waits for them.
+ * records, BLS requests, custom-metric operations and model-control calls
+ * go to main; BLS responses and the answers come back and reach whoever
+ * waits for them.
  */
 import type { MessagePort } from 'node:worker_threads';
 import type { CancelInfer, GatewayRequest, InferGateway } from '../backends/backend';
@@ -11,6 +12,7 @@ import type { Arena } from '../dataplane/arena';
 import type { HostLog, MetricReply, StubHostServices } from './host-services';
 import type { PyHostPortIn, PyHostPortOut, PyLog } from './host-thread-protocol';
 import type { MetricMsg } from './ipc-protocol';
+import type { ModelControlCall } from './model-control';
 
 class PortLog implements HostLog {
   constructor(private readonly port: MessagePort, private readonly source: string | undefined) {}
@@ -48,7 +50,9 @@ export class HostThreadPort {
   readonly services: StubHostServices;
   private readonly blsWaiting = new Map<number, Respond>();
   private readonly metricWaiting = new Map<number, MetricReply>();
+  private readonly controlWaiting = new Map<number, { resolve: (v: boolean | undefined) => void; reject: (e: Error) => void }>();
   private nextBls = 1;
+  private nextControl = 1;
 
   constructor(private readonly port: MessagePort, arena: Arena) {
     const gateway: InferGateway = { infer: (request, respond) => this.bls(request, respond) };
@@ -57,6 +61,7 @@ export class HostThreadPort {
       log: new PortLog(port, undefined),
       gateway,
       metric: (op, reply) => this.metric(op, reply),
+      modelControl: (call) => this.modelControl(call),
     };
     port.on('message', (m: PyHostPortIn) => this.onMessage(m));
   }
@@ -75,6 +80,14 @@ export class HostThreadPort {
     this.port.postMessage({ t: 'metric', op } satisfies PyHostPortOut);
   }
 
+  private modelControl(call: ModelControlCall): Promise<boolean | undefined> {
+    const id = this.nextControl++;
+    return new Promise((resolve, reject) => {
+      this.controlWaiting.set(id, { resolve, reject });
+      this.port.postMessage({ t: 'model_control', id, call } satisfies PyHostPortOut);
+    });
+  }
+
   private onMessage(m: PyHostPortIn): void {
     switch (m.t) {
       case 'bls_response': {
@@ -91,6 +104,13 @@ export class HostThreadPort {
         const reply = this.metricWaiting.get(m.id);
         this.metricWaiting.delete(m.id);
         reply?.(m.value, m.error);
+        return;
+      }
+      case 'model_control_result': {
+        const waiting = this.controlWaiting.get(m.id);
+        this.controlWaiting.delete(m.id);
+        if (m.error !== undefined) waiting?.reject(new Error(m.error));
+        else waiting?.resolve(m.value);
         return;
       }
       default:

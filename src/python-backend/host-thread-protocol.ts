@@ -26,6 +26,7 @@
  *   port  host → main `bls_cancel` (same id: the stub cancelled that BLS call; its
  *                                              responses still come, up to the final one)
  *   port  host → main `metric` (with id)    ⇄ main → host `metric_result` (same id); without id, no answer
+ *   port  host → main `model_control` (id) ⇄ main → host `model_control_result` (same id)
  *   port  host → main `log`
  *
  * Arena ownership (the rules of dataplane/protocol.ts):
@@ -45,6 +46,7 @@ import type { ArenaHandle } from '../dataplane/arena';
 import type { RingHandle } from '../dataplane/ring';
 import type { ExecuteMessage } from '../dataplane/protocol';
 import type { MetricMsg } from './ipc-protocol';
+import type { ModelControlCall } from './model-control';
 
 /** workerData of a host thread. */
 export interface PyHostThreadData {
@@ -92,10 +94,14 @@ export interface PyBls { t: 'bls'; id: number; request: GatewayRequest }
 export interface PyMetric { t: 'metric'; op: MetricMsg }
 /** The stub called `.cancel()` on the response iterator of BLS call `id`. */
 export interface PyBlsCancel { t: 'bls_cancel'; id: number }
-export type PyHostPortOut = PyLog | PyBls | PyMetric | PyBlsCancel;
+/** pb_utils.load_model, unload_model, is_model_ready: for the server's repository. */
+export interface PyModelControl { t: 'model_control'; id: number; call: ModelControlCall }
+export type PyHostPortOut = PyLog | PyBls | PyMetric | PyBlsCancel | PyModelControl;
 
 // ---- port, main → host ----
 export interface PyBlsResponse { t: 'bls_response'; id: number; response: InferResponse }
 /** The answer to a `metric` whose operation had an id (it goes on to the stub as its call_result). */
 export interface PyMetricResult { t: 'metric_result'; id: number; value?: number; error?: string }
-export type PyHostPortIn = PyBlsResponse | PyMetricResult;
+/** The repository's answer: is_model_ready's value, or the error text. */
+export interface PyModelControlResult { t: 'model_control_result'; id: number; value?: boolean; error?: string }
+export type PyHostPortIn = PyBlsResponse | PyMetricResult | PyModelControlResult;

@@ -6,7 +6,8 @@
  * results over the SAB rings, adopting the outputs the thread allocated
  * (dataplane/protocol.ts), and serves what the stub asks of the server over
  * the thread's port: BLS requests into the gateway (the main thread's
- * route), custom-metric operations, log records (host-thread-protocol.ts).
+ * route), custom-metric operations, model-control calls (the repository
+ * API), log records (host-thread-protocol.ts).
  *
  * A thread lives as long as its stub. When the stub dies on its own (or the
  * thread does), the batches in flight fail with Triton's "not healthy" text,
@@ -25,7 +26,7 @@ import { adoptOutputs } from '../dataplane/adopt-outputs';
 import { RingWriter, createRing, type RingHandle } from '../dataplane/ring';
 import type { CustomMetricsOwner } from '../metrics/custom-metrics';
 import type {
-  MainToPyHost, PyBls, PyHostPortIn, PyHostPortOut, PyHostThreadData, PyHostToMain, PyLog, PyMetric,
+  MainToPyHost, PyBls, PyHostPortIn, PyHostPortOut, PyHostThreadData, PyHostToMain, PyLog, PyMetric, PyModelControl,
 } from './host-thread-protocol';
 import { notHealthy } from './stub-process';
 import { warnIfSmallShm } from './shm-space';
@@ -220,9 +221,37 @@ export class PythonHost implements ProcessChild {
       case 'bls_cancel':
         this.blsOpen.get(m.id)?.();
         return;
+      case 'model_control':
+        this.modelControl(m);
+        return;
       default:
         return;
     }
+  }
+
+  /** pb_utils.load_model, unload_model, is_model_ready, on the repository (main). */
+  private modelControl(m: PyModelControl): void {
+    const answer = (value: boolean | undefined, error: string | undefined): void => {
+      const r: PyHostPortIn = { t: 'model_control_result', id: m.id };
+      if (value !== undefined) r.value = value;
+      if (error !== undefined) r.error = error;
+      this.post(r);
+    };
+    const control = this.services.modelControl;
+    if (control === undefined) {
+      answer(undefined, 'model control is not available in this server');
+      return;
+    }
+    const c = m.call;
+    let done: Promise<boolean | undefined>;
+    try {
+      if (c.op === 'ready') done = Promise.resolve(control.isReady(c.model, c.version));
+      else if (c.op === 'load') done = control.load(c.model, c.config === undefined ? { files: c.files } : { config: c.config, files: c.files }).then(() => undefined);
+      else done = control.unload(c.model, c.unloadDependents).then(() => undefined);
+    } catch (err) {
+      done = Promise.reject(err);
+    }
+    done.then((v) => answer(v, undefined), (err: unknown) => answer(undefined, toErrorInfo(err).message));
   }
 
   private log(m: PyLog): void {

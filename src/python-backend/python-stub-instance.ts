@@ -21,7 +21,8 @@ import type { InferRequest, InferResponse } from '../core/request';
 import { parsePythonBackendOptions } from './backend-options';
 import { BlsClient } from './bls-client';
 import { BlobBuilder, type WithBlob } from './ipc-framing';
-import type { MetricMsg, ResponseMsg, StubRequest, StubToHost } from './ipc-protocol';
+import type { CallMsg, MetricMsg, ResponseMsg, StubRequest, StubToHost } from './ipc-protocol';
+import { controlFailure, modelControlCall, type ModelControlCall } from './model-control';
 import { initArgs, readTensors, writeRequest } from './request-wire';
 import { StubProcess, notHealthy } from './stub-process';
 import { stubRuntime } from './execution-env';
@@ -217,11 +218,34 @@ export class PythonStubInstance {
         this.onMetric(m);
         return;
       case 'call':
-        this.stub.send({ t: 'call_result', id: m.id, error: `${m.name} is not supported in the current model control mode` });
+        this.onCall(m);
         return;
       default:
         return;
     }
+  }
+
+  /** pb_utils.load_model, unload_model, is_model_ready: the server's repository answers. */
+  private onCall(m: CallMsg): void {
+    const reply = (value: boolean | undefined, error: string | undefined): void => {
+      if (!this.stub.exited) this.stub.send({ t: 'call_result', id: m.id, value, error });
+    };
+    let call: ModelControlCall;
+    try {
+      call = modelControlCall(m.name, m.args);
+    } catch (err) {
+      reply(undefined, controlFailure(m.name, toErrorInfo(err).message));
+      return;
+    }
+    const control = this.services.modelControl;
+    if (control === undefined) {
+      reply(undefined, controlFailure(m.name, 'model control is not available in this server'));
+      return;
+    }
+    control(call).then(
+      (value) => reply(value, undefined),
+      (err: unknown) => reply(undefined, controlFailure(m.name, toErrorInfo(err).message)),
+    );
   }
 
   private onMetric(m: MetricMsg): void {

@@ -10,6 +10,7 @@ import type { ModelConfig } from '../core/model-config';
 import { checkLoadRequest, checkModelName, writeOverrideDir } from './load-request';
 import type { LoadRequest, UnloadRequest } from './load-request';
 import type { IndexEntry, RepositoryManager } from './repository-manager';
+import { lookupModel } from '../request/model-lookup';
 
 export type { LoadRequest, OverrideFile, UnloadRequest } from './load-request';
 export type { IndexEntry } from './repository-manager';
@@ -79,5 +80,19 @@ export async function repositoryUnload(ctx: RepositoryApiContext, model: string,
   const still = ctx.repo.index(true).filter((e) => e.name === model).map((e) => e.version);
   if (still.length > 0) {
     throw new ServerError('INTERNAL', `failed to unload '${model}', versions that are still available: ${still.join(',')}`);
+  }
+}
+
+/**
+ * Whether a model (a version; -1: the one the version policy serves) is
+ * READY, as Triton's ServerModelIsReady answers it: an unknown model or
+ * version is not ready, no error. Any control mode.
+ */
+export function repositoryModelReady(ctx: RepositoryApiContext, model: string, version: number): boolean {
+  try {
+    lookupModel({ live: true, ready: true, exiting: false, models: ctx.repo.snapshotModels() }, model, version < 0 ? undefined : String(version));
+    return true;
+  } catch {
+    return false;
   }
 }

@@ -48,7 +48,7 @@ function createUncached(config: ModelConfig, instances: ModelInstance[], hooks: 
     return new SequenceBatchScheduler(config, instances, ctx.arena, hooks, ctx.modelDir);
   }
   if (config.dynamic_batching !== undefined) return new DynamicBatchScheduler(config, instances, hooks);
-  return new DefaultScheduler(config.name, instances, hooks);
+  return new DefaultScheduler(config.name, instances, hooks, config.model_transaction_policy?.decoupled === true);
 }
 
 function unsupported(block: string, config: ModelConfig): ServerError {

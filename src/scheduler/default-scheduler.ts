@@ -14,8 +14,8 @@ export class DefaultScheduler implements Scheduler {
   private readonly pool: ExecutionPool;
   private stopped: Promise<void> | null = null;
 
-  constructor(model: string, instances: readonly ModelInstance[], hooks?: SchedulerHooks) {
-    this.pool = new ExecutionPool({ model, instances, hooks, pipeline: true, directReplies: true, onIdle: () => this.dispatch() });
+  constructor(model: string, instances: readonly ModelInstance[], hooks?: SchedulerHooks, decoupled = false) {
+    this.pool = new ExecutionPool({ model, instances, hooks, pipeline: true, directReplies: true, decoupled, onIdle: () => this.dispatch() });
   }
 
   enqueue(request: InferRequest, respond: Respond): void {

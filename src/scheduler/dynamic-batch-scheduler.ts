@@ -59,6 +59,7 @@ export class DynamicBatchScheduler implements Scheduler {
       hooks,
       preserveOrdering: db?.preserve_ordering === true,
       directReplies: true,
+      decoupled: config.model_transaction_policy?.decoupled === true,
       onIdle: () => this.dispatch(),
     });
   }

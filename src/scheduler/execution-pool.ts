@@ -28,11 +28,7 @@ export class QueuedRequest implements QueuedView, OrderSlot {
   /** Responses handed out so far, and when the last one (or the dispatch) was: response_stats. */
   responses = 0;
   lastResponseNs = 0;
-  /**
-   * A non-final response was seen: the request streams (decoupled model).
-   * A decoupled request whose only response is its final one is therefore
-   * not in response_stats (the pool knows a request streams only then).
-   */
+  /** A non-final response was seen: the request streams (decoupled model). */
   streaming = false;
   /**
    * A not-ready row of a direct sequence batch (sequence-padding.ts): it
@@ -85,6 +81,12 @@ export interface ExecutionPoolOptions {
    * not with preserve_ordering (main orders the release) nor onResult.
    */
   directReplies?: boolean;
+  /**
+   * The model is decoupled (model_transaction_policy): every response of
+   * every request is in response_stats, also a request whose only response
+   * is its final one. Otherwise only requests that stream are.
+   */
+  decoupled?: boolean;
 }
 
 interface Slot {
@@ -118,6 +120,7 @@ export class ExecutionPool {
   private readonly onIdle: () => void;
   private readonly onResult: ((q: QueuedRequest, response: InferResponse) => void) | undefined;
   private readonly direct: boolean;
+  private readonly decoupled: boolean;
   /** Reused for every requestDone call (see scheduler-hooks.ts). */
   private readonly stats: RequestDoneStats = {
     success: false, queueStartNs: 0, computeStartNs: 0, computeInputEndNs: 0,
@@ -135,6 +138,7 @@ export class ExecutionPool {
     this.hooks = opts.hooks;
     this.onIdle = opts.onIdle;
     this.onResult = opts.onResult;
+    this.decoupled = opts.decoupled === true;
     this.direct = opts.directReplies === true && opts.preserveOrdering !== true && opts.onResult === undefined;
     this.order = opts.preserveOrdering === true
       ? new OrderedRelease<QueuedRequest>((q, r) => this.release(q, r))
@@ -330,7 +334,7 @@ export class ExecutionPool {
       return;
     }
     if (!response.final) q.streaming = true;
-    if (q.streaming) this.responseDone(q, response);
+    if (q.streaming || this.decoupled) this.responseDone(q, response);
     callRespond(q.respond, response);
     if (!response.final) return;
     this.requestDone(q, response.error === undefined, nowNs());

@@ -49,9 +49,10 @@ export interface SchedulerHooks {
    */
   cacheDone?(req: InferRequest, hit: boolean, durationNs: number): void;
   /**
-   * One response of a request that streams (a decoupled model sent a
-   * non-final response): its index, what it was, and the time since the
-   * previous response (or since dispatch for the first).
+   * One response of a request to a decoupled model (each of them, the
+   * final one too, even when it is the only one), or of a request that
+   * streams: its index, what it was, and the time since the previous
+   * response (or since dispatch for the first).
    */
   responseDone?(req: InferRequest, index: number, kind: ResponseKind, sincePreviousNs: number): void;
 }

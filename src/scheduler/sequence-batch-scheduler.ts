@@ -81,6 +81,7 @@ export class SequenceBatchScheduler implements Scheduler {
     const preserveOrdering = this.strategy.kind === 'oldest' && this.strategy.preserveOrdering;
     this.pools = instances.map((instance) => new ExecutionPool({
       model: config.name, instances: [instance], hooks, onIdle: () => this.dispatchAll(), onResult, preserveOrdering,
+      decoupled: config.model_transaction_policy?.decoupled === true,
     }));
   }
 

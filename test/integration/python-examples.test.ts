@@ -162,7 +162,8 @@ test('square (decoupled, gRPC stream): IN = N gives N responses of N, none for I
     assert.equal(mine.length, n, `responses for IN=${n}`);
     for (const r of mine) assert.deepEqual(int32Values(raw(r, 'OUT')), [n]);
   }
-  // response_stats: one entry per response index of the streamed requests.
+  // response_stats (decoupled): every response of every request by its index, the
+  // flags-only FINALs as empty ones, also IN=0's, whose only response is its final one.
   const stats = (await (await fetch(`${server.url}/v2/models/square/stats`)).json()) as {
     model_stats: { response_stats: Record<string, Record<string, { count: number; ns: number }>> }[];
   };
@@ -170,6 +171,12 @@ test('square (decoupled, gRPC stream): IN = N gives N responses of N, none for I
   assert.equal(rs['0'].success.count, 3, 'first responses of IN=4, 2 and 1');
   assert.equal(Object.values(rs).reduce((n, r) => n + r.success.count, 0), 7, 'every data response counted once');
   for (const r of Object.values(rs)) assert.deepEqual(Object.keys(r), ['compute_infer', 'compute_output', 'success', 'fail', 'empty_response', 'cancel']);
+  const empty = Object.fromEntries(Object.entries(rs).map(([i, r]) => [i, r.empty_response.count]));
+  assert.deepEqual(empty, { 0: 1, 1: 1, 2: 1, 3: 0, 4: 1 }, 'the FINALs of IN=0, 1, 2 and 4, at the index after their data responses');
+  for (const [i, r] of Object.entries(rs)) {
+    assert.equal(r.compute_infer.count, r.success.count + r.fail.count + r.empty_response.count, `index ${i}: each response in compute_infer`);
+    assert.equal(r.compute_output.count, r.success.count + r.fail.count, `index ${i}: empty responses not in compute_output`);
+  }
 });
 
 test('repeat (decoupled, gRPC stream): one response per IN element, IDX in order', async () => {

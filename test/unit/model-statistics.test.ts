@@ -99,7 +99,7 @@ test('failures by reason: BACKEND unless the scheduler names CANCELED (queue) or
   }
 });
 
-test('response_stats: per response index, success/fail/empty/cancel counted apart, sorted by index', () => {
+test('response_stats: per response index, sorted; every response in compute_infer, data and errors in compute_output, empty ones only in empty_response (as Triton)', () => {
   const s = new ModelStatistics();
   const events: [number, 'success' | 'fail' | 'empty' | 'cancel', number][] = [
     [0, 'success', 100], [1, 'success', 50], [2, 'empty', 5], [0, 'success', 300], [1, 'fail', 7], [10, 'success', 1], [2, 'cancel', 9],
@@ -112,10 +112,23 @@ test('response_stats: per response index, success/fail/empty/cancel counted apar
   assert.deepEqual(rs['0'].compute_output, { count: 2, ns: 0 });
   assert.deepEqual(rs['1'].fail, { count: 1, ns: 7 });
   assert.deepEqual(rs['1'].success, { count: 1, ns: 50 });
+  assert.deepEqual(rs['1'].compute_infer, { count: 2, ns: 57 });
+  assert.deepEqual(rs['1'].compute_output, { count: 2, ns: 0 });
   assert.deepEqual(rs['2'].empty_response, { count: 1, ns: 5 });
+  assert.deepEqual(rs['2'].compute_infer, { count: 1, ns: 5 });
+  assert.deepEqual(rs['2'].compute_output, { count: 0, ns: 0 });
   assert.deepEqual(rs['2'].success, { count: 0, ns: 0 });
-  assert.deepEqual(rs['2'].cancel, { count: 1, ns: 9 }, 'a CANCELLED error response is a cancel, not a fail');
   assert.deepEqual(rs['2'].fail, { count: 0, ns: 0 });
-  assert.deepEqual(rs['2'].compute_infer, { count: 0, ns: 0 }, 'a cancel has no compute');
   assert.deepEqual(new ModelStatistics().toJson('m', 1).response_stats, {});
+});
+
+test('response_stats: a CANCELLED error response counts as a cancel only (no compute, not a fail)', () => {
+  const s = new ModelStatistics();
+  s.responseDone(0, 'success', 10);
+  s.responseDone(1, 'cancel', 9);
+  const rs = s.toJson('m', 1).response_stats;
+  assert.deepEqual(rs['1'].cancel, { count: 1, ns: 9 });
+  assert.deepEqual(rs['1'].fail, { count: 0, ns: 0 });
+  assert.deepEqual(rs['1'].compute_infer, { count: 0, ns: 0 });
+  assert.deepEqual(rs['0'].cancel, { count: 0, ns: 0 });
 });

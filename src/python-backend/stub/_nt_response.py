@@ -157,6 +157,11 @@ def write_response(response, requested, batch, index, final, collect=None, spans
 
 
 class InferenceResponseSender:
+    """python_backend's rules (response_sender.cc): a non-decoupled model may
+    send one response, at any time and with or without FINAL, and it is the
+    request's answer at once; a second one, or FINAL before any, raises. A
+    decoupled model sends any number until FINAL."""
+
     def __init__(self, batch, index, requested, decoupled, spans=(), cancel=None):
         self._cancel = cancel if cancel is not None else CancelFlag(batch, index)
         self._batch = batch
@@ -168,20 +173,17 @@ class InferenceResponseSender:
         self._sent = 0
         # Set by the runner while it delivers execute()'s return value: frames wait there.
         self._collect = None
-        # Non-decoupled: the one response waits here until FINAL.
-        self._held = None
 
     def send(self, response=None, flags=0):
         if flags not in (0, TRITONSERVER_RESPONSE_COMPLETE_FINAL):
             raise TritonModelException("Unable to send response. Unsupported flag provided.")
-        if self._closed:
-            raise TritonModelException("Unable to send response. Response sender has been closed.")
         if flags == 0 and response is None:
             raise TritonModelException(
                 "Inference Response object must be provided when the response flags is set to zero.")
         if response is not None and not isinstance(response, InferenceResponse):
             raise TypeError("send(): response must be a pb_utils.InferenceResponse")
         final = flags == TRITONSERVER_RESPONSE_COMPLETE_FINAL
+        # Triton checks the non-decoupled rules before the closed sender.
         if not self._decoupled:
             if response is not None and self._sent > 0:
                 raise TritonModelException(
@@ -190,32 +192,35 @@ class InferenceResponseSender:
                 raise TritonModelException(
                     "Unable to send response. Non-decoupled model cannot send complete final before sending a "
                     "response.")
-            if response is not None:
-                self._sent += 1
-                self._held = response
-            if not final:
-                return
-            self._closed = True
-            write_response(self._held, self._requested, self._batch, self._index, True, self._collect, self._spans)
-            self._held = None
-            return
+        if self._closed:
+            raise TritonModelException("Unable to send response. Response sender has been closed.")
         if final:
             self._closed = True
-        if response is not None:
-            self._sent += 1
-        write_response(response, self._requested, self._batch, self._index, final, None, self._spans)
+        self._sent += 1
+        if not self._decoupled:
+            # The one response answers the request now (the server's view: final); a later
+            # flags-only FINAL just closes the sender.
+            if response is not None:
+                write_response(response, self._requested, self._batch, self._index, True, self._collect,
+                               self._spans)
+            return
+        write_response(response, self._requested, self._batch, self._index, final, self._collect, self._spans)
+
+    def _answered(self):
+        """The request has its final response, as far as the server knows."""
+        return self._closed or (not self._decoupled and self._sent > 0)
 
     def is_cancelled(self):
         """True once the server cancelled this sender's request (see InferenceRequest.is_cancelled)."""
         return self._cancel.is_set()
 
-    def _close_with_error(self, message):
-        """Ends the request with an INTERNAL error unless it already ended."""
-        if self._closed:
+    def _close_with_error(self, message, code="INTERNAL"):
+        """Ends the request with an error (INTERNAL unless told) unless it already ended."""
+        if self._answered():
             return
         self._closed = True
         msg = {"t": "response", "batch": self._batch, "index": self._index, "final": True,
-               "outputs": [], "error": {"code": "INTERNAL", "message": message}}
+               "outputs": [], "error": {"code": code, "message": message}}
         if self._collect is not None:
             self._collect.responses.append(msg)
         else:
@@ -224,7 +229,7 @@ class InferenceResponseSender:
     def __del__(self):
         # A sender dropped without FINAL would leave its client waiting forever.
         try:
-            if not self._closed and runtime.phase in ("ready",):
+            if not self._answered() and runtime.phase in ("ready",):
                 self._close_with_error(
                     "the model released the response sender of this request without sending a response "
                     "with TRITONSERVER_RESPONSE_COMPLETE_FINAL")

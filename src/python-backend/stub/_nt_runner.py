@@ -18,6 +18,11 @@ from _nt_runtime import runtime
 from _nt_tensor import Tensor
 
 _STUB_DIR = os.path.dirname(os.path.abspath(__file__))
+RELEASE_RESCHEDULE = 2  # pb_utils.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
+# Triton's text when the scheduler cannot take the request back, and why ours cannot.
+NO_RESCHEDULE = ("Request is released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, while the model is not configured "
+                 "to handle such a flag. nodetron does not reschedule requests yet (iterative sequence batching is not "
+                 "implemented): answer the request in the execution that has it.")
 
 
 def format_exception(exc):
@@ -137,6 +142,10 @@ class ModelRunner:
                 else:
                     result = future.result()
             error = self._deliver(requests, result, collected)
+            if error is not None:
+                # python_backend raises these in the stub: the same prefix as an exception in execute.
+                error = "Failed to process the request(s) for model '%s', message: %s" % (self.name, error)
+                internal_log("ERROR", error)
         except Exception as e:
             error = "Failed to process the request(s) for model '%s', message: %s" % (self.name, format_exception(e))
             internal_log("ERROR", error)
@@ -159,6 +168,9 @@ class ModelRunner:
             if result is not None:
                 return ("Python model '%s' is using the decoupled mode and the execute function must return None."
                         % self.name)
+            for request in requests:
+                if request._release_flags == RELEASE_RESCHEDULE:
+                    request.get_response_sender()._close_with_error(NO_RESCHEDULE, "UNSUPPORTED")
             return None
         if result is None:
             result = [None] * len(requests)
@@ -168,11 +180,20 @@ class ModelRunner:
             return ("Number of InferenceResponse objects do not match the number of InferenceRequest objects. "
                     "InferenceRequest(s) size is:%d, and InferenceResponse(s) size is:%d"
                     % (len(requests), len(result)))
-        for r in result:
+        for request, r in zip(requests, result):
+            if r is not None and request._release_flags == RELEASE_RESCHEDULE:
+                return ("Expected a None object in the execute function return list for reschduled request, found "
+                        "type '%s'." % type(r))
             if r is not None and not isinstance(r, InferenceResponse):
                 return ("Expected an 'InferenceResponse' object in the execute function return list, found type "
                         "'%s'." % type(r).__name__)
         for request, response in zip(requests, result):
+            if response is None and request._release_flags == RELEASE_RESCHEDULE:
+                sender = request.get_response_sender()
+                sender._collect = collected
+                sender._close_with_error(NO_RESCHEDULE, "UNSUPPORTED")
+                sender._collect = None
+                continue
             if response is None and request._sender is not None:
                 continue
             sender = request.get_response_sender()
