@@ -74,6 +74,12 @@ export class ChurnLoop {
     })();
   }
 
+  /** One cycle now, outside the loop (the soak's priming). */
+  async once(): Promise<void> {
+    this.grpc ??= grpcUnary(this.grpcAddress);
+    await this.cycle(this.stats.cycles % 2 === 0 ? 'http' : 'grpc');
+  }
+
   /** Ends after the cycle in progress (which ends with its unload). */
   async stop(): Promise<void> {
     this.running = false;

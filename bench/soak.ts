@@ -4,9 +4,11 @@
  * (`add_sub`, its stubs) at a fixed open-loop rate over HTTP and gRPC, while a
  * churn model (`add_vectors`, Python) is loaded, inferred once and unloaded
  * every `--churn-seconds`. Every `--sample-seconds` it samples the server
- * (bench/soak-census.ts) and the traffic. Phases: warm-up with load and churn
- * (`--warmup-seconds`); pause and an idle baseline census; the soak
- * (`--minutes`); pause and a final idle census. Verdicts (soak-verdict.ts):
+ * (bench/soak-census.ts) and the traffic. Phases: priming (every stream and
+ * two churn cycles, one per protocol, so what is made on first use exists);
+ * pause and an idle baseline census; warm-up (`--warmup-seconds`) and the
+ * soak (`--minutes`) with load and churn, without a pause between them; pause
+ * and a final idle census. Verdicts (soak-verdict.ts):
  * RSS growth under 5%, threads / fds / stubs / /dev/shm / arena back to the
  * baseline, zero failed steady requests, the server's statistics equal to
  * what the client was answered. Prints a row per sample and the verdicts,
@@ -29,6 +31,7 @@ import { makeRepo } from '../test/integration/repo-kit';
 import { REPO_ROOT, startServer, type ServerProcess } from '../test/integration/server-process';
 import { leftOver, takeCensus, type Census } from './soak-census';
 import { ChurnLoop } from './soak-churn';
+import { summarizeGcTrace } from './soak-gc-trace';
 import { ADD_SUB, mergeIntervals, SIMPLE, SteadyStream, type Protocol } from './soak-traffic';
 import { agreementVerdict, baselineVerdicts, failureVerdict, rssVerdict, type Verdict } from './soak-verdict';
 
@@ -52,7 +55,10 @@ const num = (k: Exclude<keyof typeof opt, 'trace-gc'>): number => {
 };
 const MINUTES = num('minutes');
 const SAMPLE_S = Math.max(1, num('sample-seconds'));
-const WARMUP_S = num('warmup-seconds');
+/** Rounded up to whole sample intervals, so that a sample marks the soak's start. */
+const WARMUP_S = Math.ceil(num('warmup-seconds') / SAMPLE_S) * SAMPLE_S;
+/** Steady traffic of the priming phase, after its two churn cycles. */
+const PRIME_MS = 5000;
 /** The RSS windows: 5 minutes, or a third of a shorter soak. */
 const RSS_WINDOW_S = Math.min(300, (MINUTES * 60) / 3);
 const RSS_LIMIT_PCT = 5;
@@ -167,45 +173,57 @@ async function soak(server: ServerProcess, repo: string, started: Date): Promise
   console.log(`soak: server pid ${pid}, HTTP ${server.port}, gRPC ${server.grpcPort}; ${rates.http} req/s HTTP + ${rates.grpc} req/s gRPC over simple and add_sub; ` +
     `${churnMs > 0 ? `${CHURN_MODEL} loaded and unloaded every ${opt['churn-seconds']} s` : 'no churn'}; warm-up ${WARMUP_S} s, soak ${MINUTES} min, a sample every ${SAMPLE_S} s`);
 
-  startAll();
-  await sleep(WARMUP_S * 1000);
+  // Prime: every stream and a churn cycle over each protocol once, so what the server makes on first use exists before the baseline.
+  streams.forEach((s) => s.start());
+  if (churnMs > 0) for (let i = 0; i < 2; i++) await churn.once();
+  await sleep(PRIME_MS);
   await stopAll();
   const baseline = await settledCensus(server);
-  console.log(`baseline (idle, after warm-up): ${JSON.stringify(leftOver(baseline))}, RSS tree ${baseline.rssTreeMb.toFixed(1)} MB`);
+  console.log(`baseline (idle, after priming): ${JSON.stringify(leftOver(baseline))}, RSS tree ${baseline.rssTreeMb.toFixed(1)} MB`);
 
-  const before = streams.map((s) => ({ ok: s.ok, failed: s.failed, delayed: s.delayed }));
-  const churnBefore = churn.stats.cycles;
+  // Warm-up and soak run on without a pause (an idle pause lets V8 shrink its heaps, and the first window would start low).
   streams.forEach((s) => s.takeInterval());
+  let before = streams.map((s) => ({ ok: s.ok, failed: s.failed, delayed: s.delayed }));
+  let churnBefore = churn.stats.cycles;
   startAll();
-  const soakStart = performance.now();
+  const t0 = performance.now();
+  let soakStart = t0;
   const samples: Sample[] = [];
   console.log(['', ...HEADER].join('\n'));
-  for (let k = 1; k * SAMPLE_S <= MINUTES * 60; k++) {
-    await sleep(Math.max(0, soakStart + k * SAMPLE_S * 1000 - performance.now()));
+  for (let k = 1; k * SAMPLE_S <= WARMUP_S + MINUTES * 60; k++) {
+    await sleep(Math.max(0, t0 + k * SAMPLE_S * 1000 - performance.now()));
     const byProto = (p: Protocol): Sample['http'] => mergeIntervals(streams.filter((s) => s.protocol === p).map((s) => s.takeInterval()));
     const http = byProto('http');
     const grpc = byProto('grpc');
     const s: Sample = {
-      tS: (performance.now() - soakStart) / 1000, ...(await takeCensus(pid, () => server.arenaUsedBytes())), http, grpc,
+      tS: (performance.now() - t0) / 1000 - WARMUP_S, ...(await takeCensus(pid, () => server.arenaUsedBytes())), http, grpc,
       churnCycles: churn.stats.cycles - churnBefore, churnFailed: churn.stats.failedCycles, churnLoaded: churn.loaded,
     };
     samples.push(s);
     console.log(row(s));
+    if (k * SAMPLE_S === WARMUP_S) {
+      // The soak proper starts here: its counts and its RSS windows.
+      console.log(`|  | warm-up over: the soak's ${MINUTES} min start |  |  |  |  |  |  |  |  |  |`);
+      before = streams.map((x) => ({ ok: x.ok, failed: x.failed, delayed: x.delayed }));
+      churnBefore = churn.stats.cycles;
+      soakStart = performance.now();
+    }
   }
   const soakSeconds = (performance.now() - soakStart) / 1000;
   await stopAll();
   const final = await settledCensus(server, leftOver(baseline));
   console.log(`final (idle, after the soak): ${JSON.stringify(leftOver(final))}, RSS tree ${final.rssTreeMb.toFixed(1)} MB  (* = churn model loaded at that sample)`);
 
-  const verdicts: Verdict[] = [rssVerdict(samples.map((s) => ({ tS: s.tS, mb: s.rssTreeMb })), RSS_WINDOW_S, RSS_LIMIT_PCT)];
+  const verdicts: Verdict[] = [rssVerdict(samples.filter((s) => s.tS > 0).map((s) => ({ tS: s.tS, mb: s.rssTreeMb })), RSS_WINDOW_S, RSS_LIMIT_PCT)];
   verdicts.push(...baselineVerdicts(leftOver(baseline), leftOver(final)));
   const streamSummary = streams.map((s, i) => ({
     stream: s.label, rate: s.rate, ok: s.ok - before[i]!.ok, failed: s.failed - before[i]!.failed, delayed: s.delayed - before[i]!.delayed,
     achievedRate: (s.ok + s.failed - before[i]!.ok - before[i]!.failed) / soakSeconds, failures: s.failures,
   }));
   for (const p of (['http', 'grpc'] as const).filter((x) => rates[x] > 0)) {
-    const mine = streamSummary.filter((s) => s.stream.startsWith(p));
-    verdicts.push(failureVerdict(`steady models over ${p === 'http' ? 'HTTP' : 'gRPC'}`, mine.reduce((n, s) => n + s.failed, 0), mine.reduce((n, s) => n + s.ok + s.failed, 0)));
+    // The whole run counts (priming and warm-up too): a failed request is one whenever it happens.
+    const mine = streams.filter((s) => s.protocol === p);
+    verdicts.push(failureVerdict(`steady models over ${p === 'http' ? 'HTTP' : 'gRPC'}, the whole run`, mine.reduce((n, s) => n + s.failed, 0), mine.reduce((n, s) => n + s.ok + s.failed, 0)));
   }
   for (const m of [SIMPLE, ADD_SUB]) {
     const c = await serverCounts(server.url, m.name);
@@ -244,8 +262,14 @@ async function soak(server: ServerProcess, repo: string, started: Date): Promise
   }, null, 2) + '\n');
   console.log(`written to ${path.relative(REPO_ROOT, file)}`);
   if (opt['trace-gc']) {
-    fs.writeFileSync(file.replace(/\.json$/, '-server.log'), server.output());
-    console.log(`server output (--trace-gc) written to ${path.relative(REPO_ROOT, file.replace(/\.json$/, '-server.log'))}`);
+    console.log('\n| isolate | s on its clock, first–last GC | scavenges | full GCs | heap MB after the first / last full GC | committed MB max / last |\n|---|---|---|---|---|---|');
+    const f = (mb: number | undefined): string => (mb === undefined ? '-' : mb.toFixed(1));
+    for (const g of summarizeGcTrace(server.output(), pid)) {
+      console.log(`| ${g.isolate} | ${(g.firstMs / 1000).toFixed(0)}–${(g.lastMs / 1000).toFixed(0)} | ${g.scavenges} | ${g.fullGcs} | ${f(g.firstFullAfterMb)} / ${f(g.lastFullAfterMb)} | ${f(g.maxCommittedMb)} / ${f(g.lastCommittedMb)} |`);
+    }
+    const log = file.replace(/\.json$/, '-server.log');
+    fs.writeFileSync(log, server.output());
+    console.log(`server output (--trace-gc) written to ${path.relative(REPO_ROOT, log)}`);
   }
   return pass ? 0 : 1;
 }
