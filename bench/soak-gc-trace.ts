@@ -4,11 +4,14 @@
  * -> after (committed) MB, ...`): per isolate, its GC counts, the heap left
  * after its first and last full GC (a heap that keeps more after each full
  * GC is a JS leak) and its committed size (what RSS sees, sawtooth and all).
+ * An address whose clock goes back is a new isolate at a freed one's address
+ * (host threads of a churned model come and go): it gets its own entry.
  */
 
 export interface IsolateGc {
-  /** The isolate's address as V8 prints it (main, then each worker thread). */
+  /** The isolate's address as V8 prints it (main first, then worker threads). */
   isolate: string;
+  /** Milliseconds on the isolate's own clock (since it started) of its first and last GC. */
   firstMs: number;
   lastMs: number;
   scavenges: number;
@@ -24,15 +27,17 @@ const LINE = /^\[(\d+):(0x[0-9a-f]+)\]\s+(\d+) ms: (Scavenge|Minor Mark-Compact|
 
 /** The isolates of process `pid` found in `text`, in the order they first collected. */
 export function summarizeGcTrace(text: string, pid: number): IsolateGc[] {
+  const all: IsolateGc[] = [];
   const byIsolate = new Map<string, IsolateGc>();
   for (const line of text.split('\n')) {
     const m = LINE.exec(line);
     if (m === null || Number(m[1]) !== pid) continue;
     const [, , isolate, ms, kind, , , after, committed] = m as unknown as [string, string, string, string, string, string, string, string, string];
     let s = byIsolate.get(isolate);
-    if (s === undefined) {
+    if (s === undefined || Number(ms) < s.lastMs) {
       s = { isolate, firstMs: Number(ms), lastMs: 0, scavenges: 0, fullGcs: 0, firstFullAfterMb: undefined, lastFullAfterMb: undefined, maxCommittedMb: 0, lastCommittedMb: 0 };
       byIsolate.set(isolate, s);
+      all.push(s);
     }
     s.lastMs = Number(ms);
     if (kind === 'Mark-Compact' || kind === 'Mark-Sweep') {
@@ -45,5 +50,5 @@ export function summarizeGcTrace(text: string, pid: number): IsolateGc[] {
     s.lastCommittedMb = Number(committed);
     s.maxCommittedMb = Math.max(s.maxCommittedMb, Number(committed));
   }
-  return [...byIsolate.values()];
+  return all;
 }

@@ -8,7 +8,11 @@
  * two churn cycles, one per protocol, so what is made on first use exists);
  * pause and an idle baseline census; warm-up (`--warmup-seconds`) and the
  * soak (`--minutes`) with load and churn, without a pause between them; pause
- * and a final idle census. Verdicts (soak-verdict.ts):
+ * and a final idle census. The warm-up is 10 minutes by default: under this
+ * load the busiest isolates (main and two worker threads) grow their V8
+ * heaps from ~20–30 to ~50 MB committed each over the first ~9 minutes (the
+ * young generation growing; bounded, no live-heap growth; bench/README.md
+ * "Soak"), which a shorter warm-up reads as RSS growth. Verdicts (soak-verdict.ts):
  * RSS growth under 5%, threads / fds / stubs / /dev/shm / arena back to the
  * baseline, zero failed steady requests, the server's statistics equal to
  * what the client was answered. Prints a row per sample and the verdicts,
@@ -16,11 +20,12 @@
  * hard deadline kills its own server (by PID) and exits. A rate of 0 turns
  * that protocol's traffic off, `--churn-seconds=0` the churn (to tell what
  * grows); `--trace-gc` starts the server with V8's --trace-gc
- * (soak-trace-gc.ts) and writes its output beside the JSON (one line per GC of each isolate: the heap
- * before and after).
+ * (soak-trace-gc.ts), prints each isolate's heap after full GCs and its
+ * committed size (soak-gc-trace.ts), and writes the server's output beside
+ * the JSON.
  *
  *   node dist/bench/soak.js [--minutes=30] [--http-rate=200] [--grpc-rate=100]
- *     [--churn-seconds=15] [--sample-seconds=10] [--warmup-seconds=60]
+ *     [--churn-seconds=15] [--sample-seconds=10] [--warmup-seconds=600]
  *     [--timeout-ms=10000] [--max-connections=16] [--trace-gc]
  */
 import fs from 'node:fs';
@@ -42,7 +47,7 @@ const { values: opt } = parseArgs({
     'grpc-rate': { type: 'string', default: '100' },
     'churn-seconds': { type: 'string', default: '15' },
     'sample-seconds': { type: 'string', default: '10' },
-    'warmup-seconds': { type: 'string', default: '60' },
+    'warmup-seconds': { type: 'string', default: '600' },
     'timeout-ms': { type: 'string', default: '10000' },
     'max-connections': { type: 'string', default: '16' },
     'trace-gc': { type: 'boolean', default: false },
@@ -132,7 +137,10 @@ async function main(): Promise<number> {
   const server = await startServer([
     `--model-repository=${repo}`, '--model-control-mode=explicit', '--load-model=simple', '--load-model=add_sub',
     '--http-address=127.0.0.1', '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1',
-  ]);
+  ]).catch((err: unknown) => {
+    fs.rmSync(repo, { recursive: true, force: true });
+    throw err;
+  });
   try {
     return await soak(server, repo, started);
   } finally {
@@ -264,9 +272,13 @@ async function soak(server: ServerProcess, repo: string, started: Date): Promise
   if (opt['trace-gc']) {
     console.log('\n| isolate | s on its clock, first–last GC | scavenges | full GCs | heap MB after the first / last full GC | committed MB max / last |\n|---|---|---|---|---|---|');
     const f = (mb: number | undefined): string => (mb === undefined ? '-' : mb.toFixed(1));
-    for (const g of summarizeGcTrace(server.output(), pid)) {
+    const isolates = summarizeGcTrace(server.output(), pid);
+    // Isolates of a minute or more: the main thread and the long-lived workers (a churned model's host threads live seconds).
+    const shortLived = isolates.filter((g) => g.lastMs - g.firstMs < 60_000).length;
+    for (const g of isolates.filter((x) => x.lastMs - x.firstMs >= 60_000)) {
       console.log(`| ${g.isolate} | ${(g.firstMs / 1000).toFixed(0)}–${(g.lastMs / 1000).toFixed(0)} | ${g.scavenges} | ${g.fullGcs} | ${f(g.firstFullAfterMb)} / ${f(g.lastFullAfterMb)} | ${f(g.maxCommittedMb)} / ${f(g.lastCommittedMb)} |`);
     }
+    console.log(`(and ${shortLived} isolates that collected for less than a minute)`);
     const log = file.replace(/\.json$/, '-server.log');
     fs.writeFileSync(log, server.output());
     console.log(`server output (--trace-gc) written to ${path.relative(REPO_ROOT, log)}`);

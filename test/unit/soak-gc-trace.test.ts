@@ -1,6 +1,7 @@
 /**
  * The soak's --trace-gc summary (bench/soak-gc-trace.ts): V8's lines as
- * Node 20 prints them, per isolate, other processes' lines left out.
+ * Node 20 prints them, per isolate, other processes' lines left out, a
+ * reused isolate address counted as a new isolate.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -23,4 +24,14 @@ test('trace-gc summary: per isolate of the process, full GCs and committed sizes
     { isolate: '0x7f6b34001000', firstMs: 3142, lastMs: 120000, scavenges: 2, fullGcs: 0, firstFullAfterMb: undefined, lastFullAfterMb: undefined, maxCommittedMb: 29.6, lastCommittedMb: 28.6 },
   ]);
   assert.deepEqual(summarizeGcTrace(TRACE, 1), []);
+});
+
+test('trace-gc summary: an address whose clock goes back is a new isolate', () => {
+  const reused = [
+    '[30333:0x7f00]      100 ms: Scavenge 7.3 (10.5) -> 6.7 (10.7) MB, 0.5 / 0.0 ms  task;',
+    '[30333:0x7f00]      900 ms: Scavenge 7.4 (10.7) -> 6.8 (11.0) MB, 0.5 / 0.0 ms  task;',
+    '[30333:0x7f00]      150 ms: Scavenge 7.2 (10.5) -> 6.6 (10.5) MB, 0.5 / 0.0 ms  task;',
+  ].join('\n');
+  const s = summarizeGcTrace(reused, 30333);
+  assert.deepEqual(s.map((g) => [g.isolate, g.firstMs, g.lastMs, g.scavenges, g.lastCommittedMb]), [['0x7f00', 100, 900, 2, 11], ['0x7f00', 150, 150, 1, 10.5]]);
 });
