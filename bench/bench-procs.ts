@@ -79,18 +79,21 @@ function processTree(pid: number): number[] {
   return out;
 }
 
+/** RSS of one process (all its threads), in MB; 0 once it exited. */
+export function rssMb(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return Number(m?.[1] ?? 0) / 1024;
+  } catch {
+    return 0; // exited meanwhile
+  }
+}
+
 /** RSS of a process and all its descendants (threads share their process's RSS), in MB. */
 export function treeRssMb(pid: number): number {
-  let kb = 0;
-  for (const p of processTree(pid)) {
-    try {
-      const m = /VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${p}/status`, 'utf8'));
-      kb += Number(m?.[1] ?? 0);
-    } catch {
-      // exited meanwhile
-    }
-  }
-  return kb / 1024;
+  let mb = 0;
+  for (const p of processTree(pid)) mb += rssMb(p);
+  return mb;
 }
 
 /** CPU seconds (user + system, all threads) used so far by a process and its descendants. */

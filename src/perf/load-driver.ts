@@ -156,11 +156,13 @@ export async function runStep(pool: SenderPool, spec: StepSpec, stats: (() => Pr
 }
 
 /**
- * Open loop: sends are due at a constant rate; each goes to an idle sender,
- * opening more up to `maxConnections`; when none is free it waits (counted as
- * delayed) and goes out as soon as one frees up.
+ * Open loop: sends are due at a constant rate (`value` per second); each goes
+ * to an idle sender, opening more up to `maxConnections`; when none is free it
+ * waits (counted as delayed) and goes out as soon as one frees up. Ends once
+ * `running()` is false and the sends in flight are answered. Also the soak
+ * bench's pacer (bench/soak-traffic.ts).
  */
-async function openLoop(pool: SenderPool, spec: StepSpec, running: () => boolean, timed: (s: Sender) => Promise<void>, onDelayed: () => void): Promise<void> {
+export async function openLoop(pool: SenderPool, spec: Pick<StepSpec, 'value' | 'maxConnections'>, running: () => boolean, timed: (s: Sender) => Promise<void>, onDelayed: () => void): Promise<void> {
   await pool.ensure(Math.min(spec.maxConnections, Math.max(1, Math.ceil(spec.value / 1000))));
   const idle = [...pool.senders];
   let backlog = 0;
