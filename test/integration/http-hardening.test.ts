@@ -81,6 +81,14 @@ async function get(path: string): Promise<{ status: number; text: string }> {
   return { status: res.status, text: await res.text() };
 }
 
+/**
+ * 256 MiB of spaces (valid JSON padding) after a good request, a
+ * thousandfold more than its compressed size. Made before the server starts:
+ * compressing it blocks this process for seconds, long enough for the
+ * server to close an idle keep-alive socket that fetch would then reuse.
+ */
+const bomb = zlib.gzipSync(Buffer.concat([Buffer.from(goodBody.slice(0, -1)), Buffer.alloc(256 << 20, 0x20), Buffer.from('}')]));
+
 const error = (message: string): string => JSON.stringify({ error: message });
 const nested = (n: number, inner: string): string => '['.repeat(n) + inner + ']'.repeat(n);
 const DEPTH = 'JSON nesting depth exceeds maximum allowed limit (100)';
@@ -126,8 +134,6 @@ test('JSON nesting: control bodies and config overrides past 100 levels are refu
 test('decompression is bounded by --http-max-input-size, and refused bombs leave no memory behind', async () => {
   const limit = 64 * 1024 * 1024;
   const tooBig = `decompressed request body size exceeds the maximum allowed value of ${limit} bytes. Use --http-max-input-size to increase the limit.`;
-  // 256 MiB of spaces (valid JSON padding), a thousandfold more than its compressed size.
-  const bomb = zlib.gzipSync(Buffer.concat([Buffer.from(goodBody.slice(0, -1)), Buffer.alloc(256 << 20, 0x20), Buffer.from('}')]));
   assert.ok(bomb.length < 512 * 1024, `${bomb.length} compressed bytes`);
   const rss = (): number => Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${server.child.pid}/status`, 'utf8'))![1]) * 1024;
   let r = await post('/v2/models/simple/infer', bomb, { 'Content-Encoding': 'gzip' });
