@@ -8,7 +8,7 @@
  */
 import fs from 'node:fs';
 import { ServerError } from '../core/errors';
-import { shmPath, type ShmRegionInfo, type ShmRegionTable } from '../request/shm-regions';
+import { shmKeyProblem, shmPath, type ShmRegionInfo, type ShmRegionTable } from '../request/shm-regions';
 
 export const SHM_DISABLED = "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.";
 const RESERVED_PREFIX = 'triton_python_backend_shm_region_';
@@ -39,8 +39,9 @@ export class ShmRegistry {
   register(name: string, key: string, offset: number, byteSize: number): void {
     this.requireAllowed();
     if (name === '') throw new ServerError('INVALID_ARG', "'region name' is necessary to register system shared memory region");
+    const problem = shmKeyProblem(name, key);
+    if (problem !== undefined) throw problem;
     const bare = key.replace(/^\/+/, '');
-    if (bare === '') throw new ServerError('INVALID_ARG', `cannot register shared memory region '${name}' - invalid shm key '${key}'`);
     if (bare.startsWith(RESERVED_PREFIX)) {
       throw new ServerError(
         'INVALID_ARG',

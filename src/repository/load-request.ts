@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ServerError } from '../core/errors';
+import { checkModelName } from '../request/model-name';
 
 export interface OverrideFile {
   /** Path relative to the model folder, as given after `file:`. */
@@ -26,14 +27,12 @@ export interface UnloadRequest {
   unloadDependents: boolean;
 }
 
-/** Model name checks Triton makes before anything else (texts of §1.10). */
-export function checkModelName(name: string): void {
+/** The model name checks Triton makes before a load or unload does anything else (texts of §1.10). */
+export function checkModelNameToLoad(name: string): void {
   if (name.trim() === '') {
     throw new ServerError('INVALID_ARG', 'Model name cannot be empty. Please enter a valid name to deploy.');
   }
-  if (name === '..' || name === '.' || name.includes('/') || name.includes('\\')) {
-    throw new ServerError('INVALID_ARG', `invalid model name '${name}', model name must not contain path traversal characters`);
-  }
+  checkModelName(name);
 }
 
 /** `file:` parameters need a `config` parameter next to them. */

@@ -7,7 +7,7 @@ import type { ModelControlMode } from '../cli-options';
 import { ServerError, toErrorInfo } from '../core/errors';
 import { parseModelConfigJson } from './config/json-config';
 import type { ModelConfig } from '../core/model-config';
-import { checkLoadRequest, checkModelName, writeOverrideDir } from './load-request';
+import { checkLoadRequest, checkModelNameToLoad, writeOverrideDir } from './load-request';
 import type { LoadRequest, UnloadRequest } from './load-request';
 import type { IndexEntry, RepositoryManager } from './repository-manager';
 import { lookupModel } from '../request/model-lookup';
@@ -51,7 +51,7 @@ export function repositoryIndex(ctx: RepositoryApiContext, ready: boolean): Inde
 
 /** Load or reload a model; resolves when the load finished, throws Triton's load failure. */
 export async function repositoryLoad(ctx: RepositoryApiContext, model: string, req: LoadRequest): Promise<void> {
-  checkModelName(model);
+  checkModelNameToLoad(model);
   requireExplicit(ctx.mode);
   checkLoadRequest(req);
   let config: ModelConfig | undefined;
@@ -72,7 +72,7 @@ export async function repositoryLoad(ctx: RepositoryApiContext, model: string, r
 
 /** Start unloading a model (answers once its versions are UNLOADING); an unknown model is fine. */
 export async function repositoryUnload(ctx: RepositoryApiContext, model: string, req: UnloadRequest): Promise<void> {
-  checkModelName(model);
+  checkModelNameToLoad(model);
   requireExplicit(ctx.mode);
   // unload_dependents: the ensembles using the model and an ensemble's unshared composing models go too.
   const along = req.unloadDependents ? ctx.repo.dependentsOf(model) : [];

@@ -19,6 +19,7 @@
 import { toErrorInfo } from '../core/errors';
 import type { InferRequest, Respond } from '../core/request';
 import { chooseVersion, unknownModel } from '../request/model-lookup';
+import { checkModelName } from '../request/model-name';
 import type { VersionLifecycle } from './model-lifecycle';
 
 /** What resolution needs of a model: its versions. */
@@ -29,7 +30,10 @@ export interface VersionedModel {
 /** The version a request runs on (Triton's GetModel), or its lookup error thrown. */
 export function resolveVersion(models: ReadonlyMap<string, VersionedModel>, model: string, version: number, latest: boolean): VersionLifecycle {
   const record = models.get(model);
-  if (record === undefined) throw unknownModel(model);
+  if (record === undefined) {
+    checkModelName(model);
+    throw unknownModel(model);
+  }
   return chooseVersion(model, record.versions.values(), latest ? undefined : version);
 }
 

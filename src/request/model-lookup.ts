@@ -7,6 +7,7 @@
  */
 import { ServerError } from '../core/errors';
 import type { ModelState } from '../core/model-state';
+import { checkModelName } from './model-name';
 import type { ModelView, ServerSnapshot } from './server-snapshot';
 
 export interface Resolved {
@@ -70,7 +71,10 @@ export function chooseVersion<V extends VersionChoice>(name: string, versions: I
  */
 export function lookupModel(snapshot: ServerSnapshot, name: string, versionText: string | undefined, lookupFor: LookupFor = 'ready'): Resolved {
   const view = Object.prototype.hasOwnProperty.call(snapshot.models, name) ? snapshot.models[name] : undefined;
-  if (view === undefined) throw unknownModel(name);
+  if (view === undefined) {
+    checkModelName(name);
+    throw unknownModel(name);
+  }
   const latest = versionText === undefined || versionText === '';
   const chosen = chooseVersion(name, view.versions, latest ? undefined : parseVersion(versionText));
   if (lookupFor === 'ready' && chosen.unready !== undefined) throw notReady(name, chosen.version, chosen.unready);

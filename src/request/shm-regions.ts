@@ -34,9 +34,34 @@ export interface ShmRef {
 
 const SHM_DIR = '/dev/shm';
 
+/**
+ * Why `key` names no shm object, or undefined when it names one: shm_open
+ * takes one name in /dev/shm after the leading slashes, so an empty name, a
+ * name with a `/` (`/../../etc/passwd`), `.`, `..` or a NUL byte is refused,
+ * as glibc's shm_open refuses it, before any file is opened. The empty case
+ * has Triton's text (protocol.md §1.11).
+ */
+export function shmKeyProblem(region: string, key: string): ServerError | undefined {
+  const bare = key.replace(/^\/+/, '');
+  const invalid = `cannot register shared memory region '${region}' - invalid shm key '${key}'`;
+  if (bare === '') return new ServerError('INVALID_ARG', invalid);
+  if (bare.includes('/') || bare === '.' || bare === '..' || bare.includes('\0')) {
+    return new ServerError(
+      'INVALID_ARG',
+      `${invalid}: a key names one object in /dev/shm, so after its leading '/' it must not contain '/', be '.' or '..', or hold a NUL byte`,
+    );
+  }
+  return undefined;
+}
+
 /** The file behind an shm_open key: the name after its leading slashes, under /dev/shm. */
 export function shmPath(key: string): string {
-  return path.join(SHM_DIR, key.replace(/^\/+/, ''));
+  const file = path.join(SHM_DIR, key.replace(/^\/+/, ''));
+  // Registration refuses other keys (shmKeyProblem); never open a file outside /dev/shm.
+  if (path.dirname(file) !== SHM_DIR || file === SHM_DIR) {
+    throw new ServerError('INVALID_ARG', `invalid shm key '${key}': it names no object in ${SHM_DIR}`);
+  }
+  return file;
 }
 
 /** Region lookup and bounds, with Triton's texts (404 / 400). */

@@ -23,7 +23,7 @@ const errorRows: { name: string; encoding: string; body: Buffer; max?: number; c
   { name: 'empty compressed body', encoding: 'gzip', body: Buffer.alloc(0), code: 'INVALID_ARG', message: 'nothing to be decompressed' },
   {
     name: 'decompressed size above the limit', encoding: 'gzip', body: zlib.gzipSync(body), max: 100, code: 'INVALID_ARG',
-    message: 'decompressed request size exceeds the maximum allowed input size of 100 bytes. Use --http-max-input-size to increase the limit.',
+    message: 'decompressed request body size exceeds the maximum allowed value of 100 bytes. Use --http-max-input-size to increase the limit.',
   },
 ];
 
@@ -35,6 +35,17 @@ for (const row of errorRows) {
     );
   });
 }
+
+test('the limit is on the decompressed size: exactly the limit inflates, one byte more is refused, whatever the compressed size', () => {
+  const exact = Buffer.alloc(4096, 7);
+  const small = zlib.gzipSync(exact);
+  assert.ok(small.length < 100, 'the compressed body is far below the limit');
+  assert.deepEqual(decompressRequest(small, 'gzip', exact.length), exact);
+  assert.throws(() => decompressRequest(small, 'gzip', exact.length - 1), { code: 'INVALID_ARG', message: /exceeds the maximum allowed value of 4095 bytes/ });
+  // A body that inflates a thousandfold and more stops at the limit.
+  const bomb = zlib.deflateSync(Buffer.alloc(64 << 20));
+  assert.throws(() => decompressRequest(bomb, 'deflate', 1 << 20), { code: 'INVALID_ARG', message: /exceeds the maximum allowed value of 1048576 bytes/ });
+});
 
 test('corrupt compressed body is a 400 with zlib\'s reason', () => {
   assert.throws(

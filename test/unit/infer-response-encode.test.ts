@@ -5,6 +5,7 @@ import { ServerError } from '../../src/core/errors';
 import { formatFixed6 } from '../../src/frontend/classification';
 import type { RequestedOutput } from '../../src/request/decoded-request';
 import { encodeInferResponse } from '../../src/frontend/http/infer-response-encode';
+import { encodeBytesTensor as bytesTensor } from '../../src/request/tensor-view';
 import type { EncodeResponseArgs, ResponseOutput } from '../../src/frontend/http/infer-response-encode';
 
 function bytes(view: ArrayBufferView): Uint8Array {
@@ -155,4 +156,54 @@ test('formatFixed6 prints like C %f', () => {
     [1e22, '10000000000000000000000.000000'], [NaN, 'nan'], [-Infinity, '-inf'],
   ];
   for (const [v, s] of rows) assert.equal(formatFixed6(v), s);
+});
+
+test('chunked JSON text is the same text: tensors longer than one chunk, every kind of element', () => {
+  const n = 65536 * 2 + 3;
+  const ints = new Int32Array(n).map((_, i) => i - 5);
+  const bools = new Uint8Array(n).map((_, i) => i % 3 === 0 ? 1 : 0);
+  const strs = Array.from({ length: n }, (_, i) => (i % 7 === 0 ? 'é"\\' : `s${i}`));
+  const cases: [DataType, Uint8Array, string][] = [
+    ['INT32', bytes(ints), `[${ints.join(',')}]`],
+    ['BOOL', bools, JSON.stringify(Array.from(bools, (b) => b === 1))],
+    ['BYTES', bytesTensor(strs), JSON.stringify(strs)],
+  ];
+  for (const [datatype, data, expected] of cases) {
+    const r = encode([o('X', datatype, [n], data)]);
+    assert.equal(r.json, `{"model_name":"m","model_version":"1","outputs":[{"name":"X","datatype":"${datatype}","shape":[${n}],"data":${expected}}]}`, datatype);
+  }
+});
+
+test('an output whose JSON would pass the response bound is refused, naming the output, the model and the fix', () => {
+  const big = new Uint8Array(1000).fill(1); // BOOL: 1000 × `true,`
+  const message = (name: string, elements: number, max: number): string =>
+    `the JSON of output '${name}' (${elements} elements) of model 'm' would make the response larger than ${max} bytes, ` +
+    'the most an HTTP inference response may carry as JSON. Request the output in binary: "parameters":{"binary_data":true} ' +
+    'on the output, or "binary_data_output":true in the request parameters (the tritonclient default).';
+  const fits = encode([o('B', 'BOOL', [1000], big)]).json.length;
+  // A bound the response meets exactly is fine; one character less is not.
+  assert.equal(encode([o('B', 'BOOL', [1000], big)], { maxJsonChars: fits }).json.length, fits);
+  const rows: { name: string; outputs: ResponseOutput[]; max: number; extra?: Partial<EncodeResponseArgs>; refused?: [string, number] }[] = [
+    { name: 'one character short', outputs: [o('B', 'BOOL', [1000], big)], max: fits - 1, refused: ['B', 1000] },
+    { name: 'far too small: refused before any formatting', outputs: [o('B', 'BOOL', [1000], big)], max: 100, refused: ['B', 1000] },
+    { name: 'many chunks: given up part way', outputs: [o('I', 'INT32', [300_000], bytes(new Int32Array(300_000).fill(123456)))], max: 1_000_000, refused: ['I', 300_000] },
+    { name: 'the bound is for the whole response: the second output does not fit', outputs: [o('A', 'UINT8', [400], new Uint8Array(400)), o('C', 'UINT8', [400], new Uint8Array(400))], max: 1200, refused: ['C', 400] },
+    { name: 'BYTES', outputs: [o('S', 'BYTES', [3], bytesTensor(['x'.repeat(500), 'y', 'z']))], max: 300, refused: ['S', 3] },
+    { name: 'classification strings count too', outputs: [o('P', 'FP32', [1000], bytes(new Float32Array(1000).fill(0.5)))], max: 1000, extra: { requested: [req('P', false, 1000)] }, refused: ['P', 1000] },
+    { name: 'binary outputs are not counted', outputs: [o('B', 'BOOL', [1000], big)], max: 200, extra: { binaryDataOutput: true } },
+    { name: 'nor outputs written into shared memory', outputs: [o('B', 'BOOL', [1000], big)], max: 200, extra: { requested: [{ ...req('B'), shm: { region: { name: 'r', key: '/k', offset: 0, byteSize: 1000 }, offset: 0, byteSize: 1000 } }] } },
+  ];
+  for (const row of rows) {
+    const run = (): unknown => encode(row.outputs, { maxJsonChars: row.max, ...row.extra });
+    if (row.refused === undefined) {
+      assert.doesNotThrow(run, row.name);
+      continue;
+    }
+    assert.throws(run, (e: unknown) => {
+      assert.ok(e instanceof ServerError, row.name);
+      assert.equal(e.code, 'INVALID_ARG', row.name);
+      assert.equal(e.message, message(row.refused![0], row.refused![1], row.max), row.name);
+      return true;
+    });
+  }
 });

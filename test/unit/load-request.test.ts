@@ -4,7 +4,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { parseIndexBody, parseLoadBody, parseUnloadBody } from '../../src/frontend/http/repository-body';
 import { parseModelConfigJson } from '../../src/repository/config/json-config';
-import { checkModelName, removeOverrideDir, safeRelative, writeOverrideDir } from '../../src/repository/load-request';
+import { checkModelNameToLoad, removeOverrideDir, safeRelative, writeOverrideDir } from '../../src/repository/load-request';
 
 const msg = (f: () => unknown): string => {
   try {
@@ -16,10 +16,10 @@ const msg = (f: () => unknown): string => {
 };
 
 test('model names and override file paths', () => {
-  assert.equal(msg(() => checkModelName('  ')), 'Model name cannot be empty. Please enter a valid name to deploy.');
-  assert.equal(msg(() => checkModelName('..')), "invalid model name '..', model name must not contain path traversal characters");
-  assert.equal(msg(() => checkModelName('a/b')), "invalid model name 'a/b', model name must not contain path traversal characters");
-  assert.equal(msg(() => checkModelName('ok.name-1')), 'no error');
+  assert.equal(msg(() => checkModelNameToLoad('  ')), 'Model name cannot be empty. Please enter a valid name to deploy.');
+  assert.equal(msg(() => checkModelNameToLoad('..')), "invalid model name '..', model name must not contain path traversal characters");
+  assert.equal(msg(() => checkModelNameToLoad('a/b')), "invalid model name 'a/b', model name must not contain path traversal characters");
+  assert.equal(msg(() => checkModelNameToLoad('ok.name-1')), 'no error');
   const table: [string, string | null][] = [
     ['1/model.onnx', '1/model.onnx'],
     ['1/./sub/../model.onnx', '1/model.onnx'],

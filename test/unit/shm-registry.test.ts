@@ -19,6 +19,23 @@ test('shmPath strips leading slashes', () => {
   assert.equal(shmPath('//abc'), '/dev/shm/abc');
 });
 
+test('a key names one object in /dev/shm: keys that would leave it are refused before any file is opened', () => {
+  const reg = new ShmRegistry(true);
+  const why = ": a key names one object in /dev/shm, so after its leading '/' it must not contain '/', be '.' or '..', or hold a NUL byte";
+  const table: [key: string, message: string][] = [
+    ['/../../etc/hostname', "cannot register shared memory region 'r' - invalid shm key '/../../etc/hostname'" + why],
+    ['/sub/dir', "cannot register shared memory region 'r' - invalid shm key '/sub/dir'" + why],
+    ['/..', "cannot register shared memory region 'r' - invalid shm key '/..'" + why],
+    ['.', "cannot register shared memory region 'r' - invalid shm key '.'" + why],
+    ['/a\0b', "cannot register shared memory region 'r' - invalid shm key '/a\0b'" + why],
+    ['/', "cannot register shared memory region 'r' - invalid shm key '/'"],
+  ];
+  for (const [key, message] of table) throwsCode(() => reg.register('r', key, 0, 4), 'INVALID_ARG', message);
+  assert.deepEqual(reg.status(), []);
+  // Defence in depth: a key that slipped past registration still opens nothing outside /dev/shm.
+  for (const key of ['/../etc/hostname', '/', '..']) assert.throws(() => shmPath(key), { code: 'INVALID_ARG' }, key);
+});
+
 test('register / status / unregister with change notices', () => {
   let changes = 0;
   const reg = new ShmRegistry(true, () => changes++);

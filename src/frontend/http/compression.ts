@@ -16,7 +16,11 @@ export const SUPPORTED_REQUEST_ENCODINGS = 'gzip, deflate';
 
 /**
  * The request body, decompressed when `contentEncoding` says so. The
- * decompressed size is bounded by `maxInputSize`.
+ * decompressed size is bounded by `maxInputSize` (Triton's
+ * --http-max-input-size applies to the decompressed data): zlib stops as soon
+ * as its output passes the bound and the partial output is dropped with the
+ * error, so a small body that inflates without end costs at most
+ * `maxInputSize` of memory, and only until the error is sent.
  */
 export function decompressRequest(body: Buffer, contentEncoding: string | undefined, maxInputSize: number): Buffer {
   if (contentEncoding === undefined || contentEncoding === '' || contentEncoding === 'identity') return body;
@@ -31,7 +35,7 @@ export function decompressRequest(body: Buffer, contentEncoding: string | undefi
     if (err instanceof RangeError || (err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
       throw new ServerError(
         'INVALID_ARG',
-        `decompressed request size exceeds the maximum allowed input size of ${maxInputSize} bytes. Use --http-max-input-size to increase the limit.`,
+        `decompressed request body size exceeds the maximum allowed value of ${maxInputSize} bytes. Use --http-max-input-size to increase the limit.`,
       );
     }
     throw new ServerError('INVALID_ARG', `failed to decompress the request body: ${(err as Error).message}`);

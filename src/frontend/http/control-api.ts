@@ -13,9 +13,10 @@ import type { Telemetry } from '../../metrics/telemetry';
 import type { TraceSettingJson } from '../../tracing/trace-settings';
 import { unknownTraceModel, type Tracer } from '../../tracing/tracer';
 import type { ControlReply, ControlRequest } from './http-control';
-import { parseRequestJson } from './request-json';
+import { parseControlJson } from './request-json';
 import type { RepositoryApiContext } from '../../repository/repository-api';
 import { isRepositoryRoute, repositoryHttp } from './repository-control';
+import { checkModelName } from '../../request/model-name';
 import type { ServerSnapshot } from '../../request/server-snapshot';
 import type { ShmRegistry } from '../shm-registry';
 import { shmHttp } from './shm-control';
@@ -49,7 +50,10 @@ export class ControlApi {
       pairs = Object.keys(snapshot.models).sort().flatMap((name) => readyOf(name).map((v): [string, number] => [name, v]));
     } else {
       const ready = readyOf(model);
-      if (ready.length === 0) throw new ServerError('INVALID_ARG', `requested model '${model}' is not available`);
+      if (ready.length === 0) {
+        checkModelName(model);
+        throw new ServerError('INVALID_ARG', `requested model '${model}' is not available`);
+      }
       if (version !== undefined && !ready.includes(version)) {
         throw new ServerError('INVALID_ARG', `requested model version is not available for model '${model}'`);
       }
@@ -101,11 +105,11 @@ export class ControlApi {
       case 'model_stats':
         return { model_stats: this.modelStatistics(r.model, r.version === undefined ? undefined : Number(r.version)) };
       case 'logging':
-        return post ? this.updateLogSettings(parseBody(req.body)) : this.logSettings();
+        return post ? this.updateLogSettings(parseControlJson(req.body)) : this.logSettings();
       case 'trace':
-        return post ? this.updateTraceSettings(undefined, parseBody(req.body)) : this.traceSettings();
+        return post ? this.updateTraceSettings(undefined, parseControlJson(req.body)) : this.traceSettings();
       case 'model_trace':
-        return post ? this.updateTraceSettings(r.model, parseBody(req.body)) : this.traceSettings(r.model);
+        return post ? this.updateTraceSettings(r.model, parseControlJson(req.body)) : this.traceSettings(r.model);
       default:
         throw new ServerError('UNSUPPORTED', 'unknown control route');
     }
@@ -114,12 +118,8 @@ export class ControlApi {
   private requireReady(model: string): void {
     const models = this.ctx.snapshot().models;
     const view = Object.prototype.hasOwnProperty.call(models, model) ? models[model] : undefined;
+    if (view === undefined) checkModelName(model);
     if (view === undefined || !view.versions.some((v) => v.state === 'READY')) throw unknownTraceModel(model);
   }
 }
 
-/** Triton's JSON parser texts: an empty body is `The document is empty.` (500). */
-function parseBody(body: string): unknown {
-  const buf = Buffer.from(body, 'utf8');
-  return parseRequestJson(buf, buf.length);
-}

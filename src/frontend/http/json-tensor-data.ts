@@ -14,9 +14,9 @@
 import { ELEMENT_SIZE, isDataType, wireDataTypeHint } from '../../core/datatypes';
 import type { DataType } from '../../core/datatypes';
 import { ServerError } from '../../core/errors';
+import { jsonDepthError, MAX_JSON_DEPTH } from '../../core/json-depth';
 import { encodeBytesTensor } from '../../request/tensor-view';
 
-export const MAX_JSON_DEPTH = 100;
 const TWO_32 = 4294967296;
 const TWO_63 = 9223372036854775808;
 const TWO_64 = 18446744073709551616;
@@ -31,10 +31,6 @@ function internal(message: string): ServerError {
 
 function tooMany(): ServerError {
   return internal("Unable to parse 'data': Shape does not match true shape of 'data' field");
-}
-
-function tooDeep(): ServerError {
-  return new ServerError('INVALID_ARG', `JSON nesting depth exceeds maximum allowed limit (${MAX_JSON_DEPTH})`);
 }
 
 function wrongType(kind: string): ServerError {
@@ -121,7 +117,7 @@ function fillBool(arr: unknown[], out: Uint8Array, depth: number): void {
   for (let i = 0, n = arr.length; i < n; i++) {
     const v = arr[i];
     if (Array.isArray(v)) {
-      if (depth >= MAX_JSON_DEPTH) throw tooDeep();
+      if (depth >= MAX_JSON_DEPTH) throw jsonDepthError();
       fillBool(v, out, depth + 1);
       continue;
     }
@@ -144,7 +140,7 @@ function fillInt(arr: unknown[], out: IntArray, unsigned: boolean, depth: number
   for (let i = 0, n = arr.length; i < n; i++) {
     const v = arr[i];
     if (Array.isArray(v)) {
-      if (depth >= MAX_JSON_DEPTH) throw tooDeep();
+      if (depth >= MAX_JSON_DEPTH) throw jsonDepthError();
       fillInt(v, out, unsigned, depth + 1);
       continue;
     }
@@ -159,7 +155,7 @@ function fillInt64(arr: unknown[], out: Uint32Array, unsigned: boolean, depth: n
   for (let i = 0, n = arr.length; i < n; i++) {
     const v = arr[i];
     if (Array.isArray(v)) {
-      if (depth >= MAX_JSON_DEPTH) throw tooDeep();
+      if (depth >= MAX_JSON_DEPTH) throw jsonDepthError();
       fillInt64(v, out, unsigned, depth + 1);
       continue;
     }
@@ -181,7 +177,7 @@ function fillFloat(arr: unknown[], out: Float32Array | Float64Array, depth: numb
   for (let i = 0, n = arr.length; i < n; i++) {
     const v = arr[i];
     if (Array.isArray(v)) {
-      if (depth >= MAX_JSON_DEPTH) throw tooDeep();
+      if (depth >= MAX_JSON_DEPTH) throw jsonDepthError();
       fillFloat(v, out, depth + 1);
       continue;
     }
@@ -195,7 +191,7 @@ function collectStrings(arr: unknown[], into: string[], depth: number): void {
   for (let i = 0, n = arr.length; i < n; i++) {
     const v = arr[i];
     if (Array.isArray(v)) {
-      if (depth >= MAX_JSON_DEPTH) throw tooDeep();
+      if (depth >= MAX_JSON_DEPTH) throw jsonDepthError();
       collectStrings(v, into, depth + 1);
       continue;
     }

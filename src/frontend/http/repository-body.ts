@@ -6,12 +6,11 @@
  */
 import { ServerError } from '../../core/errors';
 import type { LoadRequest, UnloadRequest } from '../../repository/load-request';
-import { parseRequestJson } from './request-json';
+import { parseControlJson } from './request-json';
 
 function parseBody(body: string): Record<string, unknown> | undefined {
   if (body.trim() === '') return undefined;
-  const buf = Buffer.from(body, 'utf8');
-  const doc = parseRequestJson(buf, buf.length);
+  const doc = parseControlJson(body);
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) {
     throw new ServerError('INVALID_ARG', 'the request body must be a JSON object');
   }

@@ -5,10 +5,14 @@
  * (bare `NaN`, `Inf`, `Infinity`, `-Infinity`, a UTF-8 BOM), and otherwise
  * reports rapidjson's message and byte offset:
  *   `failed to parse the request JSON buffer: <message> at <offset>` (INTERNAL).
+ * Both take any nesting depth without recursion, as Triton's rapidjson in
+ * iterative mode does; the depth limits are where parsed values are walked
+ * (core/json-depth.ts).
  * Known differences from rapidjson on the fast path: numbers too large for a
  * double become Infinity instead of an error, lone surrogate escapes are
  * accepted, and of duplicate object keys the last one wins.
  */
+import { checkJsonDepth } from '../../core/json-depth';
 import { ServerError } from '../../core/errors';
 
 const MESSAGES = {
@@ -29,9 +33,6 @@ const MESSAGES = {
   missExponent: 'Miss exponent in number.',
 } as const;
 
-/** Deeper documents are refused instead of risking the JS stack (rapidjson would recurse too). */
-const MAX_PARSE_DEPTH = 1000;
-
 /** The first `length` bytes of `body` as JSON. */
 export function parseRequestJson(body: Buffer, length: number): unknown {
   try {
@@ -41,6 +42,18 @@ export function parseRequestJson(body: Buffer, length: number): unknown {
   }
 }
 
+/**
+ * The body of a control API (trace and log settings, repository, shared
+ * memory) as JSON. No such body nests more than a few levels, and their
+ * handlers render values into error texts, so a body nested deeper than
+ * Triton's JSON limit is refused with its text before it is parsed.
+ */
+export function parseControlJson(body: string): unknown {
+  checkJsonDepth(body);
+  const buf = Buffer.from(body, 'utf8');
+  return parseRequestJson(buf, buf.length);
+}
+
 const ESCAPES: Record<number, string> = {
   0x22: '"', 0x5c: '\\', 0x2f: '/', 0x62: '\b', 0x66: '\f', 0x6e: '\n', 0x72: '\r', 0x74: '\t',
 };
@@ -48,6 +61,9 @@ const ESCAPES: Record<number, string> = {
 class ParseFailure {
   constructor(readonly message: string, readonly offset: number) {}
 }
+
+/** A container the parser is inside of; an object keeps the name of the member being read. */
+type Open = { array: unknown[] } | { object: Record<string, unknown>; key: string };
 
 /** rapidjson-compatible parse (kParseNanAndInfFlag); throws ServerError INTERNAL on error. */
 export function parseLikeRapidjson(bytes: Buffer): unknown {
@@ -71,7 +87,7 @@ class Parser {
     if (b.length >= 3 && b[0] === 0xef && b[1] === 0xbb && b[2] === 0xbf) this.pos = 3;
     this.ws();
     if (this.pos >= b.length) throw new ParseFailure(MESSAGES.empty, this.pos);
-    const v = this.value(0);
+    const v = this.value();
     this.ws();
     if (this.pos < b.length) throw new ParseFailure(MESSAGES.notSingular, this.pos);
     return v;
@@ -96,10 +112,72 @@ class Parser {
     }
   }
 
-  private value(depth: number): unknown {
-    if (depth > MAX_PARSE_DEPTH) {
-      throw new ServerError('INVALID_ARG', 'JSON nesting depth exceeds maximum allowed limit (100)');
+  /**
+   * One JSON value. Arrays and objects are filled with an explicit stack of
+   * the containers still open, so any depth costs heap, not call stack.
+   */
+  private value(): unknown {
+    const open: Open[] = [];
+    for (;;) {
+      let v: unknown;
+      const c = this.peek();
+      if (c === 0x7b || c === 0x5b) {
+        this.pos++;
+        this.ws();
+        if (c === 0x7b) {
+          if (this.consume(0x7d)) {
+            v = {};
+          } else {
+            open.push({ object: {}, key: this.memberName() });
+            continue;
+          }
+        } else if (this.consume(0x5d)) {
+          v = [];
+        } else {
+          open.push({ array: [] });
+          continue;
+        }
+      } else {
+        v = this.scalar();
+      }
+      // v is complete: put it into the open containers, closing those that end here.
+      for (;;) {
+        const top = open[open.length - 1];
+        if (top === undefined) return v;
+        this.ws();
+        if ('array' in top) {
+          top.array.push(v);
+          if (this.consume(0x2c)) break;
+          if (!this.consume(0x5d)) throw new ParseFailure(MESSAGES.missCommaSquare, this.pos);
+          v = top.array;
+        } else {
+          // Define rather than assign, so a "__proto__" key stays a plain member.
+          Object.defineProperty(top.object, top.key, { value: v, enumerable: true, writable: true, configurable: true });
+          if (this.consume(0x2c)) {
+            this.ws();
+            top.key = this.memberName();
+            break;
+          }
+          if (!this.consume(0x7d)) throw new ParseFailure(MESSAGES.missCommaCurly, this.pos);
+          v = top.object;
+        }
+        open.pop();
+      }
+      this.ws();
     }
+  }
+
+  /** `"name"` `:` of an object member, with the whitespace after the colon. */
+  private memberName(): string {
+    if (this.peek() !== 0x22) throw new ParseFailure(MESSAGES.missName, this.pos);
+    const key = this.string();
+    this.ws();
+    if (!this.consume(0x3a)) throw new ParseFailure(MESSAGES.missColon, this.pos);
+    this.ws();
+    return key;
+  }
+
+  private scalar(): unknown {
     switch (this.peek()) {
       case 0x6e: // n
         return this.literal('null', null);
@@ -109,10 +187,6 @@ class Parser {
         return this.literal('false', false);
       case 0x22: // "
         return this.string();
-      case 0x7b: // {
-        return this.object(depth);
-      case 0x5b: // [
-        return this.array(depth);
       default:
         return this.number();
     }
@@ -124,47 +198,6 @@ class Parser {
       if (!this.consume(word.charCodeAt(k))) throw new ParseFailure(MESSAGES.invalidValue, this.pos);
     }
     return v;
-  }
-
-  private object(depth: number): Record<string, unknown> {
-    this.pos++;
-    const out: Record<string, unknown> = {};
-    this.ws();
-    if (this.consume(0x7d)) return out;
-    for (;;) {
-      if (this.peek() !== 0x22) throw new ParseFailure(MESSAGES.missName, this.pos);
-      const key = this.string();
-      this.ws();
-      if (!this.consume(0x3a)) throw new ParseFailure(MESSAGES.missColon, this.pos);
-      this.ws();
-      const v = this.value(depth + 1);
-      // Define rather than assign, so a "__proto__" key stays a plain member.
-      Object.defineProperty(out, key, { value: v, enumerable: true, writable: true, configurable: true });
-      this.ws();
-      if (this.consume(0x2c)) {
-        this.ws();
-        continue;
-      }
-      if (this.consume(0x7d)) return out;
-      throw new ParseFailure(MESSAGES.missCommaCurly, this.pos);
-    }
-  }
-
-  private array(depth: number): unknown[] {
-    this.pos++;
-    const out: unknown[] = [];
-    this.ws();
-    if (this.consume(0x5d)) return out;
-    for (;;) {
-      out.push(this.value(depth + 1));
-      this.ws();
-      if (this.consume(0x2c)) {
-        this.ws();
-        continue;
-      }
-      if (this.consume(0x5d)) return out;
-      throw new ParseFailure(MESSAGES.missCommaSquare, this.pos);
-    }
   }
 
   private string(): string {

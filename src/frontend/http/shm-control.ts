@@ -6,7 +6,7 @@
 import { HTTP_STATUS, ServerError, toErrorInfo } from '../../core/errors';
 import type { ShmRegistry } from '../shm-registry';
 import type { ControlReply, ControlRequest } from './http-control';
-import { parseRequestJson } from './request-json';
+import { parseControlJson } from './request-json';
 
 /** The `/v2/systemsharedmemory…` and `/v2/cudasharedmemory…` routes, on the main thread. */
 export function shmHttp(reg: ShmRegistry, req: ControlRequest): ControlReply {
@@ -55,8 +55,7 @@ function cudaHttp(reg: ShmRegistry, action: 'status' | 'register' | 'unregister'
 }
 
 function parseBody(body: string): Record<string, unknown> {
-  const buf = Buffer.from(body, 'utf8');
-  const doc = parseRequestJson(buf, buf.length);
+  const doc = parseControlJson(body);
   return typeof doc === 'object' && doc !== null && !Array.isArray(doc) ? (doc as Record<string, unknown>) : {};
 }
 

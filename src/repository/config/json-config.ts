@@ -9,6 +9,7 @@
 import protobuf from 'protobufjs';
 import { configDataTypeHint } from '../../core/datatypes';
 import { ServerError } from '../../core/errors';
+import { checkJsonDepth } from '../../core/json-depth';
 import { completeMessage, isMessageField, setOwn } from './defaults';
 import type { ModelConfig } from '../../core/model-config';
 import { modelConfigType, typeName } from './schema';
@@ -32,6 +33,8 @@ class JsonConfigError extends Error {}
 export function parseModelConfigJson(text: string): ModelConfig {
   let doc: unknown;
   try {
+    // The message walk below recurses; no ModelConfig nests anywhere near the limit.
+    checkJsonDepth(text);
     doc = JSON.parse(text);
   } catch (err) {
     throw new ServerError('INVALID_ARG', `Invalid config override: ${(err as Error).message}`);
