@@ -118,8 +118,8 @@ test('a config override nested past 100 levels and shared-memory keys that leave
   const deep = '['.repeat(200_000) + '"v"' + ']'.repeat(200_000);
   await rejects(
     client.call('RepositoryModelLoad', { model_name: 'simple', parameters: { config: { string_param: `{"name":"simple","parameters":{"x":{"string_value":${deep}}}}` } } }),
-    grpc.status.INVALID_ARGUMENT,
-    'Invalid config override: JSON nesting depth exceeds maximum allowed limit (100)',
+    grpc.status.INTERNAL,
+    "failed to load 'simple', failed to poll from model repository: Invalid config override: JSON nesting depth exceeds maximum allowed limit (100)",
     'deep config override',
   );
   await assertServes('a deep config override');

@@ -112,21 +112,23 @@ test('JSON nesting: tensor data up to 100 levels, deeper refused; any depth else
 });
 
 test('JSON nesting: control bodies and config overrides past 100 levels are refused, not a stack overflow', async () => {
-  const cases: [path: string, body: string, message: string][] = [
-    ['/v2/trace/setting', `{"trace_rate":${nested(200_000, '1')}}`, DEPTH],
-    ['/v2/models/simple/trace/setting', `{"trace_level":${nested(200_000, '"TIMESTAMPS"')}}`, DEPTH],
-    ['/v2/logging', `{"log_info":${nested(101, 'true')}}`, DEPTH],
-    ['/v2/repository/index', `{"ready":${nested(101, 'true')}}`, DEPTH],
-    ['/v2/systemsharedmemory/region/r/register', `{"key":${nested(101, '"k"')}}`, DEPTH],
+  const cases: [path: string, body: string, status: number, message: string][] = [
+    ['/v2/trace/setting', `{"trace_rate":${nested(200_000, '1')}}`, 400, DEPTH],
+    ['/v2/models/simple/trace/setting', `{"trace_level":${nested(200_000, '"TIMESTAMPS"')}}`, 400, DEPTH],
+    ['/v2/logging', `{"log_info":${nested(101, 'true')}}`, 400, DEPTH],
+    ['/v2/repository/index', `{"ready":${nested(101, 'true')}}`, 400, DEPTH],
+    ['/v2/systemsharedmemory/region/r/register', `{"key":${nested(101, '"k"')}}`, 400, DEPTH],
     [
+      // An invalid config override fails the model's poll, as in Triton (500 "failed to load"), with the reason.
       '/v2/repository/models/simple/load',
       JSON.stringify({ parameters: { config: `{"name":"simple","parameters":{"x":{"string_value":${nested(200_000, '"v"')}}}}` } }),
-      `Invalid config override: ${DEPTH}`,
+      500,
+      `failed to load 'simple', failed to poll from model repository: Invalid config override: ${DEPTH}`,
     ],
   ];
-  for (const [path, body, message] of cases) {
+  for (const [path, body, status, message] of cases) {
     const r = await post(path, body);
-    assert.deepEqual([r.status, r.text], [400, error(message)], path);
+    assert.deepEqual([r.status, r.text], [status, error(message)], path);
   }
   await assertServes('deeply nested control bodies');
 });
