@@ -6,7 +6,7 @@
  * decision sees a bigger batch.
  */
 import type { ModelInstance } from '../instances/instance';
-import { requestIdPrefix } from '../core/errors';
+import { RETRY_AFTER_SECONDS, requestIdPrefix } from '../core/errors';
 import type { ModelConfig } from '../core/model-config';
 import { batchKeyPlan, decideBatch, shapeKeyOf, type BatchPolicy } from './batch-decision';
 import { nowNs, nowUs } from '../core/clock';
@@ -42,7 +42,10 @@ export class DynamicBatchScheduler implements Scheduler {
     this.dispatch();
   };
 
+  private readonly model: string;
+
   constructor(config: ModelConfig, instances: readonly ModelInstance[], hooks?: SchedulerHooks) {
+    this.model = config.name;
     const db = config.dynamic_batching;
     const maxBatchSize = Math.max(1, config.max_batch_size);
     const preferred = [...new Set(db?.preferred_batch_size ?? [])]
@@ -75,7 +78,13 @@ export class DynamicBatchScheduler implements Scheduler {
     const key = this.ragged === null ? '' : shapeKeyOf(request, this.ragged);
     const q = new QueuedRequest(request, respond, nowNs(), key);
     if (!this.queue.push(q, level, timeoutUs, q.enqueuedUs)) {
-      this.pool.reject(request, respond, { code: 'UNAVAILABLE', message: requestIdPrefix(request.id) + 'Exceeds maximum queue size' });
+      // Triton's text first (clients look for it), then which bound it is; 429 / RESOURCE_EXHAUSTED with the retry hint.
+      const max = plan.levels[level]!.maxQueueSize;
+      this.pool.reject(request, respond, {
+        code: 'RESOURCE_EXHAUSTED',
+        message: `${requestIdPrefix(request.id)}Exceeds maximum queue size: model '${this.model}' queues at most ${max} request(s)` +
+          `${plan.levels.length > 1 ? ` at priority level ${level + 1}` : ''} (its max_queue_size); retry after ${RETRY_AFTER_SECONDS} s, or raise max_queue_size`,
+      });
       return;
     }
     this.pool.admit();

@@ -6,7 +6,7 @@
  * RESOURCE_EXHAUSTED (HTTP 429, gRPC RESOURCE_EXHAUSTED) and a retry hint
  * (core/errors.ts RETRY_AFTER_SECONDS), instead of waiting behind the others;
  * Triton's per-model `max_queue_size` (priority-queue.ts) still answers its
- * own 503 "Exceeds maximum queue size" below this bound.
+ * own "Exceeds maximum queue size" (429 too, naming max_queue_size) below this bound.
  *
  * It wraps the route the frontends enter (server.ts), so requests made inside
  * the server (ensemble steps, BLS) are not counted twice and are never

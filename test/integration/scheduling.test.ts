@@ -78,8 +78,9 @@ test('queue policy: a queue timeout, max_queue_size per level, and a high-priori
     const low3 = send({ priority: 9 }); // above the levels: the default (low) level
     await untilPending('gated', 4);
     const full = await send({ priority: 2 });
-    assert.equal(full.status, 503);
-    assert.equal(full.json.error, '[request id: <id_unknown>] Exceeds maximum queue size');
+    assert.equal(full.status, 429);
+    assert.match(full.json.error as string, /^\[request id: <id_unknown>\] Exceeds maximum queue size: model 'gated' queues at most 3 request\(s\) at priority level 2 \(its max_queue_size\); retry after 1 s, or raise max_queue_size$/);
+    assert.equal(full.headers.get('retry-after'), '1');
     const high = send({ priority: 1 }); // level 1 has no size limit
     await untilPending('gated', 5);
     fs.rmSync(gate);

@@ -194,14 +194,15 @@ test('stop() drains the queue, refuses new requests, and is idempotent', async (
   assert.equal(inst.executions.length, 1);
 });
 
-test('max_queue_size: a request beyond it gets UNAVAILABLE "Exceeds maximum queue size"', async () => {
+test('max_queue_size: a request beyond it gets RESOURCE_EXHAUSTED "Exceeds maximum queue size" and which bound it is', async () => {
   const inst = new FakeInstance('m_0');
   const dyn = { max_queue_delay_microseconds: 0, default_queue_policy: { timeout_action: 'REJECT' as const, default_timeout_microseconds: 0, allow_timeout_override: false, max_queue_size: 2 } };
   const s = new DynamicBatchScheduler(config(1, dyn), [inst]);
   const rec = new Recorder();
   for (const id of ids('r', 4)) s.enqueue(request(id), rec.respond(id));
   // r0 runs, r1 and r2 fill the queue, r3 is refused.
-  assert.deepEqual(rec.only('r3').error, { code: 'UNAVAILABLE', message: '[request id: r3] Exceeds maximum queue size' });
+  assert.equal(rec.only('r3').error?.code, 'RESOURCE_EXHAUSTED');
+  assert.match(rec.only('r3').error?.message ?? '', /^\[request id: r3\] Exceeds maximum queue size: model '\w+' queues at most \d+ request\(s\)/);
   assert.equal(s.inflightCount(), 3);
   inst.current().finish();
   await settle();
@@ -326,7 +327,8 @@ test('queue policy: max_queue_size rejects with Triton text; a queue timeout ans
   timed.parameters = { timeout: 1000 };
   s.enqueue(timed, rec.respond('timed'));
   s.enqueue(request('full'), rec.respond('full'));
-  assert.deepEqual(rec.only('full').error, { code: 'UNAVAILABLE', message: '[request id: full] Exceeds maximum queue size' });
+  assert.equal(rec.only('full').error?.code, 'RESOURCE_EXHAUSTED');
+  assert.match(rec.only('full').error?.message ?? '', /^\[request id: full\] Exceeds maximum queue size: model '\w+' queues at most \d+ request\(s\)/);
   await until(() => rec.finalOrder.includes('timed'));
   assert.deepEqual(rec.only('timed').error, { code: 'UNAVAILABLE', message: 'Request timeout expired' });
   assert.equal(s.inflightCount(), 2);
