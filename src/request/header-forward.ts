@@ -12,7 +12,7 @@ import type { ParamValue } from '../core/request';
 /** Parameter names the server owns (Triton's parameters extension), and its `triton_` prefix. */
 const RESERVED = new Set(['sequence_id', 'sequence_start', 'sequence_end', 'priority', 'timeout', 'headers', 'binary_data_output']);
 
-export function isReservedParameter(name: string): boolean {
+function isReservedParameter(name: string): boolean {
   return RESERVED.has(name) || name.startsWith('triton_');
 }
 

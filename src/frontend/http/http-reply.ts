@@ -136,14 +136,9 @@ export class Reply {
   abort(): void {
     if (this.aborted) return;
     this.aborted = true;
-    if (this.reader !== undefined && !this.reader.refused) this.reader = undefined;
+    this.reader = undefined;
     if (!this.done) this.finish();
     for (const h of this.abortHooks ?? []) h();
-  }
-
-  /** Whether a handler reads the body; if not, the connection discards it. */
-  get readsBody(): boolean {
-    return this.reader !== undefined;
   }
 
   /** Body bytes from the connection (a view of its buffer: copied unless `whole`). */

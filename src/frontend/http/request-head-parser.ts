@@ -86,7 +86,7 @@ function headEnd(buf: Buffer, from: number, limit: number): number {
 }
 
 /** Parse the head that starts at `from` (leading empty lines before a request line are skipped, RFC 9112 §2.2). */
-export function parseRequestHead(buf: Buffer, from = 0, limits: HeadLimits = DEFAULT_HEAD_LIMITS): HeadParse & { skipped?: number } {
+export function parseRequestHead(buf: Buffer, from = 0, limits: HeadLimits = DEFAULT_HEAD_LIMITS): HeadParse {
   let start = from;
   while (start < buf.length && (buf[start] === 13 || buf[start] === 10)) start++;
   const end = headEnd(buf, start, limits.maxHeadBytes);
