@@ -71,7 +71,7 @@ function hasBadValueChar(s: string): boolean {
   return false;
 }
 
-const bad = (message: string, status = 400): HeadParse => ({ kind: 'error', status, message });
+const bad = (message: string, status = 400): { kind: 'error'; status: number; message: string } => ({ kind: 'error', status, message });
 
 /** Index of the end of the head (the byte after its blank line), or -1. */
 function headEnd(buf: Buffer, from: number, limit: number): number {
@@ -105,11 +105,14 @@ export function parseRequestHead(buf: Buffer, from = 0, limits: HeadLimits = DEF
   lines.length -= 2;
   for (let i = 0; i < lines.length; i++) if (lines[i].endsWith('\r')) lines[i] = lines[i].slice(0, -1);
   const parsed = parseLines(lines, limits);
-  if (parsed.kind !== 'head') return parsed;
-  return { kind: 'head', head: parsed.head, consumed: end - from };
+  if ('kind' in parsed) return parsed;
+  return { kind: 'head', head: parsed, consumed: end - from };
 }
 
-function parseLines(lines: string[], limits: HeadLimits): HeadParse {
+type HeadError = Extract<HeadParse, { kind: 'error' }>;
+
+/** The head's fields from its lines (line ends removed), or what is wrong with them. */
+function parseLines(lines: string[], limits: HeadLimits): RequestHeadFields | HeadError {
   const line = lines[0];
   const sp1 = line.indexOf(' ');
   const sp2 = line.lastIndexOf(' ');
@@ -150,7 +153,7 @@ function parseLines(lines: string[], limits: HeadLimits): HeadParse {
   return framing(method, target, minor, headers, lengths);
 }
 
-function framing(method: string, target: string, minor: 0 | 1, headers: Map<string, string>, lengths: number): HeadParse {
+function framing(method: string, target: string, minor: 0 | 1, headers: Map<string, string>, lengths: number): RequestHeadFields | HeadError {
   const te = headers.get('transfer-encoding');
   const cl = headers.get('content-length');
   let contentLength = 0;
@@ -175,11 +178,7 @@ function framing(method: string, target: string, minor: 0 | 1, headers: Map<stri
   if (expect !== undefined && expect.toLowerCase() !== '100-continue') {
     return bad(`Expect '${printable(expect)}' is not supported (only '100-continue')`, 417);
   }
-  return {
-    kind: 'head',
-    head: { method, target, minor, headers, contentLength, chunked, keepAlive, expectContinue: expect !== undefined && minor === 1 },
-    consumed: 0,
-  };
+  return { method, target, minor, headers, contentLength, chunked, keepAlive, expectContinue: expect !== undefined && minor === 1 };
 }
 
 /** Text of client bytes fit for an error message: control characters escaped, cut at 80 characters. */
