@@ -5,7 +5,7 @@
  * the same id comes back. Low volume, so structured clone is fine.
  */
 import type { ControlReply, ControlRequest, ControlRoute } from './http-control';
-import { readBody, type Reply, type RequestHead } from './http-reply';
+import { bodyTooLarge, readBody, type Reply, type RequestHead } from './http-reply';
 
 export class ControlForwarder {
   private nextId = 1;
@@ -21,7 +21,7 @@ export class ControlForwarder {
     }
     readBody(reply, head, this.maxInputSize, (r) => {
       if (!r.ok) {
-        reply.error(400, `request size of ${r.size} bytes exceeds the maximum allowed input size of ${this.maxInputSize} bytes. Use --http-max-input-size to increase the limit.`, true);
+        bodyTooLarge(reply, r.size, this.maxInputSize);
         return;
       }
       this.forward(reply, head.method, route, r.body.toString('utf8'));

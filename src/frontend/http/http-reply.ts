@@ -208,6 +208,11 @@ export function readBody(reply: Reply, head: RequestHead, limit: number, done: (
   reply.setReader({ limit, buf: Buffer.allocUnsafe(declared), used: 0, refused: false, done });
 }
 
+/** The answer to a body over --http-max-input-size (readBody's `ok: false`); the connection closes after it. */
+export function bodyTooLarge(reply: Reply, size: number, limit: number): void {
+  reply.error(400, `request size of ${size} bytes exceeds the maximum allowed input size of ${limit} bytes. Use --http-max-input-size to increase the limit.`, true);
+}
+
 let dateText = '';
 let dateSecond = -1;
 /** The Date header's text, made once a second. */

@@ -26,7 +26,7 @@ import { forwardHeaders } from '../../request/header-forward';
 import type { CodecPool } from './codec-pool';
 import { decodeRequestBody, type BodyDecodeTask } from './request-body-decode';
 import { encodeResponseBody, type ResponseBody, type ResponseEncodeTask } from './response-body';
-import { readBody } from './http-reply';
+import { bodyTooLarge, readBody } from './http-reply';
 import type { Reply, RequestHead } from './http-reply';
 
 interface PendingInfer {
@@ -85,7 +85,7 @@ export class InferHandler {
     }
     readBody(reply, head, this.maxInputSize, (r) => {
       if (!r.ok) {
-        reply.error(400, `request size of ${r.size} bytes exceeds the maximum allowed input size of ${this.maxInputSize} bytes. Use --http-max-input-size to increase the limit.`, true);
+        bodyTooLarge(reply, r.size, this.maxInputSize);
         refused(400);
         return;
       }
