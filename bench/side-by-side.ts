@@ -11,6 +11,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { MAIN_NODE_FLAG } from '../src/core/young-generation';
 import { parsePerfOptions } from '../src/perf/perf-options';
 import { httpRequestBytes, runPerf } from '../src/perf/perf-runner';
 import type { PerfTensor } from '../src/perf/input-tensors';
@@ -127,12 +128,12 @@ async function main(): Promise<void> {
   const startup: string[] = [];
   if (only === undefined) {
     const [hp, gp, mp] = [await freePort(), await freePort(), await freePort()];
-    await withProc(startProc(process.execPath, [CLI, `--model-repository=${path.join(ROOT, 'model_repository')}`, `--http-port=${hp}`, `--grpc-port=${gp}`, `--metrics-port=${mp}`], hp), async (p) => {
+    await withProc(startProc(process.execPath, [MAIN_NODE_FLAG, CLI, `--model-repository=${path.join(ROOT, 'model_repository')}`, `--http-port=${hp}`, `--grpc-port=${gp}`, `--metrics-port=${mp}`], hp), async (p) => {
       await new Promise((r) => setTimeout(r, 1500));
       startup.push(`| nodetron, model_repository/ (6 models, 2 Python stubs; HTTP+gRPC+metrics) | ${p.readyMs.toFixed(0)} | ${treeRssMb(p.child.pid!).toFixed(0)} |`);
     });
     const hp2 = await freePort();
-    await withProc(startProc(process.execPath, [CLI, `--model-repository=${REPO}`, `--http-port=${hp2}`, '--allow-grpc=false', '--allow-metrics=false', '--model-control-mode=explicit', '--load-model=simple', '--load-model=mlp', '--load-model=resnet50'], hp2), async (p) => {
+    await withProc(startProc(process.execPath, [MAIN_NODE_FLAG, CLI, `--model-repository=${REPO}`, `--http-port=${hp2}`, '--allow-grpc=false', '--allow-metrics=false', '--model-control-mode=explicit', '--load-model=simple', '--load-model=mlp', '--load-model=resnet50'], hp2), async (p) => {
       startup.push(`| nodetron, ONNX models only (simple, mlp, resnet50 98 MB) | ${p.readyMs.toFixed(0)} | ${treeRssMb(p.child.pid!).toFixed(0)} |`);
     });
     log(startup.join('\n'));
@@ -150,7 +151,7 @@ async function main(): Promise<void> {
   const [hp, gp] = [await freePort(), await freePort()];
   if (runs('nodetron')) {
     log('nodetron');
-    await withProc(startProc(process.execPath, [CLI, `--model-repository=${REPO}`, `--http-port=${hp}`, `--grpc-port=${gp}`, '--allow-metrics=false', ...nodetronArgs], hp), async (p) => {
+    await withProc(startProc(process.execPath, [MAIN_NODE_FLAG, CLI, `--model-repository=${REPO}`, `--http-port=${hp}`, `--grpc-port=${gp}`, '--allow-metrics=false', ...nodetronArgs], hp), async (p) => {
       await measure('nodetron', `127.0.0.1:${p.port}`, `127.0.0.1:${gp}`, p.child.pid!);
       // The generator against wrk on the same endpoint and body.
       const t = tensorsOf.get('simple');

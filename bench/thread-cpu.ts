@@ -8,13 +8,15 @@
  * (scheduler), and the unnamed rest (V8's GC/compiler helpers, libuv). Per request = thread
  * CPU over the step divided by the requests the server counted in it.
  *   node dist/bench/thread-cpu.js [model=simple] [concurrencies=1,32] [seconds=4] [json|binary|grpc] [server flags...]
- * (server flags starting with `--v8-` go to node without the prefix: `--v8-max-semi-space-size=16`;
+ * (server flags starting with `--v8-` go to node without the prefix: `--v8-max-semi-space-size=16` sizes
+ * the young generation as node's default does instead of core/young-generation.ts's;
  * those starting with `--perf-` go to the load generator: `--perf-shape=INPUT0:16`;
  * `--model-repository=DIR` replaces model_repository/, e.g. bench/models/repo for mlp).
  */
 import path from 'node:path';
 import { parsePerfOptions } from '../src/perf/perf-options';
 import { runPerf } from '../src/perf/perf-runner';
+import { MAIN_NODE_FLAG, userSizesYoungGeneration } from '../src/core/young-generation';
 import { TICK_US, freePort, sampleThreads, startProc } from './bench-procs';
 
 async function successCount(port: number, model: string): Promise<number> {
@@ -25,7 +27,9 @@ async function successCount(port: number, model: string): Promise<number> {
 
 async function main(): Promise<void> {
   const [model = 'simple', concText = '1,32', secondsText = '4', format = 'json', ...extra] = process.argv.slice(2);
-  const nodeFlags = extra.filter((a) => a.startsWith('--v8-')).map((a) => `--${a.slice(5)}`);
+  // Node's flags as the executable passes them (core/young-generation.ts), unless the command line sizes the young generation itself.
+  const v8Flags = extra.filter((a) => a.startsWith('--v8-')).map((a) => `--${a.slice(5)}`);
+  const nodeFlags = userSizesYoungGeneration(v8Flags, '') ? v8Flags : [MAIN_NODE_FLAG, ...v8Flags];
   const perfFlags = extra.filter((a) => a.startsWith('--perf-')).map((a) => `--${a.slice(7)}`);
   const serverFlags = extra.filter((a) => !a.startsWith('--v8-') && !a.startsWith('--perf-'));
   const root = path.resolve(__dirname, '../..');

@@ -24,6 +24,7 @@ import type { ReplyPeer } from '../dataplane/reply-rings';
 import { adoptOutputs } from '../dataplane/adopt-outputs';
 import { RingWriter, createRing } from '../dataplane/ring';
 import type { RingHandle } from '../dataplane/ring';
+import { workerResourceLimits } from '../core/young-generation';
 
 export interface InstanceThreadData {
   arena: Arena['handle'];
@@ -143,7 +144,7 @@ export class WorkerInstance implements ModelInstance {
       arena: this.arena.handle, toInstance, toMain, backendModule: this.backendModule, args: this.args,
       peers: replies.peers, peersPort: peersChannel.port2,
     };
-    const worker = new Worker(path.join(__dirname, 'instance-thread.js'), { workerData: data, name: this.name, transferList: [peersChannel.port2] });
+    const worker = new Worker(path.join(__dirname, 'instance-thread.js'), { workerData: data, name: this.name, transferList: [peersChannel.port2], resourceLimits: workerResourceLimits() });
     const link: ThreadLink = { worker, threadId: worker.threadId, out, fromInstance: toMain };
     // A restarted thread gets a new bell; the old one's wake-up counters stay in the server's totals.
     // Its reply rings go too: each frontend drains what it sent and drops them.

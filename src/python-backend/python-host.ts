@@ -30,6 +30,7 @@ import type {
 } from './host-thread-protocol';
 import { notHealthy } from './stub-process';
 import { warnIfSmallShm } from './shm-space';
+import { workerResourceLimits } from '../core/young-generation';
 
 interface Pending {
   requests: InferRequest[];
@@ -65,7 +66,7 @@ export class PythonHost implements ProcessChild {
     const toHost = createRing(port.bells.create());
     const toMain = createRing(port.bell);
     const data: PyHostThreadData = { arena: services.arena.handle, toHost, toMain, args };
-    this.worker = new Worker(path.join(__dirname, 'python-host-thread.js'), { workerData: data, name: `py-${args.instanceName}` });
+    this.worker = new Worker(path.join(__dirname, 'python-host-thread.js'), { workerData: data, name: `py-${args.instanceName}`, resourceLimits: workerResourceLimits() });
     this.threadId = this.worker.threadId;
     this.out = RingWriter.attach(toHost);
     this.fromHost = toMain;

@@ -13,6 +13,7 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { MAIN_NODE_FLAG } from '../../src/core/young-generation';
 
 export const REPO_ROOT = path.resolve(__dirname, '../../..');
 export const MODEL_REPOSITORY = path.join(REPO_ROOT, 'model_repository');
@@ -74,7 +75,8 @@ function launch(args: string[]): { child: ChildProcess; output: () => string } {
   // A default the args set themselves is left out (metrics off, for one).
   const defaults = ['--http-port=0', '--allow-grpc=false', '--allow-metrics=true', '--metrics-port=0', '--metrics-address=127.0.0.1']
     .filter((d) => !args.some((a) => a.startsWith(d.slice(0, d.indexOf('=') + 1))));
-  const child = spawn(process.execPath, [CLI, ...defaults, ...args], {
+  // Node's flags as the executable's shebang and `npm start` pass them (core/young-generation.ts).
+  const child = spawn(process.execPath, [MAIN_NODE_FLAG, CLI, ...defaults, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, TRITON_SERVER_ESCAPE_LOG_MESSAGES: '1' },
   });

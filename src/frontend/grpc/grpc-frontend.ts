@@ -22,6 +22,7 @@ import type { FrontendCanceller } from '../../dataplane/frontend-requests';
 import { GrpcLink, type GrpcRouter } from './grpc-link';
 import type { GrpcThreadData, GrpcToMain, MainToGrpc } from './grpc-thread-protocol';
 import { RestartBackoff, whenListening } from '../thread-restarts';
+import { workerResourceLimits } from '../../core/young-generation';
 
 /** What server.ts hands the gRPC frontend. */
 export interface GrpcFrontendDeps extends Omit<GrpcControlContext, 'options' | 'snapshot'> {
@@ -148,7 +149,7 @@ export class GrpcFrontend {
     };
     if (this.deps.faults?.length) data.faults = this.deps.faults;
     if (this.deps.onRefused !== undefined) data.accessLog = true;
-    const worker = new Worker(path.join(__dirname, 'grpc-thread.js'), { workerData: data, name: 'grpc' });
+    const worker = new Worker(path.join(__dirname, 'grpc-thread.js'), { workerData: data, name: 'grpc', resourceLimits: workerResourceLimits() });
     const t: GrpcThread = { worker, link, exited: new Promise((resolve) => worker.once('exit', () => resolve())) };
     link.attach(worker.threadId, (notice) => worker.postMessage(notice satisfies MainToGrpc));
     worker.postMessage({ t: 'snapshot', snapshot } satisfies MainToGrpc);

@@ -20,6 +20,7 @@ import type { ServerSnapshot } from '../../request/server-snapshot';
 import type { ControlReply, ControlRequest, HttpThreadData, HttpToMain, MainToHttp } from './http-control';
 import { RestartBackoff, whenListening } from '../thread-restarts';
 import { ListenSocket } from './listen-socket';
+import { workerResourceLimits } from '../../core/young-generation';
 
 /** Where a frontend hands a decoded, validated request: the scheduler of its model version. */
 export type InferRouter = (request: InferRequest, respond: Respond) => void;
@@ -152,7 +153,7 @@ export class HttpFrontend {
     if (this.opts.faults?.length) data.faults = this.opts.faults;
     if (this.opts.onRefused !== undefined) data.accessLog = true;
     if (this.opts.headerForwardPattern !== undefined) data.headerForwardPattern = this.opts.headerForwardPattern;
-    const worker = new Worker(path.join(__dirname, 'http-thread.js'), { workerData: data, name: `http-${index}` });
+    const worker = new Worker(path.join(__dirname, 'http-thread.js'), { workerData: data, name: `http-${index}`, resourceLimits: workerResourceLimits() });
     const t: HttpThread = {
       index, worker, threadId: worker.threadId, toMain, fromMain, out: RingWriter.attach(fromMain), alive: true, inflight: new Map(),
       replyPort: this.port.replies.addFrontend(worker.threadId, fromMain.bell, (notice) => worker.postMessage(notice satisfies MainToHttp)),
