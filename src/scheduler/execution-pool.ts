@@ -24,6 +24,7 @@ export class QueuedRequest implements QueuedView, OrderSlot {
   timings: ExecuteTimings | null = null;
   held: InferResponse[] | null = null;
   finalSeen = false;
+  inOrder = false;
   /** Final response handed out; nothing more goes to `respond`. */
   done = false;
   /** Responses handed out so far, and when the last one (or the dispatch) was: response_stats. */

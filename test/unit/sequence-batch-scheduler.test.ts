@@ -280,3 +280,28 @@ test('without iterative_sequence a rescheduled response is answered with Triton\
   assert.match(e!.message, /^\[request id: x\] Request is released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, while the model is not configured to handle such a flag\. .*'sequence_batching \{ iterative_sequence: true \}' to the config of model 'm'/);
   assert.deepEqual(inst.batches(), [['x']]);
 });
+
+test('iterative_sequence with oldest preserve_ordering: a rescheduled request keeps its place, so a later one answered first waits for it', async () => {
+  const arena = Arena.create();
+  const inst = new FakeInstance('m_0');
+  const c = seqConfig(2);
+  const sb = c.sequence_batching as Record<string, unknown>;
+  sb.iterative_sequence = true;
+  sb.oldest = { max_candidate_sequences: 4, preserve_ordering: true };
+  const s = new SequenceBatchScheduler(c, [inst], arena);
+  const rec = new Recorder();
+  s.enqueue(seqRequest('x', {}), rec.respond('x'));
+  s.enqueue(seqRequest('p', {}), rec.respond('p'));
+  s.enqueue(seqRequest('q', {}), rec.respond('q'));
+  inst.current().finish();
+  await settle();
+  assert.deepEqual(inst.batches(), [['x'], ['p', 'q']]);
+  // p is rescheduled and q answered in the same execution: q waits for p, which was dispatched first.
+  inst.current().finish((requests) => requests.map((r) => (r.id === 'p' ? { outputs: [], final: true, rescheduled: true as const } : { outputs: [], final: true })));
+  await settle();
+  assert.deepEqual(inst.batches(), [['x'], ['p', 'q'], ['p']]);
+  assert.deepEqual(rec.finalOrder, ['x']);
+  inst.current().finish();
+  await s.stop();
+  assert.deepEqual(rec.finalOrder, ['x', 'p', 'q'], 'p keeps its first dispatch place ahead of q');
+});
