@@ -103,7 +103,8 @@ export const FLAG_DOCS: Readonly<Record<string, FlagDoc>> = {
   'grpc-server-cert': d('GRPC', 'PEM server certificate file (with --grpc-use-ssl).'),
   'grpc-server-key': d('GRPC', 'PEM server key file (with --grpc-use-ssl).'),
   'grpc-root-cert': d('GRPC', 'PEM root certificate file for client certificates (with --grpc-use-ssl-mutual).'),
-  'grpc-infer-response-compression-level': d('GRPC', 'Compression of inference responses: none, low, medium, high.',
+  'grpc-infer-response-compression-level': d('GRPC', 'Compression of ModelInfer and ModelStreamInfer responses, in an '
+    + 'encoding the client accepts (grpc-accept-encoding): none; low (gzip, else deflate); medium and high (deflate, else gzip).',
     'none'),
   'grpc-keepalive-time': d('GRPC', 'Milliseconds between keepalive pings.', '7200000'),
   'grpc-keepalive-timeout': d('GRPC', 'Milliseconds to wait for a keepalive ping\'s answer before closing.', '20000'),

@@ -83,6 +83,13 @@ export interface InferResponse {
    * only `final` and `error`, for its bookkeeping and the statistics.
    */
   delivered?: true;
+  /**
+   * The backend released the request with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
+   * (a Python model's `request.set_release_flags`): this final response of
+   * its execution is no answer and goes to no client; the scheduler runs the
+   * request again (scheduler/execution-pool.ts `reschedule`).
+   */
+  rescheduled?: true;
 }
 
 /**

@@ -64,7 +64,8 @@ export interface WireError {
 
 // ---- host → stub ----
 export interface AutoCompleteRequest { t: 'auto_complete'; config: string }
-export interface InitRequest { t: 'init'; args: Record<string, string>; decoupled: boolean }
+/** `reschedulable`: the model's scheduler takes a request released with RESCHEDULE back (iterative sequence batching). */
+export interface InitRequest { t: 'init'; args: Record<string, string>; decoupled: boolean; reschedulable: boolean }
 export interface ExecuteRequest { t: 'execute'; batch: number; requests: StubRequest[] }
 export interface FinalizeRequest { t: 'finalize' }
 /** The host has read these s2h blocks; the stub may reuse them. */
@@ -92,6 +93,12 @@ export interface ResponseMsg {
   outputs: ShmTensor[];
   error?: WireError;
   parameters?: Record<string, string | number | boolean>;
+  /**
+   * The model released the request with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE:
+   * this slot ends (final, no outputs) without answering it; the scheduler
+   * runs the request again.
+   */
+  rescheduled?: true;
 }
 /**
  * execute() returned (or raised: `error` fails every request of the batch

@@ -89,6 +89,7 @@ export class PythonStubInstance {
       t: 'init',
       args: initArgs(modelConfigToJson(c), args.kind, args.instanceName, args.deviceId, args.modelDir, args.version, c.name),
       decoupled: c.model_transaction_policy?.decoupled === true,
+      reschedulable: c.sequence_batching?.['iterative_sequence'] === true,
     });
     let done;
     try {
@@ -269,7 +270,9 @@ export class PythonStubInstance {
     let response: InferResponse | undefined;
     if (slotOpen) {
       try {
-        response = m.error !== undefined
+        response = m.rescheduled === true
+          ? { outputs: [], final: true, rescheduled: true }
+          : m.error !== undefined
           ? { outputs: [], error: wireError(m.error), final: m.final }
           : { outputs: readTensors(m.outputs, this.services.arena, this.stub.s2h, blob, this.stub.h2s), final: m.final };
         if (m.parameters !== undefined && response.error === undefined) response.parameters = m.parameters;

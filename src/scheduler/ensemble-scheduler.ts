@@ -30,7 +30,7 @@ import type { Arena } from '../dataplane/arena';
 import type { ModelConfig } from '../core/model-config';
 import { nowNs } from '../core/clock';
 import { compileEnsemblePlan, type ComposingConfig, type EnsemblePlan } from './ensemble-plan';
-import { cancelledMessage, stoppingMessage } from './execution-pool';
+import { cancelledMessage, stoppingMessage } from './scheduler-answers';
 import type { InferRequest, InferResponse, Respond, TensorRef } from '../core/request';
 import type { Scheduler } from './scheduler';
 import type { RequestDoneStats, SchedulerHooks } from './scheduler-hooks';

@@ -8,6 +8,7 @@
  * its scheduler took out of the queue (`cancelQueued`).
  */
 import { ServerError, requestIdPrefix, type ErrorInfo } from '../core/errors';
+import { cancelledMessage, rescheduleRefused } from './scheduler-answers';
 import type { ModelInstance } from '../instances/instance';
 import type { QueuedView } from './batch-decision';
 import { nowNs } from '../core/clock';
@@ -23,6 +24,7 @@ export class QueuedRequest implements QueuedView, OrderSlot {
   timings: ExecuteTimings | null = null;
   held: InferResponse[] | null = null;
   finalSeen = false;
+  inOrder = false;
   /** Final response handed out; nothing more goes to `respond`. */
   done = false;
   /** Responses handed out so far, and when the last one (or the dispatch) was: response_stats. */
@@ -36,6 +38,12 @@ export class QueuedRequest implements QueuedView, OrderSlot {
    * in flight nor in the statistics, and nothing waits for its order.
    */
   padding = false;
+  /**
+   * Back in its scheduler's queue after its model released it with
+   * RESCHEDULE (`ExecutionPoolOptions.reschedule`): the pool still counts it
+   * in flight, so its next dispatch must not admit it again.
+   */
+  rescheduled = false;
 
   /** Why it failed, when not by its execution's error (statistics: scheduler-hooks.ts `failure`). */
   failure: FailureReason | undefined = undefined;
@@ -87,6 +95,14 @@ export interface ExecutionPoolOptions {
    * is its final one. Otherwise only requests that stream are.
    */
   decoupled?: boolean;
+  /**
+   * Takes back a request its model released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
+   * (InferResponse.rescheduled), to run it again; called before the instance
+   * is free, so the request can be the next one it runs. The request stays
+   * in flight here until its final answer. Absent: the scheduler cannot, and
+   * the request is answered with Triton's refusal.
+   */
+  reschedule?: (q: QueuedRequest) => void;
 }
 
 interface Slot {
@@ -121,6 +137,7 @@ export class ExecutionPool {
   private readonly onResult: ((q: QueuedRequest, response: InferResponse) => void) | undefined;
   private readonly direct: boolean;
   private readonly decoupled: boolean;
+  private readonly reschedule: ((q: QueuedRequest) => void) | undefined;
   /** Reused for every requestDone call (see scheduler-hooks.ts). */
   private readonly stats: RequestDoneStats = {
     success: false, queueStartNs: 0, computeStartNs: 0, computeInputEndNs: 0,
@@ -139,6 +156,7 @@ export class ExecutionPool {
     this.onIdle = opts.onIdle;
     this.onResult = opts.onResult;
     this.decoupled = opts.decoupled === true;
+    this.reschedule = opts.reschedule;
     this.direct = opts.directReplies === true && opts.preserveOrdering !== true && opts.onResult === undefined;
     this.order = opts.preserveOrdering === true
       ? new OrderedRelease<QueuedRequest>((q, r) => this.release(q, r))
@@ -251,10 +269,26 @@ export class ExecutionPool {
     forget(slot, batch);
     const timings = result.timings;
     const responses = result.responses;
+    // Before the instance is free: a rescheduled request may be the next it runs
+    // (and so be dispatched again before the loop below).
+    let requeued: Set<QueuedRequest> | undefined;
+    for (let i = 0; i < batch.length; i++) {
+      const q = batch[i]!;
+      if (responses[i]?.rescheduled !== true || this.reschedule === undefined || q.padding || q.done) continue;
+      q.timings = timings;
+      q.rescheduled = true;
+      try {
+        this.reschedule(q);
+        (requeued ??= new Set()).add(q);
+      } catch (err) {
+        q.rescheduled = false;
+        this.deliver(q, errorResponse(q.request, `could not reschedule the request: ${err instanceof Error ? err.message : String(err)}`));
+      }
+    }
     if (this.onResult !== undefined) {
       for (let i = 0; i < batch.length; i++) {
         const r = responses[i];
-        if (r === undefined) continue;
+        if (r === undefined || r.rescheduled === true) continue;
         try {
           this.onResult(batch[i]!, r);
         } catch (err) {
@@ -276,6 +310,11 @@ export class ExecutionPool {
       const r = responses[i];
       if (r === undefined) {
         this.deliver(q, errorResponse(q.request, `instance '${instance.name}' of model '${q.request.model}' version ${q.request.version} returned ${responses.length} responses for a batch of ${batch.length} requests`));
+        continue;
+      }
+      if (r.rescheduled === true) {
+        if (requeued?.has(q) === true) continue;
+        if (!q.padding) this.deliver(q, { outputs: [], error: rescheduleRefused(q.request), final: true });
         continue;
       }
       this.deliver(q, r);
@@ -380,21 +419,6 @@ export class ExecutionPool {
       warn('requestDone hook', err);
     }
   }
-}
-
-/**
- * The answer to a request cancelled while it waited (its client went away
- * or cancelled it, or its BLS caller did): Triton answers it with the
- * CANCELLED status; the text says which request and that it never ran.
- */
-export function cancelledMessage(request: InferRequest, when = 'before it ran'): string {
-  return `${requestIdPrefix(request.id)}request for model '${request.model}' version ${request.version} was cancelled ${when} ` +
-    '(its client cancelled it or went away)';
-}
-
-/** The answer to a request that arrives while its scheduler stops. */
-export function stoppingMessage(request: InferRequest): string {
-  return `${requestIdPrefix(request.id)}model '${request.model}' version ${request.version} is stopping and accepts no new requests`;
 }
 
 /** A batch the instance finished (or failed) leaves the slot's list. */

@@ -12,6 +12,8 @@ export interface OrderSlot {
   held: InferResponse[] | null;
   /** Its final response has arrived (released or held). */
   finalSeen: boolean;
+  /** Registered and not yet past (a rescheduled request runs again without a new place). */
+  inOrder?: boolean;
 }
 
 export class OrderedRelease<S extends OrderSlot> {
@@ -19,8 +21,10 @@ export class OrderedRelease<S extends OrderSlot> {
 
   constructor(private readonly release: (slot: S, response: InferResponse) => void) {}
 
-  /** Call at dispatch, in dispatch order. */
+  /** Call at dispatch, in dispatch order; a request already in line keeps its place. */
   register(slot: S): void {
+    if (slot.inOrder === true) return;
+    slot.inOrder = true;
     slot.held = null;
     slot.finalSeen = false;
     this.slots.push(slot);
@@ -36,6 +40,7 @@ export class OrderedRelease<S extends OrderSlot> {
     this.release(slot, response);
     if (response.final) {
       this.slots.shift();
+      slot.inOrder = false;
       this.flush();
     }
   }
@@ -49,6 +54,7 @@ export class OrderedRelease<S extends OrderSlot> {
       if (held !== null) for (const r of held) this.release(head, r);
       if (!head.finalSeen) return;
       this.slots.shift();
+      head.inOrder = false;
     }
   }
 }

@@ -14,7 +14,9 @@
  * Sequences idle past max_sequence_idle_microseconds lose their slot.
  * Implicit state (sequence_batching.state) lives in sequence-state.ts. With
  * iterative_sequence a request without a correlation id is given one and
- * START; each request of such a model ends its sequence when it has run.
+ * START, and a request its model releases with RESCHEDULE goes back to the
+ * front of its sequence's slot, with neither START nor END, to run again
+ * (Triton's IterativeSequencer); its sequence ends with its final response.
  */
 import { ServerError, toErrorInfo, type ErrorInfo } from '../core/errors';
 import type { Arena } from '../dataplane/arena';
@@ -22,8 +24,9 @@ import type { ModelInstance } from '../instances/instance';
 import type { ModelConfig } from '../core/model-config';
 import { SEQUENCE_IDLE_DEFAULT_MICROSECONDS } from '../repository/config/normalize';
 import { nowNs, nowUs } from '../core/clock';
-import { ExecutionPool, QueuedRequest, stoppingMessage } from './execution-pool';
-import type { InferRequest, InferResponse, Respond } from '../core/request';
+import { ExecutionPool, QueuedRequest } from './execution-pool';
+import { stoppingMessage } from './scheduler-answers';
+import type { InferRequest, InferResponse, Respond, TensorRef } from '../core/request';
 import type { Scheduler } from './scheduler';
 import type { SchedulerHooks } from './scheduler-hooks';
 import { checkCorridType, compileControls, correlationIdOf, writeControls, type ControlPlan } from './sequence-controls';
@@ -61,6 +64,8 @@ export class SequenceBatchScheduler implements Scheduler {
   private readonly ragged: ReadonlySet<string> | null;
   /** sequence_batching.iterative_sequence: the next correlation id given to a request without one. */
   private nextIterativeId: number | null;
+  /** iterative_sequence: each request until its final response, for rescheduling. */
+  private readonly iterative = new Map<QueuedRequest, IterativeRequest>();
 
   constructor(config: ModelConfig, instances: readonly ModelInstance[], private readonly arena: Arena, hooks?: SchedulerHooks, modelDir?: string) {
     if (instances.length === 0) throw new ServerError('INTERNAL', `model '${config.name}' has no instances to schedule on`);
@@ -82,6 +87,7 @@ export class SequenceBatchScheduler implements Scheduler {
     this.pools = instances.map((instance) => new ExecutionPool({
       model: config.name, instances: [instance], hooks, onIdle: () => this.dispatchAll(), onResult, preserveOrdering,
       decoupled: config.model_transaction_policy?.decoupled === true,
+      reschedule: this.nextIterativeId === null ? undefined : (q: QueuedRequest): void => this.reschedule(q),
     }));
   }
 
@@ -106,16 +112,18 @@ export class SequenceBatchScheduler implements Scheduler {
       start = request.parameters['sequence_start'] === true;
       end = request.parameters['sequence_end'] === true;
       key = sequenceKey(id);
-      q = this.withControls(request, respond, id, start, end);
+      q = this.withControls(request, respond, id, key, start, end);
     } catch (err) {
       pool.reject(request, respond, toErrorInfo(err));
       return;
     }
-    // An iterative sequence ends once its request has run (nothing reschedules it).
-    const ends = end || this.nextIterativeId !== null;
-    const admitted = this.slots.admit(key, { start, end: ends }, q, nowUs());
+    // An iterative sequence ends with its request's final response (its slot is held while it is rescheduled).
+    const iterative = this.nextIterativeId !== null;
+    const ends = end || iterative;
+    const admitted = this.slots.admit(key, { start, end: end && !iterative }, q, nowUs());
     if (admitted === 'no-start') {
       this.freeControls(q.request, request);
+      this.iterative.delete(q);
       pool.reject(request, respond, missingStart(id, this.model));
       return;
     }
@@ -151,17 +159,52 @@ export class SequenceBatchScheduler implements Scheduler {
     return this.stopped;
   }
 
-  /** The request as the backend sees it: its inputs plus the control tensors, freed after its final response. */
-  private withControls(request: InferRequest, respond: Respond, id: number | string, start: boolean, end: boolean): QueuedRequest {
+  /**
+   * The request as the backend sees it: its inputs plus the control tensors,
+   * freed after its final response (for iterative_sequence, which also ends
+   * the sequence then).
+   */
+  private withControls(request: InferRequest, respond: Respond, id: number | string, key: string, start: boolean, end: boolean): QueuedRequest {
     const extra = writeControls(this.controls, this.arena, id, start, end);
     const withExtra: InferRequest = extra.length === 0 ? request : { ...request, inputs: [...request.inputs, ...extra] };
-    const wrapped: Respond = extra.length === 0 ? respond : (response) => {
-      if (response.final) for (const t of extra) this.arena.free(t);
+    const iterative = this.nextIterativeId !== null;
+    let q: QueuedRequest | undefined;
+    const wrapped: Respond = extra.length === 0 && !iterative ? respond : (response) => {
+      if (response.final) {
+        const it = q === undefined ? undefined : this.iterative.get(q);
+        for (const t of it?.controls ?? extra) this.arena.free(t);
+        if (it !== undefined) {
+          this.iterative.delete(q!);
+          this.slots.finish(it.key);
+        }
+      }
       respond(response);
+      if (response.final && iterative) this.dispatchAll();
     };
-    const q = new QueuedRequest(withExtra, wrapped, nowNs(), this.ragged === null ? '' : shapeKeyOf(request, this.ragged));
+    q = new QueuedRequest(withExtra, wrapped, nowNs(), this.ragged === null ? '' : shapeKeyOf(request, this.ragged));
     q.origin = request;
+    if (iterative) this.iterative.set(q, { key, id, request, controls: extra });
     return q;
+  }
+
+  /**
+   * iterative_sequence: the model released `q` with RESCHEDULE. It goes back
+   * to the front of its sequence's slot (so it is the sequence's next step,
+   * with its correlation id) with neither START nor END, as Triton's
+   * IterativeSequencer clears the flags; the pool keeps it in flight.
+   */
+  private reschedule(q: QueuedRequest): void {
+    const it = this.iterative.get(q);
+    if (it === undefined) throw new ServerError('INTERNAL', `model '${this.model}' rescheduled a request it does not know`);
+    const extra = writeControls(this.controls, this.arena, it.id, false, false);
+    for (const t of it.controls) this.arena.free(t);
+    it.controls = extra;
+    const parameters = { ...it.request.parameters, sequence_start: false, sequence_end: false };
+    it.request = { ...it.request, parameters };
+    q.request = extra.length === 0 ? it.request : { ...it.request, inputs: [...it.request.inputs, ...extra] };
+    const s = this.stateOf.get(q);
+    if (s !== undefined) s.start = false;
+    this.slots.requeue(it.key, q, nowUs());
   }
 
   /**
@@ -204,8 +247,15 @@ export class SequenceBatchScheduler implements Scheduler {
       rows = directRows(this.slots.heads(instance).map((q) => (q === undefined ? null : q.shapeKey)));
       batch = this.slots.takeSlots(instance, rows.filter((k): k is number => k !== null), now);
     }
-    for (let k = 0; k < batch.length; k++) pool.admit();
-    this.queued -= batch.length;
+    for (const q of batch) {
+      // A rescheduled request is still in flight in the pool (and was never counted as queued again).
+      if (q.rescheduled) {
+        q.rescheduled = false;
+        continue;
+      }
+      pool.admit();
+      this.queued--;
+    }
     if (this.queued === 0 && this.queueWaiters.length > 0) {
       const waiters = this.queueWaiters;
       this.queueWaiters = [];
@@ -282,6 +332,16 @@ export class SequenceBatchScheduler implements Scheduler {
     }, ms);
     this.idleTimer.unref();
   }
+}
+
+/** An iterative_sequence request until its final response. */
+interface IterativeRequest {
+  key: string;
+  id: number | string;
+  /** As admitted (with its correlation id), without the control tensors. */
+  request: InferRequest;
+  /** Its control tensors in the arena (rewritten when it is rescheduled), freed with its final response. */
+  controls: TensorRef[];
 }
 
 function missingStart(id: number | string, model: string): ErrorInfo {

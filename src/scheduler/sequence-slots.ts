@@ -13,6 +13,8 @@
  * slots below the highest busy one: heads, takeSlots). The oldest strategy
  * uses the same structure with max_candidate_sequences slots per instance
  * and takes only the oldest ready heads (readyHeads, take with a limit).
+ * The iterative sequence batcher ends a sequence itself once its request is
+ * answered (finish) and puts a rescheduled request back first (requeue).
  */
 
 /** A correlation id made a map key: numbers and strings never collide. */
@@ -104,6 +106,43 @@ export class SequenceSlots<T> {
     }
     this.slots[seq.slot]!.queue.push(entry);
     return 'queued';
+  }
+
+  /**
+   * Puts a request of sequence `key` back at the front of its queue, to be
+   * its next step (a rescheduled request). A sequence that lost its slot
+   * meanwhile (idle expiry) starts again, as if with START.
+   */
+  requeue(key: SequenceKey, item: T, nowUs: number): AdmitResult {
+    const seq = this.active.get(key);
+    if (seq === undefined) return this.admit(key, { start: true, end: false }, item, nowUs);
+    seq.lastUs = nowUs;
+    const entry: Entry<T> = { item, us: nowUs, n: this.admitted++ };
+    if (seq.slot < 0) {
+      seq.waiting.unshift(entry);
+      return 'backlog';
+    }
+    this.slots[seq.slot]!.queue.unshift(entry);
+    return 'queued';
+  }
+
+  /**
+   * Ends sequence `key` now, as an END request would, unless more of its
+   * requests wait (the last of them ends it then): its slot goes to the
+   * backlog's oldest sequence. Unknown or already ended: nothing.
+   */
+  finish(key: SequenceKey): void {
+    const seq = this.active.get(key);
+    if (seq === undefined) return;
+    if (seq.slot < 0 ? seq.waiting.length > 0 : this.slots[seq.slot]!.queue.length > 0) return;
+    seq.ended = true;
+    this.active.delete(key);
+    if (seq.slot >= 0) {
+      this.free(seq.slot);
+      return;
+    }
+    const at = this.backlog.indexOf(seq);
+    if (at >= 0) this.backlog.splice(at, 1);
   }
 
   /** True when some slot of the instance has a request to run. */

@@ -18,12 +18,17 @@ export function grpcFrame(body: Buffer, declared = body.length, compressed = 0):
 
 /** The messages of a gRPC response body (whole frames only). */
 export function splitFrames(data: Buffer): Buffer[] {
-  const out: Buffer[] = [];
+  return readFrames(data).map((f) => f.body);
+}
+
+/** The messages of a gRPC response body with their compressed flags (whole frames only). */
+export function readFrames(data: Buffer): { compressed: number; body: Buffer }[] {
+  const out: { compressed: number; body: Buffer }[] = [];
   let p = 0;
   while (p + 5 <= data.length) {
     const n = data.readUInt32BE(p + 1);
     if (p + 5 + n > data.length) break;
-    out.push(data.subarray(p + 5, p + 5 + n));
+    out.push({ compressed: data[p]!, body: data.subarray(p + 5, p + 5 + n) });
     p += 5 + n;
   }
   return out;
@@ -49,6 +54,10 @@ export interface RawCallResult {
   message: string;
   httpStatus?: number;
   messages: Buffer[];
+  /** The messages' compressed flags, in order. */
+  compressedFlags: number[];
+  /** The response's grpc-encoding header (undefined: none sent). */
+  encoding?: string;
   /** RST_STREAM code the stream closed with (0 = none). */
   rstCode: number;
   /** The session's GOAWAY error code, when the server ended the connection. */
@@ -98,6 +107,8 @@ export class RawGrpcClient {
           message: decodeURIComponent(String(h['grpc-message'] ?? '')),
           httpStatus: head?.[':status'] as number | undefined,
           messages: splitFrames(data),
+          compressedFlags: readFrames(data).map((f) => f.compressed),
+          encoding: head?.['grpc-encoding'] as string | undefined,
           rstCode: stream.rstCode ?? 0,
           goawayCode: this.goaway,
           timedOut,

@@ -57,6 +57,14 @@ const cases: { what: string; msg: { t: string; [k: string]: unknown } }[] = [
       timings: { computeStartNs: 1, computeInputEndNs: 2.5, computeInferEndNs: 1796128878073123000, computeEndNs: 0 },
     },
   },
+  {
+    what: 'executed with a rescheduled request next to an answered one',
+    msg: {
+      t: 'executed', batchId: 11,
+      responses: [response({ outputs: [], rescheduled: true }), response({ outputs: [tensor('A')] })],
+      timings: { computeStartNs: 1, computeInputEndNs: 2, computeInferEndNs: 3, computeEndNs: 4 },
+    },
+  },
   { what: 'response with outputs of an unknown datatype name', msg: { t: 'response', key: 3, version: 2, response: response({ outputs: [tensor('O', { datatype: 'X9' as never })] }) } },
   { what: 'response with two outputs and no extras', msg: { t: 'response', key: 4, version: 1, response: response({ outputs: [tensor('A'), tensor('B', { datatype: 'FP32' })] }) } },
   { what: 'cancel of a request key', msg: { t: 'cancel', key: 7 } },

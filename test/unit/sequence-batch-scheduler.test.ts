@@ -235,3 +235,73 @@ test('iterative_sequence: a request without a correlation id starts its own sequ
   assert.equal(rec.only('z').error?.message, "inference request for sequence 1 to model 'm' must specify the START flag on the first request of the sequence");
   await s.stop();
 });
+
+test('iterative_sequence: a rescheduled request runs again as its sequence\'s next step (no START, same id), answered once, its slot held until then', async () => {
+  const arena = Arena.create();
+  const inst = new FakeInstance('m_0');
+  const c = seqConfig(1);
+  (c.sequence_batching as Record<string, unknown>).iterative_sequence = true;
+  const s = new SequenceBatchScheduler(c, [inst], arena);
+  const rec = new Recorder();
+  const before = arena.usedBytes();
+  const rescheduled = (requests: InferRequest[]) => requests.map(() => ({ outputs: [], final: true, rescheduled: true as const }));
+  s.enqueue(seqRequest('x', {}), rec.respond('x'));
+  // The only slot is x's: y waits in the backlog while x is rescheduled.
+  s.enqueue(seqRequest('y', {}), rec.respond('y'));
+  assert.deepEqual(controlsOf(arena, inst.current().requests[0]!), { START: 1, END: 0, READY: 1, CORRID: 1n });
+  inst.current().finish(rescheduled);
+  await settle();
+  assert.deepEqual(inst.batches(), [['x'], ['x']], 'x runs again before the backlog gets the slot');
+  const again = inst.current().requests[0]!;
+  assert.deepEqual(controlsOf(arena, again), { START: 0, END: 0, READY: 1, CORRID: 1n });
+  assert.deepEqual(again.parameters, { sequence_id: 1, sequence_start: false, sequence_end: false });
+  assert.equal(s.inflightCount(), 2);
+  assert.equal(rec.finalOrder.length, 0, 'a rescheduled request is not answered');
+  inst.current().finish();
+  await settle();
+  assert.deepEqual(inst.batches(), [['x'], ['x'], ['y']], 'x answered: its sequence ended and y got the slot');
+  inst.current().finish();
+  await s.stop();
+  assert.deepEqual(rec.finalOrder, ['x', 'y']);
+  assert.equal(rec.only('x').error, undefined);
+  assert.equal(arena.usedBytes(), before, 'the rewritten control tensors are freed too');
+});
+
+test('without iterative_sequence a rescheduled response is answered with Triton\'s refusal, naming the model and what to do', async () => {
+  const arena = Arena.create();
+  const inst = new FakeInstance('m_0');
+  const s = new SequenceBatchScheduler(seqConfig(1), [inst], arena);
+  const rec = new Recorder();
+  s.enqueue(seqRequest('x', { sequence_id: 5, sequence_start: true }), rec.respond('x'));
+  inst.current().finish((requests) => requests.map(() => ({ outputs: [], final: true, rescheduled: true as const })));
+  await s.stop();
+  const e = rec.only('x').error;
+  assert.equal(e?.code, 'UNSUPPORTED');
+  assert.match(e!.message, /^\[request id: x\] Request is released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, while the model is not configured to handle such a flag\. .*'sequence_batching \{ iterative_sequence: true \}' to the config of model 'm'/);
+  assert.deepEqual(inst.batches(), [['x']]);
+});
+
+test('iterative_sequence with oldest preserve_ordering: a rescheduled request keeps its place, so a later one answered first waits for it', async () => {
+  const arena = Arena.create();
+  const inst = new FakeInstance('m_0');
+  const c = seqConfig(2);
+  const sb = c.sequence_batching as Record<string, unknown>;
+  sb.iterative_sequence = true;
+  sb.oldest = { max_candidate_sequences: 4, preserve_ordering: true };
+  const s = new SequenceBatchScheduler(c, [inst], arena);
+  const rec = new Recorder();
+  s.enqueue(seqRequest('x', {}), rec.respond('x'));
+  s.enqueue(seqRequest('p', {}), rec.respond('p'));
+  s.enqueue(seqRequest('q', {}), rec.respond('q'));
+  inst.current().finish();
+  await settle();
+  assert.deepEqual(inst.batches(), [['x'], ['p', 'q']]);
+  // p is rescheduled and q answered in the same execution: q waits for p, which was dispatched first.
+  inst.current().finish((requests) => requests.map((r) => (r.id === 'p' ? { outputs: [], final: true, rescheduled: true as const } : { outputs: [], final: true })));
+  await settle();
+  assert.deepEqual(inst.batches(), [['x'], ['p', 'q'], ['p']]);
+  assert.deepEqual(rec.finalOrder, ['x']);
+  inst.current().finish();
+  await s.stop();
+  assert.deepEqual(rec.finalOrder, ['x', 'p', 'q'], 'p keeps its first dispatch place ahead of q');
+});

@@ -6,7 +6,11 @@ import { sequenceKey, SequenceSlots } from '../../src/scheduler/sequence-slots';
 type Step =
   | { admit: string; seq: number | string; flags?: 'S' | 'E' | 'SE'; at?: number; expect?: string }
   | { take: number; at?: number; expect: string[] }
-  | { expire: number; idle: number; expect: string[] };
+  | { expire: number; idle: number; expect: string[] }
+  /** Put `item` back first in sequence `seq`'s queue (a rescheduled request). */
+  | { requeue: string; seq: number | string; at?: number; expect?: string }
+  /** End sequence `seq` (its iterative request was answered). */
+  | { finish: number | string };
 
 const cases: { name: string; instances: number; slots: number; steps: Step[] }[] = [
   {
@@ -71,6 +75,41 @@ const cases: { name: string; instances: number; slots: number; steps: Step[] }[]
       { take: 0, at: 0, expect: ['a1'] }, { expire: 2000, idle: 1000, expect: [sequenceKey(1)] }, { take: 0, expect: ['b1'] },
     ],
   },
+  {
+    name: 'a rescheduled request goes back first in its slot, before a later request of its sequence',
+    instances: 1, slots: 2,
+    steps: [
+      { admit: 'a1', seq: 1, flags: 'S' }, { admit: 'b1', seq: 2, flags: 'S' }, { take: 0, expect: ['a1', 'b1'] },
+      { admit: 'a2', seq: 1 }, { requeue: 'a1', seq: 1, expect: 'queued' },
+      { take: 0, expect: ['a1'] }, { take: 0, expect: ['a2'] }, { take: 0, expect: [] },
+    ],
+  },
+  {
+    name: 'finish ends an idle sequence and hands its slot to the backlog; a sequence with queued requests stays',
+    instances: 1, slots: 1,
+    steps: [
+      { admit: 'a1', seq: 1, flags: 'S' }, { admit: 'b1', seq: 2, flags: 'S', expect: 'backlog' }, { take: 0, expect: ['a1'] },
+      { admit: 'a2', seq: 1 }, { finish: 1 }, { take: 0, expect: ['a2'] }, { finish: 1 },
+      { admit: 'a3', seq: 1, expect: 'no-start' }, { take: 0, expect: ['b1'] }, { finish: 2 }, { finish: 2 }, { finish: 99 },
+    ],
+  },
+  {
+    name: 'a rescheduled request whose sequence expired meanwhile starts it again',
+    instances: 1, slots: 1,
+    steps: [
+      { admit: 'a1', seq: 1, flags: 'S', at: 0 }, { take: 0, at: 0, expect: ['a1'] }, { expire: 5000, idle: 1000, expect: [sequenceKey(1)] },
+      { requeue: 'a1', seq: 1, at: 5000, expect: 'queued' }, { take: 0, expect: ['a1'] }, { admit: 'a2', seq: 1, expect: 'queued' },
+    ],
+  },
+  {
+    name: 'a rescheduled request of a sequence in the backlog waits first in line',
+    instances: 1, slots: 1,
+    steps: [
+      { admit: 'a1', seq: 1, flags: 'S' }, { admit: 'b1', seq: 2, flags: 'S', expect: 'backlog' }, { admit: 'b2', seq: 2 },
+      { requeue: 'b0', seq: 2, expect: 'backlog' }, { take: 0, expect: ['a1'] }, { finish: 1 },
+      { take: 0, expect: ['b0'] }, { take: 0, expect: ['b1'] }, { take: 0, expect: ['b2'] },
+    ],
+  },
 ];
 
 for (const c of cases) {
@@ -83,6 +122,11 @@ for (const c of cases) {
         if (step.expect !== undefined) assert.equal(r, step.expect, `admit ${step.admit}`);
       } else if ('take' in step) {
         assert.deepEqual(slots.take(step.take, step.at ?? 0), step.expect);
+      } else if ('requeue' in step) {
+        const r = slots.requeue(sequenceKey(step.seq), step.requeue, step.at ?? 0);
+        if (step.expect !== undefined) assert.equal(r, step.expect, `requeue ${step.requeue}`);
+      } else if ('finish' in step) {
+        slots.finish(sequenceKey(step.finish));
       } else {
         assert.deepEqual(slots.expireIdle(step.expire, step.idle), step.expect);
       }

@@ -24,6 +24,9 @@
  * - A unary call that half-closes without a message, or sends a second one:
  *   INVALID_ARGUMENT (grpc-js says UNIMPLEMENTED, naming a "server
  *   streaming method").
+ * - Response compression of the inference rpcs
+ *   (--grpc-infer-response-compression-level, response-compression.ts),
+ *   which grpc-js does not do: set up on each call it applies to.
  *
  * Two of these reach into the base call (BaseServerInterceptingCall, not
  * public API; @grpc/grpc-js 1.14): the cut-off check reads its message
@@ -34,6 +37,7 @@
 import { gunzipSync, inflateSync } from 'node:zlib';
 import * as grpc from '@grpc/grpc-js';
 import { MalformedRequest, GRPC_PREFIX_BYTES, undecompressableMessage } from './malformed-request';
+import { compressResponses, responseEncoding, type AcceptedEncodings, type CompressionLevel } from './response-compression';
 
 /** Metadata gRPC core (Triton's server) refuses above: its default hard limit, GRPC_ARG_ABSOLUTE_MAX_METADATA_SIZE. */
 export const MAX_METADATA_BYTES = 16 * 1024;
@@ -47,6 +51,8 @@ export interface CallGuardOptions {
   requestTypes: ReadonlyMap<string, string>;
   /** Told of each call the guard ends itself with its status (the access log of refused inferences). */
   onRefused?: (path: string, status: grpc.StatusObject, call: grpc.ServerInterceptingCallInterface, malformed?: MalformedRequest) => void;
+  /** Compress the responses of the calls to `paths` at `level`, in an encoding the client accepts. */
+  responseCompression?: { level: CompressionLevel; paths: ReadonlySet<string>; accepted: AcceptedEncodings };
 }
 
 /** Metadata size as gRPC core counts it, and its largest entry. */
@@ -156,6 +162,11 @@ class GuardedCall extends grpc.ServerInterceptingCall {
     super(inner);
     this.type = opts.requestTypes.get(method.path) ?? 'request';
     answerFailedDecompression(inner, this.type);
+    const rc = opts.responseCompression;
+    if (rc !== undefined && rc.paths.has(method.path)) {
+      const encoding = responseEncoding(rc.level, rc.accepted.of(inner));
+      if (encoding !== null) compressResponses(inner, encoding);
+    }
   }
 
   override start(listener: Parameters<grpc.ServerInterceptingCallInterface['start']>[0]): void {

@@ -68,13 +68,6 @@ export class GrpcFrontend {
     mainSnapshot: () => ServerSnapshot,
   ) {
     this.control = new ControlAnswers({ ...deps, snapshot: mainSnapshot });
-    const level = deps.options.grpcInferResponseCompressionLevel;
-    if (level !== 'none') {
-      deps.log.warn(
-        `--grpc-infer-response-compression-level=${level} is ignored: ` +
-          '@grpc/grpc-js servers do not compress responses (request compression from clients is supported)',
-      );
-    }
   }
 
   /** Starts the thread and binds the port (0 = any free port); resolves with the bound port. */

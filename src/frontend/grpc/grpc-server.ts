@@ -13,6 +13,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { ServerOptions } from '../../cli-options';
 import { ServerError } from '../../core/errors';
 import { MAX_METADATA_BYTES, callGuard } from './call-guard';
+import { AcceptedEncodings } from './response-compression';
 import type { GrpcContext } from './grpc-context';
 import { loadProtos } from './grpc-protos';
 import { grpcHealthHandlers, healthHandlers } from './health-handlers';
@@ -74,13 +75,17 @@ export class GrpcServer {
   private settleStop: ((forced: boolean) => void) | undefined;
   private forceTimer: NodeJS.Timeout | undefined;
   private forceAt = Infinity;
+  /** Each request stream's grpc-accept-encoding, for response compression. */
+  private readonly accepted = new AcceptedEncodings();
 
   /** `testCrash`: the `grpc-crash` fault (GrpcThreadData.faults). */
   constructor(deps: Omit<GrpcContext, 'stopping'>, forwarded: grpc.UntypedServiceImplementation, testCrash = false) {
     const protos = loadProtos();
     this.ctx = { ...deps, stopping: () => this.stopping };
+    const level = deps.options.grpcInferResponseCompressionLevel;
     const guard = callGuard({
       maxMetadataBytes: MAX_METADATA_BYTES,
+      responseCompression: level === 'none' ? undefined : { level, paths: INFER_PATHS, accepted: this.accepted },
       requestTypes: protos.requestTypes,
       // --log-access: an inference the guard refuses is logged like one the handlers refuse.
       onRefused: (path, status, call, malformed) => {
@@ -112,8 +117,16 @@ export class GrpcServer {
         return;
       }
       this.server.bindAsync(bindAddress(address, port), credentials, (err, bound) => {
-        if (err) reject(err);
-        else resolve(bound);
+        if (err) {
+          reject(err);
+          return;
+        }
+        const level = this.ctx.options.grpcInferResponseCompressionLevel;
+        if (level !== 'none' && !this.accepted.watch(this.server)) {
+          process.emitWarning(`--grpc-infer-response-compression-level=${level}: this @grpc/grpc-js does not keep its http2 servers ` +
+            'where nodetron reads the clients\' grpc-accept-encoding, so inference responses go uncompressed');
+        }
+        resolve(bound);
       });
     });
   }

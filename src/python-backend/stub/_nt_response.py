@@ -2,6 +2,7 @@
 request owns. Whatever the model returns from execute() also leaves through
 the request's sender, so there is one path for responses to the server."""
 import json
+import threading
 
 import numpy as np
 
@@ -173,6 +174,11 @@ class InferenceResponseSender:
         self._sent = 0
         # Set by the runner while it delivers execute()'s return value: frames wait there.
         self._collect = None
+        # While its request is rescheduled (between the execute that released it and the one
+        # that has it again), what the model sends waits here:
+        # [(response, final, error)], error a wire error of _close_with_error or None.
+        self._held = None
+        self._lock = threading.Lock()
 
     def send(self, response=None, flags=0):
         if flags not in (0, TRITONSERVER_RESPONSE_COMPLETE_FINAL):
@@ -201,10 +207,43 @@ class InferenceResponseSender:
             # The one response answers the request now (the server's view: final); a later
             # flags-only FINAL just closes the sender.
             if response is not None:
-                write_response(response, self._requested, self._batch, self._index, True, self._collect,
-                               self._spans)
+                self._emit(response, True)
             return
-        write_response(response, self._requested, self._batch, self._index, final, self._collect, self._spans)
+        self._emit(response, final)
+
+    def _emit(self, response, final):
+        with self._lock:
+            if self._held is not None:
+                self._held.append((response, final, None))
+                return
+            write_response(response, self._requested, self._batch, self._index, final, self._collect, self._spans)
+
+    def _hold(self, collected):
+        """Its request was released with RESCHEDULE: the slot of this execution ends (a
+        'rescheduled' final in `collected`, not an answer) and later sends wait for _resume.
+        False when the request already has its final response: nothing is rescheduled."""
+        with self._lock:
+            if self._answered():
+                return False
+            self._held = []
+            collected.responses.append({"t": "response", "batch": self._batch, "index": self._index, "final": True,
+                                        "outputs": [], "rescheduled": True})
+            return True
+
+    def _resume(self, batch, index, cancel):
+        """The rescheduled request runs again as request `index` of `batch`: its responses go there."""
+        with self._lock:
+            self._batch = batch
+            self._index = index
+            self._cancel = cancel
+            held = self._held or []
+            self._held = None
+            for response, final, error in held:
+                if error is None:
+                    write_response(response, self._requested, batch, index, final, None, self._spans)
+                else:
+                    runtime.send({"t": "response", "batch": batch, "index": index, "final": True, "outputs": [],
+                                  "error": error})
 
     def _answered(self):
         """The request has its final response, as far as the server knows."""
@@ -219,6 +258,9 @@ class InferenceResponseSender:
         if self._answered():
             return
         self._closed = True
+        if self._held is not None:
+            self._held.append((None, True, {"code": code, "message": message}))
+            return
         msg = {"t": "response", "batch": self._batch, "index": self._index, "final": True,
                "outputs": [], "error": {"code": code, "message": message}}
         if self._collect is not None:
@@ -229,7 +271,7 @@ class InferenceResponseSender:
     def __del__(self):
         # A sender dropped without FINAL would leave its client waiting forever.
         try:
-            if not self._answered() and runtime.phase in ("ready",):
+            if not self._answered() and self._held is None and runtime.phase in ("ready",):
                 self._close_with_error(
                     "the model released the response sender of this request without sending a response "
                     "with TRITONSERVER_RESPONSE_COMPLETE_FINAL")

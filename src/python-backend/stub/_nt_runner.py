@@ -19,10 +19,12 @@ from _nt_tensor import Tensor
 
 _STUB_DIR = os.path.dirname(os.path.abspath(__file__))
 RELEASE_RESCHEDULE = 2  # pb_utils.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
-# Triton's text when the scheduler cannot take the request back, and why ours cannot.
+SEQUENCE_START = 1  # pb_utils.TRITONSERVER_REQUEST_FLAG_SEQUENCE_START
+# Triton's text when the scheduler cannot take the request back, and what to do.
 NO_RESCHEDULE = ("Request is released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, while the model is not configured "
-                 "to handle such a flag. nodetron does not reschedule requests yet (iterative sequence batching is not "
-                 "implemented): answer the request in the execution that has it.")
+                 "to handle such a flag. Only the iterative sequence batcher takes a request back: add "
+                 "'sequence_batching { iterative_sequence: true }' to the model's config, or answer the request in "
+                 "the execution that has it.")
 
 
 def format_exception(exc):
@@ -47,6 +49,11 @@ class ModelRunner:
         self.model_class = None
         self.model = None
         self.decoupled = False
+        # The model's scheduler takes a rescheduled request back (iterative sequence batching).
+        self.reschedulable = False
+        # Decoupled: the response sender of each rescheduled request, by correlation id, until the
+        # request comes back (its sequence runs nothing else in between: the scheduler puts it first).
+        self.held = {}
         # Set once initialize() succeeded; its `defined` says whether model.py has is_ready().
         self.readiness = None
 
@@ -82,8 +89,9 @@ class ModelRunner:
             # Not logged here: the server's load-failure line carries the text and its traceback (once).
             return {"t": "auto_complete_done", "error": _text(e)}
 
-    def initialize(self, args, decoupled):
+    def initialize(self, args, decoupled, reschedulable=False):
         self.decoupled = decoupled
+        self.reschedulable = reschedulable
         runtime.decoupled = decoupled
         runtime.phase = "initializing"
         try:
@@ -129,8 +137,11 @@ class ModelRunner:
                     starts = runtime.h2s.view(starts, 4 * i["elements"])
                 inputs.append(Tensor._from_buffer(i["name"], i["datatype"], i["shape"], view, starts))
             # A decoupled model may change an input after sending a view of it: its outputs are copied.
-            requests.append(InferenceRequest._incoming(wire, inputs, batch, index, self.decoupled,
-                                                       () if self.decoupled else spans))
+            request = InferenceRequest._incoming(wire, inputs, batch, index, self.decoupled,
+                                                 () if self.decoupled else spans)
+            if self.held:
+                self._resume(request)
+            requests.append(request)
         collected = Collected()
         try:
             result = self.model.execute(requests)
@@ -169,8 +180,13 @@ class ModelRunner:
                 return ("Python model '%s' is using the decoupled mode and the execute function must return None."
                         % self.name)
             for request in requests:
-                if request._release_flags == RELEASE_RESCHEDULE:
-                    request.get_response_sender()._close_with_error(NO_RESCHEDULE, "UNSUPPORTED")
+                if request._release_flags != RELEASE_RESCHEDULE:
+                    continue
+                sender = request.get_response_sender()
+                if not self.reschedulable:
+                    sender._close_with_error(NO_RESCHEDULE, "UNSUPPORTED")
+                elif sender._hold(collected):
+                    self.held[request._correlation_id] = sender
             return None
         if result is None:
             result = [None] * len(requests)
@@ -190,6 +206,10 @@ class ModelRunner:
         for request, response in zip(requests, result):
             if response is None and request._release_flags == RELEASE_RESCHEDULE:
                 sender = request.get_response_sender()
+                if self.reschedulable:
+                    # The same request comes back in a later execute, with a sender of its own.
+                    sender._hold(collected)
+                    continue
                 sender._collect = collected
                 sender._close_with_error(NO_RESCHEDULE, "UNSUPPORTED")
                 sender._collect = None
@@ -209,6 +229,20 @@ class ModelRunner:
             finally:
                 sender._collect = None
         return None
+
+    def _resume(self, request):
+        """A decoupled request back after a RESCHEDULE keeps the response sender it had: what
+        the model sent meanwhile (from another thread) leaves now, in this execution's slot. A
+        request that starts a sequence is a new one: a sender still held for its id belonged
+        to a request the server ended without running it again."""
+        key = request._correlation_id
+        if key not in self.held:
+            return
+        sender = self.held.pop(key)
+        if request._flags & SEQUENCE_START:
+            return
+        sender._resume(request._batch, request._index, request._cancel)
+        request._sender = sender
 
     def finalize(self):
         runtime.phase = "finalizing"

@@ -134,7 +134,7 @@ def main():
         elif t == "init":
             if msg["decoupled"]:
                 start_reader()
-            done = runner.initialize(msg["args"], bool(msg["decoupled"]))
+            done = runner.initialize(msg["args"], bool(msg["decoupled"]), bool(msg.get("reschedulable")))
             # is_ready() checks are answered while execute() runs: a thread must read the channel then.
             if done.get("is_ready"):
                 start_reader()

@@ -63,10 +63,5 @@ export function ignoredSettings(config: ModelConfig): string[] {
   }
   if (Object.keys(config.cc_model_filenames ?? {}).length > 0) out.push(ignored(m, 'cc_model_filenames', `it picks a file per GPU compute capability, and ${NO_GPU}: default_model_filename is loaded. ${KEEP}`));
   if (Object.keys(config.metric_tags ?? {}).length > 0) out.push(ignored(m, 'metric_tags', 'nodetron does not add custom labels to its metrics yet. Remove it'));
-  const seq = obj(config.sequence_batching);
-  if (seq?.['iterative_sequence'] === true) {
-    // Partly acted on: the sequence side works, rescheduling does not.
-    out.push(`model '${m}': sequence_batching.iterative_sequence is only partly supported: a request without a correlation id gets one and START, and each request ends its sequence once it has run, but nothing reschedules a request (the Python backend does not pass set_release_flags(TRITONSERVER_REQUEST_RELEASE_RESCHEDULE) back yet).`);
-  }
   return out;
 }
