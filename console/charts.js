@@ -47,8 +47,9 @@ export class LiveCharts {
       grid.append(h('div', { className: 'card', dataset: { chart: spec.id } }, h('h3', null, spec.title), plotBox, now, spec.note ? h('p', { className: 'chart-note' }, spec.note) : ''));
       const plot = new uPlot({
         width: Math.max(360, grid.clientWidth / 2 - 40), height: 150,
-        legend: { show: true },
+        legend: { show: true, live: false },
         scales: { x: { time: true } },
+        axes: [{}, { size: 64 }],
         series: [{}, ...spec.series.map(([, label], i) => ({ label, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: false }))],
       }, [[], ...spec.series.map(() => [])], plotBox);
       this.plots.push({ spec, plot, now });

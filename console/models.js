@@ -10,7 +10,7 @@ export function reasonCell(reason) {
   return h('details', { className: 'reason' }, h('summary', null, first.length > 120 ? `${first.slice(0, 120)}…` : first), h('pre', null, reason));
 }
 
-export const stateBadge = (state) => h('span', { className: `badge state-${state ?? 'UNAVAILABLE'}` }, state ?? 'not loaded');
+export const stateBadge = (state) => h('span', { className: `badge state-${state ?? 'none'}` }, state ?? 'not loaded');
 
 function groupsText(config) {
   const groups = config?.instance_group ?? [];
