@@ -33,7 +33,8 @@ async function show() {
     } else {
       const table = new ModelTable(view, status);
       await table.refresh();
-      const timer = setInterval(() => void table.refresh().catch((err) => notice(err.message)), 2000);
+      // Each index request rescans the repository folders: every 3 s is enough to see states move.
+      const timer = setInterval(() => void table.refresh().catch((err) => notice(err.message)), 3000);
       leave = () => clearInterval(timer);
     }
   } catch (err) {
