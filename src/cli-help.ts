@@ -186,6 +186,12 @@ export const FLAG_DOCS: Readonly<Record<string, FlagDoc>> = {
     + '"Exceeds maximum queue size" with a Retry-After hint instead of waiting. The default keeps a burst from '
     + 'growing the queues, and the memory their requests hold, without bound; 0 = no bound (Triton\'s behaviour).',
   '4096'),
+  'http-cors-origin': d("nodetron's own", 'Let pages from this origin (scheme://host[:port], or * for any) call '
+    + 'the HTTP API from a browser: preflights are answered on every KServe route and answers carry '
+    + 'Access-Control-Allow-Origin. Triton has no CORS.', 'none'),
+  'http-console': d("nodetron's own", 'Where the built-in console (models, live charts, a try-it form) is served '
+    + 'on the HTTP port; false = no console. Its data comes from the API routes, which --http-restricted-api '
+    + 'still guards (the console asks for the key).', '/console'),
 };
 
 /** --help's width: readable in an 80-column terminal. */

@@ -62,6 +62,10 @@ export interface ServerOptions {
   /** nodetron's own --max-queued-requests: client inference requests the server holds at once; 0 = no bound (scheduler/queue-bound.ts). */
   maxQueuedRequests: number;
   httpRestrictedApi: RestrictedGroup[];
+  /** nodetron's own --http-cors-origin: origins allowed from a browser (frontend/http/cors.ts); empty = CORS off. */
+  httpCorsOrigins: string[];
+  /** nodetron's own --http-console: the console's path (no trailing slash); undefined = no console. */
+  httpConsolePath?: string;
   // §6.3 gRPC
   allowGrpc: boolean;
   grpcPort: number;
@@ -260,6 +264,8 @@ export function parseServerOptions(argv: string[]): ServerOptions {
     httpCodecOffloadBytes,
     maxQueuedRequests,
     httpRestrictedApi: parseRestricted('http-restricted-api', r.all('http-restricted-api')),
+    httpCorsOrigins: r.all('http-cors-origin').map(parseCorsOrigin),
+    httpConsolePath: parseConsolePath(r.string('http-console', '/console')),
 
     allowGrpc: r.bool('allow-grpc', true),
     grpcPort: r.int('grpc-port', 8001),
@@ -383,4 +389,25 @@ function forwardPattern(flag: string, pattern: string | undefined): string | und
  */
 export function defaultHttpThreadCount(cores: number): number {
   return Math.max(1, Math.min(8, cores - 1));
+}
+
+/** --http-cors-origin: `*`, or an origin as a browser sends it (scheme://host[:port], no path). */
+function parseCorsOrigin(value: string): string {
+  const v = value.trim();
+  if (v === '*') return v;
+  if (!/^https?:\/\/[^/?#\s]+$/.test(v)) {
+    throw new CliError(`invalid argument for --http-cors-origin: '${value}' is not an origin; give scheme://host[:port] (no path), e.g. http://localhost:3000, or * for any`);
+  }
+  return v;
+}
+
+/** --http-console: a path (no trailing slash) outside the API's /v2, or false for none. */
+function parseConsolePath(value: string): string | undefined {
+  const v = value.trim();
+  if (['false', 'off', 'none', '0'].includes(v.toLowerCase())) return undefined;
+  const path = v.replace(/\/+$/, '');
+  if (!/^\/[A-Za-z0-9._~\-/]+$/.test(path) || path === '/v2' || path.startsWith('/v2/') || path === '/metrics') {
+    throw new CliError(`invalid argument for --http-console: '${value}'; give a path such as /console (not under /v2), or false for no console`);
+  }
+  return path;
 }

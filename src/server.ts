@@ -12,6 +12,7 @@ import { responseCacheFromOptions } from './scheduler/response-cache';
 import type { ServerOptions } from './cli-options';
 import { ServerError, toErrorInfo } from './core/errors';
 import { ControlApi } from './frontend/http/control-api';
+import { consoleStatus } from './frontend/http/console-status';
 import { GrpcFrontend } from './frontend/grpc/grpc-frontend';
 import { HttpFrontend } from './frontend/http/http-frontend';
 import type { ServerSnapshot } from './request/server-snapshot';
@@ -144,10 +145,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     });
   });
 
+  const startedMs = Date.now();
   const control = new ControlApi({
     snapshot, telemetry: observability.telemetry, tracer: observability.tracer, log,
     repository: { repo, mode: options.modelControlMode },
     shm,
+    ...(options.allowMetrics ? { metricsText: () => observability.exposition() } : {}),
+    status: () => consoleStatus({
+      options, startedMs, instances: () => repo.instanceHealth(),
+      metrics: { enabled: options.allowMetrics, summaries: observability.summaries },
+    }),
   });
 
   // Every request's version is chosen here, at enqueue, and its gate admits or refuses it.
@@ -253,6 +260,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         extensions: SERVER_EXTENSIONS,
         restrictedApi: options.httpRestrictedApi,
         ...(options.httpHeaderForwardPattern !== undefined ? { headerForwardPattern: options.httpHeaderForwardPattern } : {}),
+        corsOrigins: options.httpCorsOrigins,
+        ...(options.httpConsolePath !== undefined ? { consolePath: options.httpConsolePath } : {}),
         faults: testFaults(),
         log,
         control: (m) => control.http(m),

@@ -43,6 +43,11 @@ export interface ModelInstance {
    * nothing. Absent: always ready once started.
    */
   readonly unready?: string | undefined;
+  /**
+   * How many times this instance's thread or process died and a restart
+   * began (the console's instance health). Absent: never restarted.
+   */
+  readonly restarts?: number;
   /** `listener` is called each time `unready` changes. */
   onUnreadyChange?(listener: () => void): void;
   /**

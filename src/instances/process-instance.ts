@@ -44,6 +44,8 @@ export class ProcessInstance implements ModelInstance {
    * stays theirs until the last.
    */
   readonly pipelineDepth: number;
+  /** Deaths of the process that began a restart (ModelInstance.restarts). */
+  restarts = 0;
   private child: ProcessChild | undefined;
   /** Set while a restart runs; batches wait on it. */
   private restarting: Promise<ProcessChild> | undefined;
@@ -144,6 +146,7 @@ export class ProcessInstance implements ModelInstance {
       if (this.child !== child) return;
       this.child = undefined;
       if (this.stopped) return;
+      this.restarts++;
       this.services.log.error(`instance ${this.name} of model '${this.args.config.name}': process ${child.pid} ${why}; restarting it`);
       this.deadText = child.deadText ?? `The process of instance '${this.name}' is gone.`;
       this.setDead(`${this.deadText} (process ${child.pid} ${why}; restarting it)`);

@@ -62,6 +62,8 @@ export class WorkerInstance implements ModelInstance {
   readonly name: string;
   /** The thread drains its ring in order, so one batch can wait there (see ModelInstance). */
   readonly pipelineDepth = 2;
+  /** Deaths of the thread that began a restart (ModelInstance.restarts). */
+  restarts = 0;
   private link: ThreadLink | undefined;
   private readonly pending = new Map<number, Pending>();
   private nextBatchId = 1;
@@ -234,6 +236,7 @@ export class WorkerInstance implements ModelInstance {
       this.onStopped?.();
       return;
     }
+    this.restarts++;
     this.log?.error(`${err.message}; restarting it`);
     this.launch().then(
       () => this.log?.info(`instance ${this.name} of model '${this.args.config.name}' restarted`),

@@ -24,6 +24,8 @@ export class Observability {
   private server: MetricsServer | undefined;
   private stopped = false;
   private readonly extraText: (() => string)[] = [];
+  /** Whether the latency summaries (p50/p99 ...) are on (--metrics-config summary_latencies=true). */
+  readonly summaries: boolean = false;
 
   constructor(private readonly options: ServerOptions, private readonly log: Logger, dataplane: DataplaneSource) {
     this.tracer = new Tracer(options.traceConfig, (msg) => log.error(msg));
@@ -31,6 +33,7 @@ export class Observability {
       const { settings, warnings } = resolveMetricsSettings(options.metricsConfig);
       for (const w of warnings) log.warn(w);
       this.families = new MetricFamilies(settings, options.allowCpuMetrics);
+      this.summaries = settings.summaryLatencies && settings.summaryQuantiles.length > 0;
       registerDataplaneMetrics(this.families.registry, dataplane);
     }
     this.telemetry = new Telemetry(log, this.tracer, this.families);
@@ -41,6 +44,11 @@ export class Observability {
     this.extraText.push(source);
   }
 
+  /** The metrics endpoint's text ('' with --allow-metrics=false). */
+  async exposition(): Promise<string> {
+    return (await this.telemetry.metricsText()) + this.extraText.map((f) => f()).join('');
+  }
+
   /** Start the CPU poller and the metrics endpoint; resolves with the bound port. */
   async startMetrics(): Promise<number> {
     if (!this.families) return 0;
@@ -48,7 +56,7 @@ export class Observability {
       this.cpu = new CpuMetricsPoller(this.families.server, this.options.metricsIntervalMs);
       this.cpu.start();
     }
-    this.server = new MetricsServer(async () => (await this.telemetry.metricsText()) + this.extraText.map((f) => f()).join(''));
+    this.server = new MetricsServer(() => this.exposition());
     const { metricsAddress: address, metricsPort: port } = this.options;
     let bound: number;
     try {

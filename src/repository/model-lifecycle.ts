@@ -40,6 +40,15 @@ export interface LifecycleHooks {
   log: Logger;
 }
 
+/** One instance of the serving build, as the console shows it. */
+export interface InstanceHealth {
+  name: string;
+  /** Why it cannot serve now (ModelInstance.unready); absent while it can. */
+  unready?: string;
+  /** Deaths that began a restart (ModelInstance.restarts). */
+  restarts: number;
+}
+
 /** Builds the instances and scheduler of this version (version-builder.ts). */
 export type BuildVersion = () => Promise<LoadedVersion>;
 
@@ -79,6 +88,15 @@ export class VersionLifecycle {
       if (why !== undefined) return why;
     }
     return undefined;
+  }
+
+  /** The serving build's instances (none unless READY or draining; an ensemble has none). */
+  instanceHealth(): InstanceHealth[] {
+    return (this.serving?.instances ?? []).map((i) => {
+      const h: InstanceHealth = { name: i.name, restarts: i.restarts ?? 0 };
+      if (i.unready !== undefined) h.unready = i.unready;
+      return h;
+    });
   }
 
   /** UNAVAILABLE → LOADING → READY, or back to UNAVAILABLE with the build's reason. */

@@ -30,7 +30,7 @@ import { unloadDependents } from './dependents';
 import type { InferRequest, Respond } from '../core/request';
 import type { LoaderOptions, PreparedModel } from './model-loader';
 import { VersionLifecycle, reasonOf } from './model-lifecycle';
-import type { BuildVersion, LifecycleHooks, LoadResult } from './model-lifecycle';
+import type { BuildVersion, InstanceHealth, LifecycleHooks, LoadResult } from './model-lifecycle';
 import * as views from './model-record';
 import type { IndexEntry, ModelRecord, TableRow } from './model-record';
 import { VersionBuilder } from './version-builder';
@@ -259,6 +259,18 @@ export class RepositoryManager {
       for (const v of m.versions.values()) {
         const count = v.inflightCount();
         if (count > 0) out.push({ model: m.name, version: v.version, count });
+      }
+    }
+    return out;
+  }
+
+  /** Every version's serving instances, by model then version (the console's instance health). */
+  instanceHealth(): { model: string; version: number; instances: InstanceHealth[] }[] {
+    const out: { model: string; version: number; instances: InstanceHealth[] }[] = [];
+    for (const name of [...this.models.keys()].sort()) {
+      const m = this.models.get(name)!;
+      for (const v of [...m.versions.values()].sort((a, b) => a.version - b.version)) {
+        out.push({ model: name, version: v.version, instances: v.instanceHealth() });
       }
     }
     return out;

@@ -118,6 +118,10 @@ test('a stub killed mid-execute fails its request as not healthy, and the instan
   }
   assert.ok(ok, 'the instance serves again after the restart');
   assert.match(server.output(), /instance crash_0 of model 'crash' restarted \(pid \d+\)/);
+  // The console's instance health counts the restart (GET /v2/nodetron/status).
+  const status = await (await fetch(`${server.url}/v2/nodetron/status`)).json() as { instances: { model: string; instances: { name: string; restarts: number; unready?: string }[] }[] };
+  const crash = status.instances.find((v) => v.model === 'crash')?.instances.find((i) => i.name === 'crash_0');
+  assert.ok(crash !== undefined && crash.restarts >= 1 && crash.unready === undefined, JSON.stringify(crash));
   const live = await fetch(`${server.url}/v2/health/live`);
   assert.equal(live.status, 200);
 });

@@ -47,6 +47,8 @@ test('defaults equal tritonserver defaults (§6)', () => {
     httpCodecOffloadBytes: 65536,
     maxQueuedRequests: 4096,
     httpRestrictedApi: [],
+    httpCorsOrigins: [],
+    httpConsolePath: '/console',
     allowGrpc: true,
     grpcPort: 8001,
     grpcAddress: '0.0.0.0',
@@ -354,4 +356,18 @@ test('default --http-thread-count leaves a core to the scheduler and instances, 
   for (const [cores, threads] of [[1, 1], [2, 1], [3, 2], [4, 3], [9, 8], [64, 8]] as const) {
     assert.equal(defaultHttpThreadCount(cores), threads, `${cores} cores`);
   }
+});
+
+test('--http-cors-origin and --http-console: values kept, bad ones refused with what to give', () => {
+  const on = parseServerOptions([...REPO, '--http-cors-origin', 'http://localhost:3000', '--http-cors-origin=*', '--http-console=/ui/']);
+  assert.deepEqual(on.httpCorsOrigins, ['http://localhost:3000', '*']);
+  assert.equal(on.httpConsolePath, '/ui');
+  assert.equal(parseServerOptions([...REPO, '--http-console=false']).httpConsolePath, undefined);
+  const bad: [string[], RegExp][] = [
+    [['--http-cors-origin=localhost:3000'], /--http-cors-origin: 'localhost:3000' is not an origin; give scheme:\/\/host\[:port\]/],
+    [['--http-cors-origin=http://a/b'], /is not an origin/],
+    [['--http-console=/v2/ui'], /--http-console: '\/v2\/ui'; give a path such as \/console \(not under \/v2\)/],
+    [['--http-console=console'], /--http-console: 'console'/],
+  ];
+  for (const [args, want] of bad) assert.throws(() => parseServerOptions([...REPO, ...args]), want, args.join(' '));
 });

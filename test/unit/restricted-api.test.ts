@@ -23,6 +23,11 @@ test('every route maps to its API category (whatever the method)', () => {
     ['/v2/repository/models/m/unload?x=1', 'model-repository'],
     ['/v2/systemsharedmemory/status', 'shared-memory'],
     ['/v2/cudasharedmemory/region/r/register', 'shared-memory'],
+    ['/v2/openapi.json', 'metadata'],
+    ['/v2/models/m/openapi.json', 'metadata'],
+    ['/v2/nodetron/metrics', 'statistics'],
+    ['/v2/nodetron/status', 'statistics'],
+    ['/console/app.js', undefined],
     ['/v2/nothing', undefined],
   ];
   for (const [url, category] of table) assert.equal(categoryOfUrl(url), category, url);

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { matchRoute } from '../../src/frontend/http/routes';
+import { matchRoute, routeMethods } from '../../src/frontend/http/routes';
 
 const CASES: [string, string, unknown][] = [
   ['GET', '/v2', { kind: 'server_metadata' }],
@@ -29,10 +29,33 @@ const CASES: [string, string, unknown][] = [
   ['POST', '/v2/logging', { kind: 'logging' }],
   ['DELETE', '/v2/logging', { kind: 'method_not_allowed' }],
   ['GET', '/metrics', { kind: 'not_found' }],
+  ['GET', '/v2/openapi.json', { kind: 'openapi' }],
+  ['POST', '/v2/openapi.json', { kind: 'method_not_allowed' }],
+  ['GET', '/v2/models/simple/openapi.json', { kind: 'model_openapi', model: 'simple', version: undefined }],
+  ['GET', '/v2/models/simple/versions/2/openapi.json', { kind: 'model_openapi', model: 'simple', version: '2' }],
+  ['GET', '/v2/models/openapi.json', { kind: 'model_metadata', model: 'openapi.json', version: undefined }],
+  ['GET', '/v2/nodetron/metrics', { kind: 'nodetron_metrics' }],
+  ['GET', '/v2/nodetron/status?x', { kind: 'nodetron_status' }],
+  ['POST', '/v2/nodetron/status', { kind: 'method_not_allowed' }],
 ];
 
 for (const [method, url, want] of CASES) {
   test(`${method} ${url}`, () => {
     assert.deepEqual(matchRoute(method, url), want);
+  });
+}
+
+const METHODS: [string, readonly string[] | undefined][] = [
+  ['/v2/models/simple/infer', ['POST']],
+  ['/v2/logging?x=1', ['GET', 'POST']],
+  ['/v2/models/simple/versions/1', ['GET']],
+  ['/v2/systemsharedmemory/region/a/register', ['POST']],
+  ['/v2/nope', undefined],
+  ['/console', undefined],
+];
+
+for (const [url, want] of METHODS) {
+  test(`routeMethods ${url}`, () => {
+    assert.deepEqual(routeMethods(url), want);
   });
 }

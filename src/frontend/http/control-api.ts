@@ -30,6 +30,10 @@ export interface ControlContext {
   repository?: RepositoryApiContext;
   /** Client system shared memory (shm-registry.ts); absent = 501. */
   shm?: ShmRegistry;
+  /** The metrics endpoint's text (`GET /v2/nodetron/metrics`); absent with --allow-metrics=false. */
+  metricsText?: () => Promise<string>;
+  /** `GET /v2/nodetron/status` (console-status.ts); absent = 501. */
+  status?: () => unknown;
 }
 
 export class ControlApi {
@@ -90,11 +94,27 @@ export class ControlApi {
   http(req: ControlRequest): ControlReply | Promise<ControlReply> {
     if (isRepositoryRoute(req)) return repositoryHttp(this.ctx.repository, req);
     if (req.route.kind === 'shm' && this.ctx.shm !== undefined) return shmHttp(this.ctx.shm, req);
+    if (req.route.kind === 'nodetron_metrics') return this.metricsHttp(req.id);
+    if (req.route.kind === 'nodetron_status' && this.ctx.status !== undefined) {
+      return { t: 'control_reply', id: req.id, status: 200, body: JSON.stringify(this.ctx.status()) };
+    }
     try {
       return { t: 'control_reply', id: req.id, status: 200, body: JSON.stringify(this.route(req)) };
     } catch (err) {
       const info = toErrorInfo(err);
       return { t: 'control_reply', id: req.id, status: HTTP_STATUS[info.code], body: JSON.stringify({ error: info.message }) };
+    }
+  }
+
+  /** The metrics text on the HTTP port; Triton's 'Metrics not enabled' hint when there is none. */
+  private async metricsHttp(id: number): Promise<ControlReply> {
+    if (this.ctx.metricsText === undefined) {
+      return { t: 'control_reply', id, status: 400, body: JSON.stringify({ error: 'metrics are off (--allow-metrics=false): start the server with --allow-metrics=true to see them here' }) };
+    }
+    try {
+      return { t: 'control_reply', id, status: 200, body: await this.ctx.metricsText(), contentType: 'text/plain; version=0.0.4; charset=utf-8' };
+    } catch (err) {
+      return { t: 'control_reply', id, status: 500, body: JSON.stringify({ error: `failed to collect metrics: ${toErrorInfo(err).message}` }) };
     }
   }
 

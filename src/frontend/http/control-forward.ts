@@ -32,7 +32,8 @@ export class ControlForwarder {
     const reply = this.waiting.get(msg.id);
     if (reply === undefined) return;
     this.waiting.delete(msg.id);
-    reply.json(msg.status, msg.body);
+    if (msg.contentType === undefined) reply.json(msg.status, msg.body);
+    else reply.send(msg.status, { 'Content-Type': msg.contentType }, msg.body);
   }
 
   private forward(reply: Reply, method: string, route: ControlRoute, body: string): void {

@@ -36,12 +36,19 @@ export interface HttpThreadData {
   accessLog?: boolean;
   /** --http-header-forward-pattern: headers matching it become request parameters (request/header-forward.ts). */
   headerForwardPattern?: string;
+  /** --http-cors-origin: origins allowed to call the routes from a browser (cors.ts); empty = CORS off. */
+  corsOrigins?: readonly string[];
+  /** --http-console: where the console's files are served (console-assets.ts); absent = no console. */
+  consolePath?: string;
 }
 
 /** Non-data-plane routes an HTTP thread forwards to the main thread (control-api.ts). */
 export type ControlRoute = Extract<
   Route,
-  { kind: 'model_stats' | 'logging' | 'trace' | 'model_trace' | 'repository_index' | 'repository_load' | 'repository_unload' | 'shm' }
+  {
+    kind: 'model_stats' | 'logging' | 'trace' | 'model_trace' | 'repository_index' | 'repository_load' | 'repository_unload' | 'shm'
+      | 'nodetron_metrics' | 'nodetron_status';
+  }
 >;
 
 /** Request of the control channel; answered by a ControlReply with the same id. */
@@ -58,8 +65,10 @@ export interface ControlReply {
   t: 'control_reply';
   id: number;
   status: number;
-  /** JSON text. */
+  /** JSON text, unless contentType says otherwise. */
   body: string;
+  /** Absent: application/json. */
+  contentType?: string;
 }
 
 export type MainToHttp =

@@ -47,6 +47,10 @@ export interface HttpFrontendOptions {
   onRefused?: (r: RefusedRequest) => void;
   /** --http-header-forward-pattern, checked by cli-options. */
   headerForwardPattern?: string;
+  /** --http-cors-origin (cors.ts); empty or absent = CORS off. */
+  corsOrigins?: readonly string[];
+  /** --http-console: the console's path (console-assets.ts); absent = no console. */
+  consolePath?: string;
 }
 
 interface HttpThread {
@@ -153,6 +157,8 @@ export class HttpFrontend {
     if (this.opts.faults?.length) data.faults = this.opts.faults;
     if (this.opts.onRefused !== undefined) data.accessLog = true;
     if (this.opts.headerForwardPattern !== undefined) data.headerForwardPattern = this.opts.headerForwardPattern;
+    if (this.opts.corsOrigins !== undefined && this.opts.corsOrigins.length > 0) data.corsOrigins = this.opts.corsOrigins;
+    if (this.opts.consolePath !== undefined) data.consolePath = this.opts.consolePath;
     const worker = new Worker(path.join(__dirname, 'http-thread.js'), { workerData: data, name: `http-${index}`, resourceLimits: workerResourceLimits() });
     const t: HttpThread = {
       index, worker, threadId: worker.threadId, toMain, fromMain, out: RingWriter.attach(fromMain), alive: true, inflight: new Map(),

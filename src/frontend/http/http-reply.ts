@@ -10,6 +10,8 @@ import type { RequestHeadFields } from './request-head-parser';
 const STATUS_TEXT: Record<number, string> = {
   100: 'Continue',
   200: 'OK',
+  302: 'Found',
+  204: 'No Content',
   400: 'Bad Request',
   403: 'Forbidden',
   404: 'Not Found',
@@ -79,6 +81,8 @@ export type BodyResult = { ok: true; body: Buffer } | { ok: false; size: number 
 export class Reply {
   aborted = false;
   done = false;
+  /** Headers added to whatever answer this reply sends (CORS, cors.ts). */
+  extraHeaders: Record<string, string> | undefined;
   /** Runs once, when the answer is handed to the connection or the client went away. */
   onFinished: (() => void) | undefined;
   private abortHooks: (() => void)[] | undefined;
@@ -186,7 +190,10 @@ export class Reply {
   private headText(status: number, headers: Record<string, string>, length: number, close: boolean): string {
     let s = `HTTP/1.1 ${statusLine(status)}\r\n`;
     for (const k in headers) if (k.toLowerCase() !== 'content-length') s += `${k}: ${headers[k]}\r\n`;
-    s += `Date: ${httpDate()}\r\nContent-Length: ${length}\r\n`;
+    const extra = this.extraHeaders;
+    if (extra !== undefined) for (const k in extra) s += `${k}: ${extra[k]}\r\n`;
+    // A 204 carries no body and so no Content-Length (RFC 9110 §8.6).
+    s += status === 204 ? `Date: ${httpDate()}\r\n` : `Date: ${httpDate()}\r\nContent-Length: ${length}\r\n`;
     if (close || !this.keepAlive) s += 'Connection: close\r\n';
     else if (this.minor === 0) s += 'Connection: keep-alive\r\n';
     return `${s}\r\n`;

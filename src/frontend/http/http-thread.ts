@@ -23,6 +23,10 @@ import { CodecPool } from './codec-pool';
 import { ControlForwarder } from './control-forward';
 import { InferHandler, sendError } from './infer-handler';
 import { restrictedError } from './restricted-api';
+import { ConsoleAssets } from './console-assets';
+import { corsHeaders, preflight } from './cors';
+import { serverOpenApi } from './openapi';
+import { modelOpenApi } from './model-openapi';
 import { matchRoute } from './routes';
 import { type Reply, type RequestHead, readBody } from './http-reply';
 import { HttpServer } from './http-server';
@@ -32,6 +36,9 @@ nameThisThread(`nt:http-${data.index}`);
 const port = parentPort!;
 let snapshot: ServerSnapshot = emptySnapshot();
 const serverMetadata = JSON.stringify({ name: data.serverName, version: data.serverVersion, extensions: data.extensions });
+const corsOrigins = data.corsOrigins ?? [];
+const consoleAssets = data.consolePath === undefined ? undefined : ConsoleAssets.load(data.consolePath);
+const openApi = serverOpenApi({ name: data.serverName, version: data.serverVersion, extensions: data.extensions, restricted: data.restrictedApi ?? [] });
 const arena = Arena.attach(data.arena);
 const codec = new CodecPool(data.codecOffloadBytes, { index: data.index, arena: data.arena });
 const infer = new InferHandler(arena, RingWriter.attach(data.toMain), data.maxInputSize, () => snapshot, codec,
@@ -147,6 +154,22 @@ function route(reply: Reply, head: RequestHead): void {
     if (head.contentLength === '' && head.transferEncoding === '') return refuse();
     return readBody(reply, head, data.maxInputSize, refuse);
   }
+  if (corsOrigins.length > 0) {
+    reply.extraHeaders = corsHeaders(corsOrigins, head.header('origin').trim());
+    // A preflight is answered before the restricted-API check: browsers never send the key on one.
+    const pre = preflight(corsOrigins, head.method, head.url, head.header);
+    if (pre !== undefined) {
+      reply.extraHeaders = undefined;
+      if (pre.error === undefined) reply.send(pre.status, pre.headers, '');
+      else reply.send(pre.status, { ...pre.headers, 'Content-Type': 'application/json' }, JSON.stringify({ error: pre.error }));
+      return;
+    }
+  }
+  if (consoleAssets?.owns(head.url) === true) {
+    const a = consoleAssets.answer(head.method, head.url);
+    reply.send(a.status, a.headers, a.body);
+    return;
+  }
   // Restricted API before the method check (protocol.md §1.1).
   const denied = restrictedError(data.restrictedApi ?? [], head.url, head.header);
   if (denied !== undefined) return reply.error(403, denied);
@@ -189,6 +212,14 @@ function route(reply: Reply, head: RequestHead): void {
       case 'infer':
         infer.handle(reply, head, r.model, r.version);
         return;
+      case 'openapi':
+        reply.json(200, openApi);
+        return;
+      case 'model_openapi': {
+        const { view } = lookupModel(snapshot, r.model, r.version, 'loaded');
+        reply.json(200, modelOpenApi(view.config!, data.serverVersion, data.restrictedApi ?? []));
+        return;
+      }
       case 'model_stats':
       case 'logging':
       case 'trace':
@@ -197,6 +228,8 @@ function route(reply: Reply, head: RequestHead): void {
       case 'repository_load':
       case 'repository_unload':
       case 'shm':
+      case 'nodetron_metrics':
+      case 'nodetron_status':
         control.handle(reply, head, r);
         return;
       case 'not_found':

@@ -28,6 +28,8 @@ export function categoryOf(route: Route): ApiCategory | undefined {
       return 'health';
     case 'server_metadata':
     case 'model_metadata':
+    case 'openapi':
+    case 'model_openapi':
       return 'metadata';
     case 'infer':
     case 'generate':
@@ -35,6 +37,8 @@ export function categoryOf(route: Route): ApiCategory | undefined {
     case 'model_config':
       return 'model-config';
     case 'model_stats':
+    case 'nodetron_metrics':
+    case 'nodetron_status':
       return 'statistics';
     case 'model_trace':
     case 'trace':

@@ -19,11 +19,17 @@ export type Route =
   | { kind: 'repository_index'; repository?: string }
   | { kind: 'repository_load'; repository?: string; model: string }
   | { kind: 'repository_unload'; repository?: string; model: string }
+  /** OpenAPI description of the routes this server serves (openapi.ts), and of one model's inference (model-openapi.ts). */
+  | { kind: 'openapi' }
+  | { kind: 'model_openapi'; model: string; version?: string }
+  /** nodetron's own, for the console: the metrics text on the HTTP port, and the server's status (console-status.ts). */
+  | { kind: 'nodetron_metrics' }
+  | { kind: 'nodetron_status' }
   | { kind: 'shm'; flavor: 'system' | 'cuda'; region?: string; action: 'status' | 'register' | 'unregister' }
   | { kind: 'not_found' }
   | { kind: 'method_not_allowed' };
 
-const MODEL_RE = /^\/v2\/models\/([^/]+)(?:\/versions\/([0-9]+))?(?:\/(infer|generate|generate_stream|ready|config|stats|trace\/setting))?$/;
+const MODEL_RE = /^\/v2\/models\/([^/]+)(?:\/versions\/([0-9]+))?(?:\/(infer|generate|generate_stream|ready|config|stats|trace\/setting|openapi\.json))?$/;
 const REPO_RE = /^\/v2\/repository(?:\/([^/]+))?\/(index|models\/([^/]+)\/(load|unload))$/;
 const SHM_RE = /^\/v2\/(systemsharedmemory|cudasharedmemory)(?:\/region\/([^/]+))?\/(status|register|unregister)$/;
 
@@ -40,6 +46,12 @@ export function matchRoute(method: string, url: string): Route {
   return r.methods.includes(m) ? r.route : { kind: 'method_not_allowed' };
 }
 
+/** The methods a URL's path answers (a CORS preflight's Allow-Methods), or undefined for an unknown path. */
+export function routeMethods(url: string): readonly string[] | undefined {
+  const q = url.indexOf('?');
+  return matchPath(q >= 0 ? url.slice(0, q) : url)?.methods;
+}
+
 function matchPath(path: string): { route: Route; methods: string[] } | undefined {
   switch (path) {
     case '/v2':
@@ -54,6 +66,12 @@ function matchPath(path: string): { route: Route; methods: string[] } | undefine
       return { route: { kind: 'logging' }, methods: GET_POST };
     case '/v2/trace/setting':
       return { route: { kind: 'trace' }, methods: GET_POST };
+    case '/v2/openapi.json':
+      return { route: { kind: 'openapi' }, methods: GET };
+    case '/v2/nodetron/metrics':
+      return { route: { kind: 'nodetron_metrics' }, methods: GET };
+    case '/v2/nodetron/status':
+      return { route: { kind: 'nodetron_status' }, methods: GET };
     default:
       break;
   }
@@ -76,6 +94,8 @@ function matchPath(path: string): { route: Route; methods: string[] } | undefine
       case 'generate':
       case 'generate_stream':
         return { route: { kind: 'generate', model, version, stream: mm[3] === 'generate_stream' }, methods: POST };
+      case 'openapi.json':
+        return { route: { kind: 'model_openapi', model, version }, methods: GET };
       case 'trace/setting':
         return version === undefined ? { route: { kind: 'model_trace', model }, methods: GET_POST } : undefined;
       default:
