@@ -9,6 +9,7 @@
  *   node dist/bench/bytes-tensor.js [--sizes=1000000,10000000] [--reps=1]
  *     [--paths=grpc-raw,grpc-contents,http-binary,http-json] [--models=py,onnx]
  *     [--trees=<repo root>[,<repo root>...]] [--element-bytes=1]
+ *     [--node-args=--cpu-prof,--cpu-prof-dir=/tmp/prof]   (node flags for the servers)
  *
  * `--trees`: each tree's built server (`<tree>/dist/src/cli.js`) is started
  * once and the trees take turns request by request (a before and an after
@@ -184,8 +185,9 @@ interface Server {
 async function startTree(tree: string, repo: string): Promise<Server> {
   const httpPort = await freePort();
   const grpcPort = await freePort();
+  const nodeArgs = flag('node-args', '').split(',').filter((a) => a !== '');
   const proc = await startProc(process.execPath, [
-    path.join(tree, 'dist/src/cli.js'), `--model-repository=${repo}`, `--http-port=${httpPort}`, '--allow-grpc=true', `--grpc-port=${grpcPort}`,
+    ...nodeArgs, path.join(tree, 'dist/src/cli.js'), `--model-repository=${repo}`, `--http-port=${httpPort}`, '--allow-grpc=true', `--grpc-port=${grpcPort}`,
     '--allow-metrics=false', `--http-max-input-size=${2 ** 31 - 1}`, '--log-verbose=0',
   ], httpPort);
   const session = http2.connect(`http://127.0.0.1:${grpcPort}`, { settings: { initialWindowSize: 2 ** 30 } });
