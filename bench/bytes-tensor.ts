@@ -4,7 +4,8 @@
  * repeated-field entry per element), the HTTP binary-data extension and
  * HTTP JSON `data` (one string per element). Per request: wall time (the
  * client's, on loopback) and the server's CPU (user + system of the server
- * process and its children, so the Python stub counts; `/proc/<pid>/stat`).
+ * process and its children, so the Python stub counts; `/proc/<pid>/stat`),
+ * with the node process's own share in brackets (the rest is the stub).
  *
  *   node dist/bench/bytes-tensor.js [--sizes=1000000,10000000] [--reps=1]
  *     [--paths=grpc-raw,grpc-contents,http-binary,http-json] [--models=py,onnx]
@@ -202,17 +203,28 @@ async function startTree(tree: string, repo: string): Promise<Server> {
 
 type Bodies = { raw: Buffer; grpcRaw?: Buffer; grpcContents?: Buffer; httpBinary?: { header: number; body: Buffer }; json?: Buffer };
 
-async function once(s: Server, route: PathKey, model: string, n: number, b: Bodies): Promise<{ wall: number; cpu: number }> {
+/** CPU seconds (user + system, all threads) of one process, without its children. */
+function processCpuSeconds(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100;
+}
+
+interface Sample { wall: number; cpu: number; node: number }
+
+async function once(s: Server, route: PathKey, model: string, n: number, b: Bodies): Promise<Sample> {
   const pid = s.proc.child.pid!;
   const cpu0 = treeCpuSeconds(pid);
+  const node0 = processCpuSeconds(pid);
   const t0 = performance.now();
+  const done = (wall: number): Sample => ({ wall, cpu: treeCpuSeconds(pid) - cpu0, node: processCpuSeconds(pid) - node0 });
   if (route === 'grpc-raw' || route === 'grpc-contents') {
     const r = await grpcCall(s.session, route === 'grpc-raw' ? b.grpcRaw! : b.grpcContents!);
     const wall = performance.now() - t0;
     if (r.status !== '0') throw new Error(`${route} ${model} ${n}: grpc-status ${r.status}: ${r.message}`);
     const out = rawOutput(r.data.subarray(5));
     if (out === undefined || !out.equals(b.raw)) throw new Error(`${route} ${model} ${n}: OUTPUT0 differs from INPUT0`);
-    return { wall, cpu: treeCpuSeconds(pid) - cpu0 };
+    return done(wall);
   }
   const port = s.proc.port;
   if (route === 'http-binary') {
@@ -221,14 +233,14 @@ async function once(s: Server, route: PathKey, model: string, n: number, b: Bodi
     if (r.status !== 200) throw new Error(`${route} ${model} ${n}: HTTP ${r.status}: ${r.body.subarray(0, 300).toString()}`);
     const h = Number(r.headers['inference-header-content-length']);
     if (!r.body.subarray(h).equals(b.raw)) throw new Error(`${route} ${model} ${n}: OUTPUT0 differs from INPUT0`);
-    return { wall, cpu: treeCpuSeconds(pid) - cpu0 };
+    return done(wall);
   }
   const r = await httpPost(port, model, b.json!, { 'Content-Type': 'application/json' });
   const wall = performance.now() - t0;
   if (r.status !== 200) throw new Error(`${route} ${model} ${n}: HTTP ${r.status}: ${r.body.subarray(0, 300).toString()}`);
   // The request's data, less its other fields: the answer's "data" array is as long.
   if (r.body.length < b.json!.length - 200) throw new Error(`${route} ${model} ${n}: answer of ${r.body.length} bytes is too short`);
-  return { wall, cpu: treeCpuSeconds(pid) - cpu0 };
+  return done(wall);
 }
 
 function makeRepo(models: ModelKey[]): string {
@@ -258,7 +270,7 @@ async function main(): Promise<void> {
       const b: Bodies = { raw: warm, grpcRaw: grpcBody(MODEL_NAME[m], 10_000, size, warm, false), grpcContents: grpcBody(MODEL_NAME[m], 10_000, size, warm, true), httpBinary: httpBinaryBody(10_000, warm), json: httpJsonBody(10_000, size) };
       for (const s of servers) for (const route of routes) await once(s, route, MODEL_NAME[m], 10_000, b);
     }
-    console.log(`| model | path | elements | ${trees.map((t) => `${path.basename(t)}: wall s, server CPU s`).join(' | ')} |`);
+    console.log(`| model | path | elements | ${trees.map((t) => `${path.basename(t)}: wall s, server CPU s (node process alone)`).join(' | ')} |`);
     console.log(`|---|---|---:|${trees.map(() => '---|').join('')}`);
     for (const n of sizes) {
       const raw = serialized(n, size);
@@ -274,7 +286,7 @@ async function main(): Promise<void> {
           for (let rep = 0; rep < reps; rep++) {
             for (const [k, s] of servers.entries()) {
               const r = await once(s, route, model, n, b);
-              cells[k].push(`${(r.wall / 1000).toFixed(2)}, ${r.cpu.toFixed(2)}`);
+              cells[k].push(`${(r.wall / 1000).toFixed(2)}, ${r.cpu.toFixed(2)} (${r.node.toFixed(2)})`);
             }
           }
           console.log(`| ${m} | ${route} | ${n.toLocaleString('en')} | ${cells.map((c) => c.join('; ')).join(' | ')} |`);

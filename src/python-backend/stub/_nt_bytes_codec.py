@@ -9,8 +9,10 @@ Python step per element, where the elements allow it:
     array: one object per element, made in C;
   - long elements (more than SHORT bytes) are sliced one by one, where the
     per-element cost is small next to the bytes copied;
-  - serializing elements of mixed lengths scatters the lengths and copies
-    the joined payload around them with one boolean mask.
+  - serializing short elements casts the object array to S<max> rows (one
+    copy in C, no join), keeps each row's first `len` bytes, and scatters
+    the lengths and that payload with one boolean mask; long ones are
+    joined.
 """
 import numpy as np
 
@@ -31,22 +33,33 @@ def serialize_bytes(array):
     if n == 0:
         return b""
     items = flat.tolist()
+    objects = flat if flat.dtype == np.object_ else None
     if set(map(type, items)) != {bytes}:
         items = [x if isinstance(x, bytes) else str(x).encode("utf-8") for x in items]
+        objects = None
     lens = np.fromiter(map(len, items), dtype=np.int64, count=n)
-    payload = b"".join(items)
     prefixes = lens.astype("<u4").view(np.uint8).reshape(n, 4)
     low, high = int(lens.min()), int(lens.max())
+    if high <= SHORT:
+        # Short elements: numpy copies them into fixed (n, high) rows (an
+        # S<high> cast, NULs kept in the buffer) instead of joining objects.
+        if objects is None:
+            objects = np.empty(n, dtype=np.object_)
+            objects[:] = items
+        width = max(high, 1)
+        block = objects.astype("S%d" % width).view(np.uint8).reshape(n, width)
+        payload = block[:, :low] if low == high else block[np.arange(width) < lens[:, None]]
+    else:
+        payload = np.frombuffer(b"".join(items), dtype=np.uint8)
     if low == high:
         # One length: rows of 4 + L bytes.
         out = np.empty((n, 4 + low), dtype=np.uint8)
         out[:, :4] = prefixes
-        if low:
-            out[:, 4:] = np.frombuffer(payload, dtype=np.uint8).reshape(n, low)
+        out[:, 4:] = payload.reshape(n, low)
         return out.tobytes()
     # Mixed lengths: the lengths go at each element's start (4 strided
     # writes), the payload, in order, into every byte that is not a length.
-    total = 4 * n + len(payload)
+    total = 4 * n + payload.size
     out = np.empty(total, dtype=np.uint8)
     starts = np.arange(0, 4 * n, 4, dtype=np.int64)
     starts[1:] += np.cumsum(lens[:-1])
@@ -55,7 +68,7 @@ def serialize_bytes(array):
         at = starts + k
         out[at] = prefixes[:, k]
         is_payload[at] = False
-    out[is_payload] = np.frombuffer(payload, dtype=np.uint8)
+    out[is_payload] = payload
     return out.tobytes()
 
 
