@@ -4,7 +4,8 @@
  * little-endian length, then its UTF-8 bytes), in one pass: each string is
  * written straight into one growing buffer, with no array of the strings
  * and no second pass to size them. Short ASCII strings (the usual element)
- * are copied char by char; others go through Buffer.write.
+ * are copied char by char; others go through Buffer.write (tensor-view.ts
+ * writeUtf8).
  *
  * Past `limit` bytes nothing more is written, only counted, so the caller
  * can name the whole byte size in its error (--http-max-input-size) without
@@ -12,9 +13,8 @@
  */
 import { ServerError } from '../../core/errors';
 import { jsonDepthError, MAX_JSON_DEPTH } from '../../core/json-depth';
+import { utf8Length, writeElementLength, writeUtf8 } from '../../request/tensor-view';
 
-/** Strings up to this many chars are tried as ASCII in a JS loop first. */
-const SHORT_STRING = 64;
 /** The first buffer's size at most; it doubles as it fills. */
 const FIRST_BUFFER_MAX = 1 << 20;
 
@@ -66,30 +66,14 @@ function writeStrings(arr: unknown[], depth: number): void {
 
 function writeString(s: string): void {
   if (size > cap) {
-    size += 4 + Buffer.byteLength(s, 'utf8');
+    size += 4 + utf8Length(s);
     return;
   }
-  const chars = s.length;
   // UTF-8 takes at most 3 bytes per UTF-16 unit.
-  if (pos + 4 + 3 * chars > out.length) grow(4 + 3 * chars);
-  const buf = out;
-  const at = pos + 4;
-  let n = -1;
-  if (chars <= SHORT_STRING) {
-    let k = 0;
-    for (; k < chars; k++) {
-      const c = s.charCodeAt(k);
-      if (c >= 0x80) break;
-      buf[at + k] = c;
-    }
-    if (k === chars) n = chars;
-  }
-  if (n < 0) n = buf.write(s, at, 'utf8');
-  buf[pos] = n & 0xff;
-  buf[pos + 1] = (n >>> 8) & 0xff;
-  buf[pos + 2] = (n >>> 16) & 0xff;
-  buf[pos + 3] = n >>> 24;
-  pos = at + n;
+  if (pos + 4 + 3 * s.length > out.length) grow(4 + 3 * s.length);
+  const n = writeUtf8(out, pos + 4, s);
+  writeElementLength(out, pos, n);
+  pos += 4 + n;
   size = pos;
 }
 
