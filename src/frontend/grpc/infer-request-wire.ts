@@ -24,6 +24,7 @@ import type {
   InferTensorContentsMsg,
   ModelInferRequestMsg,
 } from './proto-types';
+import { writeElementLength } from '../../request/tensor-view';
 import { WIRE_FIXED32, WIRE_FIXED64, WIRE_LEN, WIRE_VARINT, WireReader, wrongWireType } from './wire-reader';
 
 /** A request with every field at its default, as proto-loader gives an empty message. */
@@ -295,10 +296,7 @@ function serializeBytesContents(buf: Buffer, begin: number, end: number, total: 
     }
     const n = r.length();
     const from = r.pos;
-    out[p] = n & 0xff;
-    out[p + 1] = (n >>> 8) & 0xff;
-    out[p + 2] = (n >>> 16) & 0xff;
-    out[p + 3] = n >>> 24;
+    writeElementLength(out, p, n);
     p += 4;
     if (n <= SHORT_ELEMENT) {
       for (let k = 0; k < n; k++) out[p + k] = buf[from + k];
