@@ -73,16 +73,77 @@ export function bytesElements(data: Uint8Array, count: number): Int32Array | und
   return spans;
 }
 
+/** Strings up to this many chars are tried as ASCII in a JS loop before calling into Buffer. */
+const SHORT_STRING = 64;
+
+/** True when `s` is at most SHORT_STRING chars, all ASCII (its UTF-8 length is its length). */
+function shortAscii(s: string): boolean {
+  const n = s.length;
+  if (n > SHORT_STRING) return false;
+  for (let k = 0; k < n; k++) if (s.charCodeAt(k) >= 0x80) return false;
+  return true;
+}
+
+/** UTF-8 byte length of `s` (short ASCII strings without a call out of JS). */
+export function utf8Length(s: string): number {
+  return shortAscii(s) ? s.length : Buffer.byteLength(s, 'utf8');
+}
+
+/** Writes `s` as UTF-8 into `buf` at `at` (the room is there); returns the bytes written. */
+export function writeUtf8(buf: Buffer, at: number, s: string): number {
+  if (!shortAscii(s)) return buf.write(s, at, 'utf8');
+  const n = s.length;
+  for (let k = 0; k < n; k++) buf[at + k] = s.charCodeAt(k);
+  return n;
+}
+
+/** Writes a BYTES element's 4-byte little-endian length at `at`. */
+export function writeElementLength(buf: Uint8Array, at: number, n: number): void {
+  buf[at] = n & 0xff;
+  buf[at + 1] = (n >>> 8) & 0xff;
+  buf[at + 2] = (n >>> 16) & 0xff;
+  buf[at + 3] = n >>> 24;
+}
+
 /** Serialize strings as a BYTES tensor: 4-byte little-endian length + UTF-8 bytes each. */
 export function encodeBytesTensor(elements: readonly string[]): Buffer {
   let size = 0;
-  for (const s of elements) size += 4 + Buffer.byteLength(s, 'utf8');
+  for (const s of elements) size += 4 + utf8Length(s);
   const out = Buffer.allocUnsafe(size);
   let off = 0;
   for (const s of elements) {
-    const n = out.write(s, off + 4, 'utf8');
-    out.writeUInt32LE(n, off);
+    const n = writeUtf8(out, off + 4, s);
+    writeElementLength(out, off, n);
     off += 4 + n;
   }
   return out;
+}
+
+/** Tensors up to this size are decoded through one latin1 string of them (V8 strings stop at ~2^29 chars). */
+const LATIN1_MAX_BYTES = 1 << 28;
+
+/**
+ * The elements of a serialized BYTES tensor as UTF-8-decoded strings,
+ * appended to `out`; `invalid(what)` makes the error for a malformed stream.
+ * An ASCII element is cut from one latin1 string of the whole tensor (its
+ * byte offsets are char offsets there) instead of decoded by a call of its
+ * own; other elements are decoded as UTF-8 one by one.
+ */
+export function decodeBytesElements(bytes: Uint8Array, out: string[], invalid: (what: 'length' | 'element') => Error): void {
+  const len = bytes.byteLength;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, len);
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, len);
+  const text = len <= LATIN1_MAX_BYTES ? buf.toString('latin1') : undefined;
+  let pos = 0;
+  while (pos < len) {
+    if (pos + 4 > len) throw invalid('length');
+    const n = view.getUint32(pos, true);
+    pos += 4;
+    const end = pos + n;
+    if (end > len) throw invalid('element');
+    let ascii = text !== undefined;
+    for (let k = pos; ascii && k < end; k++) if (bytes[k] >= 0x80) ascii = false;
+    out.push(ascii ? text!.substring(pos, end) : buf.toString('utf8', pos, end));
+    pos = end;
+  }
 }

@@ -183,29 +183,32 @@ function checkByteSize(plan: ValidationPlan, input: DecodedInput, rid: string): 
   checkBytesElements(input, count, model, rid);
 }
 
-/** Walk the 4-byte little-endian length prefixes of a BYTES tensor. */
+/**
+ * Walk the 4-byte little-endian length prefixes of a BYTES tensor: one
+ * DataView read and one add per element (the texts are built only on
+ * failure).
+ */
 function checkBytesElements(input: DecodedInput, expected: number, model: string, rid: string): void {
   const d = input.data;
   const len = d.byteLength;
-  const what = `for inference input '${input.name}' for model '${model}'`;
+  const view = new DataView(d.buffer, d.byteOffset, len);
+  const what = (): string => `for inference input '${input.name}' for model '${model}'`;
   let off = 0;
   let seen = 0;
-  while (off < len) {
-    if (len - off < 4) {
-      throw invalid(
-        `${rid}incomplete string length indicator ${what}, expecting 4 bytes but only ${len - off} bytes available. ` +
-          'Please make sure the string length indicator is in one buffer.',
-      );
+  while (off + 4 <= len) {
+    off += 4 + view.getUint32(off, true);
+    if (++seen > expected) {
+      throw invalid(`${rid}unexpected number of string elements ${seen} ${what()}, expecting ${expected}`);
     }
-    const elementLength = (d[off] | (d[off + 1] << 8) | (d[off + 2] << 16) | (d[off + 3] << 24)) >>> 0;
-    seen++;
-    if (seen > expected) {
-      throw invalid(`${rid}unexpected number of string elements ${seen} ${what}, expecting ${expected}`);
-    }
-    off += 4 + elementLength;
+  }
+  if (off < len) {
+    throw invalid(
+      `${rid}incomplete string length indicator ${what()}, expecting 4 bytes but only ${len - off} bytes available. ` +
+        'Please make sure the string length indicator is in one buffer.',
+    );
   }
   // A last element whose bytes run past the end is not counted (Triton would
   // hand the backend a truncated buffer; we refuse it with the count message).
   if (off > len) seen--;
-  if (seen !== expected) throw invalid(`${rid}expected ${expected} string elements ${what}, got ${seen}`);
+  if (seen !== expected) throw invalid(`${rid}expected ${expected} string elements ${what()}, got ${seen}`);
 }

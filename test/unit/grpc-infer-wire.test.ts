@@ -11,7 +11,7 @@ import protobuf from 'protobufjs';
 import { grpcServiceProtoPath, LOADER_OPTIONS } from '../../src/frontend/grpc/grpc-protos';
 import { decodeModelInferRequestBytes } from '../../src/frontend/grpc/infer-request-wire';
 import { encodeModelInferResponseBytes, encodeModelStreamInferResponseBytes } from '../../src/frontend/grpc/infer-response-wire';
-import type { ModelInferResponseOut, ModelStreamInferResponseOut } from '../../src/frontend/grpc/proto-types';
+import type { ModelInferRequestMsg, ModelInferResponseOut, ModelStreamInferResponseOut } from '../../src/frontend/grpc/proto-types';
 import { protoDir } from '../../src/repository/config/schema';
 
 const root = new protobuf.Root();
@@ -22,8 +22,30 @@ const StreamType = root.lookupType('inference.ModelStreamInferResponse');
 
 const pkg = protoLoader.loadSync(grpcServiceProtoPath(), { ...LOADER_OPTIONS, includeDirs: [protoDir()] });
 const service = pkg['inference.GRPCInferenceService'] as Record<string, { requestDeserialize: (b: Buffer) => unknown }>;
-/** What the server received before the hand-rolled decoder: proto-loader's deserializer. */
-const loaderDecode = (b: Buffer): unknown => service.ModelInfer.requestDeserialize(b);
+/** Triton's serialized BYTES layout of these elements: a 4-byte little-endian length before each. */
+function serializedBytes(elements: readonly Uint8Array[]): Buffer {
+  return Buffer.concat(elements.flatMap((e) => {
+    const len = Buffer.alloc(4);
+    len.writeUInt32LE(e.byteLength);
+    return [len, Buffer.from(e)];
+  }));
+}
+
+/**
+ * What the server received before the hand-rolled decoder: proto-loader's
+ * deserializer, with bytes_contents moved into bytes_serialized as our
+ * decoder gives them (infer-request-wire.ts, its one difference in shape).
+ */
+const loaderDecode = (b: Buffer): unknown => {
+  const msg = service.ModelInfer.requestDeserialize(b) as ModelInferRequestMsg;
+  for (const t of msg.inputs) {
+    const c = t.contents;
+    if (c === null || c.bytes_contents.length === 0) continue;
+    c.bytes_serialized = { data: serializedBytes(c.bytes_contents), count: c.bytes_contents.length };
+    c.bytes_contents = [];
+  }
+  return msg;
+};
 
 const encodeReq = (obj: Record<string, unknown>): Buffer => Buffer.from(RequestType.encode(RequestType.fromObject(obj)).finish());
 
@@ -219,6 +241,31 @@ const craftedCases: { name: string; bytes: Buffer }[] = [
       tag(w, 1, 2).string('first');
       tag(w, 3, 2).string('a');
       tag(w, 1, 2).string('second');
+    }),
+  },
+  {
+    name: 'bytes_contents between other fields of the contents, in two inputs, short, long and empty elements',
+    bytes: craft((w) => {
+      tag(w, 5, 2).fork();
+      tag(w, 1, 2).string('S');
+      tag(w, 5, 2).fork();
+      tag(w, 8, 2).bytes(Buffer.from('é\u0000'));
+      tag(w, 99, 2).bytes(Buffer.from('unknown'));
+      tag(w, 8, 2).bytes(Buffer.alloc(0));
+      tag(w, 2, 0).int32(7);
+      tag(w, 8, 2).bytes(Buffer.alloc(1000, 0xfe));
+      tag(w, 98, 3);
+      tag(w, 8, 2).bytes(Buffer.from('in a group, skipped'));
+      tag(w, 98, 4);
+      tag(w, 8, 2).bytes(Buffer.from([0, 255, 128]));
+      w.ldelim();
+      w.ldelim();
+      tag(w, 5, 2).fork();
+      tag(w, 1, 2).string('T');
+      tag(w, 5, 2).fork();
+      tag(w, 8, 2).bytes(Buffer.alloc(0));
+      w.ldelim();
+      w.ldelim();
     }),
   },
   {

@@ -17,6 +17,7 @@ import { ServerError } from '../../core/errors';
 import type { Arena } from '../../dataplane/arena';
 import type { TensorRef } from '../../core/request';
 import type { OrtTensorType } from './ort-types';
+import { decodeBytesElements, utf8Length, writeElementLength, writeUtf8 } from '../../request/tensor-view';
 
 type TypedArrayCtor = new (buffer: ArrayBufferLike, byteOffset: number, length: number) => Tensor['data'];
 
@@ -107,23 +108,15 @@ function resolveReshape(shape: number[], count: number): number[] {
 
 /** Appends the elements of a Triton-serialized BYTES tensor to `out` as UTF-8 strings. */
 export function decodeBytesTensor(bytes: Uint8Array, out: string[]): void {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  let pos = 0;
-  while (pos < bytes.byteLength) {
-    if (pos + 4 > bytes.byteLength) throw new ServerError('INVALID_ARG', 'BYTES tensor data ends inside an element length');
-    const len = view.getUint32(pos, true);
-    pos += 4;
-    if (pos + len > bytes.byteLength) throw new ServerError('INVALID_ARG', 'BYTES tensor element runs past the end of the tensor data');
-    out.push(buf.toString('utf8', pos, pos + len));
-    pos += len;
-  }
+  decodeBytesElements(bytes, out, (what) => new ServerError('INVALID_ARG', what === 'length'
+    ? 'BYTES tensor data ends inside an element length'
+    : 'BYTES tensor element runs past the end of the tensor data'));
 }
 
 /** Bytes Triton's BYTES serialization of these strings needs. */
 function serializedSize(strings: readonly string[], from: number, to: number): number {
   let n = 0;
-  for (let i = from; i < to; i++) n += 4 + Buffer.byteLength(strings[i], 'utf8');
+  for (let i = from; i < to; i++) n += 4 + utf8Length(strings[i]);
   return n;
 }
 
@@ -186,8 +179,8 @@ function writeStrings(name: string, strings: string[], from: number, to: number,
   const out = arena.buffer(offset, byteSize);
   let pos = 0;
   for (let i = from; i < to; i++) {
-    const len = out.write(strings[i], pos + 4, 'utf8');
-    out.writeUInt32LE(len, pos);
+    const len = writeUtf8(out, pos + 4, strings[i]);
+    writeElementLength(out, pos, len);
     pos += 4 + len;
   }
   return { name, datatype: 'BYTES', shape, offset, gen, byteSize };

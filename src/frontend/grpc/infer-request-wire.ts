@@ -7,6 +7,10 @@
  * unknown fields are skipped. Used as the requestDeserialize of ModelInfer
  * and ModelStreamInfer, in place of protobufjs decode + toObject.
  *
+ * One deliberate difference in shape: BYTES `bytes_contents` come as one
+ * buffer in the serialized BYTES layout (`contents.bytes_serialized`, with
+ * the element count) instead of one Buffer per element, so a 10M-element
+ * tensor makes no 10M objects; `bytes_contents` stays empty.
  * Two deliberate differences from protobufjs, both on inputs no client
  * sends: a oneof given twice keeps only the member last on the wire (as
  * protobuf does; protobufjs keeps both), and a map entry without a value
@@ -20,6 +24,7 @@ import type {
   InferTensorContentsMsg,
   ModelInferRequestMsg,
 } from './proto-types';
+import { writeElementLength } from '../../request/tensor-view';
 import { WIRE_FIXED32, WIRE_FIXED64, WIRE_LEN, WIRE_VARINT, WireReader, wrongWireType } from './wire-reader';
 
 /** A request with every field at its default, as proto-loader gives an empty message. */
@@ -206,6 +211,13 @@ function readParameter(s: WireReader): InferParameterMsg {
   return p;
 }
 
+/** InferTensorContents.bytes_contents: field 8, length-delimited. */
+const BYTES_CONTENTS_TAG = (8 << 3) | WIRE_LEN;
+
+/**
+ * InferTensorContents; bytes_contents come back in bytes_serialized, already
+ * length-prefixed (proto-types.ts), from a second pass over the message.
+ */
 function readContents(s: WireReader): InferTensorContentsMsg {
   const outer = enter(s);
   const c: InferTensorContentsMsg = {
@@ -218,6 +230,9 @@ function readContents(s: WireReader): InferTensorContentsMsg {
     fp64_contents: [],
     bytes_contents: [],
   };
+  const begin = s.pos;
+  let bytesTotal = 0;
+  let bytesCount = 0;
   while (s.pos < s.end) {
     const tag = s.uint32();
     const wt = tag & 7;
@@ -243,16 +258,56 @@ function readContents(s: WireReader): InferTensorContentsMsg {
       case 7:
         readRepeated(s, wt, 'fp64_contents', WIRE_FIXED64, c.fp64_contents, s.double);
         break;
-      case 8:
+      case 8: {
         expectLen('bytes_contents', wt);
-        c.bytes_contents.push(s.bytes());
+        const n = s.length();
+        s.pos += n;
+        bytesTotal += 4 + n;
+        bytesCount++;
         break;
+      }
       default:
         s.skip(wt);
     }
   }
+  if (bytesCount > 0) c.bytes_serialized = { data: serializeBytesContents(s.buf, begin, s.end, bytesTotal), count: bytesCount };
   leave(s, outer);
   return c;
+}
+
+/** Elements up to this many bytes are copied byte by byte; longer ones with one Buffer.copy. */
+const SHORT_ELEMENT = 32;
+
+/**
+ * The second pass over a contents message whose first pass (readContents)
+ * checked its framing and summed its bytes_contents: each element's length
+ * and bytes, in wire order, into one buffer of `total` bytes. No object per
+ * element; other fields are skipped.
+ */
+function serializeBytesContents(buf: Buffer, begin: number, end: number, total: number): Uint8Array {
+  const out = Buffer.allocUnsafe(total);
+  const r = new WireReader(buf, begin, end);
+  let p = 0;
+  while (r.pos < end) {
+    const tag = r.uint32();
+    if (tag !== BYTES_CONTENTS_TAG) {
+      r.skip(tag & 7);
+      continue;
+    }
+    const n = r.length();
+    const from = r.pos;
+    writeElementLength(out, p, n);
+    p += 4;
+    if (n <= SHORT_ELEMENT) {
+      for (let k = 0; k < n; k++) out[p + k] = buf[from + k];
+    } else {
+      buf.copy(out, p, from, from + n);
+    }
+    p += n;
+    r.pos = from + n;
+  }
+  if (p !== total) throw new Error(`internal: bytes_contents serialized to ${p} bytes, summed ${total}`);
+  return out;
 }
 
 /** A repeated scalar: one packed run (length-delimited) or one unpacked element of `elementWire`. */

@@ -27,6 +27,19 @@ export interface InferTensorContentsMsg {
   fp32_contents: number[];
   fp64_contents: number[];
   bytes_contents: Uint8Array[];
+  /**
+   * bytes_contents already in the serialized BYTES layout (each element a
+   * 4-byte little-endian length, then its bytes) with its element count:
+   * what the server's wire decoder (infer-request-wire.ts) gives instead of
+   * one Buffer per element in bytes_contents, which it leaves empty. Not in
+   * proto-loader's objects.
+   */
+  bytes_serialized?: SerializedBytesContents;
+}
+
+export interface SerializedBytesContents {
+  data: Uint8Array;
+  count: number;
 }
 
 export interface InferInputTensorMsg {

@@ -3,12 +3,14 @@
  * rest of the server uses: little-endian elements, BYTES elements each with
  * a 4-byte little-endian length prefix (protocol.md §2.3, input rule 3).
  * 8/16-bit integer types keep the low bytes of their 32-bit field values.
+ * BYTES from the server's wire decoder arrive already in that layout
+ * (`bytes_serialized`) and pass through as they are.
  */
 import { isDataType, wireDataTypeHint } from '../../core/datatypes';
 import { ServerError } from '../../core/errors';
 import type { InferTensorContentsMsg } from './proto-types';
 
-type ContentsField = keyof InferTensorContentsMsg;
+type ContentsField = Exclude<keyof InferTensorContentsMsg, 'bytes_serialized'>;
 
 /** The datatype each typed field natively holds (named in errors), and the datatypes it may carry. */
 const FIELDS: readonly { field: ContentsField; native: string; accepts: readonly string[] }[] = [
@@ -22,10 +24,16 @@ const FIELDS: readonly { field: ContentsField; native: string; accepts: readonly
   { field: 'bytes_contents', native: 'BYTES', accepts: ['BYTES'] },
 ];
 
+/** Elements a typed field holds; BYTES either as per-element Buffers (proto-loader) or already serialized (our wire decoder). */
+function elementCount(c: InferTensorContentsMsg, field: ContentsField): number {
+  if (field === 'bytes_contents') return c.bytes_serialized?.count ?? c.bytes_contents?.length ?? 0;
+  return c[field]?.length ?? 0;
+}
+
 /** True when any typed field holds elements (proto3 cannot tell an empty list from an absent one). */
 export function hasContents(contents: InferTensorContentsMsg | null | undefined): contents is InferTensorContentsMsg {
   if (!contents) return false;
-  return FIELDS.some((f) => (contents[f.field]?.length ?? 0) > 0);
+  return FIELDS.some((f) => elementCount(contents, f.field) > 0);
 }
 
 /** Serializes the one typed field that is set; errors name the input and model. */
@@ -33,7 +41,7 @@ export function contentsToBytes(contents: InferTensorContentsMsg, datatype: stri
   const what = `for input tensor '${input}' for model '${model}'`;
   let chosen: (typeof FIELDS)[number] | undefined;
   for (const f of FIELDS) {
-    if ((contents[f.field]?.length ?? 0) === 0) continue;
+    if (elementCount(contents, f.field) === 0) continue;
     if (chosen !== undefined) {
       throw new ServerError('INVALID_ARG', `unexpected explicit tensor data ${what}, binary data was already supplied.`);
     }
@@ -88,6 +96,7 @@ function serialize(c: InferTensorContentsMsg, field: ContentsField, datatype: st
       return out;
     }
     case 'bytes_contents': {
+      if (c.bytes_serialized !== undefined) return c.bytes_serialized.data;
       let total = 0;
       for (const b of c.bytes_contents) total += 4 + b.byteLength;
       const out = new Uint8Array(total);

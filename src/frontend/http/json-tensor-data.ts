@@ -3,8 +3,9 @@
  * the HTTP frontend's texts: nested arrays are flattened in order (depth <=
  * 100), each leaf must have the JSON type of the datatype, and the number of
  * leaves must equal the shape's element count (BYTES: counted later by
- * validate.ts). Numbers go straight into a typed array; no per-element
- * allocation.
+ * validate.ts). Numbers go straight into a typed array, strings straight
+ * into the serialized BYTES layout (json-bytes-data.ts); no per-element
+ * allocation beyond JSON.parse's own.
  *
  * Precision note: the JSON was parsed by JSON.parse, so every number is a
  * double. INT64/UINT64 values beyond 2^53 arrive already rounded, and an
@@ -15,7 +16,7 @@ import { ELEMENT_SIZE, isDataType, wireDataTypeHint } from '../../core/datatypes
 import type { DataType } from '../../core/datatypes';
 import { ServerError } from '../../core/errors';
 import { jsonDepthError, MAX_JSON_DEPTH } from '../../core/json-depth';
-import { encodeBytesTensor } from '../../request/tensor-view';
+import { serializeJsonStrings, type SerializedJsonBytes } from './json-bytes-data';
 
 const TWO_32 = 4294967296;
 const TWO_63 = 9223372036854775808;
@@ -44,13 +45,11 @@ function wrongType(kind: string): ServerError {
  */
 export function jsonTensorBytes(name: string, datatype: string, data: unknown[], count: number, maxInputSize: number): Uint8Array {
   const dt: DataType | undefined = isDataType(datatype) ? datatype : undefined;
-  let strings: string[] | undefined;
+  let strings: SerializedJsonBytes | undefined;
   let byteSize: number;
   if (dt === 'BYTES') {
-    strings = [];
-    collectStrings(data, strings, 1);
-    byteSize = 0;
-    for (const s of strings) byteSize += 4 + Buffer.byteLength(s, 'utf8');
+    strings = serializeJsonStrings(data, count, maxInputSize);
+    byteSize = strings.byteSize;
   } else {
     byteSize = dt === undefined ? 0 : count * ELEMENT_SIZE[dt];
   }
@@ -67,7 +66,7 @@ export function jsonTensorBytes(name: string, datatype: string, data: unknown[],
     );
   }
   if (dt === undefined) throw new ServerError('INVALID_ARG', `invalid datatype for input ${name}. ${wireDataTypeHint(datatype)}`);
-  if (strings !== undefined) return encodeBytesTensor(strings);
+  if (strings !== undefined) return strings.data;
 
   const buffer = new ArrayBuffer(byteSize);
   cursor = 0;
@@ -184,18 +183,5 @@ function fillFloat(arr: unknown[], out: Float32Array | Float64Array, depth: numb
     if (cursor >= expected) throw tooMany();
     if (typeof v !== 'number') throw internal("Unable to parse 'data': attempt to access JSON non-number as double");
     out[cursor++] = v;
-  }
-}
-
-function collectStrings(arr: unknown[], into: string[], depth: number): void {
-  for (let i = 0, n = arr.length; i < n; i++) {
-    const v = arr[i];
-    if (Array.isArray(v)) {
-      if (depth >= MAX_JSON_DEPTH) throw jsonDepthError();
-      collectStrings(v, into, depth + 1);
-      continue;
-    }
-    if (typeof v !== 'string') throw wrongType('string');
-    into.push(v);
   }
 }

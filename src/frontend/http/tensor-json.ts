@@ -53,21 +53,78 @@ export function tensorDataJson(name: string, datatype: DataType, data: Uint8Arra
   return chunked(count, MIN_CHARS.number, budget, (from, to) => view.subarray(from, to).join(','));
 }
 
-/** BYTES elements as JSON strings built from the raw bytes (decoded as UTF-8, not validated). */
+/**
+ * BYTES elements as JSON strings (decoded as UTF-8, not validated: what
+ * JSON.stringify of each element's Buffer.toString would give). Each
+ * chunk's JSON text is written as bytes, escapes included, into one scratch
+ * buffer and decoded once, so no string is made per element: the bytes
+ * that need no escape are copied as they are (a UTF-8 sequence, valid or
+ * not, decodes the same inside the chunk as alone, since the closing quote
+ * ends any sequence left open).
+ */
 function bytesJson(name: string, data: Uint8Array, count: number, budget: number): string | undefined {
   const spans = bytesElements(data, count);
   if (spans === undefined) throw sizeMismatch(name);
-  const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
   return chunked(count, MIN_CHARS.string, budget, (from, to) => {
-    const strings = new Array<string>(to - from);
+    let out = scratch;
+    let p = 0;
     for (let e = from; e < to; e++) {
-      const off = spans[2 * e];
-      strings[e - from] = buf.toString('utf8', off, off + spans[2 * e + 1]);
+      const start = spans[2 * e];
+      const end = start + spans[2 * e + 1];
+      if (p + end - start + 3 > out.length) out = reserve(p, end - start + 3);
+      if (e > from) out[p++] = 0x2c; // ,
+      out[p++] = 0x22; // "
+      for (let k = start; k < end; k++) {
+        const b = data[k];
+        if (b >= 0x20 && b !== 0x22 && b !== 0x5c) {
+          out[p++] = b;
+          continue;
+        }
+        if (p + end - k + 6 > out.length) out = reserve(p, end - k + 6);
+        out[p++] = 0x5c; // \
+        const short = SHORT_ESCAPES[b];
+        if (short !== 0) {
+          out[p++] = short;
+        } else {
+          out[p++] = 0x75; // u00XX, lower-case hex as JSON.stringify writes it
+          out[p++] = 0x30;
+          out[p++] = 0x30;
+          out[p++] = HEX[b >>> 4];
+          out[p++] = HEX[b & 15];
+        }
+      }
+      out[p++] = 0x22;
     }
-    const text = JSON.stringify(strings);
-    return text.slice(1, -1);
+    const text = out.toString('utf8', 0, p);
+    if (scratch.length > SCRATCH_KEEP) scratch = Buffer.alloc(0); // a huge chunk's buffer is not kept
+    return text;
   });
 }
+
+/** The JSON text bytes of one chunk of BYTES elements (reused: encoding is synchronous). */
+let scratch: Buffer = Buffer.alloc(0);
+const SCRATCH_KEEP = 1 << 22;
+
+/** The scratch buffer with room for `n` more bytes after the `p` written, which are kept. */
+function reserve(p: number, n: number): Buffer {
+  const next = Buffer.allocUnsafe(Math.max(p + n, 2 * scratch.length, 4096));
+  scratch.copy(next, 0, 0, p);
+  scratch = next;
+  return next;
+}
+const HEX = Buffer.from('0123456789abcdef');
+/** The letter after `\` for the bytes JSON.stringify escapes short (" \ \b \f \n \r \t); 0: use \u00XX. */
+const SHORT_ESCAPES = (() => {
+  const t = new Uint8Array(256);
+  t[0x22] = 0x22;
+  t[0x5c] = 0x5c;
+  t[0x08] = 0x62; // b
+  t[0x0c] = 0x66; // f
+  t[0x0a] = 0x6e; // n
+  t[0x0d] = 0x72; // r
+  t[0x09] = 0x74; // t
+  return t;
+})();
 
 /**
  * `[` + the chunks' texts joined by `,` + `]`, or undefined once the text

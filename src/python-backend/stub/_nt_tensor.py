@@ -1,10 +1,10 @@
 """pb_utils.Tensor: a named numpy array. Incoming tensors are zero-copy views
 of the shared-memory region; BYTES tensors are object arrays of `bytes`,
-carried on the wire in Triton's 4-byte little-endian length-prefixed form."""
-import struct
-
+carried on the wire in Triton's 4-byte little-endian length-prefixed form
+(_nt_bytes_codec.py)."""
 import numpy as np
 
+from _nt_bytes_codec import deserialize_bytes, serialize_bytes  # noqa: F401 (pb_utils imports them from here)
 from _nt_errors import TritonModelException
 
 # Triton datatype string <-> numpy dtype, and the numeric codes of
@@ -33,66 +33,6 @@ def numpy_dtype_to_datatype(dtype):
         if name != "BYTES" and np.dtype(t) == dtype:
             return name
     return None
-
-
-def serialize_bytes(array):
-    """Object or S array -> the length-prefixed byte stream (C order).
-
-    Vectorised: the elements are joined once and their 4-byte lengths are
-    scattered between them with numpy, instead of packing element by element.
-    """
-    flat = np.asarray(array).reshape(-1, order="C")
-    n = flat.size
-    if n == 0:
-        return b""
-    items = flat.tolist()
-    if not all(type(x) is bytes for x in items):
-        items = [x if isinstance(x, bytes) else str(x).encode("utf-8") for x in items]
-    lens = np.fromiter(map(len, items), dtype=np.int64, count=n)
-    payload = np.frombuffer(b"".join(items), dtype=np.uint8)
-    out = np.empty(4 * n + payload.size, dtype=np.uint8)
-    starts = np.arange(0, 4 * n, 4, dtype=np.int64)
-    starts[1:] += np.cumsum(lens[:-1])
-    prefix = starts[:, None] + np.arange(4)
-    out[prefix] = lens.astype("<u4").view(np.uint8).reshape(n, 4)
-    mask = np.ones(out.size, dtype=bool)
-    mask[prefix] = False
-    out[mask] = payload
-    return out.tobytes()
-
-
-def deserialize_bytes(buf, starts=None):
-    """The length-prefixed byte stream -> flat object array of bytes.
-
-    `starts`: the host's index of the elements (a buffer of little-endian u32
-    offsets of each length prefix, computed from this same stream), which
-    turns the scan into slicing.
-    """
-    b = bytes(buf)
-    if starts is not None:
-        st = np.frombuffer(starts, dtype="<u4").tolist()
-        ends = st[1:]
-        ends.append(len(b))
-        out = np.empty(len(st), dtype=np.object_)
-        out[:] = [b[s + 4:e] for s, e in zip(st, ends)]
-        return out
-    n = len(b)
-    items = []
-    append = items.append
-    from_bytes = int.from_bytes
-    pos = 0
-    while pos < n:
-        end = pos + 4
-        if end > n:
-            raise TritonModelException("Invalid bytes tensor data: incomplete length field")
-        length = from_bytes(b[pos:end], "little")
-        pos = end + length
-        if pos > n:
-            raise TritonModelException("Invalid bytes tensor data: string extends beyond buffer")
-        append(b[end:pos])
-    out = np.empty(len(items), dtype=np.object_)
-    out[:] = items
-    return out
 
 
 class _DLPackCapsule:
