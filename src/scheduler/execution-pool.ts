@@ -182,11 +182,13 @@ export class ExecutionPool {
   /**
    * Answer an admitted request its scheduler took out of the queue because
    * it was cancelled: CANCELLED, counted as Triton counts it (a failure,
-   * reason CANCELED). It never ran, so no instance is involved.
+   * reason CANCELED). It never ran, so no instance is involved. `message`:
+   * when it was not cancelled itself (the sequence batcher's later requests
+   * of a cancelled sequence).
    */
-  cancelQueued(q: QueuedRequest): void {
+  cancelQueued(q: QueuedRequest, message = cancelledMessage(q.request)): void {
     q.failure = 'CANCELED';
-    this.release(q, { outputs: [], error: { code: 'CANCELLED', message: cancelledMessage(q.request) }, final: true });
+    this.release(q, { outputs: [], error: { code: 'CANCELLED', message }, final: true });
   }
 
   /**

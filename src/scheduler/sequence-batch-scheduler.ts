@@ -16,7 +16,7 @@
  * iterative_sequence a request without a correlation id is given one and
  * START; each request of such a model ends its sequence when it has run.
  */
-import { ServerError, toErrorInfo, type ErrorInfo } from '../core/errors';
+import { ServerError, requestIdPrefix, toErrorInfo, type ErrorInfo } from '../core/errors';
 import type { Arena } from '../dataplane/arena';
 import type { ModelInstance } from '../instances/instance';
 import type { ModelConfig } from '../core/model-config';
@@ -86,6 +86,7 @@ export class SequenceBatchScheduler implements Scheduler {
   }
 
   enqueue(request: InferRequest, respond: Respond): void {
+    const given = request;
     const pool = this.pools[0]!;
     if (this.stopped !== null) {
       pool.reject(request, respond, { code: 'UNAVAILABLE', message: stoppingMessage(request) });
@@ -107,6 +108,7 @@ export class SequenceBatchScheduler implements Scheduler {
       end = request.parameters['sequence_end'] === true;
       key = sequenceKey(id);
       q = this.withControls(request, respond, id, start, end);
+      q.origin = given; // what a cancel names
     } catch (err) {
       pool.reject(request, respond, toErrorInfo(err));
       return;
@@ -126,12 +128,33 @@ export class SequenceBatchScheduler implements Scheduler {
   }
 
   /**
-   * Only a running request is reached (its instance is told). A queued one
-   * still runs in its turn: leaving a sequence's queue would also have to
-   * cancel the rest of its sequence, as Triton does (not done yet).
+   * A running request: its instance is told. A queued one ends its sequence,
+   * as Triton's sequence batcher ends a sequence whose request was
+   * cancelled: it and the sequence's later queued requests are answered
+   * CANCELLED (counted CANCELED), its earlier ones still run, and the id
+   * needs a new START (sequence-slots.ts `cancel`). Its implicit state goes
+   * with the last request of it that runs.
    */
   cancel(request: InferRequest): void {
-    for (const p of this.pools) if (p.cancelRunning(request)) return;
+    const q = this.queuedRequest(request);
+    if (q === undefined) {
+      for (const p of this.pools) if (p.cancelRunning(request)) return;
+      return;
+    }
+    const gone = this.slots.cancel(q);
+    if (gone.length === 0) return;
+    this.queued -= gone.length;
+    this.wakeQueueWaiters();
+    const pool = this.pools[0]!;
+    const id = correlationIdOf(this.controls, q.request);
+    for (const g of gone) {
+      if (this.states !== null) this.stateOf.delete(g);
+      pool.admit();
+      pool.cancelQueued(g, g === q ? undefined : sequenceCancelledMessage(g.request, request, id));
+    }
+    if (this.states !== null) this.endStateWithLast(sequenceKey(id));
+    // The slot may have gone to a sequence of the backlog.
+    this.dispatchAll();
   }
 
   inflightCount(): number {
@@ -151,6 +174,30 @@ export class SequenceBatchScheduler implements Scheduler {
     return this.stopped;
   }
 
+  private wakeQueueWaiters(): void {
+    if (this.queued !== 0 || this.queueWaiters.length === 0) return;
+    const waiters = this.queueWaiters;
+    this.queueWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+
+  /** The queued request that `request` (as given to enqueue) became, if it is still queued. */
+  private queuedRequest(request: InferRequest): QueuedRequest | undefined {
+    return this.slots.find((q) => q.origin === request);
+  }
+
+  /**
+   * A cancel ended sequence `key`: the last of its requests still queued or
+   * running takes its implicit state with it, as an END would; with none
+   * left, the state goes now.
+   */
+  private endStateWithLast(key: string): void {
+    let last: { end: boolean } | undefined;
+    for (const s of this.stateOf.values()) if (s.key === key) last = s;
+    if (last !== undefined) last.end = true;
+    else this.states!.drop(key);
+  }
+
   /** The request as the backend sees it: its inputs plus the control tensors, freed after its final response. */
   private withControls(request: InferRequest, respond: Respond, id: number | string, start: boolean, end: boolean): QueuedRequest {
     const extra = writeControls(this.controls, this.arena, id, start, end);
@@ -159,9 +206,7 @@ export class SequenceBatchScheduler implements Scheduler {
       if (response.final) for (const t of extra) this.arena.free(t);
       respond(response);
     };
-    const q = new QueuedRequest(withExtra, wrapped, nowNs(), this.ragged === null ? '' : shapeKeyOf(request, this.ragged));
-    q.origin = request;
-    return q;
+    return new QueuedRequest(withExtra, wrapped, nowNs(), this.ragged === null ? '' : shapeKeyOf(request, this.ragged));
   }
 
   /**
@@ -206,11 +251,7 @@ export class SequenceBatchScheduler implements Scheduler {
     }
     for (let k = 0; k < batch.length; k++) pool.admit();
     this.queued -= batch.length;
-    if (this.queued === 0 && this.queueWaiters.length > 0) {
-      const waiters = this.queueWaiters;
-      this.queueWaiters = [];
-      for (const resolve of waiters) resolve();
-    }
+    this.wakeQueueWaiters();
     let run: QueuedRequest[];
     try {
       if (this.states !== null) {
@@ -282,6 +323,13 @@ export class SequenceBatchScheduler implements Scheduler {
     }, ms);
     this.idleTimer.unref();
   }
+}
+
+/** The answer to a later request of a sequence whose request `cancelled` was cancelled. */
+function sequenceCancelledMessage(request: InferRequest, cancelled: InferRequest, id: number | string): string {
+  const which = cancelled.id === '' ? 'an earlier request' : `request '${cancelled.id}'`;
+  return `${requestIdPrefix(request.id)}request for model '${request.model}' version ${request.version} was cancelled before it ran: ` +
+    `${which} of its sequence ${String(id)} was cancelled, which ends the sequence (send a new START to begin again)`;
 }
 
 function missingStart(id: number | string, model: string): ErrorInfo {

@@ -5,8 +5,7 @@
  * it (a failure, reason CANCELED); one already running is handed to its
  * instance (ModelInstance.cancel) and ends with its own response; one that
  * finished, or that the scheduler never saw, is ignored. The sequence
- * batcher reaches running requests only; the response cache forwards; an
- * ensemble cancels its running step and starts no other.
+ * batcher's cancels are in sequence-cancel.test.ts.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
