@@ -83,6 +83,29 @@ export interface InferResponse {
    * only `final` and `error`, for its bookkeeping and the statistics.
    */
   delivered?: true;
+  /**
+   * The instance answered this request without running it: it was cancelled
+   * before its execution began (while it waited for the rate limiter's
+   * resources, or in a Python stub's pipe). It counts as a request cancelled
+   * in the queue (failure CANCELED) and not in its batch's execution.
+   */
+  skipped?: true;
+}
+
+/**
+ * The answer to a request cancelled while it waited (its client went away
+ * or cancelled it, or its BLS caller did): Triton answers it with the
+ * CANCELLED status; the text says which request and that it never ran.
+ */
+export function cancelledMessage(request: InferRequest, when = 'before it ran'): string {
+  const prefix = request.id === '' ? '' : `[request id: ${request.id}] `;
+  return `${prefix}request for model '${request.model}' version ${request.version} was cancelled ${when} ` +
+    '(its client cancelled it or went away)';
+}
+
+/** A request cancelled before its execution began, answered by the instance that held it. */
+export function skippedResponse(request: InferRequest): InferResponse {
+  return { outputs: [], error: { code: 'CANCELLED', message: cancelledMessage(request) }, final: true, skipped: true };
 }
 
 /**

@@ -19,7 +19,7 @@
  *             count × tensor (inputs), count (0xFFFFFFFF: null) × str
  *             (requested outputs), params, arrivalNs num,
  *             u8 client given, [client str]
- *   response  u8 flags (1 final, 2 delivered, 4 error, 8 parameters),
+ *   response  u8 flags (1 final, 2 delivered, 4 error, 8 parameters, 16 skipped),
  *             count × tensor (outputs), [error: code str, message str], [params]
  *   tensor    name str, u8 datatype (index in DATATYPES; 255: str follows),
  *             count × num (shape), offset num, gen u32, byteSize num
@@ -52,6 +52,7 @@ const F_FINAL = 1;
 const F_DELIVERED = 2;
 const F_ERROR = 4;
 const F_PARAMS = 8;
+const F_SKIPPED = 16;
 
 const DTYPE_CODE = new Map<string, number>(DATATYPES.map((d, i) => [d, i]));
 
@@ -197,6 +198,7 @@ function writeResponse(r: InferResponse): void {
   if (r.delivered === true) flags |= F_DELIVERED;
   if (r.error !== undefined) flags |= F_ERROR;
   if (r.parameters !== undefined) flags |= F_PARAMS;
+  if (r.skipped === true) flags |= F_SKIPPED;
   w.u8(flags);
   w.u32(r.outputs.length);
   for (const t of r.outputs) writeTensor(t);
@@ -288,6 +290,7 @@ function readResponse(r: DescriptorReader): InferResponse {
   if ((flags & F_DELIVERED) !== 0) res.delivered = true;
   if ((flags & F_ERROR) !== 0) res.error = { code: r.str() as ErrorCode, message: r.str() };
   if ((flags & F_PARAMS) !== 0) res.parameters = readParams(r);
+  if ((flags & F_SKIPPED) !== 0) res.skipped = true;
   return res;
 }
 

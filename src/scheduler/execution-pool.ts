@@ -12,7 +12,9 @@ import type { ModelInstance } from '../instances/instance';
 import type { QueuedView } from './batch-decision';
 import { nowNs } from '../core/clock';
 import { OrderedRelease, type OrderSlot } from './ordered-release';
-import type { ExecuteResult, ExecuteTimings, InferRequest, InferResponse, ReplyAddress, Respond } from '../core/request';
+import { cancelledMessage, type ExecuteResult, type ExecuteTimings, type InferRequest, type InferResponse, type ReplyAddress, type Respond } from '../core/request';
+
+export { cancelledMessage };
 import type { FailureReason, RequestDoneStats, SchedulerHooks } from './scheduler-hooks';
 
 /** One admitted request, from enqueue to its final response. */
@@ -265,17 +267,26 @@ export class ExecutionPool {
       }
     }
     this.free(slot);
-    if (this.hooks?.executionDone !== undefined) {
+    // Requests the instance answered without running them (cancelled while they waited there) are no part of the execution.
+    let ran = batch.length - padding;
+    let rows = batchSize;
+    for (let i = 0; i < batch.length; i++) {
+      if (responses[i]?.skipped !== true) continue;
+      ran--;
+      rows -= batch[i]!.batchSize > 1 ? batch[i]!.batchSize : 1;
+    }
+    if (this.hooks?.executionDone !== undefined && ran > 0) {
       try {
-        this.hooks.executionDone(batchSize, batch.length - padding, timings, padding);
+        this.hooks.executionDone(rows, ran, timings, padding);
       } catch (err) {
         warn('executionDone hook', err);
       }
     }
     for (let i = 0; i < batch.length; i++) {
       const q = batch[i]!;
-      q.timings = timings;
       const r = responses[i];
+      if (r?.skipped === true) q.failure = 'CANCELED';
+      else q.timings = timings;
       if (r === undefined) {
         this.deliver(q, errorResponse(q.request, `instance '${instance.name}' of model '${q.request.model}' version ${q.request.version} returned ${responses.length} responses for a batch of ${batch.length} requests`));
         continue;
@@ -382,16 +393,6 @@ export class ExecutionPool {
       warn('requestDone hook', err);
     }
   }
-}
-
-/**
- * The answer to a request cancelled while it waited (its client went away
- * or cancelled it, or its BLS caller did): Triton answers it with the
- * CANCELLED status; the text says which request and that it never ran.
- */
-export function cancelledMessage(request: InferRequest, when = 'before it ran'): string {
-  return `${requestIdPrefix(request.id)}request for model '${request.model}' version ${request.version} was cancelled ${when} ` +
-    '(its client cancelled it or went away)';
 }
 
 /** The answer to a request that arrives while its scheduler stops. */
