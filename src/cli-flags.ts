@@ -68,6 +68,7 @@ export const FLAGS: readonly FlagSpec[] = [
   f('vertex-ai-thread-count', 'int'), f('vertex-ai-default-model', 'string', '<name>'),
   // nodetron's own
   f('http-codec-offload-bytes', 'int64'), f('log-access', 'bool'), f('max-queued-requests', 'int'),
+  f('http-max-json-response-size', 'int64'), f('exit-quiet-ms', 'int'),
 ];
 
 const PLACEHOLDER: Record<FlagKind, string> = {
