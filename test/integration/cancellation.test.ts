@@ -37,7 +37,7 @@ let marks: string;
 before(async () => {
   repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-cancel-'));
   marks = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-cancel-marks-'));
-  for (const m of ['cancel_watch', 'cancel_stream', 'bls_cancel', 'bls_cancel_waiting']) fs.cpSync(path.join(FIXTURES, m), path.join(repo, m), { recursive: true });
+  for (const m of ['cancel_watch', 'cancel_plain', 'cancel_stream', 'bls_cancel', 'bls_cancel_waiting']) fs.cpSync(path.join(FIXTURES, m), path.join(repo, m), { recursive: true });
   // The same model behind a dynamic batcher (max batch 1): a second request waits in the scheduler's queue.
   watchCopy('cancel_watch_queue', (c) => `${c.replace('max_batch_size: 0', 'max_batch_size: 1')}dynamic_batching { }\n`);
   // Behind the sequence batcher (one slot): a sequence's next requests wait in its slot's queue.
@@ -259,6 +259,24 @@ async function waitingCancelLeavesUnrun(model: string, tag: string): Promise<voi
 
 test("a request waiting in a Python stub's pipe (behind the batch it runs) leaves unrun when cancelled, answered CANCELLED", async () => {
   await waitingCancelLeavesUnrun('cancel_watch', 'pipe');
+});
+
+test("a model that never asks is_cancelled(): the request waiting in its stub's pipe is still left unrun, answered when its turn comes", async () => {
+  const model = 'cancel_plain';
+  const before = await stats(model);
+  const canceledBefore = await failureMetric(model, 'CANCELED');
+  const busy = startPost(`/v2/models/${model}/infer`, watchBody(1500, 'plain-busy'));
+  await waitMark('plain-busy', 'started');
+  // The stub reads nothing while execute() runs: it sees the cancel just before the waiting batch would begin.
+  const got = await cancelWhileWaiting(model, 'plain-next');
+  assert.equal(got.code, 1);
+  assert.equal(got.text, `request for model '${model}' version 1 was cancelled before it ran (its client cancelled it or went away)`);
+  assert.equal(await busy.answer, 200, 'the running request finished normally');
+  assert.ok(seen('plain-busy', 'done'));
+  assert.ok(!seen('plain-next', 'started'), 'the model never saw the cancelled request');
+  assert.equal(await failureMetric(model, 'CANCELED'), canceledBefore + 1);
+  const after = await stats(model);
+  assert.equal(after.execution_count, before.execution_count + 1, 'only the busy request executed');
 });
 
 test("a request waiting for the rate limiter's resources leaves unrun when cancelled, answered CANCELLED", async () => {
