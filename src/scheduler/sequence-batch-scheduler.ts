@@ -327,7 +327,7 @@ export class SequenceBatchScheduler implements Scheduler {
 
 /** The answer to a later request of a sequence whose request `cancelled` was cancelled. */
 function sequenceCancelledMessage(request: InferRequest, cancelled: InferRequest, id: number | string): string {
-  const which = cancelled.id === '' ? 'an earlier request' : `request '${cancelled.id}'`;
+  const which = cancelled.id === '' ? 'another request' : `request '${cancelled.id}'`;
   return `${requestIdPrefix(request.id)}request for model '${request.model}' version ${request.version} was cancelled before it ran: ` +
     `${which} of its sequence ${String(id)} was cancelled, which ends the sequence (send a new START to begin again)`;
 }
