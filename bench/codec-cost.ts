@@ -87,7 +87,7 @@ async function main(): Promise<void> {
     arena.bytes(offset, values.byteLength).set(new Uint8Array(values.buffer));
     const t: ResponseEncodeTask = {
       id: '', modelName: 'bench', modelVersion: '1', outputs: [{ name: 'out', datatype: 'FP32', shape: [1, elements], offset, byteSize: values.byteLength }],
-      requested: null, binaryDataOutput: false, batched: true, labels: {}, acceptEncoding: '',
+      requested: null, binaryDataOutput: false, batched: true, labels: {}, acceptEncoding: '', maxJsonChars: 256 * 1024 * 1024,
     };
     const n = Math.max(10, Math.round(reps / 4));
     const inline = await timed(n, async () => void encodeResponseBody(arena, t));

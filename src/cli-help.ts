@@ -39,7 +39,7 @@ export const FLAG_DOCS: Readonly<Record<string, FlagDoc>> = {
 
   id: d('Server', 'Name of this server, reported by GET /v2 and ServerMetadata.', 'triton'),
   'exit-timeout-secs': d('Server', 'On SIGINT/SIGTERM, the seconds the stop may take. Readiness turns 503 at once while '
-    + 'requests are still served, until none is in flight or arriving for 1 s or, under steady traffic, until the '
+    + 'requests are still served, until none is in flight or arriving for --exit-quiet-ms or, under steady traffic, until the '
     + 'last min(5, T/2) s, kept for answering what was received and unloading the models; then exit 0, or 1 when '
     + 'requests had to be cut. 0 = close at once. A second signal stops at once (exit 1).', '30'),
 
@@ -192,6 +192,14 @@ export const FLAG_DOCS: Readonly<Record<string, FlagDoc>> = {
   'http-console': d("nodetron's own", 'Where the built-in console (models, live charts, a try-it form) is served '
     + 'on the HTTP port; false = no console. Its data comes from the API routes, which --http-restricted-api '
     + 'still guards (the console asks for the key).', '/console'),
+  'http-max-json-response-size': d("nodetron's own", 'Most bytes of JSON one HTTP inference response may carry '
+    + '(binary outputs are not counted); a response whose JSON outputs would pass it is refused with 400 and the '
+    + 'advice to ask for binary outputs. JSON is built in memory before it is sent: this bounds what one request '
+    + 'can make the server hold.', '268435456'),
+  'exit-quiet-ms': d("nodetron's own", 'On SIGINT/SIGTERM, serving ends early once nothing is in flight and no '
+    + 'inference request arrived for this many ms (counted from the signal too), instead of at the end of '
+    + '--exit-timeout-secs; give a load balancer that is slow to take the replica out more. 0 = as soon as '
+    + 'nothing is in flight.', '1000'),
 };
 
 /** --help's width: readable in an 80-column terminal. */

@@ -43,6 +43,8 @@ export interface ServerOptions {
   modelLoadRetryCount: number;
   modelNamespacing: boolean;
   exitTimeoutSecs: number;
+  /** nodetron's own --exit-quiet-ms: the stop's serve phase ends once nothing is in flight and nothing arrived for this long (stop-plan.ts). */
+  exitQuietMs: number;
   enablePeerAccess: boolean;
   backendDirectory: string;
   /** backend name ('' = global, applies to every backend) → setting → value. */
@@ -57,6 +59,8 @@ export interface ServerOptions {
   /** As given; Triton matches it case-insensitively (prefixes `(?i)`). */
   httpHeaderForwardPattern?: string;
   httpMaxInputSize: number;
+  /** nodetron's own --http-max-json-response-size: the most JSON text of one HTTP inference response (infer-response-encode.ts). */
+  httpMaxJsonResponseSize: number;
   /** nodetron's own: request bodies (JSON part) and response work from this many bytes are coded in the HTTP thread's codec pool; 0 = never. */
   httpCodecOffloadBytes: number;
   /** nodetron's own --max-queued-requests: client inference requests the server holds at once; 0 = no bound (scheduler/queue-bound.ts). */
@@ -143,6 +147,15 @@ export interface ServerOptions {
 }
 
 const DEFAULT_HTTP_PORT = 8000;
+/**
+ * --http-max-json-response-size default: 256 MiB of JSON is already seconds
+ * of a thread to build and as much memory again to send; larger outputs
+ * belong in binary. --exit-quiet-ms default: a balancer that probes readiness
+ * every few hundred ms has seen the 503 and stopped sending well within it.
+ */
+export const MAX_JSON_RESPONSE_BYTES = 256 * 1024 * 1024;
+export const DEFAULT_EXIT_QUIET_MS = 1000;
+
 /** --http-codec-offload-bytes default: a JSON body this size takes ~1 ms to decode inline, ~10x the pool hand-off (bench/codec-cost.ts). */
 export const DEFAULT_CODEC_OFFLOAD_BYTES = 64 * 1024;
 const INT32_MAX = 2147483647;
@@ -187,6 +200,11 @@ export function parseServerOptions(argv: string[]): ServerOptions {
 
   const httpMaxInputSize = r.int('http-max-input-size', 64 * 1024 * 1024, true);
   if (httpMaxInputSize <= 0) throw new CliError('Error: --http-max-input-size must be greater than 0.');
+
+  const httpMaxJsonResponseSize = r.int('http-max-json-response-size', MAX_JSON_RESPONSE_BYTES, true);
+  if (httpMaxJsonResponseSize <= 0) throw new CliError('Error: --http-max-json-response-size must be greater than 0.');
+  const exitQuietMs = r.int('exit-quiet-ms', DEFAULT_EXIT_QUIET_MS);
+  if (exitQuietMs < 0) throw new CliError('Error: --exit-quiet-ms must be 0 or greater.');
 
   const httpCodecOffloadBytes = r.int('http-codec-offload-bytes', DEFAULT_CODEC_OFFLOAD_BYTES, true);
   if (httpCodecOffloadBytes < 0) throw new CliError('Error: --http-codec-offload-bytes must be 0 (never) or greater.');
@@ -248,6 +266,7 @@ export function parseServerOptions(argv: string[]): ServerOptions {
     modelLoadRetryCount: r.int('model-load-retry-count', 0),
     modelNamespacing: r.bool('model-namespacing', false),
     exitTimeoutSecs: r.int('exit-timeout-secs', 30),
+    exitQuietMs,
     enablePeerAccess: r.bool('enable-peer-access', true),
     backendDirectory: r.string('backend-directory', '/opt/tritonserver/backends'),
     backendConfig: parseGroupSettings(r.all('backend-config'),
@@ -261,6 +280,7 @@ export function parseServerOptions(argv: string[]): ServerOptions {
     httpThreadCount: r.int('http-thread-count', defaultHttpThreadCount(os.availableParallelism())),
     httpHeaderForwardPattern: forwardPattern('http-header-forward-pattern', r.str('http-header-forward-pattern')),
     httpMaxInputSize,
+    httpMaxJsonResponseSize,
     httpCodecOffloadBytes,
     maxQueuedRequests,
     httpRestrictedApi: parseRestricted('http-restricted-api', r.all('http-restricted-api')),

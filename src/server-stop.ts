@@ -14,7 +14,7 @@
  * line of ours says why and when the endpoints close.
  */
 import type { Logger } from './logging/logger';
-import { QUIET_MS, secondsLeft, serveVerdict, stopTimeline, unloadDeadline } from './stop-plan';
+import { secondsLeft, serveVerdict, stopTimeline, unloadDeadline } from './stop-plan';
 
 export interface InflightVersion {
   model: string;
@@ -26,6 +26,8 @@ export interface InflightVersion {
 export interface StopParts {
   log: Logger;
   timeoutSecs: number;
+  /** --exit-quiet-ms: serving ends once nothing was in flight or arriving for this long. */
+  quietMs: number;
   /** Readiness turns non-200 now (the snapshot says exiting); inferences are still served. */
   announce(): void;
   inflight(): InflightVersion[];
@@ -100,10 +102,10 @@ export class ServerStop {
       }
       if (this.forcing) break;
       const inflight = versions.reduce((n, v) => n + v.count, 0);
-      const verdict = serveVerdict({ nowMs: now, startMs: start, serveEnd: timeline.serveEnd, inflight, lastArrivalMs: p.lastArrivalMs() });
+      const verdict = serveVerdict({ nowMs: now, startMs: start, serveEnd: timeline.serveEnd, inflight, lastArrivalMs: p.lastArrivalMs(), quietMs: p.quietMs });
       if (verdict !== 'serve') {
         p.log.info(verdict === 'quiet'
-          ? `Closing the endpoints: no inference in flight and none received for ${QUIET_MS} ms`
+          ? `Closing the endpoints: no inference in flight and none received for ${p.quietMs} ms (--exit-quiet-ms)`
           : `Closing the endpoints: the grace period is over; the last ${((timeline.deadline - now) / 1000).toFixed(1)} s `
             + 'of --exit-timeout-secs are for the requests in flight and the unload');
         break;

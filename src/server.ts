@@ -175,6 +175,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const serverStop = new ServerStop({
     log,
     timeoutSecs: options.exitTimeoutSecs,
+    quietMs: options.exitQuietMs,
     announce: () => {
       state.exiting = true;
       invalidateSnapshot();
@@ -254,6 +255,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         address: options.httpAddress,
         port: options.httpPort,
         maxInputSize: options.httpMaxInputSize,
+        maxJsonResponseSize: options.httpMaxJsonResponseSize,
         codecOffloadBytes: options.httpCodecOffloadBytes,
         serverName: options.id,
         serverVersion: SERVER_VERSION,

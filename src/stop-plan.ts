@@ -13,7 +13,7 @@
  * Serve: from the signal, readiness answers non-200 and every request is
  * still served, so a load balancer has time to take the replica out. It
  * ends early once the replica is quiet: nothing in flight and no inference
- * request for QUIET_MS (counted from the signal too, so even an idle
+ * request for `--exit-quiet-ms` (default 1 s; counted from the signal too, so even an idle
  * server keeps its port open that long for the balancer's last requests).
  * Readiness probes and other non-inference requests do not count: a
  * balancer probing every 100 ms must not hold the stop. Under steady
@@ -28,8 +28,6 @@
  * cleanly.
  */
 
-/** Nothing in flight and no inference request for this long: the balancer has let the replica go. */
-export const QUIET_MS = 1000;
 /** The most of T kept after serving, for the requests in flight to finish and the models to unload. */
 export const RESERVE_MAX_MS = 5000;
 /** What unloading always gets, whatever T is. */
@@ -53,10 +51,14 @@ export function stopTimeline(startMs: number, timeoutSecs: number): StopTimeline
 export type ServeVerdict = 'serve' | 'quiet' | 'time';
 
 /** Whether serving goes on at `nowMs`: 'quiet' and 'time' end it (the log says which). */
-export function serveVerdict(o: { nowMs: number; startMs: number; serveEnd: number; inflight: number; lastArrivalMs: number }): ServeVerdict {
+/**
+ * `quietMs` (--exit-quiet-ms): nothing in flight and no inference request for
+ * this long, and the balancer has let the replica go.
+ */
+export function serveVerdict(o: { nowMs: number; startMs: number; serveEnd: number; inflight: number; lastArrivalMs: number; quietMs: number }): ServeVerdict {
   if (o.nowMs >= o.serveEnd) return 'time';
   const quietSince = Math.max(o.startMs, o.lastArrivalMs);
-  if (o.inflight === 0 && o.nowMs - quietSince >= QUIET_MS) return 'quiet';
+  if (o.inflight === 0 && o.nowMs - quietSince >= o.quietMs) return 'quiet';
   return 'serve';
 }
 

@@ -5,7 +5,7 @@
  * threads as ring messages (src/dataplane/protocol.ts).
  */
 import type { DataType } from './datatypes';
-import type { ErrorInfo } from './errors';
+import { requestIdPrefix, type ErrorInfo } from './errors';
 
 /** A tensor whose bytes live in the shared tensor arena. */
 export interface TensorRef {
@@ -90,6 +90,28 @@ export interface InferResponse {
    * request again (scheduler/execution-pool.ts `reschedule`).
    */
   rescheduled?: true;
+  /**
+   * The instance answered this request without running it: it was cancelled
+   * before its execution began (while it waited for the rate limiter's
+   * resources, or in a Python stub's pipe). It counts as a request cancelled
+   * in the queue (failure CANCELED) and not in its batch's execution.
+   */
+  skipped?: true;
+}
+
+/**
+ * The answer to a request cancelled while it waited (its client went away
+ * or cancelled it, or its BLS caller did): Triton answers it with the
+ * CANCELLED status; the text says which request and that it never ran.
+ */
+export function cancelledMessage(request: InferRequest, when = 'before it ran'): string {
+  return `${requestIdPrefix(request.id)}request for model '${request.model}' version ${request.version} was cancelled ${when} ` +
+    '(its client cancelled it or went away)';
+}
+
+/** A request cancelled before its execution began, answered by the instance that held it. */
+export function skippedResponse(request: InferRequest): InferResponse {
+  return { outputs: [], error: { code: 'CANCELLED', message: cancelledMessage(request) }, final: true, skipped: true };
 }
 
 /**

@@ -19,7 +19,7 @@
  *             count × tensor (inputs), count (0xFFFFFFFF: null) × str
  *             (requested outputs), params, arrivalNs num,
  *             u8 client given, [client str]
- *   response  u8 flags (1 final, 2 delivered, 4 error, 8 parameters, 16 rescheduled),
+ *   response  u8 flags (1 final, 2 delivered, 4 error, 8 parameters, 16 rescheduled, 32 skipped),
  *             count × tensor (outputs), [error: code str, message str], [params]
  *   tensor    name str, u8 datatype (index in DATATYPES; 255: str follows),
  *             count × num (shape), offset num, gen u32, byteSize num
@@ -53,6 +53,7 @@ const F_DELIVERED = 2;
 const F_ERROR = 4;
 const F_PARAMS = 8;
 const F_RESCHEDULED = 16;
+const F_SKIPPED = 32;
 
 const DTYPE_CODE = new Map<string, number>(DATATYPES.map((d, i) => [d, i]));
 
@@ -199,6 +200,7 @@ function writeResponse(r: InferResponse): void {
   if (r.error !== undefined) flags |= F_ERROR;
   if (r.parameters !== undefined) flags |= F_PARAMS;
   if (r.rescheduled === true) flags |= F_RESCHEDULED;
+  if (r.skipped === true) flags |= F_SKIPPED;
   w.u8(flags);
   w.u32(r.outputs.length);
   for (const t of r.outputs) writeTensor(t);
@@ -291,6 +293,7 @@ function readResponse(r: DescriptorReader): InferResponse {
   if ((flags & F_RESCHEDULED) !== 0) res.rescheduled = true;
   if ((flags & F_ERROR) !== 0) res.error = { code: r.str() as ErrorCode, message: r.str() };
   if ((flags & F_PARAMS) !== 0) res.parameters = readParams(r);
+  if ((flags & F_SKIPPED) !== 0) res.skipped = true;
   return res;
 }
 

@@ -53,8 +53,7 @@ export class ProcessInstance implements ModelInstance {
   private stopping: Promise<void> | undefined;
   /**
    * Requests cancelled before their batch reached the child (it waited for a
-   * restart, or for the rate limiter's resources): told to the child as soon
-   * as the batch is given to it. Weak: a request that never comes is not kept.
+   * restart): told to the child as soon as the batch is given to it. Weak: a request that never comes is not kept.
    */
   private readonly cancelledEarly = new WeakSet<InferRequest>();
   private anyCancelledEarly = false;

@@ -77,14 +77,30 @@ export interface CallResult { t: 'call_result'; id: number; value?: unknown; err
 /** Run the model's is_ready() (only sent when init_done said it has one; one at a time). */
 export interface ReadyCheck { t: 'ready_check'; id: number }
 
-export type HostToStub = AutoCompleteRequest | InitRequest | ExecuteRequest | FinalizeRequest | ReleaseS2h | BlsResponse | CallResult | ReadyCheck;
+/**
+ * Request `index` of `batch` was cancelled: if the batch has not begun (it
+ * waits in the pipe behind the one running), the stub answers the request
+ * `skipped` and leaves it out of execute(). A batch that began ignores it
+ * (its model asks `is_cancelled`). The stub reads it at once when its
+ * reader thread is on (a model that uses is_cancelled, BLS, or is
+ * decoupled), else just before the next batch begins.
+ */
+export interface CancelRequest { t: 'cancel'; batch: number; index: number }
+
+export type HostToStub = AutoCompleteRequest | InitRequest | ExecuteRequest | FinalizeRequest | ReleaseS2h | BlsResponse | CallResult | ReadyCheck
+  | CancelRequest;
 
 // ---- stub → host ----
 export interface Alive { t: 'alive'; pid: number; python: string }
 export interface AutoCompleteDone { t: 'auto_complete_done'; config?: string; error?: string }
 /** `is_ready`: the model defines is_ready() (readiness-checks.ts polls it). */
 export interface InitDone { t: 'init_done'; error?: string; is_ready?: boolean }
-/** One response for request `index` of `batch` (tensors in s2h). */
+/**
+ * One response for request `index` of `batch` (tensors in s2h). `skipped`:
+ * a `cancel` came before the request's batch began: the stub answers this
+ * at once and leaves the request out of execute(); the host answers it
+ * CANCELLED.
+ */
 export interface ResponseMsg {
   t: 'response';
   batch: number;
@@ -99,6 +115,8 @@ export interface ResponseMsg {
    * runs the request again.
    */
   rescheduled?: true;
+  /** Answered without running: cancelled while its batch waited in the stub's pipe. */
+  skipped?: true;
 }
 /**
  * execute() returned (or raised: `error` fails every request of the batch

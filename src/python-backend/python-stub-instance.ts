@@ -8,7 +8,8 @@
  * carrying the batch error if it raised). The batch resolves when every slot
  * has its final response; non-final responses are streamed as they come.
  * A slot can be cancelled (`cancel`): the stub's `is_cancelled()` for that
- * request, which asks here, answers true from then on.
+ * request, which asks here, answers true from then on, and a batch still
+ * waiting in the stub's pipe runs without it (answered `skipped`).
  * A model with is_ready() is checked about once a second from here
  * (readiness-checks.ts); the verdict is `unready`.
  */
@@ -17,7 +18,7 @@ import { ServerError, toErrorInfo, type ErrorCode, type ErrorInfo } from '../cor
 import type { ExecuteResult, ExecuteTimings, StreamResponse } from '../core/request';
 import { modelConfigToJson } from '../repository/config/to-json';
 import { nowNs } from '../core/clock';
-import type { InferRequest, InferResponse } from '../core/request';
+import { skippedResponse, type InferRequest, type InferResponse } from '../core/request';
 import { parsePythonBackendOptions } from './backend-options';
 import { BlsClient } from './bls-client';
 import { BlobBuilder, type WithBlob } from './ipc-framing';
@@ -161,13 +162,16 @@ export class PythonStubInstance {
 
   /**
    * Request `index` of the batch whose requests are `requests` (the array
-   * given to execute) was cancelled. Nothing is sent to the stub: the model
-   * asks (`is_cancelled()`), as Triton's stub asks its parent.
+   * given to execute) was cancelled. A running model asks (`is_cancelled()`),
+   * as Triton's stub asks its parent; the stub is also told (`cancel`), so
+   * that a batch still waiting in its pipe leaves the request out of
+   * execute() and answers it `skipped`.
    */
   cancel(requests: InferRequest[], index: number): void {
-    for (const b of this.batches.values()) {
+    for (const [id, b] of this.batches) {
       if (b.requests !== requests) continue;
       (b.cancelled ??= new Set()).add(index);
+      this.stub.send({ t: 'cancel', batch: id, index });
       return;
     }
   }
@@ -268,7 +272,9 @@ export class PythonStubInstance {
     const b = this.batches.get(m.batch);
     const slotOpen = b !== undefined && b.finals[m.index] === undefined && m.index < b.requests.length;
     let response: InferResponse | undefined;
-    if (slotOpen) {
+    if (slotOpen && m.skipped === true) {
+      response = skippedResponse(b.requests[m.index]!);
+    } else if (slotOpen) {
       try {
         response = m.rescheduled === true
           ? { outputs: [], final: true, rescheduled: true }

@@ -8,12 +8,14 @@
  * its scheduler took out of the queue (`cancelQueued`).
  */
 import { ServerError, requestIdPrefix, type ErrorInfo } from '../core/errors';
-import { cancelledMessage, rescheduleRefused } from './scheduler-answers';
+import { rescheduleRefused } from './scheduler-answers';
 import type { ModelInstance } from '../instances/instance';
 import type { QueuedView } from './batch-decision';
 import { nowNs } from '../core/clock';
 import { OrderedRelease, type OrderSlot } from './ordered-release';
-import type { ExecuteResult, ExecuteTimings, InferRequest, InferResponse, ReplyAddress, Respond } from '../core/request';
+import { cancelledMessage, type ExecuteResult, type ExecuteTimings, type InferRequest, type InferResponse, type ReplyAddress, type Respond } from '../core/request';
+
+export { cancelledMessage };
 import type { FailureReason, RequestDoneStats, SchedulerHooks } from './scheduler-hooks';
 
 /** One admitted request, from enqueue to its final response. */
@@ -200,11 +202,13 @@ export class ExecutionPool {
   /**
    * Answer an admitted request its scheduler took out of the queue because
    * it was cancelled: CANCELLED, counted as Triton counts it (a failure,
-   * reason CANCELED). It never ran, so no instance is involved.
+   * reason CANCELED). It never ran, so no instance is involved. `message`:
+   * when it was not cancelled itself (the sequence batcher's later requests
+   * of a cancelled sequence).
    */
-  cancelQueued(q: QueuedRequest): void {
+  cancelQueued(q: QueuedRequest, message = cancelledMessage(q.request)): void {
     q.failure = 'CANCELED';
-    this.release(q, { outputs: [], error: { code: 'CANCELLED', message: cancelledMessage(q.request) }, final: true });
+    this.release(q, { outputs: [], error: { code: 'CANCELLED', message }, final: true });
   }
 
   /**
@@ -297,17 +301,26 @@ export class ExecutionPool {
       }
     }
     this.free(slot);
-    if (this.hooks?.executionDone !== undefined) {
+    // Requests the instance answered without running them (cancelled while they waited there) are no part of the execution.
+    let ran = batch.length - padding;
+    let rows = batchSize;
+    for (let i = 0; i < batch.length; i++) {
+      if (responses[i]?.skipped !== true) continue;
+      ran--;
+      rows -= batch[i]!.batchSize > 1 ? batch[i]!.batchSize : 1;
+    }
+    if (this.hooks?.executionDone !== undefined && ran > 0) {
       try {
-        this.hooks.executionDone(batchSize, batch.length - padding, timings, padding);
+        this.hooks.executionDone(rows, ran, timings, padding);
       } catch (err) {
         warn('executionDone hook', err);
       }
     }
     for (let i = 0; i < batch.length; i++) {
       const q = batch[i]!;
-      q.timings = timings;
       const r = responses[i];
+      if (r?.skipped === true) q.failure = 'CANCELED';
+      else q.timings = timings;
       if (r === undefined) {
         this.deliver(q, errorResponse(q.request, `instance '${instance.name}' of model '${q.request.model}' version ${q.request.version} returned ${responses.length} responses for a batch of ${batch.length} requests`));
         continue;

@@ -17,13 +17,17 @@
  * resources the earlier ones do not ask for (Triton lets nothing go ahead
  * of it; here an execution that needs none of its resources is not held up).
  *
+ * A request cancelled while its batch waits for resources leaves the batch
+ * unrun, answered CANCELLED (RateLimitedInstance.cancel).
+ *
  * With `--rate-limit=off` nothing is wrapped and the hot path is unchanged.
  */
 import { ServerError } from '../core/errors';
 import type { ModelInstance } from '../instances/instance';
 import { planInstances } from '../instances/instance-group';
 import type { ModelConfig } from '../core/model-config';
-import type { ExecuteResult, InferRequest, ReplyAddress, StreamResponse } from '../core/request';
+import { nowNs } from '../core/clock';
+import { skippedResponse, type ExecuteResult, type InferRequest, type ReplyAddress, type StreamResponse } from '../core/request';
 
 export interface RateLimitOverride {
   name: string;
@@ -124,6 +128,17 @@ interface Waiter extends WaitingAsk {
   grant: () => void;
 }
 
+/**
+ * One execution's wait for its resources (RateLimiter.request): `granted`
+ * resolves once they are allocated (pair it with release); `withdraw()`
+ * takes a wait not granted yet out of the line, so it never holds them
+ * (true), or says it was granted already (false).
+ */
+export interface ResourceWait {
+  granted: Promise<void>;
+  withdraw(): boolean;
+}
+
 export class RateLimiter {
   private readonly used = new Map<string, number>();
   /** Asks of every live rate-limited instance (the defaults are the max of these). */
@@ -178,17 +193,31 @@ export class RateLimiter {
 
   /** Resolves once `asks` are allocated; pair with release(asks). rank: the instance's scaledPriority now. */
   acquire(asks: readonly ResourceAsk[], rank: number): Promise<void> {
+    return this.request(asks, rank).granted;
+  }
+
+  /** acquire, with a way out for an execution whose requests were all cancelled while it waited. */
+  request(asks: readonly ResourceAsk[], rank: number): ResourceWait {
     if (this.waiting.length === 0 && fits(asks, this.used, (k) => this.available(k))) {
       this.take(asks);
-      return Promise.resolve();
+      return { granted: Promise.resolve(), withdraw: () => false };
     }
-    return new Promise((grant) => {
-      const w: Waiter = { asks, rank, seq: this.seq++, grant };
+    let w!: Waiter;
+    const granted = new Promise<void>((grant) => {
+      w = { asks, rank, seq: this.seq++, grant };
       let at = this.waiting.length;
       while (at > 0 && waitsBefore(w, this.waiting[at - 1]!)) at--;
       this.waiting.splice(at, 0, w);
       this.grantWaiting();
     });
+    const withdraw = (): boolean => {
+      const i = this.waiting.indexOf(w);
+      if (i < 0) return false;
+      this.waiting.splice(i, 1);
+      this.grantWaiting(); // what it reserved may let a later waiter go
+      return true;
+    };
+    return { granted, withdraw };
   }
 
   release(asks: readonly ResourceAsk[]): void {
@@ -223,11 +252,27 @@ export class RateLimiter {
   }
 }
 
+interface WaitingBatch {
+  requests: InferRequest[];
+  /** Indexes of its requests cancelled while it waited. */
+  cancelled: Set<number>;
+  wait: ResourceWait;
+  allCancelled: () => void;
+}
+
+/** Every request answered CANCELLED without running: the batch was cancelled whole while it waited. */
+function skippedResult(requests: InferRequest[]): ExecuteResult {
+  const t = nowNs();
+  return { responses: requests.map((r) => skippedResponse(r)), timings: { computeStartNs: t, computeInputEndNs: t, computeInferEndNs: t, computeEndNs: t } };
+}
+
 /** An instance whose every execution holds its group's resources, and whose completed executions weigh its priority. */
 class RateLimitedInstance implements ModelInstance {
   readonly name: string;
   /** Executions completed (Triton's exec_count_). */
   private executions = 0;
+  /** Batches waiting for their resources: where a cancel looks first. */
+  private readonly waits = new Set<WaitingBatch>();
 
   constructor(
     private readonly inner: ModelInstance,
@@ -242,18 +287,56 @@ class RateLimitedInstance implements ModelInstance {
   // pipelineDepth stays 1: a queued batch must not hold resources while it waits.
 
   async execute(requests: InferRequest[], stream?: StreamResponse, replyTo?: (ReplyAddress | null)[]): Promise<ExecuteResult> {
-    await this.limiter.acquire(this.asks, scaledPriority(this.executions, this.priority));
+    const wait = this.limiter.request(this.asks, scaledPriority(this.executions, this.priority));
+    let allCancelled!: () => void;
+    const entry: WaitingBatch = { requests, cancelled: new Set(), wait, allCancelled: () => allCancelled() };
+    this.waits.add(entry);
+    const outcome = await Promise.race([
+      wait.granted.then(() => 'granted' as const),
+      new Promise<'cancelled'>((resolve) => (allCancelled = () => resolve('cancelled'))),
+    ]);
+    this.waits.delete(entry);
+    if (outcome === 'cancelled') return skippedResult(requests);
     try {
-      return await this.inner.execute(requests, stream, replyTo);
+      if (entry.cancelled.size === 0) return await this.inner.execute(requests, stream, replyTo);
+      return await this.runRest(requests, entry.cancelled, stream, replyTo);
     } finally {
       this.executions++;
       this.limiter.release(this.asks);
     }
   }
 
-  /** Also for a batch still waiting for its resources: the inner instance remembers it until the batch arrives. */
+  /**
+   * A request of a batch still waiting for its resources leaves it: answered
+   * CANCELLED without running (`skipped`); a batch whose every request left
+   * stops waiting. One already running is its instance's to tell.
+   */
   cancel(request: InferRequest): void {
+    for (const e of this.waits) {
+      const i = e.requests.indexOf(request);
+      if (i < 0) continue;
+      e.cancelled.add(i);
+      if (e.cancelled.size === e.requests.length && e.wait.withdraw()) e.allCancelled();
+      return;
+    }
     this.inner.cancel?.(request);
+  }
+
+  /** Runs the requests of the batch that were not cancelled while it waited; the others are answered skipped. */
+  private async runRest(requests: InferRequest[], cancelled: ReadonlySet<number>, stream?: StreamResponse, replyTo?: (ReplyAddress | null)[]): Promise<ExecuteResult> {
+    const keep: number[] = [];
+    for (let i = 0; i < requests.length; i++) if (!cancelled.has(i)) keep.push(i);
+    const result = await this.inner.execute(
+      keep.map((i) => requests[i]!),
+      stream === undefined ? undefined : (j, r) => stream(keep[j]!, r),
+      replyTo === undefined ? undefined : keep.map((i) => replyTo[i] ?? null),
+    );
+    const responses = requests.map((r) => skippedResponse(r));
+    keep.forEach((i, j) => {
+      const r = result.responses[j];
+      if (r !== undefined) responses[i] = r;
+    });
+    return { responses, timings: result.timings };
   }
 
   stop(): Promise<void> {

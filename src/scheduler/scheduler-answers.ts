@@ -1,21 +1,12 @@
 /**
- * The schedulers' own answers to a request that no execution answers (it
- * was cancelled while it waited, its scheduler is stopping, or its model
- * released it with RESCHEDULE where nothing can take it back), each naming
- * the request, the model and what happened.
+ * The schedulers' own answers to a request that no execution answers (its
+ * scheduler is stopping, or its model released it with RESCHEDULE where
+ * nothing can take it back), each naming the request, the model and what
+ * happened. A cancelled request's text is core/request.ts cancelledMessage:
+ * the instances answer it too.
  */
 import { requestIdPrefix, type ErrorInfo } from '../core/errors';
 import type { InferRequest } from '../core/request';
-
-/**
- * The answer to a request cancelled while it waited (its client went away
- * or cancelled it, or its BLS caller did): Triton answers it with the
- * CANCELLED status; the text says which request and that it never ran.
- */
-export function cancelledMessage(request: InferRequest, when = 'before it ran'): string {
-  return `${requestIdPrefix(request.id)}request for model '${request.model}' version ${request.version} was cancelled ${when} ` +
-    '(its client cancelled it or went away)';
-}
 
 /**
  * Triton's answer to a request its model released with RESCHEDULE when the

@@ -18,7 +18,7 @@
  * front of its sequence's slot, with neither START nor END, to run again
  * (Triton's IterativeSequencer); its sequence ends with its final response.
  */
-import { ServerError, toErrorInfo, type ErrorInfo } from '../core/errors';
+import { ServerError, requestIdPrefix, toErrorInfo, type ErrorInfo } from '../core/errors';
 import type { Arena } from '../dataplane/arena';
 import type { ModelInstance } from '../instances/instance';
 import type { ModelConfig } from '../core/model-config';
@@ -92,6 +92,7 @@ export class SequenceBatchScheduler implements Scheduler {
   }
 
   enqueue(request: InferRequest, respond: Respond): void {
+    const given = request;
     const pool = this.pools[0]!;
     if (this.stopped !== null) {
       pool.reject(request, respond, { code: 'UNAVAILABLE', message: stoppingMessage(request) });
@@ -113,6 +114,7 @@ export class SequenceBatchScheduler implements Scheduler {
       end = request.parameters['sequence_end'] === true;
       key = sequenceKey(id);
       q = this.withControls(request, respond, id, key, start, end);
+      q.origin = given; // what a cancel names (the request as given, before an iterative id)
     } catch (err) {
       pool.reject(request, respond, toErrorInfo(err));
       return;
@@ -134,12 +136,33 @@ export class SequenceBatchScheduler implements Scheduler {
   }
 
   /**
-   * Only a running request is reached (its instance is told). A queued one
-   * still runs in its turn: leaving a sequence's queue would also have to
-   * cancel the rest of its sequence, as Triton does (not done yet).
+   * A running request: its instance is told. A queued one ends its sequence,
+   * as Triton's sequence batcher ends a sequence whose request was
+   * cancelled: it and the sequence's later queued requests are answered
+   * CANCELLED (counted CANCELED), its earlier ones still run, and the id
+   * needs a new START (sequence-slots.ts `cancel`). Its implicit state goes
+   * with the last request of it that runs.
    */
   cancel(request: InferRequest): void {
-    for (const p of this.pools) if (p.cancelRunning(request)) return;
+    const q = this.queuedRequest(request);
+    if (q === undefined) {
+      for (const p of this.pools) if (p.cancelRunning(request)) return;
+      return;
+    }
+    const gone = this.slots.cancel(q);
+    if (gone.length === 0) return;
+    this.queued -= gone.length;
+    this.wakeQueueWaiters();
+    const pool = this.pools[0]!;
+    const id = correlationIdOf(this.controls, q.request);
+    for (const g of gone) {
+      if (this.states !== null) this.stateOf.delete(g);
+      pool.admit();
+      pool.cancelQueued(g, g === q ? undefined : sequenceCancelledMessage(g.request, request, id));
+    }
+    if (this.states !== null) this.endStateWithLast(sequenceKey(id));
+    // The slot may have gone to a sequence of the backlog.
+    this.dispatchAll();
   }
 
   inflightCount(): number {
@@ -157,6 +180,30 @@ export class SequenceBatchScheduler implements Scheduler {
       this.states?.dropAll();
     })();
     return this.stopped;
+  }
+
+  private wakeQueueWaiters(): void {
+    if (this.queued !== 0 || this.queueWaiters.length === 0) return;
+    const waiters = this.queueWaiters;
+    this.queueWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+
+  /** The queued request that `request` (as given to enqueue) became, if it is still queued. */
+  private queuedRequest(request: InferRequest): QueuedRequest | undefined {
+    return this.slots.find((q) => q.origin === request);
+  }
+
+  /**
+   * A cancel ended sequence `key`: the last of its requests still queued or
+   * running takes its implicit state with it, as an END would; with none
+   * left, the state goes now.
+   */
+  private endStateWithLast(key: string): void {
+    let last: { end: boolean } | undefined;
+    for (const s of this.stateOf.values()) if (s.key === key) last = s;
+    if (last !== undefined) last.end = true;
+    else this.states!.drop(key);
   }
 
   /**
@@ -182,7 +229,6 @@ export class SequenceBatchScheduler implements Scheduler {
       if (response.final && iterative) this.dispatchAll();
     };
     q = new QueuedRequest(withExtra, wrapped, nowNs(), this.ragged === null ? '' : shapeKeyOf(request, this.ragged));
-    q.origin = request;
     if (iterative) this.iterative.set(q, { key, id, request, controls: extra });
     return q;
   }
@@ -256,11 +302,7 @@ export class SequenceBatchScheduler implements Scheduler {
       pool.admit();
       this.queued--;
     }
-    if (this.queued === 0 && this.queueWaiters.length > 0) {
-      const waiters = this.queueWaiters;
-      this.queueWaiters = [];
-      for (const resolve of waiters) resolve();
-    }
+    this.wakeQueueWaiters();
     let run: QueuedRequest[];
     try {
       if (this.states !== null) {
@@ -342,6 +384,13 @@ interface IterativeRequest {
   request: InferRequest;
   /** Its control tensors in the arena (rewritten when it is rescheduled), freed with its final response. */
   controls: TensorRef[];
+}
+
+/** The answer to a later request of a sequence whose request `cancelled` was cancelled. */
+function sequenceCancelledMessage(request: InferRequest, cancelled: InferRequest, id: number | string): string {
+  const which = cancelled.id === '' ? 'another request' : `request '${cancelled.id}'`;
+  return `${requestIdPrefix(request.id)}request for model '${request.model}' version ${request.version} was cancelled before it ran: ` +
+    `${which} of its sequence ${String(id)} was cancelled, which ends the sequence (send a new START to begin again)`;
 }
 
 function missingStart(id: number | string, model: string): ErrorInfo {

@@ -218,6 +218,46 @@ export class SequenceSlots<T> {
     return released;
   }
 
+  /** The first queued item (in a slot's queue or the backlog) that `match` accepts. */
+  find(match: (item: T) => boolean): T | undefined {
+    for (const slot of this.slots) for (const e of slot.queue) if (match(e.item)) return e.item;
+    for (const seq of this.backlog) for (const e of seq.waiting) if (match(e.item)) return e.item;
+    return undefined;
+  }
+
+  /**
+   * `item` was cancelled while queued. As Triton's sequence batcher does, a
+   * cancelled request ends its sequence: it and every later queued request
+   * of that sequence leave the queue; the earlier ones still run, then the
+   * slot frees (at once when nothing of the sequence is left queued). A
+   * sequence still in the backlog has run nothing: all of it leaves (Triton
+   * cancels a backlog with any cancelled request in it). Later requests of
+   * that id need a new START. Returns what left, in queue order (`item`
+   * among it), or [] when `item` is not queued.
+   */
+  cancel(item: T): T[] {
+    for (let s = 0; s < this.slots.length; s++) {
+      const slot = this.slots[s]!;
+      const at = slot.queue.findIndex((e) => e.item === item);
+      if (at < 0) continue;
+      const gone = slot.queue.splice(at).map((e) => e.item);
+      const owner = slot.owner!;
+      this.end(owner);
+      if (slot.queue.length === 0) this.free(s);
+      return gone;
+    }
+    for (let b = 0; b < this.backlog.length; b++) {
+      const seq = this.backlog[b]!;
+      if (!seq.waiting.some((e) => e.item === item)) continue;
+      this.backlog.splice(b, 1);
+      this.end(seq);
+      const gone = seq.waiting.map((e) => e.item);
+      seq.waiting = [];
+      return gone;
+    }
+    return [];
+  }
+
   /** Sequences bound to a slot or waiting for one. */
   sequenceCount(): number {
     let n = this.backlog.length;
@@ -258,6 +298,12 @@ export class SequenceSlots<T> {
       return true;
     }
     return false;
+  }
+
+  /** No more requests belong to `seq`: its id is free for a new START. */
+  private end(seq: Sequence<T>): void {
+    seq.ended = true;
+    if (this.active.get(seq.key) === seq) this.active.delete(seq.key);
   }
 
   private free(s: number): void {

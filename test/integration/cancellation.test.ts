@@ -4,8 +4,11 @@
  * `request.is_cancelled()` in the model running the request; a request still
  * in the dynamic batcher's queue leaves it without running (execution count,
  * no marker) and is counted as Triton counts it (`fail`, and
- * nv_inference_request_failure reason CANCELED); one waiting in a Python
- * instance's pipe runs and sees it at once; a decoupled model's response
+ * nv_inference_request_failure reason CANCELED), and so does one waiting in
+ * a Python stub's pipe or for the rate limiter's resources (cancelled
+ * through BLS, whose caller reports the CANCELLED text); a cancelled
+ * request of a sequence ends the sequence (the later queued ones are
+ * answered CANCELLED with the reason); a decoupled model's response
  * sender sees a cancelled gRPC stream; a BLS response stream's `.cancel()`
  * reaches the model it calls, and the caller reads on to the CANCELLED end.
  * The models report what they saw in marker files (test fixtures
@@ -34,15 +37,15 @@ let marks: string;
 before(async () => {
   repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-cancel-'));
   marks = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-cancel-marks-'));
-  for (const m of ['cancel_watch', 'cancel_stream', 'bls_cancel']) fs.cpSync(path.join(FIXTURES, m), path.join(repo, m), { recursive: true });
+  for (const m of ['cancel_watch', 'cancel_plain', 'cancel_stream', 'bls_cancel', 'bls_cancel_waiting']) fs.cpSync(path.join(FIXTURES, m), path.join(repo, m), { recursive: true });
   // The same model behind a dynamic batcher (max batch 1): a second request waits in the scheduler's queue.
-  const queued = path.join(repo, 'cancel_watch_queue');
-  fs.cpSync(path.join(FIXTURES, 'cancel_watch'), queued, { recursive: true });
-  const config = fs.readFileSync(path.join(queued, 'config.pbtxt'), 'utf8')
-    .replace('name: "cancel_watch"', 'name: "cancel_watch_queue"')
-    .replace('max_batch_size: 0', 'max_batch_size: 1');
-  fs.writeFileSync(path.join(queued, 'config.pbtxt'), `${config}dynamic_batching { }\n`);
-  server = await startServer([`--model-repository=${repo}`, '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1']);
+  watchCopy('cancel_watch_queue', (c) => `${c.replace('max_batch_size: 0', 'max_batch_size: 1')}dynamic_batching { }\n`);
+  // Behind the sequence batcher (one slot): a sequence's next requests wait in its slot's queue.
+  watchCopy('cancel_watch_seq', (c) => `${c}sequence_batching { }\n`);
+  // Two instances sharing one unit of a rate-limiter resource: while one runs, the other's batch waits for it.
+  watchCopy('cancel_watch_limited', (c) => c.replace('instance_group [ { count: 1 kind: KIND_CPU } ]',
+    'instance_group [ { count: 2 kind: KIND_CPU rate_limiter { resources [ { name: "R" global: true count: 1 } ] } } ]'));
+  server = await startServer([`--model-repository=${repo}`, '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1', '--rate-limit=execution_count']);
   client = createClient(server.grpcPort);
 });
 
@@ -52,6 +55,16 @@ after(async () => {
   fs.rmSync(repo, { recursive: true, force: true });
   fs.rmSync(marks, { recursive: true, force: true });
 });
+
+/** cancel_watch under another name, its config changed by `edit`. */
+function watchCopy(name: string, edit: (config: string) => string): void {
+  const dir = path.join(repo, name);
+  fs.cpSync(path.join(FIXTURES, 'cancel_watch'), dir, { recursive: true });
+  const config = fs.readFileSync(path.join(dir, 'config.pbtxt'), 'utf8').replace('name: "cancel_watch"', `name: "${name}"`);
+  const edited = edit(config);
+  assert.notEqual(edited, config, `the config of ${name} changed`);
+  fs.writeFileSync(path.join(dir, 'config.pbtxt'), edited);
+}
 
 const marker = (tag: string): string => path.join(marks, tag);
 const seen = (tag: string, what: string): boolean => fs.existsSync(`${marker(tag)}.${what}`);
@@ -199,16 +212,129 @@ test('a request cancelled while queued leaves the queue without running, counted
   assert.equal(await failureMetric(model, 'CANCELED'), canceledBefore + 1, 'the one the model answered counts as BACKEND, not CANCELED');
 });
 
-test('a request waiting in a Python instance\'s pipe runs, and sees itself cancelled at once', async () => {
-  const busy = startPost('/v2/models/cancel_watch/infer', watchBody(1500, 'pipe-busy'));
-  await waitMark('pipe-busy', 'started');
-  // The default scheduler hands the next batch to the stub while one runs (it waits in the stub's pipe).
-  const next = startPost('/v2/models/cancel_watch/infer', watchBody(20_000, 'pipe-next'));
-  await sleep(300);
-  next.gone();
-  assert.equal(await busy.answer, 200, 'the running request finishes normally');
-  await waitMark('pipe-next', 'cancelled');
-  assert.ok(Number(markText('pipe-next', 'cancelled')) < 5000, 'cancelled already when it started, long before its 20 s');
+/**
+ * Through bls_cancel_waiting: a BLS request to `target` while its instance
+ * is busy with another request, cancelled while it waits there; the caller
+ * reports the CANCELLED answer and its text.
+ */
+async function cancelWhileWaiting(target: string, tag: string): Promise<{ code: number; text: string }> {
+  const res = await fetch(`${server.url}/v2/models/bls_cancel_waiting/infer`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({
+      inputs: [
+        { name: 'TARGET', datatype: 'BYTES', shape: [1], data: [target] },
+        { name: 'WAIT_MS', datatype: 'INT32', shape: [1], data: [100] },
+        { name: 'DELAY_MS', datatype: 'INT32', shape: [1], data: [300] },
+        { name: 'MARKER', datatype: 'BYTES', shape: [1], data: [marker(tag)] },
+      ],
+    }),
+  });
+  const body = (await res.json()) as { outputs?: { name: string; data: (number | string)[] }[]; error?: string };
+  assert.equal(res.status, 200, JSON.stringify(body));
+  const out = (name: string): number | string => body.outputs!.find((o) => o.name === name)!.data[0]!;
+  return { code: Number(out('CODE')), text: String(out('TEXT')) };
+}
+
+/** A busy request on `model`, a second one cancelled while it waits behind it: never run, CANCELLED, counted CANCELED. */
+async function waitingCancelLeavesUnrun(model: string, tag: string): Promise<void> {
+  const before = await stats(model);
+  const canceledBefore = await failureMetric(model, 'CANCELED');
+  const busy = startPost(`/v2/models/${model}/infer`, watchBody(20_000, `${tag}-busy`));
+  await waitMark(`${tag}-busy`, 'started');
+  const got = await cancelWhileWaiting(model, `${tag}-next`);
+  assert.equal(got.code, 1, 'the waiting request was answered CANCELLED');
+  assert.equal(got.text, `request for model '${model}' version 1 was cancelled before it ran (its client cancelled it or went away)`);
+  assert.ok(!seen(`${tag}-next`, 'started'), 'the model never saw the cancelled request');
+  assert.equal(await failureMetric(model, 'CANCELED'), canceledBefore + 1, 'counted as Triton counts a request cancelled before it ran');
+  assert.ok(!seen(`${tag}-busy`, 'cancelled'), 'the running request is not the one cancelled');
+  busy.gone();
+  await waitMark(`${tag}-busy`, 'cancelled');
+  await until('both are counted', async () => (await stats(model)).inference_stats.fail!.count === before.inference_stats.fail!.count + 2);
+  const after = await stats(model);
+  assert.equal(after.execution_count, before.execution_count + 1, 'only the busy request executed');
+  assert.equal(after.inference_stats.success!.count, before.inference_stats.success!.count);
+  assert.equal(await failureMetric(model, 'CANCELED'), canceledBefore + 1, 'the one the model answered counts as BACKEND, not CANCELED');
+}
+
+test("a request waiting in a Python stub's pipe (behind the batch it runs) leaves unrun when cancelled, answered CANCELLED", async () => {
+  await waitingCancelLeavesUnrun('cancel_watch', 'pipe');
+});
+
+test("a model that never asks is_cancelled(): the request waiting in its stub's pipe is still left unrun, answered when its turn comes", async () => {
+  const model = 'cancel_plain';
+  const before = await stats(model);
+  const canceledBefore = await failureMetric(model, 'CANCELED');
+  const busy = startPost(`/v2/models/${model}/infer`, watchBody(1500, 'plain-busy'));
+  await waitMark('plain-busy', 'started');
+  // The stub reads nothing while execute() runs: it sees the cancel just before the waiting batch would begin.
+  const got = await cancelWhileWaiting(model, 'plain-next');
+  assert.equal(got.code, 1);
+  assert.equal(got.text, `request for model '${model}' version 1 was cancelled before it ran (its client cancelled it or went away)`);
+  assert.equal(await busy.answer, 200, 'the running request finished normally');
+  assert.ok(seen('plain-busy', 'done'));
+  assert.ok(!seen('plain-next', 'started'), 'the model never saw the cancelled request');
+  assert.equal(await failureMetric(model, 'CANCELED'), canceledBefore + 1);
+  const after = await stats(model);
+  assert.equal(after.execution_count, before.execution_count + 1, 'only the busy request executed');
+});
+
+test("a request waiting for the rate limiter's resources leaves unrun when cancelled, answered CANCELLED", async () => {
+  await waitingCancelLeavesUnrun('cancel_watch_limited', 'limited');
+});
+
+/** A sequence request to cancel_watch_seq over HTTP (id `id`), that can go away. */
+function seqPost(id: string, waitMs: number, tag: string, params: Record<string, unknown>): { gone(): void; answer: Promise<number | Error>; body: Promise<string> } {
+  let req!: http.ClientRequest;
+  let text!: (t: string) => void;
+  const body = new Promise<string>((resolve) => (text = resolve));
+  const answer = new Promise<number | Error>((resolve) => {
+    req = http.request({ host: '127.0.0.1', port: server.port, path: '/v2/models/cancel_watch_seq/infer', method: 'POST', agent: false, headers: { 'Content-Type': 'application/json' } }, (res) => {
+      let b = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (b += c));
+      res.on('end', () => {
+        text(b);
+        resolve(res.statusCode ?? 0);
+      });
+    });
+    req.on('error', (err) => {
+      text('');
+      resolve(err);
+    });
+    req.end(JSON.stringify({ id, parameters: { sequence_id: 42, ...params }, ...(JSON.parse(watchBody(waitMs, tag)) as object) }));
+  });
+  return { gone: () => req.destroy(), answer, body };
+}
+
+test('a cancelled request of a sequence ends the sequence, as Triton does: it and the later queued ones CANCELLED, a new request needs START', async () => {
+  const model = 'cancel_watch_seq';
+  const before = await stats(model);
+  const canceledBefore = await failureMetric(model, 'CANCELED');
+  const first = seqPost('s1', 20_000, 'seq-1', { sequence_start: true });
+  await waitMark('seq-1', 'started');
+  const second = seqPost('s2', 100, 'seq-2', {});
+  const third = seqPost('s3', 100, 'seq-3', { sequence_end: true });
+  await until('both wait in the slot', async () => (await metric('nv_inference_pending_request_count', `model="${model}",version="1"`)) === 3);
+  second.gone();
+  assert.equal(await third.answer, 400, 'the later request of the sequence is answered too');
+  assert.deepEqual(JSON.parse(await third.body), {
+    error: `[request id: s3] request for model '${model}' version 1 was cancelled before it ran: request 's2' of its sequence 42 was cancelled, ` +
+      'which ends the sequence (send a new START to begin again)',
+  });
+  await until('both are counted CANCELED', async () => (await failureMetric(model, 'CANCELED')) === canceledBefore + 2);
+  const fourth = seqPost('s4', 100, 'seq-4', {});
+  assert.equal(await fourth.answer, 400);
+  assert.match(await fourth.body, /inference request for sequence 42 to model 'cancel_watch_seq' must specify the START flag on the first request of the sequence/);
+  first.gone();
+  await waitMark('seq-1', 'cancelled');
+  await until('the running one is counted', async () => (await stats(model)).inference_stats.fail!.count === before.inference_stats.fail!.count + 3);
+  const after = await stats(model);
+  assert.equal(after.execution_count, before.execution_count + 1, 'only the first request executed');
+  for (const t of ['seq-2', 'seq-3', 'seq-4']) assert.ok(!seen(t, 'started'), `${t} never reached the model`);
+  // The id is free again: a new START begins a new sequence.
+  const again = seqPost('s5', 0, 'seq-5', { sequence_start: true, sequence_end: true });
+  assert.equal(await again.answer, 200, await again.body);
 });
 
 interface StreamResponse {

@@ -175,7 +175,7 @@ test('a response whose JSON would pass 256 MiB is refused with the output, the m
   const refused = await send(header(false));
   assert.deepEqual([refused.status, refused.text], [400, error(
     `the JSON of output 'OUTPUT_BOOL' (${elements} elements) of model 'identity_types' would make the response larger than ` +
-      `${256 * 1024 * 1024} bytes, the most an HTTP inference response may carry as JSON. Request the output in binary: ` +
+      `${256 * 1024 * 1024} bytes, the most an HTTP inference response may carry as JSON (--http-max-json-response-size). Request the output in binary: ` +
       '"parameters":{"binary_data":true} on the output, or "binary_data_output":true in the request parameters (the tritonclient default).',
   )]);
   await assertServes('a refused oversized JSON response');

@@ -209,7 +209,7 @@ test('SIGTERM on an idle server: it stops after its quiet second, not after --ex
   const code = await exited(server, 15_000);
   assert.equal(code, 0, server.output().slice(-3000));
   assert.ok(Date.now() - signalAt < 10_000, 'well before the 30 s timeout');
-  assert.match(server.output(), /Closing the endpoints: no inference in flight and none received for 1000 ms/);
+  assert.match(server.output(), /Closing the endpoints: no inference in flight and none received for 1000 ms \(--exit-quiet-ms\)/);
 });
 
 test('a request held past --exit-timeout-secs is cut: the process ends by itself with exit 1 and Triton\'s text, not a crash; no stub left', async () => {

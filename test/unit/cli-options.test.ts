@@ -33,6 +33,7 @@ test('defaults equal tritonserver defaults (§6)', () => {
     modelLoadRetryCount: 0,
     modelNamespacing: false,
     exitTimeoutSecs: 30,
+    exitQuietMs: 1000,
     enablePeerAccess: true,
     backendDirectory: '/opt/tritonserver/backends',
     backendConfig: {},
@@ -44,6 +45,7 @@ test('defaults equal tritonserver defaults (§6)', () => {
     httpThreadCount: Math.max(1, Math.min(8, os.availableParallelism() - 1)),
     httpHeaderForwardPattern: undefined,
     httpMaxInputSize: 67108864,
+    httpMaxJsonResponseSize: 268435456,
     httpCodecOffloadBytes: 65536,
     maxQueuedRequests: 4096,
     httpRestrictedApi: [],
@@ -148,6 +150,8 @@ const ERRORS: [string[], string][] = [
     "Wildcard model name '*' must be the ONLY startup model if specified at all."],
   [[...REPO, '--http-max-input-size', '0'], 'Error: --http-max-input-size must be greater than 0.'],
   [[...REPO, '--http-max-input-size=-5'], 'Error: --http-max-input-size must be greater than 0.'],
+  [[...REPO, '--http-max-json-response-size=0'], 'Error: --http-max-json-response-size must be greater than 0.'],
+  [[...REPO, '--exit-quiet-ms=-1'], 'Error: --exit-quiet-ms must be 0 or greater.'],
   [[...REPO, '--http-codec-offload-bytes=-1'], 'Error: --http-codec-offload-bytes must be 0 (never) or greater.'],
   [[...REPO, '--http-codec-offload-bytes=64k'], 'Bad option: "--http-codec-offload-bytes".\nInvalid option value. Got 64k'],
   [[...REPO, '--model-config-name='], 'Error: empty argument for --model-config-name'],
@@ -215,6 +219,15 @@ for (const [value, expected] of LOG_VERBOSE) {
     assert.equal(parseServerOptions([...REPO, '--log-verbose', value]).logVerbose, expected);
   });
 }
+
+test("nodetron's limits: --http-max-json-response-size and --exit-quiet-ms, with their defaults", () => {
+  const d = parseServerOptions([...REPO]);
+  assert.equal(d.httpMaxJsonResponseSize, 256 * 1024 * 1024);
+  assert.equal(d.exitQuietMs, 1000);
+  const o = parseServerOptions([...REPO, '--http-max-json-response-size=4096', '--exit-quiet-ms', '0']);
+  assert.equal(o.httpMaxJsonResponseSize, 4096);
+  assert.equal(o.exitQuietMs, 0);
+});
 
 test('repeatable flags collect, scalar flags keep the last value, --model-store is an alias', () => {
   const o = parseServerOptions([

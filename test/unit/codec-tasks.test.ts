@@ -87,7 +87,7 @@ function encodeTask(arena: Arena, extra: Partial<ResponseEncodeTask> = {}): Resp
   arena.bytes(offset, data.byteLength).set(new Uint8Array(data.buffer));
   return {
     id: 'r', modelName: 'm', modelVersion: '1', outputs: [{ name: 'O', datatype: 'FP32', shape: [2048], offset, byteSize: data.byteLength }],
-    requested: null, binaryDataOutput: false, batched: false, labels: {}, acceptEncoding: '', ...extra,
+    requested: null, binaryDataOutput: false, batched: false, labels: {}, acceptEncoding: '', maxJsonChars: 256 * 1024 * 1024, ...extra,
   };
 }
 

@@ -46,12 +46,13 @@ const cases: { what: string; msg: { t: string; [k: string]: unknown } }[] = [
   { what: 'execute to a Python host, streaming', msg: { t: 'execute', batchId: 9, requests: [request()], stream: true } },
   { what: 'execute to a Python host, not streaming', msg: { t: 'execute', batchId: 10, requests: [request()], stream: false } },
   {
-    what: 'executed with an error, a delivered and a non-final response with parameters',
+    what: 'executed with an error, a delivered, a skipped (cancelled before it ran) and a non-final response with parameters',
     msg: {
       t: 'executed', batchId: 8,
       responses: [
         response({ outputs: [], error: { code: 'INVALID_ARG', message: 'bad «input»' } }),
         response({ outputs: [], delivered: true }),
+        response({ outputs: [], error: { code: 'CANCELLED', message: 'cancelled before it ran' }, skipped: true }),
         response({ final: false, parameters: { triton_final_response: false, n: 3, s: 'é' } }),
       ],
       timings: { computeStartNs: 1, computeInputEndNs: 2.5, computeInferEndNs: 1796128878073123000, computeEndNs: 0 },

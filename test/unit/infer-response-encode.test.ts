@@ -178,7 +178,7 @@ test('an output whose JSON would pass the response bound is refused, naming the 
   const big = new Uint8Array(1000).fill(1); // BOOL: 1000 × `true,`
   const message = (name: string, elements: number, max: number): string =>
     `the JSON of output '${name}' (${elements} elements) of model 'm' would make the response larger than ${max} bytes, ` +
-    'the most an HTTP inference response may carry as JSON. Request the output in binary: "parameters":{"binary_data":true} ' +
+    'the most an HTTP inference response may carry as JSON (--http-max-json-response-size). Request the output in binary: "parameters":{"binary_data":true} ' +
     'on the output, or "binary_data_output":true in the request parameters (the tritonclient default).';
   const fits = encode([o('B', 'BOOL', [1000], big)]).json.length;
   // A bound the response meets exactly is fine; one character less is not.

@@ -156,3 +156,55 @@ test('RateLimiter: an instance asking more than --rate-limit-resource allows fai
   const inst = new FakeInstance('p_0');
   assert.equal(limiter.wrap(plain, [inst])[0], inst);
 });
+
+test('RateLimiter: a request cancelled while its batch waits for resources leaves the batch unrun; the rest of the batch runs', async () => {
+  const limiter = new RateLimiter([], []);
+  const a = new FakeInstance('a_0');
+  const b = new FakeInstance('b_0');
+  const [wa] = limiter.wrap(limitedConfig('a', 1, [{ name: 'R', global: true, count: 1 }]), [a]);
+  const [wb] = limiter.wrap(limitedConfig('b', 1, [{ name: 'R', global: true, count: 1 }]), [b]);
+  const pa = wa!.execute([request('busy')]);
+  const waiting = [request('x'), request('y'), request('z')];
+  const pb = wb!.execute(waiting);
+  await tick();
+  assert.equal(b.running, 0, 'b waits for R');
+  wb!.cancel!(waiting[1]!);
+  assert.deepEqual(b.cancelled, [], 'not told to the instance: the request never reaches it');
+  a.current().finish();
+  await pa;
+  await tick();
+  assert.deepEqual(b.batches(), [['x', 'z']], 'the cancelled request left the batch');
+  b.current().finish();
+  const result = await pb;
+  assert.deepEqual(result.responses.map((r) => r.parameters?.['echo'] ?? r.error?.code), ['x', 'CANCELLED', 'z'], 'answers stay in request order');
+  assert.equal(result.responses[1]!.skipped, true);
+  assert.equal(result.responses[1]!.error?.message, "[request id: y] request for model 'm' version 3 was cancelled before it ran (its client cancelled it or went away)");
+});
+
+test('RateLimiter: a batch whose every request is cancelled while it waits stops waiting: nothing runs, nothing is held', async () => {
+  const limiter = new RateLimiter([], []);
+  const a = new FakeInstance('a_0');
+  const b = new FakeInstance('b_0');
+  const c = new FakeInstance('c_0');
+  const [wa] = limiter.wrap(limitedConfig('a', 1, [{ name: 'R', global: true, count: 1 }]), [a]);
+  const [wb] = limiter.wrap(limitedConfig('b', 1, [{ name: 'R', global: true, count: 1 }]), [b]);
+  const [wc] = limiter.wrap(limitedConfig('c', 1, [{ name: 'R', global: true, count: 1 }]), [c]);
+  const pa = wa!.execute([request('busy')]);
+  const gone = request('gone');
+  const pb = wb!.execute([gone]);
+  const pc = wc!.execute([request('next')]);
+  await tick();
+  assert.equal(limiter.waitingCount(), 2);
+  wb!.cancel!(gone);
+  const result = await pb;
+  assert.equal(result.responses[0]!.error?.code, 'CANCELLED');
+  assert.equal(result.responses[0]!.skipped, true);
+  assert.equal(limiter.waitingCount(), 1, 'the cancelled batch left the line');
+  a.current().finish();
+  await pa;
+  await tick();
+  assert.equal(b.executions.length, 0, 'b never ran');
+  assert.equal(c.running, 1, 'the next waiter got R');
+  c.current().finish();
+  await pc;
+});

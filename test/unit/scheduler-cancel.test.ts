@@ -5,12 +5,11 @@
  * it (a failure, reason CANCELED); one already running is handed to its
  * instance (ModelInstance.cancel) and ends with its own response; one that
  * finished, or that the scheduler never saw, is ignored. The sequence
- * batcher reaches running requests only; the response cache forwards; an
- * ensemble cancels its running step and starts no other.
+ * batcher's cancels are in sequence-cancel.test.ts.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { InferRequest } from '../../src/core/request';
+import { skippedResponse, type InferRequest } from '../../src/core/request';
 import { DefaultScheduler } from '../../src/scheduler/default-scheduler';
 import { DynamicBatchScheduler } from '../../src/scheduler/dynamic-batch-scheduler';
 import type { Scheduler } from '../../src/scheduler/scheduler';
@@ -115,4 +114,35 @@ test('a request of a batch: only that request is told to the instance', async ()
   inst.current().finish();
   await s.stop();
   assert.deepEqual(rec.finalOrder, ['busy', 'x', 'y', 'z'], 'every request still answered by its execution');
+});
+
+test("a response the instance marks skipped (cancelled before its execution began) counts CANCELED and not in the execution", async () => {
+  const inst = new FakeInstance('m_0');
+  const done: Done[] = [];
+  const executions: { rows: number; requests: number }[] = [];
+  const s = new DynamicBatchScheduler(config(4, {}), [inst], {
+    requestDone: (req, st) => done.push({ id: req.id, success: st.success, failure: st.failure }),
+    executionDone: (rows, requests) => executions.push({ rows, requests }),
+  });
+  const rec = new Recorder();
+  const busy = request('busy');
+  s.enqueue(busy, rec.respond('busy'));
+  const batch = ['x', 'y', 'z'].map((id) => request(id));
+  batch.forEach((r) => s.enqueue(r, rec.respond(r.id)));
+  inst.current().finish();
+  await settle();
+  inst.current().finish((rs) => rs.map((r) => (r.id === 'y' ? skippedResponse(r) : { outputs: [], final: true })));
+  await settle();
+  assert.deepEqual(executions, [{ rows: 1, requests: 1 }, { rows: 2, requests: 2 }], 'the skipped request is no part of its execution');
+  assert.deepEqual(done.slice(1), [
+    { id: 'x', success: true, failure: undefined },
+    { id: 'y', success: false, failure: 'CANCELED' },
+    { id: 'z', success: true, failure: undefined },
+  ]);
+  const last = request('last');
+  s.enqueue(last, rec.respond('last'));
+  inst.current().finish((rs) => rs.map((r) => skippedResponse(r)));
+  await s.stop();
+  assert.equal(executions.length, 2, 'a batch that skipped every request is no execution');
+  assert.equal(rec.only('last').error?.code, 'CANCELLED');
 });

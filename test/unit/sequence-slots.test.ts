@@ -10,7 +10,8 @@ type Step =
   /** Put `item` back first in sequence `seq`'s queue (a rescheduled request). */
   | { requeue: string; seq: number | string; at?: number; expect?: string }
   /** End sequence `seq` (its iterative request was answered). */
-  | { finish: number | string };
+  | { finish: number | string }
+  | { cancel: string; expect: string[] };
 
 const cases: { name: string; instances: number; slots: number; steps: Step[] }[] = [
   {
@@ -110,6 +111,46 @@ const cases: { name: string; instances: number; slots: number; steps: Step[] }[]
       { take: 0, expect: ['b0'] }, { take: 0, expect: ['b1'] }, { take: 0, expect: ['b2'] },
     ],
   },
+  {
+    name: 'a cancelled queued request ends its sequence: it and the later ones leave, the earlier ones still run, then the slot frees for the backlog',
+    instances: 1, slots: 1,
+    steps: [
+      { admit: 'a1', seq: 1, flags: 'S' }, { admit: 'a2', seq: 1 }, { admit: 'a3', seq: 1 }, { admit: 'a4', seq: 1 },
+      { admit: 'b1', seq: 2, flags: 'S', expect: 'backlog' },
+      { cancel: 'a3', expect: ['a3', 'a4'] },
+      { admit: 'a5', seq: 1, expect: 'no-start' },
+      { take: 0, expect: ['a1'] }, { take: 0, expect: ['a2'] }, { take: 0, expect: ['b1'] },
+    ],
+  },
+  {
+    name: 'cancelling the last queued request of a sequence frees its slot at once',
+    instances: 1, slots: 1,
+    steps: [
+      { admit: 'a1', seq: 1, flags: 'S' }, { take: 0, expect: ['a1'] }, { admit: 'a2', seq: 1 },
+      { admit: 'b1', seq: 2, flags: 'S', expect: 'backlog' },
+      { cancel: 'a2', expect: ['a2'] }, { take: 0, expect: ['b1'] },
+      { admit: 'a3', seq: 1, expect: 'no-start' }, { admit: 'a3', seq: 1, flags: 'S', expect: 'backlog' },
+    ],
+  },
+  {
+    name: 'a cancelled request of a backlogged sequence takes the whole backlogged sequence with it, earlier requests too',
+    instances: 1, slots: 1,
+    steps: [
+      { admit: 'a1', seq: 1, flags: 'S' }, { admit: 'b1', seq: 2, flags: 'S', expect: 'backlog' }, { admit: 'b2', seq: 2, expect: 'backlog' },
+      { admit: 'c1', seq: 3, flags: 'SE', expect: 'backlog' },
+      { cancel: 'b2', expect: ['b1', 'b2'] }, { admit: 'b3', seq: 2, expect: 'no-start' },
+      { admit: 'a2', seq: 1, flags: 'E' },
+      { take: 0, expect: ['a1'] }, { take: 0, expect: ['a2'] }, { take: 0, expect: ['c1'] },
+    ],
+  },
+  {
+    name: 'a request that is not queued (taken, or never admitted) cancels nothing',
+    instances: 1, slots: 1,
+    steps: [
+      { admit: 'a1', seq: 1, flags: 'S' }, { admit: 'a2', seq: 1 }, { take: 0, expect: ['a1'] },
+      { cancel: 'a1', expect: [] }, { cancel: 'zz', expect: [] }, { take: 0, expect: ['a2'] },
+    ],
+  },
 ];
 
 for (const c of cases) {
@@ -127,6 +168,8 @@ for (const c of cases) {
         if (step.expect !== undefined) assert.equal(r, step.expect, `requeue ${step.requeue}`);
       } else if ('finish' in step) {
         slots.finish(sequenceKey(step.finish));
+      } else if ('cancel' in step) {
+        assert.deepEqual(slots.cancel(step.cancel), step.expect, `cancel ${step.cancel}`);
       } else {
         assert.deepEqual(slots.expireIdle(step.expire, step.idle), step.expect);
       }

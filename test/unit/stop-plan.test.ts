@@ -1,6 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MIN_UNLOAD_MS, QUIET_MS, secondsLeft, serveVerdict, stopTimeline, unloadDeadline } from '../../src/stop-plan';
+import { MIN_UNLOAD_MS, secondsLeft, serveVerdict, stopTimeline, unloadDeadline } from '../../src/stop-plan';
+
+/** --exit-quiet-ms's default. */
+const QUIET_MS = 1000;
 
 test('stopTimeline: serving ends T less min(5 s, T/2), the endpoints close halfway through that reserve, the deadline is T', () => {
   const table: [timeoutSecs: number, serveEnd: number, closeEnd: number, deadline: number][] = [
@@ -17,7 +20,7 @@ test('stopTimeline: serving ends T less min(5 s, T/2), the endpoints close halfw
   }
 });
 
-test('serveVerdict: quiet needs nothing in flight and no arrival for QUIET_MS, from the signal too; the grace ends at serveEnd whatever the traffic', () => {
+test('serveVerdict: quiet needs nothing in flight and no arrival for --exit-quiet-ms, from the signal too; the grace ends at serveEnd whatever the traffic', () => {
   const start = 10_000;
   const serveEnd = start + 25_000;
   const table: [nowMs: number, inflight: number, lastArrivalMs: number, verdict: string, why: string][] = [
@@ -32,7 +35,24 @@ test('serveVerdict: quiet needs nothing in flight and no arrival for QUIET_MS, f
     [serveEnd + 1, 0, 0, 'time', 'past it, quiet or not'],
   ];
   for (const [nowMs, inflight, lastArrivalMs, verdict, why] of table) {
-    assert.equal(serveVerdict({ nowMs, startMs: start, serveEnd, inflight, lastArrivalMs }), verdict, why);
+    assert.equal(serveVerdict({ nowMs, startMs: start, serveEnd, inflight, lastArrivalMs, quietMs: QUIET_MS }), verdict, why);
+  }
+});
+
+test('serveVerdict: --exit-quiet-ms sets the quiet window; 0 ends serving as soon as nothing is in flight', () => {
+  const start = 10_000;
+  const serveEnd = start + 25_000;
+  const table: [quietMs: number, nowMs: number, inflight: number, lastArrivalMs: number, verdict: string][] = [
+    [5000, start + 4_999, 0, 0, 'serve'],
+    [5000, start + 5_000, 0, 0, 'quiet'],
+    [5000, start + 8_000, 0, start + 4_000, 'serve'],
+    [5000, start + 9_000, 0, start + 4_000, 'quiet'],
+    [0, start, 0, 0, 'quiet'],
+    [0, start, 1, start, 'serve'],
+    [60_000, serveEnd, 0, 0, 'time'],
+  ];
+  for (const [quietMs, nowMs, inflight, lastArrivalMs, verdict] of table) {
+    assert.equal(serveVerdict({ nowMs, startMs: start, serveEnd, inflight, lastArrivalMs, quietMs }), verdict, `quiet ${quietMs} at +${nowMs - start}`);
   }
 });
 

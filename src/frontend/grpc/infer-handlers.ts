@@ -12,7 +12,9 @@
  * with INVALID_ARGUMENT, answered in its place. After the client
  * half-closes, the stream ends once every request was answered. A call
  * that is cancelled, or whose deadline passes, cancels its requests still
- * in flight (grpc-js reports both as 'cancelled').
+ * in flight (grpc-js reports both as 'cancelled'). While the client does not
+ * read its responses, or the stream holds STREAM_MAX_HELD requests, no
+ * further request is read from it (backpressure).
  */
 import type * as grpc from '@grpc/grpc-js';
 import { ServerError, fromErrorInfo, toErrorInfo } from '../../core/errors';
@@ -59,6 +61,15 @@ export function modelInferHandler(ctx: GrpcContext): grpc.handleUnaryCall<ReadRe
   };
 }
 
+/**
+ * Requests of one ModelStreamInfer stream the server holds at once (read and
+ * not yet answered, each counted while in flight and while its response
+ * waits its turn in the FIFO); at this many, no further request is read from
+ * the stream until some are answered. A burst of hundreds is still taken,
+ * a few at a time, and answered in order.
+ */
+export const STREAM_MAX_HELD = 256;
+
 /** One request of a stream, in arrival order. */
 interface Slot {
   /** Encoded responses waiting for this slot to reach the head of the queue. */
@@ -96,6 +107,23 @@ export function modelStreamInferHandler(ctx: GrpcContext, registry: StreamRegist
     call.on('cancelled', finish);
     call.on('error', finish);
 
+    // Backpressure: a stream whose client does not read its responses fills
+    // the call's write buffer (grpc-js holds what HTTP/2 flow control does
+    // not let out), and a burst fills the stream's FIFO; either way no
+    // further request is read from the stream until they drain, so the
+    // client's flow-control window fills and it cannot send more. What the
+    // server holds for one stream stays bounded: STREAM_MAX_HELD requests
+    // and their responses, plus the call's write buffer.
+    let paused = false;
+    const updateFlow = (): void => {
+      if (closed) return;
+      const hold = queue.length + inflight >= STREAM_MAX_HELD || call.writableNeedDrain;
+      if (hold === paused) return;
+      paused = hold;
+      if (hold) call.pause();
+      else call.resume();
+    };
+    call.on('drain', updateFlow);
     const write = (body: Buffer): void => {
       if (!closed) call.write(body);
     };
@@ -105,9 +133,10 @@ export function modelStreamInferHandler(ctx: GrpcContext, registry: StreamRegist
         for (const b of head.pending) write(b);
         head.pending.length = 0;
         if (head.failure !== undefined) return fail(head.failure);
-        if (!head.done) return;
+        if (!head.done) break;
         queue.shift();
       }
+      updateFlow();
     };
     function maybeEnd(stopping: boolean): void {
       if (closed || inflight > 0 || queue.length > 0) return;
@@ -168,6 +197,7 @@ export function modelStreamInferHandler(ctx: GrpcContext, registry: StreamRegist
         }
         if (!ordered) {
           if (body !== undefined) write(body);
+          updateFlow();
         } else {
           if (body !== undefined) slot.pending.push(body);
           if (result.final) slot.done = true;
@@ -186,6 +216,7 @@ export function modelStreamInferHandler(ctx: GrpcContext, registry: StreamRegist
 
       queue.push(slot);
       inflight++;
+      updateFlow();
       try {
         checkRestricted(ctx, 'inference', call.metadata);
         // A message that did not parse is answered in its place, like any refused request.

@@ -19,6 +19,8 @@ export interface HttpThreadData {
   /** Responses from the main thread (this thread's own doorbell). */
   fromMain: RingHandle;
   maxInputSize: number;
+  /** --http-max-json-response-size. */
+  maxJsonResponseSize: number;
   /** --http-codec-offload-bytes: bodies from this size are decoded/encoded in the codec pool; 0 = never. */
   codecOffloadBytes: number;
   serverName: string;

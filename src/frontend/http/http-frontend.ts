@@ -30,6 +30,8 @@ export interface HttpFrontendOptions {
   address: string;
   port: number;
   maxInputSize: number;
+  /** --http-max-json-response-size (infer-response-encode.ts). */
+  maxJsonResponseSize: number;
   /** --http-codec-offload-bytes (codec-pool.ts); 0 = decode and encode inline always. */
   codecOffloadBytes: number;
   serverName: string;
@@ -148,6 +150,7 @@ export class HttpFrontend {
       toMain,
       fromMain,
       maxInputSize: this.opts.maxInputSize,
+      maxJsonResponseSize: this.opts.maxJsonResponseSize,
       codecOffloadBytes: this.opts.codecOffloadBytes,
       serverName: this.opts.serverName,
       serverVersion: this.opts.serverVersion,

@@ -41,7 +41,7 @@ const consoleAssets = data.consolePath === undefined ? undefined : ConsoleAssets
 const openApi = serverOpenApi({ name: data.serverName, version: data.serverVersion, extensions: data.extensions, restricted: data.restrictedApi ?? [] });
 const arena = Arena.attach(data.arena);
 const codec = new CodecPool(data.codecOffloadBytes, { index: data.index, arena: data.arena });
-const infer = new InferHandler(arena, RingWriter.attach(data.toMain), data.maxInputSize, () => snapshot, codec,
+const infer = new InferHandler(arena, RingWriter.attach(data.toMain), data.maxInputSize, data.maxJsonResponseSize, () => snapshot, codec,
   data.accessLog === true ? (entry) => post({ t: 'access', entry }) : undefined,
   data.headerForwardPattern === undefined ? undefined : forwardPatternRegExp('http-header-forward-pattern', data.headerForwardPattern));
 const inbox = new Inbox(data.fromMain.bell);

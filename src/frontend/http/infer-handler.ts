@@ -47,6 +47,8 @@ export class InferHandler {
     private readonly arena: Arena,
     private readonly toMain: RingWriter,
     private readonly maxInputSize: number,
+    /** --http-max-json-response-size. */
+    private readonly maxJsonResponseSize: number,
     private readonly snapshot: () => ServerSnapshot,
     private readonly codec: CodecPool,
     /** --log-access: how a request this thread refuses itself is reported (absent: the log is off). */
@@ -207,6 +209,7 @@ export class InferHandler {
       batched: (p.view.plan?.maxBatchSize ?? 0) > 0,
       labels,
       acceptEncoding: p.head.acceptEncoding,
+      maxJsonChars: this.maxJsonResponseSize,
     };
     const send = (r: ResponseBody): void => p.reply.send(200, r.headers, r.body);
     if (!this.codec.offloadsEncode(task)) {

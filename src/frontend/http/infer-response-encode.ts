@@ -5,6 +5,7 @@
  * order after it. JSON outputs never carry a `parameters` object (the C++
  * client would read them as binary). Pure: no I/O.
  */
+import { MAX_JSON_RESPONSE_BYTES } from '../../cli-options';
 import type { DataType } from '../../core/datatypes';
 import { elementCount } from '../../core/datatypes';
 import { ServerError } from '../../core/errors';
@@ -36,27 +37,26 @@ export interface EncodeResponseArgs {
   labels?: (outputName: string) => readonly string[] | undefined;
   /** The model batches (max_batch_size > 0): classification then works per batch item. */
   batched?: boolean;
-  /** The most characters the JSON part may take (default MAX_JSON_RESPONSE_CHARS). */
+  /** The most characters the JSON part may take (default --http-max-json-response-size's). */
   maxJsonChars?: number;
 }
 
-/**
- * The most JSON text one HTTP inference response may carry, in characters
- * (bytes, for the ASCII of numbers and booleans). JSON multiplies an
- * output's size (a BOOL byte becomes `false,`, an FP32 up to 25 characters)
- * and is built in memory before it is sent, so without a bound one request
- * for a large output as JSON holds gigabytes and minutes of a thread (or
- * passes V8's longest string and fails with an out-of-memory). Binary
- * outputs are not counted: they are sent from the tensor arena as they are.
+/*
+ * The bound, --http-max-json-response-size, is in characters (bytes, for the
+ * ASCII of numbers and booleans). JSON multiplies an output's size (a BOOL
+ * byte becomes `false,`, an FP32 up to 25 characters) and is built in memory
+ * before it is sent, so without a bound one request for a large output as
+ * JSON holds gigabytes and minutes of a thread (or passes V8's longest
+ * string and fails with an out-of-memory). Binary outputs are not counted:
+ * they are sent from the tensor arena as they are.
  */
-export const MAX_JSON_RESPONSE_CHARS = 256 * 1024 * 1024;
 
 /** Why the response cannot be sent: its JSON would pass the bound at output `name` (INVALID_ARG, as gRPC's size limit). */
 function jsonTooLarge(model: string, name: string, elements: number, max: number): ServerError {
   return new ServerError(
     'INVALID_ARG',
     `the JSON of output '${name}' (${elements} elements) of model '${model}' would make the response larger than ` +
-      `${max} bytes, the most an HTTP inference response may carry as JSON. Request the output in binary: ` +
+      `${max} bytes, the most an HTTP inference response may carry as JSON (--http-max-json-response-size). Request the output in binary: ` +
       `"parameters":{"binary_data":true} on the output, or "binary_data_output":true in the request parameters ` +
       '(the tritonclient default).',
   );
@@ -72,7 +72,7 @@ export interface EncodedResponse {
 }
 
 export function encodeInferResponse(args: EncodeResponseArgs): EncodedResponse {
-  const maxChars = args.maxJsonChars ?? MAX_JSON_RESPONSE_CHARS;
+  const maxChars = args.maxJsonChars ?? MAX_JSON_RESPONSE_BYTES;
   let json = '{';
   if (args.id !== '') json += `"id":${JSON.stringify(args.id)},`;
   json += `"model_name":${JSON.stringify(args.modelName)},"model_version":${JSON.stringify(args.modelVersion)}`;

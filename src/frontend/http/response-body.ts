@@ -29,6 +29,8 @@ export interface ResponseEncodeTask {
   labels: Record<string, string[]>;
   /** Accept-Encoding header, '' when absent. */
   acceptEncoding: string;
+  /** --http-max-json-response-size. */
+  maxJsonChars: number;
 }
 
 export interface ResponseBody {
@@ -64,6 +66,7 @@ export function encodeResponseBody(arena: Arena, task: ResponseEncodeTask, allow
     binaryDataOutput: task.binaryDataOutput,
     batched: task.batched,
     labels: (name) => (Object.hasOwn(task.labels, name) ? task.labels[name] : undefined),
+    maxJsonChars: task.maxJsonChars,
   });
   const headers: Record<string, string> = { 'Content-Type': encoded.contentType };
   if (encoded.headerLength !== undefined) headers['Inference-Header-Content-Length'] = String(encoded.headerLength);

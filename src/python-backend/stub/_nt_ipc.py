@@ -8,6 +8,7 @@ it are writable). Reads come from fd 3, writes go to fd 4; writes from any
 thread are serialized by a lock; a frame goes out in one write."""
 import json
 import os
+import select
 import struct
 import threading
 
@@ -84,6 +85,15 @@ class Channel:
             while len(view) > 0:
                 n = os.write(self._wfd, view)
                 view = view[n:]
+
+    def readable(self):
+        """True when recv() has a message to read now: a whole frame buffered, or bytes waiting in the pipe."""
+        buf = self._buf
+        if len(buf) >= 4:
+            (word,) = _HEAD.unpack_from(buf, 0)
+            if len(buf) >= 4 + (word & ~HAS_BLOB):
+                return True
+        return bool(select.select([self._rfd], [], [], 0)[0])
 
     def recv(self):
         """The next message, or None when the server closed the channel. One reader at a time."""

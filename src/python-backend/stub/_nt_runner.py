@@ -120,7 +120,12 @@ class ModelRunner:
         blob_view = memoryview(blob if blob is not None else bytearray())
         requests = []
         spans = []
+        collected = Collected()
+        # Requests cancelled while the batch waited in the pipe (already answered): the model never sees them.
+        skip = runtime.begin_batch(batch)
         for index, wire in enumerate(message["requests"]):
+            if index in skip:
+                continue
             inputs = []
             for i in wire["inputs"]:
                 offset = i["offset"]
@@ -142,7 +147,9 @@ class ModelRunner:
             if self.held:
                 self._resume(request)
             requests.append(request)
-        collected = Collected()
+        if not requests:
+            runtime.send({"t": "execute_done", "batch": batch})
+            return
         try:
             result = self.model.execute(requests)
             if inspect.iscoroutine(result):

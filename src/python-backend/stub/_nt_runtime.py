@@ -21,6 +21,10 @@ class Runtime:
         self._loop = None
         # Set by stub_main: makes sure a thread reads the channel while this one waits.
         self.need_reader = None
+        # Requests cancelled before their batch began (`cancel` messages): batch -> indexes.
+        self._cancelled = {}
+        # The last batch whose execution began (batch ids only grow).
+        self._begun = 0
 
     def send(self, message, blob=None):
         if self.channel is not None:
@@ -60,6 +64,27 @@ class Runtime:
             q.put(message)
             return True
         return False
+
+    # ---- cancels of batches still in the pipe ----
+
+    def note_cancel(self, batch, index):
+        """A `cancel`: for a batch that has not begun, the request is answered
+        `skipped` now and left out when the batch begins; a running batch's
+        model asks is_cancelled instead."""
+        with self._lock:
+            if batch <= self._begun:
+                return
+            skipped = self._cancelled.setdefault(batch, set())
+            if index in skipped:
+                return
+            skipped.add(index)
+        self.send({"t": "response", "batch": batch, "index": index, "final": True, "outputs": [], "skipped": True})
+
+    def begin_batch(self, batch):
+        """The batch begins now: the indexes of its requests cancelled before it did."""
+        with self._lock:
+            self._begun = batch
+            return self._cancelled.pop(batch, ())
 
     # ---- asyncio ----
 

@@ -3,6 +3,7 @@ short-lived one for auto_complete_config). argv[1] is a JSON object:
 mode ("model" | "auto_complete"), model_path, name (instance name), growth
 (shm growth bytes), parent_pid. fds: 3 control in, 4 control out, 5 the h2s
 region, 6 the s2h region (see src/python-backend/stub-process.ts)."""
+import collections
 import json
 import os
 import queue
@@ -67,6 +68,8 @@ def main():
         elif t == "release":
             for offset in msg["offsets"]:
                 runtime.s2h.release(offset)
+        elif t == "cancel":
+            runtime.note_cancel(msg["batch"], msg["index"])
         else:
             return msg
         return None
@@ -95,7 +98,29 @@ def main():
             reader["on"] = True
             threading.Thread(target=read_loop, name="pb-reader", daemon=True).start()
 
+    # Commands drain() read ahead of their turn; they go first.
+    pending = collections.deque()
+
+    def drain():
+        """Before a batch begins: route what the server has already sent, so
+        that a `cancel` for this batch, written behind it in the pipe, is seen
+        before execute(). The reader thread, when on, does this as it reads."""
+        while not reader["on"] and channel.readable():
+            if not read_lock.acquire(blocking=False):
+                return
+            try:
+                if reader["on"]:
+                    return
+                msg = recv()
+            finally:
+                read_lock.release()
+            msg = route(msg)
+            if msg is not None:
+                pending.append(msg)
+
     def next_command():
+        if pending:
+            return pending.popleft()
         while True:
             if reader["on"]:
                 return commands.get()
@@ -130,6 +155,7 @@ def main():
         msg = next_command()
         t = msg["t"]
         if t == "execute":
+            drain()
             runner.execute(msg)
         elif t == "init":
             if msg["decoupled"]:
