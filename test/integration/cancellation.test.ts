@@ -244,7 +244,7 @@ async function waitingCancelLeavesUnrun(model: string, tag: string): Promise<voi
   await waitMark(`${tag}-busy`, 'started');
   const got = await cancelWhileWaiting(model, `${tag}-next`);
   assert.equal(got.code, 1, 'the waiting request was answered CANCELLED');
-  assert.equal(got.text, `request for model '${model}' version 1 was cancelled before it ran (its client cancelled it or went away)`);
+  assert.equal(got.text, `[request id: <id_unknown>] request for model '${model}' version 1 was cancelled before it ran (its client cancelled it or went away)`);
   assert.ok(!seen(`${tag}-next`, 'started'), 'the model never saw the cancelled request');
   assert.equal(await failureMetric(model, 'CANCELED'), canceledBefore + 1, 'counted as Triton counts a request cancelled before it ran');
   assert.ok(!seen(`${tag}-busy`, 'cancelled'), 'the running request is not the one cancelled');
@@ -270,7 +270,7 @@ test("a model that never asks is_cancelled(): the request waiting in its stub's 
   // The stub reads nothing while execute() runs: it sees the cancel just before the waiting batch would begin.
   const got = await cancelWhileWaiting(model, 'plain-next');
   assert.equal(got.code, 1);
-  assert.equal(got.text, `request for model '${model}' version 1 was cancelled before it ran (its client cancelled it or went away)`);
+  assert.equal(got.text, `[request id: <id_unknown>] request for model '${model}' version 1 was cancelled before it ran (its client cancelled it or went away)`);
   assert.equal(await busy.answer, 200, 'the running request finished normally');
   assert.ok(seen('plain-busy', 'done'));
   assert.ok(!seen('plain-next', 'started'), 'the model never saw the cancelled request');
