@@ -4,7 +4,8 @@
  */
 import type { ModelInstance } from '../instances/instance';
 import { nowNs } from '../core/clock';
-import { ExecutionPool, QueuedRequest } from './execution-pool';
+import { ExecutionPool } from './execution-pool';
+import { QueuedRequest } from './queued-request';
 import { stoppingMessage } from './scheduler-answers';
 import type { InferRequest, Respond } from '../core/request';
 import type { Scheduler } from './scheduler';
