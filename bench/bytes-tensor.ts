@@ -16,7 +16,7 @@
  * once and the trees take turns request by request (a before and an after
  * build side by side in one run). Models: `py` is the tests' Python BYTES
  * identity (test/integration/fixtures/large_models/identity_bytes_py), `onnx`
- * an ONNX string Identity made by bench/gen_string_identity_model.py (needs
+ * an ONNX string Identity made by bench/gen_identity_model.py --kind=string (needs
  * the onnx Python package). Elements are `--element-bytes` long (cycling
  * a..z); every answer is checked: the binary paths byte for byte, JSON by
  * status and size. The client builds each body once per size, outside the
@@ -246,7 +246,7 @@ async function once(s: Server, route: PathKey, model: string, n: number, b: Bodi
 function makeRepo(models: ModelKey[]): string {
   const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-bytes-bench-'));
   if (models.includes('py')) fs.symlinkSync(PY_FIXTURE, path.join(repo, MODEL_NAME.py));
-  if (models.includes('onnx')) execFileSync('python3', [path.join(REPO_ROOT, 'bench/gen_string_identity_model.py'), repo], { stdio: 'inherit' });
+  if (models.includes('onnx')) execFileSync('python3', [path.join(REPO_ROOT, 'bench/gen_identity_model.py'), '--kind=string', `--out=${repo}`], { stdio: 'inherit' });
   return repo;
 }
 

@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
-"""A bench-only model for the protocol comparison (bench/README.md, "gRPC vs
-HTTP"): identity_uint8, UINT8 INPUT [-1] -> Identity -> UINT8 OUTPUT [-1],
-no batching, so the tensor size alone decides the cost and JSON works too.
+"""Bench-only ONNX identity models, no batching, so the tensor size alone
+decides the cost:
+- `uint8` (default): identity_uint8, UINT8 INPUT [-1] -> OUTPUT [-1], for the
+  protocol comparison (bench/README.md, "gRPC vs HTTP"); JSON works too.
+- `string`: identity_bytes_onnx, STRING INPUT0 [-1] -> OUTPUT0 [-1], one
+  instance, for bench/bytes-tensor.ts: the ONNX twin of
+  test/integration/fixtures/large_models/identity_bytes_py.
 
-Usage: python3 bench/gen_identity_model.py [--out bench/models/repo]
+Usage: python3 bench/gen_identity_model.py [--kind uint8|string] [--out bench/models/repo]
 (needs onnx: `pip install onnx` from the local wheel mirror).
 """
 import argparse
@@ -12,24 +16,27 @@ import os
 import onnx
 from onnx import TensorProto, helper
 
-CONFIG = '''name: "identity_uint8"
-platform: "onnxruntime_onnx"
-max_batch_size: 0
-input [ { name: "INPUT" data_type: TYPE_UINT8 dims: [ -1 ] } ]
-output [ { name: "OUTPUT" data_type: TYPE_UINT8 dims: [ -1 ] } ]
-'''
+# kind -> (model name, ONNX type, config type, input name, output name, config extra)
+KINDS = {
+    'uint8': ('identity_uint8', TensorProto.UINT8, 'TYPE_UINT8', 'INPUT', 'OUTPUT', ''),
+    'string': ('identity_bytes_onnx', TensorProto.STRING, 'TYPE_STRING', 'INPUT0', 'OUTPUT0',
+               'instance_group [ { kind: KIND_CPU count: 1 } ]\n'),
+}
 
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser()
+    ap.add_argument('--kind', choices=sorted(KINDS), default='uint8')
     ap.add_argument('--out', default=os.path.join(here, 'models', 'repo'))
-    out = os.path.join(ap.parse_args().out, 'identity_uint8')
+    args = ap.parse_args()
+    name, onnx_type, config_type, inp, outp, extra = KINDS[args.kind]
+    out = os.path.join(args.out, name)
     graph = helper.make_graph(
-        [helper.make_node('Identity', ['INPUT'], ['OUTPUT'])],
-        'identity_uint8',
-        [helper.make_tensor_value_info('INPUT', TensorProto.UINT8, ['n'])],
-        [helper.make_tensor_value_info('OUTPUT', TensorProto.UINT8, ['n'])],
+        [helper.make_node('Identity', [inp], [outp])],
+        name,
+        [helper.make_tensor_value_info(inp, onnx_type, ['n'])],
+        [helper.make_tensor_value_info(outp, onnx_type, ['n'])],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17)], producer_name='nodetron-bench')
     model.ir_version = 8
@@ -37,7 +44,12 @@ def main():
     os.makedirs(os.path.join(out, '1'), exist_ok=True)
     onnx.save(model, os.path.join(out, '1', 'model.onnx'))
     with open(os.path.join(out, 'config.pbtxt'), 'w') as f:
-        f.write(CONFIG)
+        f.write(f'''name: "{name}"
+platform: "onnxruntime_onnx"
+max_batch_size: 0
+input [ {{ name: "{inp}" data_type: {config_type} dims: [ -1 ] }} ]
+output [ {{ name: "{outp}" data_type: {config_type} dims: [ -1 ] }} ]
+{extra}''')
     print(f'wrote {out}')
 
 
