@@ -23,7 +23,7 @@ import type { ModelConfig } from '../core/model-config';
 import { SEQUENCE_IDLE_DEFAULT_MICROSECONDS } from '../repository/config/normalize';
 import { nowNs, nowUs } from '../core/clock';
 import { ExecutionPool, QueuedRequest, stoppingMessage } from './execution-pool';
-import type { InferRequest, InferResponse, Respond } from '../core/request';
+import type { CorrelationId, InferRequest, InferResponse, Respond } from '../core/request';
 import type { Scheduler } from './scheduler';
 import type { SchedulerHooks } from './scheduler-hooks';
 import { checkCorridType, compileControls, correlationIdOf, writeControls, type ControlPlan } from './sequence-controls';
@@ -95,7 +95,7 @@ export class SequenceBatchScheduler implements Scheduler {
     let key: string;
     let start: boolean;
     let end: boolean;
-    let id: number | string;
+    let id: CorrelationId;
     try {
       checkCorridType(this.controls, request);
       if (request.batchSize > 1) {
@@ -152,7 +152,7 @@ export class SequenceBatchScheduler implements Scheduler {
   }
 
   /** The request as the backend sees it: its inputs plus the control tensors, freed after its final response. */
-  private withControls(request: InferRequest, respond: Respond, id: number | string, start: boolean, end: boolean): QueuedRequest {
+  private withControls(request: InferRequest, respond: Respond, id: CorrelationId, start: boolean, end: boolean): QueuedRequest {
     const extra = writeControls(this.controls, this.arena, id, start, end);
     const withExtra: InferRequest = extra.length === 0 ? request : { ...request, inputs: [...request.inputs, ...extra] };
     const wrapped: Respond = extra.length === 0 ? respond : (response) => {
@@ -284,7 +284,7 @@ export class SequenceBatchScheduler implements Scheduler {
   }
 }
 
-function missingStart(id: number | string, model: string): ErrorInfo {
+function missingStart(id: CorrelationId, model: string): ErrorInfo {
   return {
     code: 'INVALID_ARG',
     message: `inference request for sequence ${String(id)} to model '${model}' must specify the START flag on the first request of the sequence`,

@@ -14,12 +14,13 @@
  * uses the same structure with max_candidate_sequences slots per instance
  * and takes only the oldest ready heads (readyHeads, take with a limit).
  */
+import type { CorrelationId } from '../core/request';
 
 /** A correlation id made a map key: numbers and strings never collide. */
 export type SequenceKey = string;
 
-export function sequenceKey(id: number | string): SequenceKey {
-  return typeof id === 'number' ? `n:${id}` : `s:${id}`;
+export function sequenceKey(id: CorrelationId): SequenceKey {
+  return typeof id === 'string' ? `s:${id}` : `n:${id}`; // a bigint id is never a safe number: no clash
 }
 
 export interface SequenceFlags {
