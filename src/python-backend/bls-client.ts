@@ -11,7 +11,7 @@ import type { StubHostServices } from './host-services';
 import type { BlsRequest, ShmTensor } from './ipc-protocol';
 import { readTensors } from './request-wire';
 import type { StubProcess } from './stub-process';
-import { fromWire } from './wire-int';
+import { fromWire, paramsFromWire, type WireValue } from './wire-int';
 
 export class BlsClient {
   private gone = false;
@@ -54,7 +54,7 @@ export class BlsClient {
     const r = m.request;
     let custom: Record<string, ParamValue> = {};
     try {
-      custom = JSON.parse(r.parameters) as Record<string, ParamValue>;
+      custom = paramsFromWire(JSON.parse(r.parameters) as Record<string, WireValue>); // the stub tags ints past 2^53
     } catch {
       custom = {};
     }

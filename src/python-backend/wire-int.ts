@@ -3,7 +3,11 @@
  * JSON.parse, which rounds an integer past 2^53, so such an integer (a
  * correlation id, a response parameter) travels as `{"int":"<decimal>"}`
  * both ways; the stub's side is `_nt_ipc.py` wire_int / from_wire_int.
- * Smaller integers, strings and booleans travel as themselves.
+ * Smaller integers, strings and booleans travel as themselves. A BLS
+ * request's parameters (JSON text inside the frame) are tagged the same
+ * way; the parameters the host sends the stub as JSON text (a request's
+ * parameters(), a BLS response's) are exact literals instead, which
+ * Python's json reads exactly (core/request.ts paramsJson).
  */
 import type { ParamValue } from '../core/request';
 

@@ -5,7 +5,8 @@
  * over HTTP and gRPC reaching a Python sequence model exactly (its CORRID
  * control, UINT64 and INT64, and request.correlation_id()), with a custom
  * int64 parameter, and both coming back exactly in the response parameters
- * the model sets; values rapidjson's IsInt64 / IsUint64 refuse, with
+ * the model sets; the same through a BLS call from another Python model
+ * (the stub's frames, both ways); values rapidjson's IsInt64 / IsUint64 refuse, with
  * Triton's texts. Responses are read with the exact parser, since
  * JSON.parse would round what the test checks.
  */
@@ -27,7 +28,7 @@ let repo: string;
 before(async () => {
   repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-int64-'));
   fs.cpSync(path.join(MODEL_REPOSITORY, 'identity_types'), path.join(repo, 'identity_types'), { recursive: true });
-  fs.cpSync(path.join(FIXTURES, 'corrid_u64'), path.join(repo, 'corrid_u64'), { recursive: true });
+  for (const m of ['corrid_u64', 'bls_corrid']) fs.cpSync(path.join(FIXTURES, m), path.join(repo, m), { recursive: true });
   // The same model with an INT64 CORRID control (the id's 64 bits, two's complement).
   fs.cpSync(path.join(FIXTURES, 'corrid_u64'), path.join(repo, 'corrid_i64'), { recursive: true });
   const cfg = path.join(repo, 'corrid_i64', 'config.pbtxt');
@@ -170,4 +171,12 @@ test('sequence_id refused past uint64 (a double to rapidjson), and the model sti
   const ok = await post('corrid_u64', '{"parameters":{"sequence_id":18446744073709551615,"sequence_start":true,"sequence_end":true},"inputs":[{"name":"INPUT","datatype":"INT32","shape":[1,1],"data":[1]}]}');
   assert.equal(ok.status, 200, ok.text);
   assert.deepEqual(output(ok, 'CID_OUT').data, [18446744073709551615n]);
+});
+
+test('BLS: a Python model calls corrid_u64 with correlation id 2^63+5 and an int64 parameter; both arrive and come back exactly', async () => {
+  const a = await post('bls_corrid', '{"inputs":[{"name":"INPUT","datatype":"INT32","shape":[1],"data":[4]}]}');
+  assert.equal(a.status, 200, a.text);
+  assert.deepEqual(output(a, 'CORRID_OUT').data, [ID]);
+  assert.deepEqual(output(a, 'CID_OUT').data, [ID]);
+  assert.deepEqual(a.doc.parameters, { correlation_id: ID, custom: CUSTOM });
 });

@@ -164,7 +164,8 @@ class InferenceRequest:
             runtime.send({"t": "bls", "id": call_id, "model": self._model_name, "version": self._model_version,
                           "decoupled": bool(decoupled),
                           "request": {"id": self._id, "correlation_id": wire_int(self._correlation_id), "flags": self._flags,
-                                      "timeout": self._timeout, "parameters": json.dumps(self._parameters),
+                                      "timeout": self._timeout,
+                                      "parameters": json.dumps({k: wire_int(v) for k, v in self._parameters.items()}),
                                       "requested_outputs": self._requested, "inputs": wire_inputs}})
         except BaseException:
             runtime.close_call(call_id)
