@@ -25,7 +25,31 @@ export interface TensorRef {
   byteSize: number;
 }
 
-export type ParamValue = string | number | boolean;
+/**
+ * A request or response parameter. Integers are numbers while they are safe
+ * (|v| < 2^53); a larger 64-bit integer (a JSON literal or a gRPC int64 past
+ * 2^53, such as a numeric sequence_id) is a bigint, so it stays exact.
+ */
+export type ParamValue = string | number | boolean | bigint;
+
+/** A request's correlation id (`sequence_id`): a uint64 (a bigint past 2^53) or a string. */
+export type CorrelationId = number | bigint | string;
+
+/** A parameter value as JSON text: bigints as their integer literal, which JSON.stringify refuses. */
+export function paramJson(v: ParamValue): string {
+  return typeof v === 'bigint' ? v.toString() : JSON.stringify(v);
+}
+
+/** `{"k":v,...}` of flat parameters, bigints exact. */
+export function paramsJson(params: Record<string, ParamValue>): string {
+  let s = '{';
+  let first = true;
+  for (const k of Object.keys(params)) {
+    s += `${first ? '' : ','}${JSON.stringify(k)}:${paramJson(params[k]!)}`;
+    first = false;
+  }
+  return `${s}}`;
+}
 
 export interface InferRequest {
   /** Client request id; '' when the request had none. */

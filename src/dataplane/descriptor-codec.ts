@@ -23,7 +23,8 @@
  *             count × tensor (outputs), [error: code str, message str], [params]
  *   tensor    name str, u8 datatype (index in DATATYPES; 255: str follows),
  *             count × num (shape), offset num, gen u32, byteSize num
- *   params    count × (key str, u8 kind: 0 str, 1 num, 2 true, 3 false, [value])
+ *   params    count × (key str, u8 kind: 0 str, 1 num, 2 true, 3 false,
+ *             4 bigint (its decimal str), [value])
  * Only the fields core/request.ts declares travel: a field added there must
  * be added here (the round-trip tests in test/unit/descriptor-codec.test.ts
  * compare against JSON for every field).
@@ -239,6 +240,9 @@ function writeParams(p: Record<string, ParamValue>): void {
     } else if (typeof v === 'number') {
       w.u8(1);
       w.f64(v);
+    } else if (typeof v === 'bigint') {
+      w.u8(4);
+      w.str(v.toString());
     } else {
       w.u8(v ? 2 : 3);
     }
@@ -313,7 +317,7 @@ function readParams(r: DescriptorReader): Record<string, ParamValue> {
   for (let i = 0; i < n; i++) {
     const k = r.str();
     const kind = r.u8();
-    const v = kind === 0 ? r.str() : kind === 1 ? r.f64() : kind === 2;
+    const v = kind === 0 ? r.str() : kind === 1 ? r.f64() : kind === 4 ? BigInt(r.str()) : kind === 2;
     // An own property, as JSON.parse makes it, even for a client's `__proto__` key.
     if (k === '__proto__') Object.defineProperty(p, k, { value: v, enumerable: true, writable: true, configurable: true });
     else p[k] = v;

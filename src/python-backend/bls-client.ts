@@ -6,11 +6,12 @@
  */
 import type { CancelInfer } from '../backends/backend';
 import { toErrorInfo } from '../core/errors';
-import type { InferResponse, ParamValue, TensorRef } from '../core/request';
+import { paramsJson, type InferResponse, type ParamValue, type TensorRef } from '../core/request';
 import type { StubHostServices } from './host-services';
 import type { BlsRequest, ShmTensor } from './ipc-protocol';
 import { readTensors } from './request-wire';
 import type { StubProcess } from './stub-process';
+import { fromWire, paramsFromWire, type WireValue } from './wire-int';
 
 export class BlsClient {
   private gone = false;
@@ -53,12 +54,13 @@ export class BlsClient {
     const r = m.request;
     let custom: Record<string, ParamValue> = {};
     try {
-      custom = JSON.parse(r.parameters) as Record<string, ParamValue>;
+      custom = paramsFromWire(JSON.parse(r.parameters) as Record<string, WireValue>); // the stub tags ints past 2^53
     } catch {
       custom = {};
     }
     const parameters: Record<string, ParamValue> = { ...custom };
-    if (r.correlation_id !== 0 && r.correlation_id !== '') parameters['sequence_id'] = r.correlation_id;
+    const correlationId = fromWire(r.correlation_id);
+    if (correlationId !== 0 && correlationId !== '') parameters['sequence_id'] = correlationId;
     if ((r.flags & 1) !== 0) parameters['sequence_start'] = true;
     if ((r.flags & 2) !== 0) parameters['sequence_end'] = true;
     if (r.timeout > 0) parameters['timeout'] = r.timeout;
@@ -112,7 +114,7 @@ export class BlsClient {
       final: response.final,
       outputs: error === undefined ? outputs : [],
       ...(error !== undefined ? { error } : {}),
-      ...(response.parameters !== undefined ? { parameters: JSON.stringify(response.parameters) } : {}),
+      ...(response.parameters !== undefined ? { parameters: paramsJson(response.parameters) } : {}),
     });
   }
 }

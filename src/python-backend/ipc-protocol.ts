@@ -11,6 +11,7 @@
  */
 import type { ErrorCode } from '../core/errors';
 import type { MetricOp } from '../metrics/custom-metrics';
+import type { WireBigInt, WireValue } from './wire-int';
 
 export interface ShmTensor {
   name: string;
@@ -45,8 +46,8 @@ export const INLINE_FRAME_MAX_BYTES = 1024 * 1024;
 export interface StubRequest {
   /** Client request id ('' when none). */
   id: string;
-  /** int, or a string sequence id. */
-  correlation_id: number | string;
+  /** int (tagged past 2^53, wire-int.ts), or a string sequence id. */
+  correlation_id: number | string | WireBigInt;
   flags: number;
   /** Microseconds, 0 = none. */
   timeout: number;
@@ -108,7 +109,8 @@ export interface ResponseMsg {
   final: boolean;
   outputs: ShmTensor[];
   error?: WireError;
-  parameters?: Record<string, string | number | boolean>;
+  /** Integers past 2^53 tagged (wire-int.ts). */
+  parameters?: Record<string, WireValue>;
   /**
    * The model released the request with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE:
    * this slot ends (final, no outputs) without answering it; the scheduler

@@ -29,6 +29,7 @@ import { StubProcess, notHealthy } from './stub-process';
 import { stubRuntime } from './execution-env';
 import type { StubHostServices } from './host-services';
 import { ReadinessChecks } from './readiness-checks';
+import { paramsFromWire } from './wire-int';
 
 const FINALIZE_WAIT_MS = 30_000;
 const ERROR_CODES = new Set<ErrorCode>(['UNKNOWN', 'INTERNAL', 'NOT_FOUND', 'INVALID_ARG', 'UNAVAILABLE', 'UNSUPPORTED', 'ALREADY_EXISTS', 'CANCELLED']);
@@ -281,7 +282,7 @@ export class PythonStubInstance {
           : m.error !== undefined
           ? { outputs: [], error: wireError(m.error), final: m.final }
           : { outputs: readTensors(m.outputs, this.services.arena, this.stub.s2h, blob, this.stub.h2s), final: m.final };
-        if (m.parameters !== undefined && response.error === undefined) response.parameters = m.parameters;
+        if (m.parameters !== undefined && response.error === undefined) response.parameters = paramsFromWire(m.parameters);
       } catch (err) {
         response = { outputs: [], error: toErrorInfo(err), final: true };
       }

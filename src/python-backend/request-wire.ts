@@ -6,12 +6,13 @@ import type { Arena } from '../dataplane/arena';
 import { isDataType } from '../core/datatypes';
 import { ServerError } from '../core/errors';
 import type { ModelConfig } from '../core/model-config';
-import type { InferRequest, ParamValue, TensorRef } from '../core/request';
+import { paramsJson, type InferRequest, type ParamValue, type TensorRef } from '../core/request';
 import type { BlobBuilder } from './ipc-framing';
 import { MAX_FRAME_BYTES } from './ipc-framing';
 import { INLINE_FRAME_MAX_BYTES, INLINE_TENSOR_MAX_BYTES, type ShmTensor, type StubRequest } from './ipc-protocol';
 import { ShmSpaceError } from './shm-space';
 import type { HostRegion, StubRegion } from './shm-region';
+import { toWire } from './wire-int';
 
 /** Request parameters Triton consumes itself; the model sees the rest in parameters(). */
 const RESERVED_PARAMETERS = new Set(['sequence_id', 'sequence_start', 'sequence_end', 'priority', 'timeout']);
@@ -86,10 +87,10 @@ export function writeRequest(
   const seq = p['sequence_id'];
   const wire: StubRequest = {
     id: request.id,
-    correlation_id: typeof seq === 'number' || typeof seq === 'string' ? seq : 0,
+    correlation_id: typeof seq === 'number' || typeof seq === 'string' || typeof seq === 'bigint' ? toWire(seq) as StubRequest['correlation_id'] : 0,
     flags: (p['sequence_start'] === true ? 1 : 0) | (p['sequence_end'] === true ? 2 : 0),
     timeout: typeof p['timeout'] === 'number' ? p['timeout'] : 0,
-    parameters: custom === undefined ? '{}' : JSON.stringify(custom),
+    parameters: custom === undefined ? '{}' : paramsJson(custom), // 64-bit ints as exact literals: Python's json reads them so
     requested_outputs: request.requestedOutputs ?? config.output.map((o) => o.name),
     inputs,
   };

@@ -27,7 +27,7 @@ import { nowNs, nowUs } from '../core/clock';
 import { ExecutionPool } from './execution-pool';
 import { QueuedRequest } from './queued-request';
 import { stoppingMessage } from './scheduler-answers';
-import type { InferRequest, InferResponse, Respond, TensorRef } from '../core/request';
+import type { CorrelationId, InferRequest, InferResponse, Respond, TensorRef } from '../core/request';
 import type { Scheduler } from './scheduler';
 import type { SchedulerHooks } from './scheduler-hooks';
 import { checkCorridType, compileControls, correlationIdOf, writeControls, type ControlPlan } from './sequence-controls';
@@ -103,7 +103,7 @@ export class SequenceBatchScheduler implements Scheduler {
     let key: string;
     let start: boolean;
     let end: boolean;
-    let id: number | string;
+    let id: CorrelationId;
     try {
       checkCorridType(this.controls, request);
       if (request.batchSize > 1) {
@@ -212,7 +212,7 @@ export class SequenceBatchScheduler implements Scheduler {
    * freed after its final response (for iterative_sequence, which also ends
    * the sequence then).
    */
-  private withControls(request: InferRequest, respond: Respond, id: number | string, key: string, start: boolean, end: boolean): QueuedRequest {
+  private withControls(request: InferRequest, respond: Respond, id: CorrelationId, key: string, start: boolean, end: boolean): QueuedRequest {
     const extra = writeControls(this.controls, this.arena, id, start, end);
     const withExtra: InferRequest = extra.length === 0 ? request : { ...request, inputs: [...request.inputs, ...extra] };
     const iterative = this.nextIterativeId !== null;
@@ -380,7 +380,7 @@ export class SequenceBatchScheduler implements Scheduler {
 /** An iterative_sequence request until its final response. */
 interface IterativeRequest {
   key: string;
-  id: number | string;
+  id: CorrelationId;
   /** As admitted (with its correlation id), without the control tensors. */
   request: InferRequest;
   /** Its control tensors in the arena (rewritten when it is rescheduled), freed with its final response. */
@@ -388,13 +388,13 @@ interface IterativeRequest {
 }
 
 /** The answer to a later request of a sequence whose request `cancelled` was cancelled. */
-function sequenceCancelledMessage(request: InferRequest, cancelled: InferRequest, id: number | string): string {
+function sequenceCancelledMessage(request: InferRequest, cancelled: InferRequest, id: CorrelationId): string {
   const which = cancelled.id === '' ? 'another request' : `request '${cancelled.id}'`;
   return `${requestIdPrefix(request.id)}request for model '${request.model}' version ${request.version} was cancelled before it ran: ` +
     `${which} of its sequence ${String(id)} was cancelled, which ends the sequence (send a new START to begin again)`;
 }
 
-function missingStart(id: number | string, model: string): ErrorInfo {
+function missingStart(id: CorrelationId, model: string): ErrorInfo {
   return {
     code: 'INVALID_ARG',
     message: `inference request for sequence ${String(id)} to model '${model}' must specify the START flag on the first request of the sequence`,

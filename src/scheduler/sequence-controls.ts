@@ -10,7 +10,7 @@ import { configTypeToDataType, type DataType } from '../core/datatypes';
 import { ServerError, requestIdPrefix } from '../core/errors';
 import type { Arena } from '../dataplane/arena';
 import type { ModelConfig } from '../core/model-config';
-import type { InferRequest, TensorRef } from '../core/request';
+import type { CorrelationId, InferRequest, ParamValue, TensorRef } from '../core/request';
 
 type Kind = 'CONTROL_SEQUENCE_START' | 'CONTROL_SEQUENCE_END' | 'CONTROL_SEQUENCE_READY' | 'CONTROL_SEQUENCE_CORRID';
 
@@ -78,13 +78,18 @@ function bytesOf(v: Int32Array | Float32Array): Uint8Array {
 }
 
 /** The request's correlation id: a non-zero number or a non-empty string, with Triton's texts otherwise. */
-export function correlationIdOf(plan: ControlPlan, req: InferRequest): number | string {
+export function correlationIdOf(plan: ControlPlan, req: InferRequest): CorrelationId {
   const id = req.parameters['sequence_id'];
-  if ((typeof id !== 'number' && typeof id !== 'string') || id === 0 || id === '') {
+  if (!isCorrelationId(id)) {
     throw new ServerError('INVALID_ARG', `inference request to model '${plan.model}' must specify a non-zero or non-empty correlation ID`);
   }
   checkCorridType(plan, req);
   return id;
+}
+
+/** A non-zero number or bigint, or a non-empty string: a sequence's id (0 and "" mean none). */
+function isCorrelationId(id: ParamValue | undefined): id is CorrelationId {
+  return (typeof id === 'number' || typeof id === 'bigint' || typeof id === 'string') && id !== 0 && id !== '';
 }
 
 /**
@@ -94,7 +99,7 @@ export function correlationIdOf(plan: ControlPlan, req: InferRequest): number | 
  */
 export function checkCorridType(plan: ControlPlan, req: InferRequest): void {
   const id = req.parameters['sequence_id'];
-  if ((typeof id !== 'number' && typeof id !== 'string') || id === 0 || id === '') return;
+  if (!isCorrelationId(id)) return;
   if (plan.corridType !== null) {
     const numericControl = plan.corridType !== 'BYTES';
     if ((typeof id === 'string') === numericControl) {
@@ -111,7 +116,7 @@ export function checkCorridType(plan: ControlPlan, req: InferRequest): void {
  * frees them after the final response. An idle slot's row (ready false) gets
  * what Triton sends there: START, END and READY false, CORRID 0 (or "").
  */
-export function writeControls(plan: ControlPlan, arena: Arena, id: number | string, start: boolean, end: boolean, ready = true): TensorRef[] {
+export function writeControls(plan: ControlPlan, arena: Arena, id: CorrelationId, start: boolean, end: boolean, ready = true): TensorRef[] {
   const out: TensorRef[] = [];
   if (!ready) {
     id = '';
@@ -134,7 +139,8 @@ export function writeControls(plan: ControlPlan, arena: Arena, id: number | stri
   return out;
 }
 
-function corridBytes(datatype: DataType, id: number | string): Uint8Array {
+/** CORRID's value: a uint64 control holds the id as sent; INT64 its two's complement bits; 32-bit ones its low 32 bits. */
+function corridBytes(datatype: DataType, id: CorrelationId): Uint8Array {
   if (datatype === 'BYTES') {
     const s = Buffer.from(String(id), 'utf8');
     const b = Buffer.alloc(4 + s.length);
@@ -142,11 +148,11 @@ function corridBytes(datatype: DataType, id: number | string): Uint8Array {
     s.copy(b, 4);
     return b;
   }
-  const n = typeof id === 'number' ? id : 0;
+  const n = typeof id === 'string' ? 0n : BigInt(id);
   const b = Buffer.alloc(datatype === 'UINT64' || datatype === 'INT64' ? 8 : 4);
-  if (datatype === 'UINT64') b.writeBigUInt64LE(BigInt(n));
-  else if (datatype === 'INT64') b.writeBigInt64LE(BigInt.asIntN(64, BigInt(n)));
-  else if (datatype === 'UINT32') b.writeUInt32LE(n >>> 0);
-  else b.writeInt32LE(n | 0);
+  if (datatype === 'UINT64') b.writeBigUInt64LE(BigInt.asUintN(64, n));
+  else if (datatype === 'INT64') b.writeBigInt64LE(BigInt.asIntN(64, n));
+  else if (datatype === 'UINT32') b.writeUInt32LE(Number(BigInt.asUintN(32, n)));
+  else b.writeInt32LE(Number(BigInt.asIntN(32, n)));
   return b;
 }

@@ -16,12 +16,13 @@
  * The iterative sequence batcher ends a sequence itself once its request is
  * answered (finish) and puts a rescheduled request back first (requeue).
  */
+import type { CorrelationId } from '../core/request';
 
 /** A correlation id made a map key: numbers and strings never collide. */
 export type SequenceKey = string;
 
-export function sequenceKey(id: number | string): SequenceKey {
-  return typeof id === 'number' ? `n:${id}` : `s:${id}`;
+export function sequenceKey(id: CorrelationId): SequenceKey {
+  return typeof id === 'string' ? `s:${id}` : `n:${id}`; // a bigint id is never a safe number: no clash
 }
 
 export interface SequenceFlags {

@@ -98,6 +98,18 @@ test('malformed descriptors throw a RangeError that says what is wrong', () => {
   assert.throws(() => decodeDescriptor(Buffer.from([9]), 0, 1), /unknown ring descriptor tag 9/);
 });
 
+test('bigint parameters (64-bit ids past 2^53, which JSON cannot carry) cross a descriptor exactly, in requests and responses', () => {
+  const parameters = { sequence_id: 9223372036854775813n, neg: -9223372036854775808n, n: 1 };
+  const roundTrip = (msg: { t: string; [k: string]: unknown }): unknown => {
+    const bytes = Buffer.from(encodeDescriptor(msg)!);
+    return decodeDescriptor(bytes, 0, bytes.length);
+  };
+  const infer = { t: 'infer', key: 3, request: request({ parameters }) };
+  assert.deepEqual(roundTrip(infer), infer);
+  const reply = { t: 'response', key: 4, version: 1, response: response({ parameters }) };
+  assert.deepEqual(roundTrip(reply), reply);
+});
+
 test('other messages are not descriptors; JSON text is never taken for one', () => {
   for (const t of ['ready', 'stop', 'peers', 'execute_failed', 'init_failed', 'stopped', 'cancel_in_batch']) assert.equal(encodeDescriptor({ t }), undefined);
   const json = Buffer.from(JSON.stringify({ t: 'ready' }));

@@ -186,6 +186,28 @@ test('request parameters: reserved keys typed, custom values kept, empty-final f
   assert.equal(s.decoded.parameters.sequence_id, 'abc');
 });
 
+// [sent sequence_id int64_param, the correlation id]: Triton takes the int64's 64 bits as the uint64 id.
+const sequenceIdRows: [string, number | bigint][] = [
+  ['9007199254740991', 9007199254740991],
+  ['9007199254740993', 9007199254740993n],
+  ['9223372036854775807', 9223372036854775807n],
+  ['-9223372036854775803', 9223372036854775813n], // 2^63+5, as a client must send it
+  ['-1', 18446744073709551615n],
+];
+
+for (const [sent, id] of sequenceIdRows) {
+  test(`sequence_id int64_param ${sent} is correlation id ${id}`, () => {
+    assert.equal(decodeModelInferRequest(wire({ parameters: { sequence_id: { int64_param: sent } } }), 'm').decoded.parameters.sequence_id, id);
+  });
+}
+
+test('custom int64 parameters past 2^53 stay exact; response bigints go out as int64_param text', () => {
+  const { decoded } = decodeModelInferRequest(wire({ parameters: { big: { int64_param: '-9223372036854775808' }, small: { int64_param: '5' } } }), 'm');
+  assert.deepEqual(decoded.parameters, { big: -9223372036854775808n, small: 5 });
+  const r = buildInferResponse({ id: '', modelName: 'm', modelVersion: '1', parameters: { a: 9223372036854775813n, b: -5n }, outputs: [], requested: null, batched: false });
+  assert.deepEqual(r.parameters, { a: { int64_param: '9223372036854775813' }, b: { int64_param: '-5' } });
+});
+
 test('requested outputs with classification', () => {
   const { decoded } = decodeModelInferRequest(wire({ outputs: [{ name: 'A' }, { name: 'B', parameters: { classification: { int64_param: 2 } } }] }), 'm');
   assert.deepEqual(decoded.outputs!.map((o) => [o.name, o.classification]), [['A', 0], ['B', 2]]);

@@ -31,8 +31,13 @@ function withBinary(header: unknown, ...blobs: Buffer[]): { body: Buffer; header
   return { body: Buffer.concat([json, ...blobs]), headerLength: json.length };
 }
 
+/** JSON text of `v`, bigints as their exact integer literals. */
+function jsonText(v: unknown): string {
+  return JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? `\u0000${x}\u0000` : x)).replace(/"\\u0000(-?\d+)\\u0000"/g, '$1');
+}
+
 function decodeJson(header: unknown, p: ValidationPlan = simple, max = MAX) {
-  return decodeInferRequest(Buffer.from(typeof header === 'string' ? header : JSON.stringify(header)), undefined, p, max);
+  return decodeInferRequest(Buffer.from(typeof header === 'string' ? header : jsonText(header)), undefined, p, max);
 }
 
 function oneInput(datatype: string, shape: number[], data: unknown, extra: Record<string, unknown> = {}) {
@@ -79,8 +84,8 @@ const dataRows: { name: string; datatype: string; shape: number[]; data: unknown
   { name: 'UINT16 truncates', datatype: 'UINT16', shape: [2], data: [65535, 65537], bytes: bytesOf(Uint16Array, [65535, 1]) },
   { name: 'UINT32', datatype: 'UINT32', shape: [1], data: [4294967295], bytes: [255, 255, 255, 255] },
   { name: 'INT64', datatype: 'INT64', shape: [3], data: [-1, 9007199254740991, -9007199254740991], bytes: bytesOf(BigInt64Array, [-1n, 9007199254740991n, -9007199254740991n]) },
-  { name: 'INT64 max/min', datatype: 'INT64', shape: [2], data: [Number('9223372036854775807'), -9223372036854775808], bytes: bytesOf(BigInt64Array, [9223372036854775807n, -9223372036854775808n]) },
-  { name: 'UINT64 max', datatype: 'UINT64', shape: [2], data: [Number('18446744073709551615'), 4294967296], bytes: bytesOf(BigUint64Array, [18446744073709551615n, 4294967296n]) },
+  { name: 'INT64 max/min', datatype: 'INT64', shape: [2], data: [9223372036854775807n, -9223372036854775808n], bytes: bytesOf(BigInt64Array, [9223372036854775807n, -9223372036854775808n]) },
+  { name: 'UINT64 max', datatype: 'UINT64', shape: [2], data: [18446744073709551615n, 4294967296], bytes: bytesOf(BigUint64Array, [18446744073709551615n, 4294967296n]) },
   { name: 'FP32 from doubles and ints', datatype: 'FP32', shape: [3], data: [0.1, 2, -1.5e-3], bytes: bytesOf(Float32Array, [0.1, 2, -1.5e-3]) },
   { name: 'FP64', datatype: 'FP64', shape: [2], data: [0.1, -3], bytes: bytesOf(Float64Array, [0.1, -3]) },
   { name: 'BOOL', datatype: 'BOOL', shape: [3], data: [true, false, true], bytes: [1, 0, 1] },

@@ -46,7 +46,7 @@ test('the rapidjson-style parser takes nesting far deeper than a call stack', ()
   // NaN sends the document to the fallback parser (JSON.parse refuses it).
   const depth = 200_000;
   const doc = Buffer.from(`{"a":${nested(depth, 'NaN')},"b":{"c":[{}]}}`);
-  const v = parseRequestJson(doc, doc.length) as { a: unknown; b: unknown };
+  const v = parseRequestJson(doc, doc.length).doc as { a: unknown; b: unknown };
   let cur: unknown = v.a;
   for (let i = 0; i < depth; i++) {
     assert.ok(Array.isArray(cur) && cur.length === 1);

@@ -1,7 +1,8 @@
 /**
  * `InferParameter` maps of a ModelInferRequest → our ParamValue records, with
  * the gRPC frontend's accepted types and texts (protocol.md §2.3 "Request
- * parameters", tensor parameters). 64-bit values arrive as decimal strings.
+ * parameters", tensor parameters). 64-bit values arrive as decimal strings
+ * and stay exact (a bigint past 2^53) where their value matters.
  */
 import { ServerError } from '../../core/errors';
 import type { ParamValue } from '../../core/request';
@@ -21,6 +22,29 @@ export function int64ToNumber(text: string, what: string): number {
   return n;
 }
 
+/** An int64/uint64 decimal string as a parameter value: a number while safe, else an exact bigint. */
+export function int64Param(text: string): number | bigint {
+  const n = Number(text);
+  return Number.isSafeInteger(n) ? n : BigInt(text);
+}
+
+/**
+ * sequence_id's int64_param as Triton sets it: the correlation id is a
+ * uint64, so the int64 is taken as its 64 bits (-1 is 2^64-1; a client
+ * sends an id past 2^63 that way, as protobuf has no other int64 for it).
+ */
+function correlationIdOfInt64(text: string): number | bigint {
+  const n = Number(text);
+  if (Number.isSafeInteger(n) && n >= 0) return n;
+  const u = BigInt.asUintN(64, BigInt(text));
+  return u <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(u) : u;
+}
+
+/** A size-like uint64 (priority, timeout): past 2^53 the nearest double says the same. */
+function sizeOf(text: string): number {
+  return Number(text);
+}
+
 export interface RequestParameters {
   parameters: Record<string, ParamValue>;
   /** `triton_enable_empty_final_response` (ModelStreamInfer of decoupled models). */
@@ -35,7 +59,7 @@ export function parseRequestParameters(params: Record<string, InferParameterMsg>
     const choice = p.parameter_choice;
     switch (key) {
       case 'sequence_id':
-        if (choice === 'int64_param') parameters.sequence_id = int64ToNumber(p.int64_param!, key);
+        if (choice === 'int64_param') parameters.sequence_id = correlationIdOfInt64(p.int64_param!);
         else if (choice === 'string_param') {
           if (Buffer.byteLength(p.string_param!, 'utf8') > 128) {
             throw new ServerError('UNSUPPORTED', 'string correlation ID cannot be longer than 128 characters');
@@ -50,15 +74,15 @@ export function parseRequestParameters(params: Record<string, InferParameterMsg>
         break;
       case 'priority':
         if (choice === 'int64_param') {
-          const v = int64ToNumber(p.int64_param!, key);
+          const v = sizeOf(p.int64_param!);
           if (v < 0) throw invalid("invalid value for 'priority', expected value >= 0.");
           parameters.priority = v;
-        } else if (choice === 'uint64_param') parameters.priority = int64ToNumber(p.uint64_param!, key);
+        } else if (choice === 'uint64_param') parameters.priority = sizeOf(p.uint64_param!);
         else throw invalid("invalid value type for 'priority' parameter, expected int64_param or uint64_param.");
         break;
       case 'timeout':
         if (choice !== 'int64_param') throw invalid("invalid value type for 'timeout' parameter, expected int64_param.");
-        parameters.timeout = int64ToNumber(p.int64_param!, key);
+        parameters.timeout = sizeOf(p.int64_param!);
         break;
       case 'triton_enable_empty_final_response':
         if (choice !== 'bool_param') throw invalid(`invalid value type for '${key}' parameter, expected bool_param.`);
@@ -89,7 +113,7 @@ function customValue(key: string, p: InferParameterMsg): ParamValue {
     case 'double_param':
       return p.double_param!;
     case 'int64_param':
-      return int64ToNumber(p.int64_param!, key);
+      return int64Param(p.int64_param!);
     default:
       throw invalid(`invalid value type for '${key}' parameter, expected int64_param, bool_param, or string_param.`);
   }
@@ -103,7 +127,7 @@ export function tensorParameters(params: Record<string, InferParameterMsg>): Rec
     if (p.parameter_choice === undefined) continue;
     const v = p[p.parameter_choice];
     if (v === undefined) continue;
-    out[key] = typeof v === 'string' && (p.parameter_choice === 'int64_param' || p.parameter_choice === 'uint64_param') ? Number(v) : v;
+    out[key] = typeof v === 'string' && (p.parameter_choice === 'int64_param' || p.parameter_choice === 'uint64_param') ? int64Param(v) : v;
   }
   return out;
 }

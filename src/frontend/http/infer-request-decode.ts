@@ -14,6 +14,7 @@ import type { DecodedInput, DecodedRequest, RequestedOutput } from '../../reques
 import { dimsToString } from '../../request/validate';
 import type { ValidationPlan } from '../../request/validation-plan';
 import { readShm, resolveShm, type ShmRef, type ShmRegionTable } from '../../request/shm-regions';
+import { checkExactNumber, InexactInteger, isJsonInteger, isJsonUInt, readingExact, uintSize } from './json-integers';
 import { jsonTensorBytes } from './json-tensor-data';
 import { decodeRawRequest } from './raw-request-decode';
 import { parseRequestJson } from './request-json';
@@ -35,9 +36,9 @@ function isObject(v: unknown): v is JsonObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** rapidjson IsUint64 as far as a double can tell. */
-function isUInt(v: unknown): v is number {
-  return typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 18446744073709551616;
+/** rapidjson IsUint64, read as a size (json-integers.ts); undefined when `v` is not one. */
+function uintOf(v: unknown): number | undefined {
+  return isJsonUInt(v) ? uintSize(v) : undefined;
 }
 
 const NON = {
@@ -90,7 +91,27 @@ export function decodeInferRequest(
       `request JSON size of ${jsonLength} bytes exceeds the maximum allowed input size of ${maxInputSize} bytes. Use --http-max-input-size to increase the limit.`,
     );
   }
-  const doc = parseRequestJson(body, jsonLength);
+  let parsed = parseRequestJson(body, jsonLength);
+  readingExact(parsed.exact);
+  try {
+    return decodeJsonRequest(parsed.doc, body, jsonLength, plan, maxInputSize, regions);
+  } catch (err) {
+    if (!(err instanceof InexactInteger)) throw err;
+  }
+  // An integer past 2^53 where an integer belongs: JSON.parse may have rounded it (json-integers.ts).
+  parsed = parseRequestJson(body, jsonLength, true);
+  readingExact(true);
+  return decodeJsonRequest(parsed.doc, body, jsonLength, plan, maxInputSize, regions);
+}
+
+function decodeJsonRequest(
+  doc: unknown,
+  body: Buffer,
+  jsonLength: number,
+  plan: ValidationPlan,
+  maxInputSize: number,
+  regions: ShmRegionTable | undefined,
+): DecodedRequest {
   const root: JsonObject = isObject(doc) ? doc : {};
 
   let id = '';
@@ -117,8 +138,8 @@ function parseRequestParameters(params: unknown, out: Record<string, ParamValue>
     const v = params[key];
     switch (key) {
       case 'sequence_id':
-        if (isUInt(v)) {
-          out.sequence_id = v;
+        if (isJsonUInt(v)) {
+          out.sequence_id = v; // past 2^53 a bigint: the correlation id stays exact
         } else if (typeof v === 'string') {
           if (Buffer.byteLength(v, 'utf8') > 128) {
             throw new ServerError('UNSUPPORTED', 'string correlation ID cannot be longer than 128 characters');
@@ -134,10 +155,12 @@ function parseRequestParameters(params: unknown, out: Record<string, ParamValue>
         out[key] = v;
         break;
       case 'priority':
-      case 'timeout':
-        if (!isUInt(v)) throw internal(`Unable to parse '${key}': ${NON.uint}`);
-        out[key] = v;
+      case 'timeout': {
+        const n = uintOf(v);
+        if (n === undefined) throw internal(`Unable to parse '${key}': ${NON.uint}`);
+        out[key] = n;
         break;
+      }
       case 'binary_data_output':
         if (typeof v !== 'boolean') throw internal(`Unable to parse 'binary_data_output': ${NON.bool}`);
         binaryDataOutput = v;
@@ -146,9 +169,15 @@ function parseRequestParameters(params: unknown, out: Record<string, ParamValue>
         if (key.startsWith('triton_')) {
           throw invalid("parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.");
         }
+        if (typeof v === 'bigint') {
+          // An int64 stays exact; a uint64 past int64 is no int to Triton, so a double.
+          out[key] = isJsonInteger(v, false) ? v : Number(v);
+          break;
+        }
         if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') {
           throw invalid(`parameter '${key}' has invalid type. It should be either 'int', 'bool', or 'string'.`);
         }
+        if (typeof v === 'number') checkExactNumber(v);
         out[key] = v;
     }
   }
@@ -184,7 +213,7 @@ function scalarParams(params: unknown): Record<string, ParamValue> {
   if (!isObject(params)) return out;
   for (const key of Object.keys(params)) {
     const v = params[key];
-    if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') out[key] = v;
+    if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') out[key] = v;
   }
   return out;
 }
@@ -196,13 +225,15 @@ function checkSharedMemory(params: unknown, regions: ShmRegionTable | undefined)
   if (region !== undefined && typeof region !== 'string') {
     throw internal(`Unable to parse 'shared_memory_region': ${NON.string}`);
   }
+  const sizes: number[] = [];
   for (const key of ['shared_memory_offset', 'shared_memory_byte_size']) {
-    if (params[key] !== undefined && !isUInt(params[key])) throw internal(`Unable to parse '${key}': ${NON.uint}`);
+    // Absent offset and byte size read as 0 (the size check then fails the input).
+    const n = params[key] === undefined ? 0 : uintOf(params[key]);
+    if (n === undefined) throw internal(`Unable to parse '${key}': ${NON.uint}`);
+    sizes.push(n);
   }
   if (typeof region !== 'string') return undefined;
-  // Absent offset and byte size read as 0 (the size check then fails the input).
-  const at = (params.shared_memory_offset as number | undefined) ?? 0;
-  return resolveShm(regions, region, at, (params.shared_memory_byte_size as number | undefined) ?? 0);
+  return resolveShm(regions, region, sizes[0]!, sizes[1]!);
 }
 
 function decodeInputs(
@@ -233,9 +264,10 @@ function decodeInputs(
     const params = input.parameters;
 
     let data: Uint8Array;
-    const binarySize = isObject(params) ? params.binary_data_size : undefined;
-    if (binarySize !== undefined) {
-      if (!isUInt(binarySize)) throw internal(`Unable to parse 'binary_data_size': ${NON.uint}`);
+    const binaryParam = isObject(params) ? params.binary_data_size : undefined;
+    if (binaryParam !== undefined) {
+      const binarySize = uintOf(binaryParam);
+      if (binarySize === undefined) throw internal(`Unable to parse 'binary_data_size': ${NON.uint}`);
       const available = body.length - pos;
       if (binarySize > available) {
         throw invalid(
@@ -259,8 +291,8 @@ function parseShape(v: unknown, name: string): number[] {
   if (!Array.isArray(v)) throw internal(`Unable to parse 'shape': ${NON.array}`);
   const shape = new Array<number>(v.length);
   for (let k = 0; k < v.length; k++) {
-    const d = v[k];
-    if (!isUInt(d)) throw internal(`Unable to parse 'shape': ${NON.uint}`);
+    const d = uintOf(v[k]);
+    if (d === undefined) throw internal(`Unable to parse 'shape': ${NON.uint}`);
     shape[k] = d;
   }
   for (const d of shape) {
@@ -313,8 +345,9 @@ function decodeOutputs(root: JsonObject, rid: string, regions: ShmRegionTable | 
     }
     let classification = 0;
     if (p !== undefined && p.classification !== undefined) {
-      if (!isUInt(p.classification)) throw internal(`Unable to set 'classification': ${NON.uint}`);
-      classification = p.classification;
+      const n = uintOf(p.classification);
+      if (n === undefined) throw internal(`Unable to set 'classification': ${NON.uint}`);
+      classification = n;
     }
     const shm = checkSharedMemory(p, regions);
     let binary: boolean | undefined;

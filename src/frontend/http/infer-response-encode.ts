@@ -9,7 +9,7 @@ import { MAX_JSON_RESPONSE_BYTES } from '../../cli-options';
 import type { DataType } from '../../core/datatypes';
 import { elementCount } from '../../core/datatypes';
 import { ServerError } from '../../core/errors';
-import type { ParamValue } from '../../core/request';
+import { paramsJson, type ParamValue } from '../../core/request';
 import { classify } from '../classification';
 import type { RequestedOutput } from '../../request/decoded-request';
 import { encodeBytesTensor } from '../../request/tensor-view';
@@ -125,13 +125,7 @@ export function encodeInferResponse(args: EncodeResponseArgs): EncodedResponse {
   return { json, binary, contentType: 'application/octet-stream', headerLength: Buffer.byteLength(json, 'utf8') };
 }
 
-/** `,"parameters":{...}` when the backend set any (bool, int, double, string). */
+/** `,"parameters":{...}` when the backend set any (bool, int, double, string; 64-bit ints exact). */
 function parametersJson(params: Record<string, ParamValue>): string {
-  const keys = Object.keys(params);
-  if (keys.length === 0) return '';
-  let s = ',"parameters":{';
-  for (let k = 0; k < keys.length; k++) {
-    s += `${k === 0 ? '' : ','}${JSON.stringify(keys[k])}:${JSON.stringify(params[keys[k]])}`;
-  }
-  return `${s}}`;
+  return Object.keys(params).length === 0 ? '' : `,"parameters":${paramsJson(params)}`;
 }

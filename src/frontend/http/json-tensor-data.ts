@@ -7,20 +7,23 @@
  * into the serialized BYTES layout (json-bytes-data.ts); no per-element
  * allocation beyond JSON.parse's own.
  *
- * Precision note: the JSON was parsed by JSON.parse, so every number is a
- * double. INT64/UINT64 values beyond 2^53 arrive already rounded, and an
- * integral value written with a fraction or exponent (`1.0`, `1e2`) is
- * accepted as an integer (rapidjson would reject it).
+ * Integers are exact over the whole int64/uint64 range: request-json.ts
+ * gives an integer literal that a double cannot hold as a bigint, so an
+ * integer element is a safe-integer number or a bigint, as rapidjson's
+ * IsInt64 / IsUint64 see it (json-integers.ts); any other value for an
+ * integer datatype is refused with Triton's text. One difference remains: a
+ * small integral value written with a fraction or exponent (`1.0`, `1e2`)
+ * reaches us as the number 1 or 100 and is accepted (rapidjson holds it as
+ * a double and refuses it).
  */
 import { ELEMENT_SIZE, isDataType, wireDataTypeHint } from '../../core/datatypes';
 import type { DataType } from '../../core/datatypes';
 import { ServerError } from '../../core/errors';
 import { jsonDepthError, MAX_JSON_DEPTH } from '../../core/json-depth';
 import { serializeJsonStrings, type SerializedJsonBytes } from './json-bytes-data';
+import { isJsonInteger } from './json-integers';
 
 const TWO_32 = 4294967296;
-const TWO_63 = 9223372036854775808;
-const TWO_64 = 18446744073709551616;
 
 // Fill state of the one conversion running on this thread (conversions are synchronous).
 let cursor = 0;
@@ -128,13 +131,7 @@ function fillBool(arr: unknown[], out: Uint8Array, depth: number): void {
 
 type IntArray = Uint8Array | Int8Array | Uint16Array | Int16Array | Uint32Array | Int32Array;
 
-function isJsonInt(v: unknown, unsigned: boolean): v is number {
-  if (typeof v !== 'number' || !Number.isInteger(v)) return false;
-  // Bounds are inclusive because the largest int64/uint64 literals round up to 2^63 / 2^64.
-  return unsigned ? v >= 0 && v <= TWO_64 : v >= -TWO_63 && v <= TWO_63;
-}
-
-/** Typed-array stores wrap modulo 2^width, as Triton's C casts do. */
+/** Typed-array stores wrap modulo 2^width, as Triton's C casts do (a bigint: its low 32 bits first). */
 function fillInt(arr: unknown[], out: IntArray, unsigned: boolean, depth: number): void {
   for (let i = 0, n = arr.length; i < n; i++) {
     const v = arr[i];
@@ -144,12 +141,12 @@ function fillInt(arr: unknown[], out: IntArray, unsigned: boolean, depth: number
       continue;
     }
     if (cursor >= expected) throw tooMany();
-    if (!isJsonInt(v, unsigned)) throw wrongType(unsigned ? 'unsigned-integer' : 'signed-integer');
-    out[cursor++] = v;
+    if (!isJsonInteger(v, unsigned)) throw wrongType(unsigned ? 'unsigned-integer' : 'signed-integer');
+    out[cursor++] = typeof v === 'number' ? v : Number(BigInt.asUintN(32, v));
   }
 }
 
-/** 64-bit integers as two little-endian 32-bit halves: no BigInt per element. */
+/** 64-bit integers as two little-endian 32-bit halves: no BigInt per element below 2^53. */
 function fillInt64(arr: unknown[], out: Uint32Array, unsigned: boolean, depth: number): void {
   for (let i = 0, n = arr.length; i < n; i++) {
     const v = arr[i];
@@ -159,15 +156,15 @@ function fillInt64(arr: unknown[], out: Uint32Array, unsigned: boolean, depth: n
       continue;
     }
     if (cursor >= expected) throw tooMany();
-    if (!isJsonInt(v, unsigned)) throw wrongType(unsigned ? 'unsigned-integer' : 'signed-integer');
+    if (!isJsonInteger(v, unsigned)) throw wrongType(unsigned ? 'unsigned-integer' : 'signed-integer');
     const k = 2 * cursor++;
-    if (v >= (unsigned ? TWO_64 : TWO_63)) {
-      // 2^64 - 1 or 2^63 - 1 as sent, rounded up by the double.
-      out[k] = 0xffffffff;
-      out[k + 1] = unsigned ? 0xffffffff : 0x7fffffff;
-    } else {
+    if (typeof v === 'number') {
       out[k] = v >>> 0;
-      out[k + 1] = Math.floor(v / TWO_32);
+      out[k + 1] = Math.floor(v / TWO_32); // negative: the store wraps it to the two's complement high word
+    } else {
+      const u = BigInt.asUintN(64, v);
+      out[k] = Number(u & 0xffffffffn);
+      out[k + 1] = Number(u >> 32n);
     }
   }
 }
@@ -181,7 +178,8 @@ function fillFloat(arr: unknown[], out: Float32Array | Float64Array, depth: numb
       continue;
     }
     if (cursor >= expected) throw tooMany();
-    if (typeof v !== 'number') throw internal("Unable to parse 'data': attempt to access JSON non-number as double");
-    out[cursor++] = v;
+    if (typeof v === 'number') out[cursor++] = v;
+    else if (typeof v === 'bigint') out[cursor++] = Number(v); // an int64/uint64 literal read as a double, as rapidjson's GetDouble does
+    else throw internal("Unable to parse 'data': attempt to access JSON non-number as double");
   }
 }

@@ -11,6 +11,14 @@
  * Known differences from rapidjson on the fast path: numbers too large for a
  * double become Infinity instead of an error, lone surrogate escapes are
  * accepted, and of duplicate object keys the last one wins.
+ *
+ * 64-bit integers: rapidjson keeps an integer literal within int64/uint64
+ * exact, a double does not past 2^53. The small parser gives such literals
+ * as bigints (`exact`); JSON.parse rounds them, but never below 2^53, so a
+ * reader that meets an integral double past 2^53 where an integer belongs
+ * knows the text may have held more and asks for the exact parse
+ * (json-integers.ts InexactInteger). Ordinary bodies are parsed once, by
+ * JSON.parse, with no scan of their text (bench/json-exact-cost.ts).
  */
 import { checkJsonDepth } from '../../core/json-depth';
 import { ServerError } from '../../core/errors';
@@ -33,13 +41,26 @@ const MESSAGES = {
   missExponent: 'Miss exponent in number.',
 } as const;
 
-/** The first `length` bytes of `body` as JSON. */
-export function parseRequestJson(body: Buffer, length: number): unknown {
-  try {
-    return JSON.parse(body.toString('utf8', 0, length));
-  } catch {
-    return parseLikeRapidjson(body.subarray(0, length));
+/** A parsed body; `exact`: 64-bit integer literals are bigints (else every number is a double). */
+export interface ParsedJson {
+  doc: unknown;
+  exact: boolean;
+}
+
+/**
+ * The first `length` bytes of `body` as JSON: by JSON.parse unless `exact`
+ * is asked for or JSON.parse refuses the text; the small parser's result is
+ * always exact.
+ */
+export function parseRequestJson(body: Buffer, length: number, exact = false): ParsedJson {
+  if (!exact) {
+    try {
+      return { doc: JSON.parse(body.toString('utf8', 0, length)), exact: false };
+    } catch {
+      // rapidjson's grammar, texts and offsets below
+    }
   }
+  return { doc: parseLikeRapidjson(body.subarray(0, length), true), exact: true };
 }
 
 /**
@@ -50,8 +71,11 @@ export function parseRequestJson(body: Buffer, length: number): unknown {
  */
 export function parseControlJson(body: string): unknown {
   checkJsonDepth(body);
-  const buf = Buffer.from(body, 'utf8');
-  return parseRequestJson(buf, buf.length);
+  try {
+    return JSON.parse(body);
+  } catch {
+    return parseLikeRapidjson(Buffer.from(body, 'utf8'));
+  }
 }
 
 const ESCAPES: Record<number, string> = {
@@ -65,9 +89,15 @@ class ParseFailure {
 /** A container the parser is inside of; an object keeps the name of the member being read. */
 type Open = { array: unknown[] } | { object: Record<string, unknown>; key: string };
 
-/** rapidjson-compatible parse (kParseNanAndInfFlag); throws ServerError INTERNAL on error. */
-export function parseLikeRapidjson(bytes: Buffer): unknown {
-  const p = new Parser(bytes);
+/**
+ * rapidjson-compatible parse (kParseNanAndInfFlag); throws ServerError
+ * INTERNAL on error. With `exactIntegers`, an integer literal (no fraction,
+ * no exponent) in [-2^63, 2^64-1] that is not a safe integer is a bigint, as
+ * rapidjson keeps it an int64/uint64; one outside that range is a double, as
+ * in rapidjson.
+ */
+export function parseLikeRapidjson(bytes: Buffer, exactIntegers = false): unknown {
+  const p = new Parser(bytes, exactIntegers);
   try {
     return p.document();
   } catch (e) {
@@ -80,7 +110,10 @@ export function parseLikeRapidjson(bytes: Buffer): unknown {
 
 class Parser {
   private pos = 0;
-  constructor(private readonly b: Buffer) {}
+  constructor(
+    private readonly b: Buffer,
+    private readonly exactIntegers: boolean,
+  ) {}
 
   document(): unknown {
     const b = this.b;
@@ -264,7 +297,7 @@ class Parser {
     while (this.peek() >= 0x30 && this.peek() <= 0x39) this.pos++;
   }
 
-  private number(): number {
+  private number(): number | bigint {
     const start = this.pos;
     const minus = this.consume(0x2d);
     const c = this.peek();
@@ -272,6 +305,12 @@ class Parser {
       this.pos++;
     } else if (c >= 0x31 && c <= 0x39) {
       this.digits();
+      // 16+ digits, no fraction or exponent: an integer that may be past 2^53.
+      if (this.exactIntegers && this.pos - start - (minus ? 1 : 0) >= 16 && !this.fractionOrExponentFollows()) {
+        const v = exactInteger(this.b.toString('latin1', start, this.pos));
+        if (v === Infinity || v === -Infinity) throw new ParseFailure(MESSAGES.tooBig, start);
+        return v;
+      }
     } else if (this.consume(0x4e)) {
       // NaN
       if (this.consume(0x61) && this.consume(0x4e)) return NaN;
@@ -302,4 +341,20 @@ class Parser {
     if (!Number.isFinite(v)) throw new ParseFailure(MESSAGES.tooBig, start);
     return v;
   }
+
+  private fractionOrExponentFollows(): boolean {
+    const c = this.peek();
+    return c === 0x2e || c === 0x65 || c === 0x45;
+  }
+}
+
+const INT64_MIN = -(2n ** 63n);
+const UINT64_MAX = 2n ** 64n - 1n;
+
+/** An integer literal as rapidjson holds it: exact within int64/uint64 (a number while safe), else a double. */
+function exactInteger(literal: string): number | bigint {
+  const n = BigInt(literal);
+  if (n < INT64_MIN || n > UINT64_MAX) return Number(literal);
+  const v = Number(n);
+  return Number.isSafeInteger(v) ? v : n;
 }

@@ -40,6 +40,23 @@ def _make_dumps():
 
 _dumps = _make_dumps()
 
+_SAFE_INT = 2 ** 53 - 1
+
+
+def wire_int(v):
+    """An int past 2^53 as {"int": "<decimal>"}: the host reads frames with
+    JSON.parse, which would round it (src/python-backend/wire-int.ts)."""
+    if isinstance(v, int) and not isinstance(v, bool) and not -_SAFE_INT <= v <= _SAFE_INT:
+        return {"int": str(v)}
+    return v
+
+
+def from_wire_int(v):
+    """wire_int's inverse, for what the host sends."""
+    if isinstance(v, dict) and "int" in v:
+        return int(v["int"])
+    return v
+
 
 class Blob:
     """Tensor bytes of one outgoing frame; each part starts on an 8-byte boundary."""

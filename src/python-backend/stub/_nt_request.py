@@ -5,6 +5,7 @@ import asyncio
 import json
 
 from _nt_errors import TritonError, TritonModelException
+from _nt_ipc import from_wire_int, wire_int
 from _nt_response import CancelFlag, InferenceResponse, InferenceResponseSender, check_parameters
 from _nt_runtime import runtime
 from _nt_tensor import Tensor
@@ -83,7 +84,7 @@ class InferenceRequest:
         r._inputs = inputs
         r._requested = list(wire["requested_outputs"])
         r._id = wire["id"]
-        r._correlation_id = wire["correlation_id"]
+        r._correlation_id = from_wire_int(wire["correlation_id"])
         r._model_version = -1
         r._flags = wire["flags"]
         r._timeout = wire["timeout"]
@@ -162,8 +163,9 @@ class InferenceRequest:
                                     "offset": runtime.s2h.write(data), "size": size})
             runtime.send({"t": "bls", "id": call_id, "model": self._model_name, "version": self._model_version,
                           "decoupled": bool(decoupled),
-                          "request": {"id": self._id, "correlation_id": self._correlation_id, "flags": self._flags,
-                                      "timeout": self._timeout, "parameters": json.dumps(self._parameters),
+                          "request": {"id": self._id, "correlation_id": wire_int(self._correlation_id), "flags": self._flags,
+                                      "timeout": self._timeout,
+                                      "parameters": json.dumps({k: wire_int(v) for k, v in self._parameters.items()}),
                                       "requested_outputs": self._requested, "inputs": wire_inputs}})
         except BaseException:
             runtime.close_call(call_id)

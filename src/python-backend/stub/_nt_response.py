@@ -7,7 +7,7 @@ import threading
 import numpy as np
 
 from _nt_errors import TritonError, TritonModelException
-from _nt_ipc import Blob
+from _nt_ipc import Blob, wire_int
 from _nt_runtime import runtime
 from _nt_shm import ShmSpaceError
 from _nt_tensor import Tensor
@@ -150,7 +150,7 @@ def write_response(response, requested, batch, index, final, collect=None, spans
                 outputs.append({"name": t._name, "datatype": t._datatype, "shape": t._shape,
                                 "offset": offset, "size": size})
         if response._parameters:
-            msg["parameters"] = response._parameters
+            msg["parameters"] = {k: wire_int(v) for k, v in response._parameters.items()}
     if collect is not None:
         collect.responses.append(msg)
     else:
