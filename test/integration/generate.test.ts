@@ -21,6 +21,8 @@ import type { ServerProcess } from './server-process';
 
 const FIXTURES = path.join(REPO_ROOT, 'test/integration/fixtures/generate_models');
 
+const ORIGIN = 'http://page.example';
+const KEY = { 'infer-key': 's3cret' };
 let server: ServerProcess;
 let repo: string;
 let marks: string;
@@ -30,7 +32,8 @@ before(async () => {
   marks = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-generate-marks-'));
   fs.cpSync(path.join(FIXTURES, 'mock_llm'), path.join(repo, 'mock_llm'), { recursive: true });
   fs.cpSync(path.join(MODEL_REPOSITORY, 'simple'), path.join(repo, 'simple'), { recursive: true });
-  server = await startServer([`--model-repository=${repo}`]);
+  // Inference restricted (generate is in its category) and CORS on: every request below carries the key.
+  server = await startServer([`--model-repository=${repo}`, '--http-restricted-api=inference:infer-key=s3cret', `--http-cors-origin=${ORIGIN}`]);
 });
 
 after(async () => {
@@ -48,7 +51,7 @@ interface CurlAnswer {
 /** curl POST `body` to `route`; -N (no buffering) as an SSE client uses it. */
 function curl(route: string, body: string): Promise<CurlAnswer> {
   return new Promise((resolve, reject) => {
-    execFile('curl', ['-sS', '-N', '-X', 'POST', '-H', 'Content-Type: application/json', '--data-binary', body,
+    execFile('curl', ['-sS', '-N', '-X', 'POST', '-H', 'Content-Type: application/json', '-H', 'infer-key: s3cret', '--data-binary', body,
       '-w', '\n%{http_code} %{content_type}', `${server.url}${route}`], (err, stdout) => {
       if (err) return reject(err);
       const cut = stdout.lastIndexOf('\n');
@@ -153,7 +156,7 @@ test('request errors: unknown model as infer answers it, missing input, wrong ty
   assert.equal(notJson.status, 400);
   assert.match(notJson.body, /failed to parse the request JSON buffer: .*the generate request body must be one JSON object/);
 
-  const get = await fetch(`${server.url}/v2/models/simple/generate`);
+  const get = await fetch(`${server.url}/v2/models/simple/generate`, { headers: KEY });
   assert.equal(get.status, 405);
   // The server still serves.
   assert.equal((await curl('/v2/models/simple/generate', JSON.stringify({ INPUT0: range(16, () => 1), INPUT1: range(16, () => 1) }))).status, 200);
@@ -182,7 +185,7 @@ test('an SSE client that disconnects mid-stream cancels the request: the model s
   const body = JSON.stringify({ text_input: 'tick tock', stream: true, parameters: { max_tokens: 2000, delay_ms: 10, marker: tag } });
   const seen: string[] = [];
   const req = http.request({ host: '127.0.0.1', port: server.port, path: '/v2/models/mock_llm/generate_stream', method: 'POST', agent: false,
-    headers: { 'Content-Type': 'application/json' } });
+    headers: { 'Content-Type': 'application/json', ...KEY } });
   await new Promise<void>((resolve, reject) => {
     req.on('error', reject);
     req.on('response', (res) => {
@@ -206,13 +209,10 @@ test('an SSE client that disconnects mid-stream cancels the request: the model s
   await until('the cancelled request is counted', async () => (await failures('mock_llm')) === before + 1);
 });
 
-test('a keep-alive connection serves a request pipelined behind a stream after the stream ends', async () => {
-  const stream = JSON.stringify({ text_input: 'x y', stream: true, parameters: { max_tokens: 3, delay_ms: 20 } });
-  const plain = JSON.stringify({ INPUT0: range(16, () => 1), INPUT1: range(16, () => 1) });
-  const raw = `POST /v2/models/mock_llm/generate_stream HTTP/1.1\r\nHost: t\r\nContent-Length: ${Buffer.byteLength(stream)}\r\n\r\n${stream}` +
-    `POST /v2/models/simple/generate HTTP/1.1\r\nHost: t\r\nContent-Length: ${Buffer.byteLength(plain)}\r\nConnection: close\r\n\r\n${plain}`;
+/** Writes `raw` on a new connection, resolves with all the server sent until it closed. */
+async function rawExchange(raw: string): Promise<string> {
   const net = await import('node:net');
-  const text = await new Promise<string>((resolve, reject) => {
+  return new Promise<string>((resolve, reject) => {
     // write, not end: a client that half-closes is one that went away (http-connection.ts).
     const s = net.connect(server.port, '127.0.0.1', () => s.write(raw));
     let got = '';
@@ -221,6 +221,24 @@ test('a keep-alive connection serves a request pipelined behind a stream after t
     s.on('end', () => resolve(got));
     s.on('error', reject);
   });
+}
+
+test('an HTTP/1.0 client gets the stream unframed, ended by the close', async () => {
+  const body = JSON.stringify({ text_input: 'u v', stream: true, max_tokens: 2 });
+  const text = await rawExchange(`POST /v2/models/mock_llm/generate_stream HTTP/1.0\r\ninfer-key: s3cret\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  const [head, sse] = [text.slice(0, text.indexOf('\r\n\r\n')), text.slice(text.indexOf('\r\n\r\n') + 4)];
+  assert.match(head, /^HTTP\/1\.1 200 OK\r\n/);
+  assert.doesNotMatch(head, /Transfer-Encoding|Content-Length/i);
+  assert.match(head, /Connection: close/);
+  assert.deepEqual(events(sse).map((e) => e.text_output), ['u', 'v']);
+});
+
+test('a keep-alive connection serves a request pipelined behind a stream after the stream ends', async () => {
+  const stream = JSON.stringify({ text_input: 'x y', stream: true, parameters: { max_tokens: 3, delay_ms: 20 } });
+  const plain = JSON.stringify({ INPUT0: range(16, () => 1), INPUT1: range(16, () => 1) });
+  const raw = `POST /v2/models/mock_llm/generate_stream HTTP/1.1\r\nHost: t\r\ninfer-key: s3cret\r\nContent-Length: ${Buffer.byteLength(stream)}\r\n\r\n${stream}` +
+    `POST /v2/models/simple/generate HTTP/1.1\r\nHost: t\r\ninfer-key: s3cret\r\nContent-Length: ${Buffer.byteLength(plain)}\r\nConnection: close\r\n\r\n${plain}`;
+  const text = await rawExchange(raw);
   const second = text.indexOf('HTTP/1.1 200 OK', 1);
   assert.ok(text.startsWith('HTTP/1.1 200 OK\r\n') && second > 0, text);
   const first = text.slice(0, second);
@@ -228,4 +246,23 @@ test('a keep-alive connection serves a request pipelined behind a stream after t
   assert.ok(first.endsWith('0\r\n\r\n'), 'the stream ends with the last chunk before the next answer');
   assert.equal((first.match(/data: /g) ?? []).length, 3);
   assert.match(text.slice(second), /"OUTPUT0":\[2,2,2/);
+});
+
+test('--http-restricted-api: generate and generate_stream are in the inference category; CORS reaches the stream', async () => {
+  for (const route of ['/v2/models/mock_llm/generate', '/v2/models/mock_llm/versions/1/generate_stream']) {
+    const res = await fetch(`${server.url}${route}`, { method: 'POST', body: '{"text_input":"x"}' });
+    assert.equal(res.status, 403, route);
+    assert.deepEqual(await res.json(), { error: "This API is restricted, expecting header 'infer-key'" });
+  }
+  const pre = await fetch(`${server.url}/v2/models/mock_llm/generate_stream`, {
+    method: 'OPTIONS', headers: { Origin: ORIGIN, 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'infer-key' },
+  });
+  assert.equal(pre.status, 204);
+  assert.equal(pre.headers.get('access-control-allow-methods'), 'POST');
+  const res = await fetch(`${server.url}/v2/models/mock_llm/generate_stream`, {
+    method: 'POST', headers: { Origin: ORIGIN, ...KEY }, body: JSON.stringify({ text_input: 'p q', stream: true, max_tokens: 2 }),
+  });
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get('access-control-allow-origin'), ORIGIN, 'the stream carries the CORS headers');
+  assert.deepEqual(events(await res.text()).map((e) => e.text_output), ['p', 'q']);
 });

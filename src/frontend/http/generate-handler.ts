@@ -15,7 +15,7 @@
  */
 import { HTTP_STATUS, ServerError, toErrorInfo } from '../../core/errors';
 import { nowNs } from '../../core/clock';
-import type { InferResponse, TensorRef } from '../../core/request';
+import type { InferResponse, RefusedRequest, TensorRef } from '../../core/request';
 import type { Arena } from '../../dataplane/arena';
 import { admitRequest, releaseInputs, releaseOutputs } from '../../request/admit-request';
 import { lookupModel, type Resolved } from '../../request/model-lookup';
@@ -59,24 +59,37 @@ export class GenerateHandler {
     private readonly snapshot: () => ServerSnapshot,
     /** --http-header-forward-pattern (absent: no header is forwarded). */
     private readonly forward?: RegExp,
+    /** --log-access: how a request this thread refuses itself is reported (absent: the log is off). */
+    private readonly access?: (r: RefusedRequest) => void,
   ) {}
 
   handle(reply: Reply, head: RequestHead, model: string, versionText: string | undefined, stream: boolean): void {
     const arrivalNs = nowNs();
+    // A request refused here, before any scheduler: answered, and for --log-access reported as this thread's own line.
+    const refused = (status: number, inBytes: number): void =>
+      this.access?.({ protocol: 'HTTP', client: reply.client, model, version: versionText ?? '', status, inBytes, id: '' });
+    const refuse = (err: unknown): void => {
+      sendError(reply, err);
+      refused(HTTP_STATUS[toErrorInfo(err).code], Number(head.contentLength) || 0);
+    };
     let resolved: Resolved;
     try {
       resolved = lookupModel(this.snapshot(), model, versionText, 'loaded');
     } catch (err) {
       // Answered after the upload is in, as inference does.
-      readBody(reply, head, this.maxInputSize, () => sendError(reply, err));
+      readBody(reply, head, this.maxInputSize, () => refuse(err));
       return;
     }
     readBody(reply, head, this.maxInputSize, (r) => {
-      if (!r.ok) return bodyTooLarge(reply, r.size, this.maxInputSize);
+      if (!r.ok) {
+        bodyTooLarge(reply, r.size, this.maxInputSize);
+        refused(400, r.size);
+        return;
+      }
       try {
         this.start(reply, head, r.body, resolved, arrivalNs, stream);
       } catch (err) {
-        sendError(reply, err);
+        refuse(err);
       }
     });
   }
@@ -89,6 +102,7 @@ export class GenerateHandler {
     if (this.forward !== undefined) forwardHeaders(this.forward, head.headers, decoded.parameters);
     const { batchSize } = validateRequest(plan, decoded);
     const request = admitRequest(this.arena, decoded, { model: view.name, version, latest, batchSize, arrivalNs });
+    if (this.access !== undefined) request.client = reply.client;
     const x: Exchange = { reply, stream, decoupled: plan.decoupled, id: decoded.id, model: view.name, inputs: request.inputs, count: 0 };
     this.infer.submit(request, reply, (response, v) => this.onResponse(x, response, v));
   }

@@ -46,7 +46,8 @@ const infer = new InferHandler(arena, RingWriter.attach(data.toMain), data.maxIn
   data.accessLog === true ? (entry) => post({ t: 'access', entry }) : undefined,
   data.headerForwardPattern === undefined ? undefined : forwardPatternRegExp('http-header-forward-pattern', data.headerForwardPattern));
 const generate = new GenerateHandler(arena, infer, data.maxInputSize, data.maxJsonResponseSize, () => snapshot,
-  data.headerForwardPattern === undefined ? undefined : forwardPatternRegExp('http-header-forward-pattern', data.headerForwardPattern));
+  data.headerForwardPattern === undefined ? undefined : forwardPatternRegExp('http-header-forward-pattern', data.headerForwardPattern),
+  data.accessLog === true ? (entry) => post({ t: 'access', entry }) : undefined);
 const inbox = new Inbox(data.fromMain.bell);
 const onResponse = (msg: MainToFrontend): void => infer.onResponse(msg.key, msg.response, msg.version);
 inbox.add(data.fromMain, onResponse);
