@@ -13,7 +13,7 @@ test('server document: the routes of the extensions served, restricted ones with
     restricted: [{ apis: ['model-repository'], key: 'Admin-Key', value: 's' }],
   })) as Doc & { openapi: string };
   assert.equal(doc.openapi, '3.1.0');
-  for (const p of ['/v2/health/live', '/v2/models/{model}/infer', '/v2/repository/index', '/v2/logging', '/v2/systemsharedmemory/status', '/v2/models/{model}/openapi.json']) {
+  for (const p of ['/v2/health/live', '/v2/models/{model}/infer', '/v2/repository/index', '/v2/logging', '/v2/systemsharedmemory/status', '/v2/models/{model}/openapi.json', '/v2/models/{model}/generate', '/v2/models/{model}/versions/{version}/generate_stream']) {
     assert.ok(doc.paths[p] !== undefined, p);
   }
   assert.deepEqual(Object.keys(doc.paths['/v2/logging']).sort(), ['get', 'post']);

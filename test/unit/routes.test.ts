@@ -17,6 +17,10 @@ const CASES: [string, string, unknown][] = [
   ['GET', '/v2/models/simple/infer', { kind: 'method_not_allowed' }],
   ['POST', '/v2/models/my%20model/versions/2/infer', { kind: 'infer', model: 'my model', version: '2' }],
   ['POST', '/v2/models/simple/infer/', { kind: 'not_found' }],
+  ['POST', '/v2/models/llm/generate', { kind: 'generate', model: 'llm', version: undefined, stream: false }],
+  ['POST', '/v2/models/llm/versions/2/generate_stream?x=1', { kind: 'generate', model: 'llm', version: '2', stream: true }],
+  ['GET', '/v2/models/llm/generate_stream', { kind: 'method_not_allowed' }],
+  ['POST', '/v2/models/llm/generate_stream/', { kind: 'not_found' }],
   ['GET', '/v2/models/stats', { kind: 'model_stats' }],
   ['GET', '/v2/models/simple/stats', { kind: 'model_stats', model: 'simple', version: undefined }],
   ['GET', '/v2/models/simple/trace/setting', { kind: 'model_trace', model: 'simple' }],
@@ -47,6 +51,7 @@ for (const [method, url, want] of CASES) {
 
 const METHODS: [string, readonly string[] | undefined][] = [
   ['/v2/models/simple/infer', ['POST']],
+  ['/v2/models/llm/versions/1/generate_stream', ['POST']],
   ['/v2/logging?x=1', ['GET', 'POST']],
   ['/v2/models/simple/versions/1', ['GET']],
   ['/v2/systemsharedmemory/region/a/register', ['POST']],

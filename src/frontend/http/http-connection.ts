@@ -39,13 +39,32 @@ interface BodyState {
   last: boolean;
 }
 
+/** What a reply delivered: a whole answer, or the head of a streamed one and the chunks that came so far. */
+interface ReadyAnswer {
+  head: string;
+  body: readonly (Uint8Array | string)[];
+  close: boolean;
+  released?: () => void;
+  stream?: StreamState;
+}
+
+interface StreamState {
+  /** HTTP/1.1 chunked framing; else (HTTP/1.0) the bytes as they are, and the connection closes at the end. */
+  chunked: boolean;
+  /** The head went to the socket. */
+  started: boolean;
+  /** Chunks not written yet (the stream waits behind earlier answers, or came between flushes). */
+  pending: string[];
+  ended: boolean;
+}
+
 export class HttpConnection implements ReplySink {
   private buf: Buffer | undefined;
   private body: BodyState | undefined;
   /** Requests read, in order, whose answers are not written yet. */
   private readonly queue: Reply[] = [];
   /** What each reply in `queue` delivered, once it did. */
-  private readonly ready = new Map<Reply, { head: string; body: readonly (Uint8Array | string)[]; close: boolean; released?: () => void }>();
+  private readonly ready = new Map<Reply, ReadyAnswer>();
   /** No more requests are read: the last one said close, or the framing broke. */
   private closing = false;
   private paused = false;
@@ -207,6 +226,41 @@ export class HttpConnection implements ReplySink {
     this.flush();
   }
 
+  deliverStream(reply: Reply, head: string, chunked: boolean): void {
+    if (this.ended || !this.queue.includes(reply)) return;
+    const stream: StreamState = { chunked, started: false, pending: [], ended: false };
+    this.ready.set(reply, { head, body: [], close: !chunked || !reply.keepAlive, stream });
+    this.flush();
+  }
+
+  chunk(reply: Reply, data: string, end: boolean): void {
+    const stream = this.ready.get(reply)?.stream;
+    if (this.ended || stream === undefined || stream.ended) return;
+    if (data.length > 0) stream.pending.push(data);
+    stream.ended = end;
+    this.flush();
+  }
+
+  /**
+   * A streamed answer at the queue's head: its head and the chunks so far go
+   * out; true once its end did (then it leaves the queue like any answer).
+   */
+  private writeStream(out: ReadyAnswer, stream: StreamState): boolean {
+    const s = this.socket;
+    if (!stream.started) {
+      s.write(out.head, 'latin1');
+      stream.started = true;
+    }
+    for (const data of stream.pending) {
+      if (stream.chunked) s.write(`${Buffer.byteLength(data).toString(16)}\r\n${data}\r\n`);
+      else s.write(data);
+    }
+    stream.pending = [];
+    if (!stream.ended) return false;
+    if (stream.chunked) s.write('0\r\n\r\n');
+    return true;
+  }
+
   /** Write every answer at the head of the queue that is ready. */
   private flush(): void {
     const s = this.socket;
@@ -225,12 +279,15 @@ export class HttpConnection implements ReplySink {
         s.cork();
         corked = true;
       }
+      if (out.stream !== undefined && !this.writeStream(out, out.stream)) break;
       this.queue.shift();
       this.ready.delete(next);
-      if (out.body.length === 1 && typeof out.body[0] === 'string') s.write(out.head + out.body[0]);
-      else {
-        s.write(out.head, 'latin1');
-        for (let i = 0; i < out.body.length; i++) s.write(out.body[i]);
+      if (out.stream === undefined) {
+        if (out.body.length === 1 && typeof out.body[0] === 'string') s.write(out.head + out.body[0]);
+        else {
+          s.write(out.head, 'latin1');
+          for (let i = 0; i < out.body.length; i++) s.write(out.body[i]);
+        }
       }
       if (out.released !== undefined) {
         const released = out.released;

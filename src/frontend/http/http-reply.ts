@@ -65,6 +65,9 @@ export function requestHead(fields: RequestHeadFields): RequestHead {
 /** What a Reply hands its connection: the bytes of one answer, in order with the others. */
 export interface ReplySink {
   deliver(reply: Reply, head: string, body: readonly (Uint8Array | string)[], close: boolean, released?: () => void): void;
+  /** The head of a streamed answer (Reply.stream): its body follows in `chunk` calls, the last one `end`. */
+  deliverStream(reply: Reply, head: string, chunked: boolean): void;
+  chunk(reply: Reply, data: string, end: boolean): void;
 }
 
 /** A handler's reader of the request body (readBody): bytes in, one `done` out. */
@@ -74,6 +77,13 @@ interface BodyReader {
   used: number;
   refused: boolean;
   done: (r: BodyResult) => void;
+}
+
+/** The body of a streamed answer (Reply.stream): text written as it comes, then one `end`. */
+export interface ReplyStream {
+  write(data: string): void;
+  /** The last data (if any); the answer is complete. */
+  end(data?: string): void;
 }
 
 export type BodyResult = { ok: true; body: Buffer } | { ok: false; size: number };
@@ -88,6 +98,8 @@ export class Reply {
   private abortHooks: (() => void)[] | undefined;
   /** Set by readBody; the connection feeds it (takeBody/endBody). */
   private reader: BodyReader | undefined;
+  /** A streamed answer is open (Reply.stream until ReplyStream.end). */
+  private streaming = false;
 
   constructor(
     private readonly sink: ReplySink,
@@ -128,6 +140,38 @@ export class Reply {
     this.sink.deliver(this, this.headText(status, headers, total, false), this.headOnly ? [] : parts, false, released);
   }
 
+  /**
+   * Start an answer whose body is written as it comes (Server-Sent Events):
+   * chunked on HTTP/1.1; on HTTP/1.0, unframed and the connection closes at
+   * its end. Answers of requests pipelined behind it wait until it ends.
+   * The client going away shows as `aborted` (and the onAbort hooks run).
+   */
+  stream(status: number, headers: Record<string, string>): ReplyStream {
+    const chunked = this.minor === 1;
+    if (this.aborted || this.done) return { write: () => undefined, end: () => undefined };
+    this.done = true;
+    this.streaming = true;
+    let s = `HTTP/1.1 ${statusLine(status)}\r\n`;
+    for (const k in headers) if (k.toLowerCase() !== 'content-length') s += `${k}: ${headers[k]}\r\n`;
+    const extra = this.extraHeaders;
+    if (extra !== undefined) for (const k in extra) s += `${k}: ${extra[k]}\r\n`;
+    s += `Date: ${httpDate()}\r\n`;
+    if (chunked) s += 'Transfer-Encoding: chunked\r\n';
+    if (!chunked || !this.keepAlive) s += 'Connection: close\r\n';
+    this.sink.deliverStream(this, `${s}\r\n`, chunked);
+    return {
+      write: (data) => {
+        if (this.streaming && !this.aborted) this.sink.chunk(this, data, false);
+      },
+      end: (data = '') => {
+        if (!this.streaming) return;
+        this.streaming = false;
+        if (!this.aborted) this.sink.chunk(this, data, true);
+        this.finish();
+      },
+    };
+  }
+
   json(status: number, body: string): void {
     this.send(status, { 'Content-Type': 'application/json' }, body);
   }
@@ -141,7 +185,9 @@ export class Reply {
     if (this.aborted) return;
     this.aborted = true;
     this.reader = undefined;
-    if (!this.done) this.finish();
+    this.streaming = false;
+    this.finish(); // once: a sent answer already ran it
+
     for (const h of this.abortHooks ?? []) h();
   }
 

@@ -22,6 +22,7 @@ import type { HttpThreadData, HttpToMain, MainToHttp } from './http-control';
 import { CodecPool } from './codec-pool';
 import { ControlForwarder } from './control-forward';
 import { InferHandler, sendError } from './infer-handler';
+import { GenerateHandler } from './generate-handler';
 import { restrictedError } from './restricted-api';
 import { ConsoleAssets } from './console-assets';
 import { corsHeaders, preflight } from './cors';
@@ -44,6 +45,9 @@ const codec = new CodecPool(data.codecOffloadBytes, { index: data.index, arena: 
 const infer = new InferHandler(arena, RingWriter.attach(data.toMain), data.maxInputSize, data.maxJsonResponseSize, () => snapshot, codec,
   data.accessLog === true ? (entry) => post({ t: 'access', entry }) : undefined,
   data.headerForwardPattern === undefined ? undefined : forwardPatternRegExp('http-header-forward-pattern', data.headerForwardPattern));
+const generate = new GenerateHandler(arena, infer, data.maxInputSize, data.maxJsonResponseSize, () => snapshot,
+  data.headerForwardPattern === undefined ? undefined : forwardPatternRegExp('http-header-forward-pattern', data.headerForwardPattern),
+  data.accessLog === true ? (entry) => post({ t: 'access', entry }) : undefined);
 const inbox = new Inbox(data.fromMain.bell);
 const onResponse = (msg: MainToFrontend): void => infer.onResponse(msg.key, msg.response, msg.version);
 inbox.add(data.fromMain, onResponse);
@@ -211,6 +215,9 @@ function route(reply: Reply, head: RequestHead): void {
       }
       case 'infer':
         infer.handle(reply, head, r.model, r.version);
+        return;
+      case 'generate':
+        generate.handle(reply, head, r.model, r.version, r.stream);
         return;
       case 'openapi':
         reply.json(200, openApi);

@@ -14,7 +14,7 @@ import type { Arena } from '../../dataplane/arena';
 import type { FrontendToMain } from '../../dataplane/protocol';
 import type { RingWriter } from '../../dataplane/ring';
 import { nowNs } from '../../core/clock';
-import type { InferResponse, RefusedRequest, TensorRef } from '../../core/request';
+import type { InferRequest, InferResponse, RefusedRequest, TensorRef } from '../../core/request';
 import { admitRequest, releaseInputs, releaseOutputs } from '../../request/admit-request';
 import type { DecodedRequest } from '../../request/decoded-request';
 import { lookupModel } from '../../request/model-lookup';
@@ -39,9 +39,14 @@ interface PendingInfer {
   inputs: TensorRef[];
 }
 
+/** Where the responses of a request another route sent go (submit). */
+export type ResponseListener = (response: InferResponse, version: number) => void;
+
 export class InferHandler {
   private nextKey = 1;
   private readonly pending = new Map<number, PendingInfer>();
+  /** Requests of other routes on this thread's ring (generate-handler.ts), by key: one key space with `pending`. */
+  private readonly listeners = new Map<number, ResponseListener>();
 
   constructor(
     private readonly arena: Arena,
@@ -148,19 +153,40 @@ export class InferHandler {
   }
 
   /**
+   * Send a request another route admitted (generate-handler.ts) on this
+   * thread's ring; each of its responses goes to `listener`, which owns
+   * their outputs and, with the final one, the request's inputs. The
+   * client going away cancels it, as for an inference.
+   */
+  submit(request: InferRequest, reply: Reply, listener: ResponseListener): void {
+    const key = this.nextKey++;
+    this.listeners.set(key, listener);
+    const msg: FrontendToMain = { t: 'infer', key, request };
+    this.toMain.send(msg);
+    if (reply.aborted) this.onClientGone(key);
+    else reply.onAbort(() => this.onClientGone(key));
+  }
+
+  /**
    * The client of request `key` went away before its response: the main
    * thread cancels it (taken out of its queue, or `is_cancelled()` true in
    * the Python model running it). The request stays pending: its final
    * response still comes and frees its blocks (the reply writes nothing).
    */
   onClientGone(key: number): void {
-    if (!this.pending.has(key)) return;
+    if (!this.pending.has(key) && !this.listeners.has(key)) return;
     const msg: FrontendToMain = { t: 'cancel', key };
     this.toMain.send(msg);
   }
 
   /** A response from the main thread (ring message); `version` is the one that ran the request. */
   onResponse(key: number, response: InferResponse, version: number): void {
+    const listener = this.listeners.get(key);
+    if (listener !== undefined) {
+      if (response.final) this.listeners.delete(key);
+      listener(response, version);
+      return;
+    }
     const p = this.pending.get(key);
     if (!p) {
       releaseOutputs(this.arena, response.outputs);

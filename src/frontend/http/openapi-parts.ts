@@ -41,8 +41,8 @@ export interface OperationSpec {
   /** JSON request body schema (POST). */
   body?: Json;
   bodyRequired?: boolean;
-  /** 200 body: a JSON schema, 'empty' (health: the status is the answer) or 'text' (Prometheus text). */
-  ok: Json | 'empty' | 'text';
+  /** 200 body: a JSON schema, 'empty' (health: the status is the answer), 'text' (Prometheus text) or 'events' (Server-Sent Events, generate_stream). */
+  ok: Json | 'empty' | 'text' | 'events';
   params?: Json[];
 }
 
@@ -52,7 +52,9 @@ export function operation(o: OperationSpec, groups: readonly RestrictedGroup[]):
     ? { description: 'Yes (any other status: no).' }
     : o.ok === 'text'
       ? { description: 'OK', content: { 'text/plain': { schema: { type: 'string' } } } }
-      : { description: 'OK', content: { 'application/json': { schema: o.ok } } };
+      : o.ok === 'events'
+        ? { description: 'One `data: {...}` event per response of the model (an error as `data: {"error": ...}`)', content: { 'text/event-stream': { schema: { type: 'string' } } } }
+        : { description: 'OK', content: { 'application/json': { schema: o.ok } } };
   const op: Json = {
     summary: o.summary,
     tags: [o.tag],

@@ -23,6 +23,8 @@ const OBJ: Json = { type: 'object' };
 const REPO_PARAM: Json = { name: 'repository', in: 'path', required: true, schema: { type: 'string' } };
 const REGION_PARAM: Json = { name: 'region', in: 'path', required: true, schema: { type: 'string' } };
 const M = [MODEL_PARAM];
+/** A generate request or response: input (output) tensors and parameters by name, scalars or flat arrays. */
+const GENERATE_BODY: Json = { type: 'object', additionalProperties: true, properties: { id: { type: 'string' }, parameters: { type: 'object' } } };
 const MV = [MODEL_PARAM, VERSION_PARAM];
 
 function paths(): PathSpec[] {
@@ -36,6 +38,10 @@ function paths(): PathSpec[] {
     ['/v2/models/{model}/versions/{version}/ready', 'get', { summary: 'Model version ready', tag: 'health', category: 'health', ok: 'empty', params: MV }],
     ['/v2/models/{model}/infer', 'post', { summary: 'Inference (the binary tensor extension is not described here)', tag: 'inference', category: 'inference', body: { $ref: '#/components/schemas/InferenceRequest' }, ok: { $ref: '#/components/schemas/InferenceResponse' }, params: M }],
     ['/v2/models/{model}/versions/{version}/infer', 'post', { summary: 'Inference on one version', tag: 'inference', category: 'inference', body: { $ref: '#/components/schemas/InferenceRequest' }, ok: { $ref: '#/components/schemas/InferenceResponse' }, params: MV }],
+    ['/v2/models/{model}/generate', 'post', { summary: "Generate (Triton's generate extension): keys of the body name inputs, others are parameters; exactly one response", tag: 'inference', category: 'inference', body: GENERATE_BODY, ok: GENERATE_BODY, params: M }],
+    ['/v2/models/{model}/versions/{version}/generate', 'post', { summary: 'Generate on one version', tag: 'inference', category: 'inference', body: GENERATE_BODY, ok: GENERATE_BODY, params: MV }],
+    ['/v2/models/{model}/generate_stream', 'post', { summary: 'Generate, streamed as Server-Sent Events (one per response: decoupled models)', tag: 'inference', category: 'inference', body: GENERATE_BODY, ok: 'events', params: M }],
+    ['/v2/models/{model}/versions/{version}/generate_stream', 'post', { summary: 'Generate on one version, streamed', tag: 'inference', category: 'inference', body: GENERATE_BODY, ok: 'events', params: MV }],
     ['/v2/models/{model}/openapi.json', 'get', { summary: "This model's OpenAPI document (its inputs and outputs as schemas)", tag: 'metadata', category: 'metadata', ok: OBJ, params: M }],
     ['/v2/openapi.json', 'get', { summary: 'This document', tag: 'metadata', category: 'metadata', ok: OBJ }],
     ['/v2/models/{model}/config', 'get', { summary: 'Model configuration (as Triton prints it)', tag: 'model_configuration', category: 'model-config', ok: OBJ, params: M }, 'model_configuration'],
