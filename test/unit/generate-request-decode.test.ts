@@ -42,6 +42,8 @@ const MAPPED: [string, ValidationPlan, unknown, { inputs: [string, number[], num
   ['batched: the batch dimension is 1, the fixed dims divide the count', BATCHED, { INPUT0: [1, 2, 3, 4], SEQ: [0.5, 1.5, 2.5] },
     { inputs: [['INPUT0', [1, 4], [1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0]], ['SEQ', [1, 3], [...Buffer.from(new Float32Array([0.5, 1.5, 2.5]).buffer)]]], parameters: {}, id: '' }],
   ['a scalar into a variable dimension', BATCHED, { SEQ: 2 }, { inputs: [['SEQ', [1, 1], [...Buffer.from(new Float32Array([2]).buffer)]]], parameters: {}, id: '' }],
+  ['an integer parameter past 2^53 stays exact', LLM, '{"text_input":"x","seed":9007199254740993,"parameters":{"big":18446744073709551615}}',
+    { inputs: [['text_input', [1], bytes('x')]], parameters: { seed: 9007199254740993n, big: 18446744073709551615n }, id: '' }],
 ];
 
 for (const [name, p, body, want] of MAPPED) {

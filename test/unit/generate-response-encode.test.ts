@@ -37,6 +37,11 @@ for (const [name, a, want] of CASES) {
   });
 }
 
+test('generate response: a parameter past 2^53 is written exactly', () => {
+  const text = encodeGenerateResponse({ id: '', modelName: 'm', modelVersion: '1', parameters: { seed: 9007199254740993n }, outputs: [], maxJsonChars: 1 << 20 });
+  assert.equal(text.includes('"seed":9007199254740993'), true, text);
+});
+
 test('generate response: past --http-max-json-response-size it is refused, naming the output and the flag', () => {
   assert.throws(
     () => encodeGenerateResponse({ id: '', modelName: 'm', modelVersion: '1', outputs: [i32('BIG', [1000], new Array<number>(1000).fill(7))], maxJsonChars: 100 }),

@@ -33,7 +33,8 @@ export function decodeGenerateRequest(body: Buffer, contentEncoding: string, pla
   }
   let doc: unknown;
   try {
-    doc = parseRequestJson(body, body.length);
+    // Exact: integers past 2^53 stay bigints, as Triton's rapidjson keeps them (generate bodies are small).
+    doc = parseRequestJson(body, body.length, true).doc;
   } catch (err) {
     throw invalid(`${toErrorInfo(err).message}: the generate request body must be one JSON object`);
   }
@@ -66,7 +67,7 @@ export function decodeGenerateRequest(body: Buffer, contentEncoding: string, pla
 }
 
 function parameterValue(key: string, v: unknown): ParamValue {
-  if (typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v))) return v;
+  if (typeof v === 'string' || typeof v === 'boolean' || typeof v === 'bigint' || (typeof v === 'number' && Number.isFinite(v))) return v;
   throw invalid(`parameter '${key}' has invalid type. It should be either 'int', 'bool', or 'string'. (It is ${jsonKind(v)}; a key of the generate request that names no model input is a request parameter.)`);
 }
 

@@ -8,7 +8,7 @@
  */
 import type { DataType } from '../../core/datatypes';
 import { ServerError } from '../../core/errors';
-import type { ParamValue } from '../../core/request';
+import { paramJson, type ParamValue } from '../../core/request';
 import { tensorDataJson } from './tensor-json';
 
 export interface GenerateOutput {
@@ -32,7 +32,7 @@ export function encodeGenerateResponse(a: GenerateResponseArgs): string {
   const parts: string[] = [];
   if (a.id !== '') parts.push(`"id":${JSON.stringify(a.id)}`);
   parts.push(`"model_name":${JSON.stringify(a.modelName)}`, `"model_version":${JSON.stringify(a.modelVersion)}`);
-  for (const [k, v] of Object.entries(a.parameters ?? {})) parts.push(`${JSON.stringify(k)}:${JSON.stringify(v)}`);
+  for (const [k, v] of Object.entries(a.parameters ?? {})) parts.push(`${JSON.stringify(k)}:${paramJson(v)}`);
   let used = 0;
   for (const p of parts) used += p.length + 1;
   for (const o of a.outputs) {
