@@ -155,6 +155,7 @@ export function snapshotModels(records: ReadonlyMap<string, ModelRecord<VersionR
       name: m.name,
       config: m.prepared?.config,
       configJson: m.prepared?.configJson,
+      dir: m.location.dir,
       plan: m.prepared?.plan,
       labels: m.prepared?.labels ?? {},
       versions: sortedVersions(m).map((v) => {

@@ -27,6 +27,8 @@ export interface ModelView {
   /** Present once the config was read and completed. */
   config?: ModelConfig;
   configJson?: string;
+  /** The model's folder in its repository (the OpenAI routes read its tokenizer files there). */
+  dir?: string;
   plan?: ValidationPlan;
   /** Labels per output name, from label_filename (classification). */
   labels: Record<string, string[]>;

@@ -23,6 +23,7 @@ import { CodecPool } from './codec-pool';
 import { ControlForwarder } from './control-forward';
 import { InferHandler, sendError } from './infer-handler';
 import { GenerateHandler } from './generate-handler';
+import { OpenAIHandler } from './openai-handler';
 import { restrictedError } from './restricted-api';
 import { ConsoleAssets } from './console-assets';
 import { corsHeaders, preflight } from './cors';
@@ -48,6 +49,7 @@ const infer = new InferHandler(arena, RingWriter.attach(data.toMain), data.maxIn
 const generate = new GenerateHandler(arena, infer, data.maxInputSize, data.maxJsonResponseSize, () => snapshot,
   data.headerForwardPattern === undefined ? undefined : forwardPatternRegExp('http-header-forward-pattern', data.headerForwardPattern),
   data.accessLog === true ? (entry) => post({ t: 'access', entry }) : undefined);
+const openai = new OpenAIHandler(arena, infer, data.maxInputSize, () => snapshot);
 const inbox = new Inbox(data.fromMain.bell);
 const onResponse = (msg: MainToFrontend): void => infer.onResponse(msg.key, msg.response, msg.version);
 inbox.add(data.fromMain, onResponse);
@@ -218,6 +220,12 @@ function route(reply: Reply, head: RequestHead): void {
         return;
       case 'generate':
         generate.handle(reply, head, r.model, r.version, r.stream);
+        return;
+      case 'openai_models':
+        openai.models(reply);
+        return;
+      case 'openai_completions':
+        openai.handle(reply, head, r.chat ? 'chat' : 'completion');
         return;
       case 'openapi':
         reply.json(200, openApi);

@@ -156,15 +156,17 @@ export class InferHandler {
    * Send a request another route admitted (generate-handler.ts) on this
    * thread's ring; each of its responses goes to `listener`, which owns
    * their outputs and, with the final one, the request's inputs. The
-   * client going away cancels it, as for an inference.
+   * client going away cancels it, as for an inference. Returns its key
+   * (onClientGone cancels it: a stop sequence reached, openai-handler.ts).
    */
-  submit(request: InferRequest, reply: Reply, listener: ResponseListener): void {
+  submit(request: InferRequest, reply: Reply, listener: ResponseListener): number {
     const key = this.nextKey++;
     this.listeners.set(key, listener);
     const msg: FrontendToMain = { t: 'infer', key, request };
     this.toMain.send(msg);
     if (reply.aborted) this.onClientGone(key);
     else reply.onAbort(() => this.onClientGone(key));
+    return key;
   }
 
   /**

@@ -12,6 +12,9 @@ export type Route =
   | { kind: 'model_config'; model: string; version?: string }
   | { kind: 'infer'; model: string; version?: string }
   | { kind: 'generate'; model: string; version?: string; stream: boolean }
+  /** The OpenAI-compatible frontend (openai-handler.ts). */
+  | { kind: 'openai_models' }
+  | { kind: 'openai_completions'; chat: boolean }
   | { kind: 'model_stats'; model?: string; version?: string }
   | { kind: 'model_trace'; model: string }
   | { kind: 'trace' }
@@ -72,6 +75,12 @@ function matchPath(path: string): { route: Route; methods: string[] } | undefine
       return { route: { kind: 'nodetron_metrics' }, methods: GET };
     case '/v2/nodetron/status':
       return { route: { kind: 'nodetron_status' }, methods: GET };
+    case '/v1/models':
+      return { route: { kind: 'openai_models' }, methods: GET };
+    case '/v1/completions':
+      return { route: { kind: 'openai_completions', chat: false }, methods: POST };
+    case '/v1/chat/completions':
+      return { route: { kind: 'openai_completions', chat: true }, methods: POST };
     default:
       break;
   }

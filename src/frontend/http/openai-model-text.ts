@@ -1,0 +1,136 @@
+/**
+ * A model's text side for the OpenAI-compatible frontend, read from its
+ * folder in the repository: the chat template (`tokenizer_config.json`
+ * `chat_template`, rendered with @huggingface/jinja with `messages`,
+ * `add_generation_prompt`, `bos_token`, `eos_token`) and the tokenizer
+ * (`tokenizer.json`, @huggingface/tokenizers) that counts `usage` tokens.
+ * Without them, documented fallbacks: the chat prompt is one
+ * `<role>: <content>` line per message then `assistant:`, and a token is a
+ * whitespace-separated word. Read once per model folder and HTTP thread.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { OpenAIError, type ChatMessage } from './openai-request';
+
+interface JinjaTemplate {
+  render(items: Record<string, unknown>): string;
+}
+interface HfTokenizer {
+  encode(text: string, options?: { add_special_tokens?: boolean }): { ids: unknown[] };
+}
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { Template } = require('@huggingface/jinja') as { Template: new (source: string) => JinjaTemplate };
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { Tokenizer } = require('@huggingface/tokenizers') as { Tokenizer: new (json: object, config: object) => HfTokenizer };
+
+export class ModelText {
+  private constructor(
+    private readonly template: JinjaTemplate | undefined,
+    private readonly tokens: Record<string, string>,
+    private readonly tokenizer: HfTokenizer | undefined,
+  ) {}
+
+  /** Whether the counts come from the model's tokenizer (else words). */
+  get hasTokenizer(): boolean {
+    return this.tokenizer !== undefined;
+  }
+
+  static load(dir: string | undefined, model: string): ModelText {
+    if (dir === undefined) return new ModelText(undefined, {}, undefined);
+    const config = readJson(path.join(dir, 'tokenizer_config.json'), model);
+    let template: JinjaTemplate | undefined;
+    const tokens: Record<string, string> = {};
+    if (config !== undefined) {
+      const source = config.chat_template;
+      if (typeof source === 'string') {
+        try {
+          template = new Template(source);
+        } catch (err) {
+          throw fileError(model, 'tokenizer_config.json', `its chat_template does not parse: ${(err as Error).message}`);
+        }
+      }
+      for (const k of ['bos_token', 'eos_token']) {
+        const v = config[k];
+        if (typeof v === 'string') tokens[k] = v;
+        else if (typeof v === 'object' && v !== null && typeof (v as { content?: unknown }).content === 'string') tokens[k] = (v as { content: string }).content;
+      }
+    }
+    const json = readJson(path.join(dir, 'tokenizer.json'), model);
+    let tokenizer: HfTokenizer | undefined;
+    if (json !== undefined) {
+      try {
+        tokenizer = new Tokenizer(json, config ?? {});
+      } catch (err) {
+        throw fileError(model, 'tokenizer.json', `it is not a tokenizer @huggingface/tokenizers can load: ${(err as Error).message}`);
+      }
+    }
+    return new ModelText(template, tokens, tokenizer);
+  }
+
+  /** The chat prompt for `messages`, ending where the assistant's answer starts. */
+  renderChat(messages: readonly ChatMessage[]): string {
+    if (this.template === undefined) return fallbackChatPrompt(messages);
+    try {
+      return this.template.render({
+        messages,
+        add_generation_prompt: true,
+        bos_token: this.tokens.bos_token ?? '',
+        eos_token: this.tokens.eos_token ?? '',
+      });
+    } catch (err) {
+      // A template's raise_exception(...) lands here too, with its message.
+      throw new OpenAIError(400, `the model's chat template (tokenizer_config.json) could not render these messages: ${(err as Error).message}`, 'messages');
+    }
+  }
+
+  count(text: string): number {
+    if (this.tokenizer !== undefined) return this.tokenizer.encode(text, { add_special_tokens: false }).ids.length;
+    return wordCount(text);
+  }
+}
+
+/** The chat prompt of a model without a chat template: one `<role>: <content>` line per message, then `assistant:`. */
+export function fallbackChatPrompt(messages: readonly ChatMessage[]): string {
+  return `${messages.map((m) => `${m.role}: ${m.content}\n`).join('')}assistant:`;
+}
+
+/** The token count of a model without tokenizer.json: its whitespace-separated words. */
+export function wordCount(text: string): number {
+  const t = text.trim();
+  return t === '' ? 0 : t.split(/\s+/).length;
+}
+
+function readJson(file: string, model: string): Record<string, unknown> | undefined {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+  try {
+    const v = JSON.parse(text) as unknown;
+    if (typeof v === 'object' && v !== null && !Array.isArray(v)) return v as Record<string, unknown>;
+  } catch {
+    // reported below
+  }
+  throw fileError(model, path.basename(file), 'it is not a JSON object');
+}
+
+function fileError(model: string, file: string, why: string): OpenAIError {
+  return new OpenAIError(500, `model '${model}': ${file} in its folder cannot be used (${why}); fix or remove the file and reload the model`, null, null, 'server_error');
+}
+
+/** One ModelText per model folder on this thread. */
+export class ModelTexts {
+  private readonly byDir = new Map<string, ModelText>();
+
+  get(dir: string | undefined, model: string): ModelText {
+    if (dir === undefined) return ModelText.load(undefined, model);
+    let t = this.byDir.get(dir);
+    if (t === undefined) {
+      t = ModelText.load(dir, model);
+      this.byDir.set(dir, t);
+    }
+    return t;
+  }
+}

@@ -1,0 +1,175 @@
+/**
+ * The OpenAI-compatible frontend's request bodies (`POST /v1/completions`,
+ * `POST /v1/chat/completions`) → what the handler sends the model, checked
+ * leniently as OpenAI clients expect: unknown fields are ignored, known ones
+ * must have their type. The model contract is Triton's OpenAI frontend's:
+ * the prompt goes to `text_input`, `stream` to the `stream` input, and the
+ * sampling fields (`max_tokens`, `temperature`, `top_p`, `seed`, ...) to
+ * request parameters of the same name. Errors carry OpenAI's error shape
+ * (openai-response.ts errorBody). Pure, so it is table-tested.
+ */
+import type { ParamValue } from '../../core/request';
+
+export class OpenAIError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly param: string | null = null,
+    readonly code: string | null = null,
+    readonly type = status === 404 ? 'invalid_request_error' : status >= 500 ? 'server_error' : 'invalid_request_error',
+  ) {
+    super(message);
+    this.name = 'OpenAIError';
+  }
+}
+
+export interface ChatMessage {
+  role: string;
+  content: string;
+  [k: string]: unknown;
+}
+
+export interface OpenAIRequest {
+  kind: 'completion' | 'chat';
+  model: string;
+  /** completions: the prompt text; chat: absent until the template renders `messages`. */
+  prompt?: string;
+  messages?: ChatMessage[];
+  stream: boolean;
+  /** `stream_options.include_usage`: a last chunk carries `usage` (OpenAI's streaming rule). */
+  includeUsage: boolean;
+  /** `echo` (completions): the prompt comes back before the text. */
+  echo: boolean;
+  maxTokens?: number;
+  stop: string[];
+  /** Request parameters for the model: the sampling fields given, by their OpenAI names. */
+  parameters: Record<string, ParamValue>;
+}
+
+type JsonObject = Record<string, unknown>;
+
+/** Sampling fields passed to the model as request parameters when given (Triton's OpenAI frontend passes them on). */
+const NUMBER_PARAMS = ['temperature', 'top_p', 'frequency_penalty', 'presence_penalty'] as const;
+const INTEGER_PARAMS = ['seed', 'top_k', 'min_tokens'] as const;
+const MAX_STOPS = 4;
+
+function bad(message: string, param: string): OpenAIError {
+  return new OpenAIError(400, message, param);
+}
+
+function kind(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  return typeof v === 'object' ? 'an object' : `a ${typeof v}`;
+}
+
+export function parseOpenAIRequest(body: Buffer, which: OpenAIRequest['kind']): OpenAIRequest {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(body.toString('utf8'));
+  } catch (err) {
+    throw bad(`We could not parse the JSON body of your request (${(err as Error).message}). The body must be one JSON object.`, 'body');
+  }
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw bad(`The request body must be a JSON object, got ${kind(doc)}.`, 'body');
+  const d = doc as JsonObject;
+  if (typeof d.model !== 'string' || d.model === '') {
+    throw bad(`'model' is required: the name of a model this server serves (GET /v1/models lists them), got ${kind(d.model)}.`, 'model');
+  }
+  const req: OpenAIRequest = {
+    kind: which,
+    model: d.model,
+    stream: optBool(d, 'stream') ?? false,
+    includeUsage: false,
+    echo: which === 'completion' ? (optBool(d, 'echo') ?? false) : false,
+    stop: stops(d.stop),
+    parameters: {},
+  };
+  if (which === 'completion') req.prompt = prompt(d.prompt);
+  else req.messages = messages(d.messages);
+  const so = d.stream_options;
+  if (so !== undefined && so !== null) {
+    if (typeof so !== 'object' || Array.isArray(so)) throw bad(`'stream_options' must be an object, got ${kind(so)}.`, 'stream_options');
+    req.includeUsage = optBool(so as JsonObject, 'include_usage', 'stream_options.include_usage') ?? false;
+  }
+  const max = which === 'chat' ? (optInt(d, 'max_completion_tokens') ?? optInt(d, 'max_tokens')) : optInt(d, 'max_tokens');
+  if (max !== undefined) {
+    if (max < 1) throw bad(`'max_tokens' must be at least 1, got ${max}.`, 'max_tokens');
+    req.maxTokens = max;
+    req.parameters.max_tokens = max;
+  }
+  const n = optInt(d, 'n');
+  if (n !== undefined && n !== 1) {
+    throw bad(`'n' = ${n} is not supported: this server returns one choice per request (n = 1); send ${n} requests instead.`, 'n');
+  }
+  for (const k of NUMBER_PARAMS) {
+    const v = d[k];
+    if (v === undefined || v === null) continue;
+    if (typeof v !== 'number' || !Number.isFinite(v)) throw bad(`'${k}' must be a number, got ${kind(v)}.`, k);
+    req.parameters[k] = v;
+  }
+  for (const k of INTEGER_PARAMS) {
+    const v = optInt(d, k);
+    if (v !== undefined) req.parameters[k] = v;
+  }
+  const t = req.parameters.temperature;
+  if (typeof t === 'number' && (t < 0 || t > 2)) throw bad(`'temperature' must be between 0 and 2, got ${t}.`, 'temperature');
+  const p = req.parameters.top_p;
+  if (typeof p === 'number' && (p < 0 || p > 1)) throw bad(`'top_p' must be between 0 and 1, got ${p}.`, 'top_p');
+  return req;
+}
+
+function optBool(d: JsonObject, key: string, param = key): boolean | undefined {
+  const v = d[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'boolean') throw bad(`'${param}' must be true or false, got ${kind(v)}.`, param);
+  return v;
+}
+
+function optInt(d: JsonObject, key: string): number | undefined {
+  const v = d[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw bad(`'${key}' must be an integer, got ${typeof v === 'number' ? v : kind(v)}.`, key);
+  return v;
+}
+
+function prompt(v: unknown): string {
+  if (typeof v === 'string') return v;
+  if (Array.isArray(v) && v.length === 1 && typeof v[0] === 'string') return v[0];
+  if (Array.isArray(v) && v.length > 1 && v.every((s) => typeof s === 'string')) {
+    throw bad(`'prompt' holds ${v.length} prompts: this server takes one prompt per request; send one request per prompt.`, 'prompt');
+  }
+  throw bad(`'prompt' is required and must be a string (or an array of one string), got ${kind(v)}. Token-id prompts are not supported.`, 'prompt');
+}
+
+function stops(v: unknown): string[] {
+  if (v === undefined || v === null) return [];
+  const list = typeof v === 'string' ? [v] : v;
+  if (!Array.isArray(list) || !list.every((s) => typeof s === 'string')) throw bad(`'stop' must be a string or an array of strings, got ${kind(v)}.`, 'stop');
+  if (list.length > MAX_STOPS) throw bad(`'stop' takes at most ${MAX_STOPS} sequences, got ${list.length}.`, 'stop');
+  return (list as string[]).filter((s) => s !== '');
+}
+
+function messages(v: unknown): ChatMessage[] {
+  if (!Array.isArray(v) || v.length === 0) throw bad(`'messages' is required: a non-empty array of {role, content} objects, got ${kind(v)}.`, 'messages');
+  return v.map((m, i) => {
+    const param = `messages[${i}]`;
+    if (typeof m !== 'object' || m === null || Array.isArray(m)) throw bad(`'${param}' must be an object with 'role' and 'content', got ${kind(m)}.`, param);
+    const o = m as JsonObject;
+    if (typeof o.role !== 'string') throw bad(`'${param}.role' must be a string (system, user, assistant, ...), got ${kind(o.role)}.`, `${param}.role`);
+    return { ...o, role: o.role, content: content(o.content, `${param}.content`) };
+  });
+}
+
+/** A message's content: a string, or an array of text parts (joined); other part types are refused. */
+function content(v: unknown, param: string): string {
+  if (v === undefined || v === null) return '';
+  if (typeof v === 'string') return v;
+  if (Array.isArray(v)) {
+    return v.map((part, j) => {
+      const p = part as JsonObject;
+      if (typeof part === 'object' && part !== null && p.type === 'text' && typeof p.text === 'string') return p.text;
+      throw bad(`'${param}[${j}]' must be a text part ({"type": "text", "text": ...}); this server takes text only.`, `${param}[${j}]`);
+    }).join('');
+  }
+  throw bad(`'${param}' must be a string or an array of text parts, got ${kind(v)}.`, param);
+}

@@ -1,0 +1,147 @@
+/**
+ * The OpenAI-compatible routes (`/v1/models`, `/v1/completions`,
+ * `/v1/chat/completions`) on the real server's HTTP port, driven by the
+ * official `openai` Python client (fixtures/openai_client.py), with the
+ * decoupled Python mock LLMs of fixtures/openai_models: the model list, a
+ * completion with its sampling fields reaching the model as parameters, a
+ * chat completion, a streamed one whose chunks join into the same text
+ * (`[DONE]` consumed by the client), max_tokens and finish_reason, `stop`
+ * (streamed and not), a chat template and tokenizer from the model's
+ * folder, OpenAI's errors (NotFoundError, BadRequestError), curl's view of
+ * the SSE framing, and a client closing its stream: the model sees
+ * `is_cancelled()`.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { REPO_ROOT, startServer } from './server-process';
+import type { ServerProcess } from './server-process';
+
+const FIXTURES = path.join(REPO_ROOT, 'test/integration/fixtures');
+let server: ServerProcess;
+let repo: string;
+let marks: string;
+
+before(async () => {
+  repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-openai-'));
+  marks = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-openai-marks-'));
+  for (const m of ['mock_llm', 'templated_llm']) {
+    fs.cpSync(path.join(FIXTURES, 'openai_models', m), path.join(repo, m), { recursive: true });
+    fs.appendFileSync(path.join(repo, m, 'config.pbtxt'),
+      `parameters [ { key: "marks" value: { string_value: "${marks}" } }, { key: "delay_ms" value: { string_value: "5" } } ]\n`);
+  }
+  server = await startServer([`--model-repository=${repo}`]);
+});
+
+after(async () => {
+  if (server !== undefined) assert.equal(await server.stop(), 0, 'the server stops cleanly with every arena block back');
+  fs.rmSync(repo, { recursive: true, force: true });
+  fs.rmSync(marks, { recursive: true, force: true });
+});
+
+function client(step: string): Promise<Record<string, any>> {
+  return new Promise((resolve, reject) => {
+    execFile('python3', [path.join(FIXTURES, 'openai_client.py'), `${server.url}/v1`, step], { timeout: 60_000 }, (err, stdout, stderr) => {
+      if (err) return reject(new Error(`${err.message}\n${stderr}`));
+      resolve(JSON.parse(stdout) as Record<string, any>);
+    });
+  });
+}
+
+async function until(what: string, check: () => boolean, timeoutMs = 15_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`gave up waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+test('the openai client: models, completions, chat, streaming, stop, templates, errors', async () => {
+  const o = await client('basic');
+  assert.deepEqual(o.models, ['mock_llm', 'templated_llm']);
+
+  const c = o.completion;
+  assert.equal(c.object, 'text_completion');
+  assert.equal(c.model, 'mock_llm');
+  assert.match(c.id, /^cmpl-/);
+  assert.equal(c.choices.length, 1);
+  assert.equal(c.choices[0].text, 'one two three tag-cmpl one two');
+  assert.equal(c.choices[0].finish_reason, 'length', 'max_tokens reached');
+  assert.deepEqual(c.usage, { prompt_tokens: 4, completion_tokens: 6, total_tokens: 10, completion_tokens_details: null, prompt_tokens_details: null });
+  // The sampling fields reach the model as request parameters; the unknown field is ignored.
+  assert.deepEqual(JSON.parse(fs.readFileSync(path.join(marks, 'cmpl.params'), 'utf8')), { max_tokens: 6, temperature: 0.5, top_p: 0.9, seed: 7 });
+
+  const ch = o.chat;
+  assert.equal(ch.object, 'chat.completion');
+  assert.match(ch.id, /^chatcmpl-/);
+  assert.equal(ch.choices[0].message.role, 'assistant');
+  // No chat template in mock_llm's folder: the fallback prompt "user: hi there\nassistant:".
+  assert.equal(ch.choices[0].message.content, 'user: hi there assistant: user:');
+  assert.equal(ch.choices[0].finish_reason, 'length');
+
+  const chunks = o.chunks as any[];
+  assert.ok(chunks.length > 3);
+  assert.equal(chunks[0].object, 'chat.completion.chunk');
+  assert.equal(chunks[0].choices[0].delta.role, 'assistant');
+  const joined = chunks.filter((k) => k.choices.length > 0).map((k) => k.choices[0].delta.content ?? '').join('');
+  assert.equal(joined, ch.choices[0].message.content, 'the streamed pieces join into the non-streamed text');
+  const withChoices = chunks.filter((k) => k.choices.length > 0);
+  assert.equal(withChoices[withChoices.length - 1].choices[0].finish_reason, 'length');
+  const last = chunks[chunks.length - 1];
+  assert.deepEqual(last.choices, [], 'include_usage: a last chunk with usage only');
+  assert.equal(last.usage.completion_tokens, 5);
+  assert.equal(last.usage.total_tokens, last.usage.prompt_tokens + 5);
+
+  assert.equal(o.stop.choices[0].text, 'a b');
+  assert.equal(o.stop.choices[0].finish_reason, 'stop');
+  assert.equal(o.stop_stream, 'a b', 'the streamed text stops before the stop sequence too');
+
+  // templated_llm: the prompt is its chat template's, the counts its tokenizer's (Whitespace splits "<", "user", ">", ",").
+  const t = o.templated;
+  assert.equal(t.choices[0].message.content, '<user> hello, world <assistant>');
+  assert.equal(t.usage.prompt_tokens, 9);
+  assert.equal(t.usage.completion_tokens, 9);
+
+  assert.equal(o.unknown.raised, 'NotFoundError');
+  assert.equal(o.unknown.status, 404);
+  assert.equal(o.unknown.body.code, 'model_not_found');
+  assert.match(o.unknown.body.message, /'no_such_model' does not exist/);
+  assert.equal(o.unknown.body.type, 'invalid_request_error');
+  assert.equal(o.bad_n.raised, 'BadRequestError');
+  assert.equal(o.bad_n.body.param, 'n');
+  assert.match(o.bad_n.body.message, /'n' = 2 is not supported/);
+  assert.equal(o.bad_messages.raised, 'BadRequestError');
+  assert.equal(o.bad_messages.body.param, 'messages');
+});
+
+test('curl: the SSE framing, data: [DONE] last, and OpenAI error bodies', async () => {
+  const run = (route: string, body: string): Promise<string> => new Promise((resolve, reject) => {
+    execFile('curl', ['-sS', '-N', '-X', 'POST', '-H', 'Content-Type: application/json', '--data-binary', body, '-w', '\n%{http_code}', `${server.url}${route}`],
+      (err, stdout) => (err ? reject(err) : resolve(stdout)));
+  });
+  const s = await run('/v1/completions', JSON.stringify({ model: 'mock_llm', prompt: 'x y', max_tokens: 3, stream: true }));
+  const [body, status] = [s.slice(0, s.lastIndexOf('\n')), s.slice(s.lastIndexOf('\n') + 1)];
+  assert.equal(status, '200');
+  const events = body.slice(0, -2).split('\n\n');
+  assert.equal(events[events.length - 1], 'data: [DONE]');
+  const texts = events.slice(0, -1).map((e) => (JSON.parse(e.slice(6)) as { choices: { text: string }[] }).choices[0].text);
+  assert.equal(texts.join(''), 'x y x');
+  const bad = await run('/v1/chat/completions', '{"model": 1}');
+  assert.ok(bad.endsWith('\n400'));
+  assert.deepEqual(JSON.parse(bad.slice(0, bad.lastIndexOf('\n'))), {
+    error: { message: "'model' is required: the name of a model this server serves (GET /v1/models lists them), got a number.", type: 'invalid_request_error', param: 'model', code: null },
+  });
+});
+
+test('a client that closes its chat stream cancels the request: the model sees is_cancelled()', async () => {
+  const o = await client('disconnect');
+  assert.equal(o.got.length, 4);
+  const mark = path.join(marks, 'gone.cancelled');
+  await until('the model sees the cancel', () => fs.existsSync(mark));
+  const [sent, cancelled] = fs.readFileSync(mark, 'utf8').split(' ');
+  assert.equal(cancelled, 'True');
+  assert.ok(Number(sent) >= 3 && Number(sent) < 5000, `stopped early, after ${sent} words`);
+});
