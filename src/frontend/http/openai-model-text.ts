@@ -6,7 +6,8 @@
  * (`tokenizer.json`, @huggingface/tokenizers) that counts `usage` tokens.
  * Without them, documented fallbacks: the chat prompt is one
  * `<role>: <content>` line per message then `assistant:`, and a token is a
- * whitespace-separated word. Read once per model folder and HTTP thread.
+ * whitespace-separated word. Read once per model folder and HTTP thread
+ * (again when a file changed).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -120,17 +121,23 @@ function fileError(model: string, file: string, why: string): OpenAIError {
   return new OpenAIError(500, `model '${model}': ${file} in its folder cannot be used (${why}); fix or remove the file and reload the model`, null, null, 'server_error');
 }
 
-/** One ModelText per model folder on this thread. */
+/**
+ * One ModelText per model folder on this thread, read again when either
+ * file changed (a model reloaded with a new template or tokenizer).
+ */
 export class ModelTexts {
-  private readonly byDir = new Map<string, ModelText>();
+  private readonly byDir = new Map<string, { stamp: string; text: ModelText }>();
 
   get(dir: string | undefined, model: string): ModelText {
     if (dir === undefined) return ModelText.load(undefined, model);
-    let t = this.byDir.get(dir);
-    if (t === undefined) {
-      t = ModelText.load(dir, model);
-      this.byDir.set(dir, t);
-    }
-    return t;
+    const stamp = ['tokenizer_config.json', 'tokenizer.json'].map((f) => {
+      const st = fs.statSync(path.join(dir, f), { throwIfNoEntry: false });
+      return st === undefined ? '-' : `${st.mtimeMs}:${st.size}`;
+    }).join(' ');
+    const had = this.byDir.get(dir);
+    if (had !== undefined && had.stamp === stamp) return had.text;
+    const text = ModelText.load(dir, model);
+    this.byDir.set(dir, { stamp, text });
+    return text;
   }
 }

@@ -33,6 +33,7 @@ export function categoryOf(route: Route): ApiCategory | undefined {
       return 'metadata';
     case 'infer':
     case 'generate':
+    case 'openai_completions':
       return 'inference';
     case 'model_config':
       return 'model-config';
@@ -48,6 +49,8 @@ export function categoryOf(route: Route): ApiCategory | undefined {
     case 'repository_index':
     case 'repository_load':
     case 'repository_unload':
+    // As Triton's OpenAI frontend files its model list.
+    case 'openai_models':
       return 'model-repository';
     case 'shm':
       return 'shared-memory';
