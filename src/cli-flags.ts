@@ -37,6 +37,7 @@ export const FLAGS: readonly FlagSpec[] = [
   f('allow-http', 'bool'), f('http-port', 'int'), f('http-address', 'string'), f('reuse-http-port', 'bool'),
   f('http-thread-count', 'int'), f('http-header-forward-pattern', 'string', '<regex>'),
   f('http-max-input-size', 'int64'), f('http-restricted-api', 'string', '<apis>:<key>=<value>', true),
+  f('openai-port', 'int'),
   f('allow-grpc', 'bool'), f('grpc-port', 'int'), f('grpc-address', 'string'), f('reuse-grpc-port', 'bool'),
   f('grpc-header-forward-pattern', 'string', '<regex>'), f('grpc-infer-thread-count', 'int'),
   f('grpc-infer-allocation-pool-size', 'int'), f('grpc-max-response-pool-size', 'int'),

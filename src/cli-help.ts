@@ -83,6 +83,9 @@ export const FLAG_DOCS: Readonly<Record<string, FlagDoc>> = {
   'http-thread-count': d('HTTP', 'Threads serving HTTP; Triton\'s default is 8.', 'cores - 1, 1 to 8'),
   'http-restricted-api': d('HTTP', 'Restrict APIs to requests carrying a header: '
     + `<api>[,<api>...]:<header>=<value>; apis: ${RESTRICTED_CATEGORIES.join(', ')}.`, 'none'),
+  'openai-port': d('HTTP', 'Also serve the OpenAI-compatible routes (/v1/models, /v1/completions, /v1/chat/completions) '
+    + "on this port of their own, as Triton's OpenAI frontend does (its default is 9000); 0 picks a free one. "
+    + 'They are on --http-port in any case.', 'none'),
   'http-max-input-size': d('HTTP', 'Largest request body in bytes; bigger ones are refused with 400.', '67108864'),
 
   'allow-grpc': d('GRPC', 'Serve gRPC (inference.GRPCInferenceService).', 'true'),

@@ -53,6 +53,8 @@ export interface ServerOptions {
   // §6.2 HTTP
   allowHttp: boolean;
   httpPort: number;
+  /** --openai-port: the OpenAI-compatible routes on a port of their own too (on --http-address); undefined = only on the HTTP port. */
+  openaiPort: number | undefined;
   httpAddress: string;
   reuseHttpPort: boolean;
   httpThreadCount: number;
@@ -275,6 +277,7 @@ export function parseServerOptions(argv: string[]): ServerOptions {
 
     allowHttp: r.bool('allow-http', true),
     httpPort: r.int('http-port', DEFAULT_HTTP_PORT),
+    openaiPort: r.str('openai-port') === undefined ? undefined : r.int('openai-port', 0),
     httpAddress,
     reuseHttpPort: r.bool('reuse-http-port', false),
     httpThreadCount: r.int('http-thread-count', defaultHttpThreadCount(os.availableParallelism())),
@@ -375,6 +378,7 @@ export function parseServerOptions(argv: string[]): ServerOptions {
 function checkPortCollisions(o: ServerOptions): void {
   const endpoints: [string, string, number][] = [];
   if (o.allowHttp) endpoints.push(['HTTP', o.httpAddress, o.httpPort]);
+  if (o.allowHttp && o.openaiPort !== undefined) endpoints.push(['OpenAI', o.httpAddress, o.openaiPort]);
   if (o.allowGrpc) endpoints.push(['GRPC', o.grpcAddress, o.grpcPort]);
   if (o.allowMetrics) endpoints.push(['metrics', o.metricsAddress, o.metricsPort]);
   for (let i = 0; i < endpoints.length; i++) {

@@ -264,6 +264,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         ...(options.httpHeaderForwardPattern !== undefined ? { headerForwardPattern: options.httpHeaderForwardPattern } : {}),
         corsOrigins: options.httpCorsOrigins,
         ...(options.httpConsolePath !== undefined ? { consolePath: options.httpConsolePath } : {}),
+        ...(options.openaiPort !== undefined ? { openaiPort: options.openaiPort } : {}),
         faults: testFaults(),
         log,
         control: (m) => control.http(m),
@@ -281,6 +282,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       throw new ServerError('UNAVAILABLE', `failed to start HTTP service: ${toErrorInfo(err).message}`);
     }
     log.info(`Started HTTPService at ${options.httpAddress}:${httpPort}`);
+    if (options.openaiPort !== undefined) log.info(`Started OpenAI-compatible frontend at ${options.httpAddress}:${http.openaiPort}`);
   }
   try {
     await observability.startMetrics();

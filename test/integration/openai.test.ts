@@ -8,8 +8,8 @@
  * (`[DONE]` consumed by the client), max_tokens and finish_reason, `stop`
  * (streamed and not), a chat template and tokenizer from the model's
  * folder, OpenAI's errors (NotFoundError, BadRequestError), curl's view of
- * the SSE framing, and a client closing its stream: the model sees
- * `is_cancelled()`.
+ * the SSE framing, a client closing its stream: the model sees
+ * `is_cancelled()`, and --openai-port serving the same routes alone.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -24,6 +24,8 @@ const FIXTURES = path.join(REPO_ROOT, 'test/integration/fixtures');
 let server: ServerProcess;
 let repo: string;
 let marks: string;
+/** --openai-port=0's bound port. */
+let openaiPort = 0;
 
 before(async () => {
   repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-openai-'));
@@ -33,7 +35,8 @@ before(async () => {
     fs.appendFileSync(path.join(repo, m, 'config.pbtxt'),
       `parameters [ { key: "marks" value: { string_value: "${marks}" } }, { key: "delay_ms" value: { string_value: "5" } } ]\n`);
   }
-  server = await startServer([`--model-repository=${repo}`]);
+  server = await startServer([`--model-repository=${repo}`, '--openai-port=0']);
+  openaiPort = Number(/Started OpenAI-compatible frontend at \S*:(\d+)/.exec(server.output())?.[1] ?? 0);
 });
 
 after(async () => {
@@ -42,9 +45,9 @@ after(async () => {
   fs.rmSync(marks, { recursive: true, force: true });
 });
 
-function client(step: string): Promise<Record<string, any>> {
+function client(step: string, base = `${server.url}/v1`): Promise<Record<string, any>> {
   return new Promise((resolve, reject) => {
-    execFile('python3', [path.join(FIXTURES, 'openai_client.py'), `${server.url}/v1`, step], { timeout: 60_000 }, (err, stdout, stderr) => {
+    execFile('python3', [path.join(FIXTURES, 'openai_client.py'), base, step], { timeout: 60_000 }, (err, stdout, stderr) => {
       if (err) return reject(new Error(`${err.message}\n${stderr}`));
       resolve(JSON.parse(stdout) as Record<string, any>);
     });
@@ -144,4 +147,18 @@ test('a client that closes its chat stream cancels the request: the model sees i
   const [sent, cancelled] = fs.readFileSync(mark, 'utf8').split(' ');
   assert.equal(cancelled, 'True');
   assert.ok(Number(sent) >= 3 && Number(sent) < 5000, `stopped early, after ${sent} words`);
+});
+
+test('--openai-port: the same routes on a port of their own, the v2 API not there', async () => {
+  assert.ok(openaiPort > 0 && openaiPort !== server.port, `a port of its own: ${openaiPort}`);
+  const o = await client('models', `http://127.0.0.1:${openaiPort}/v1`);
+  assert.deepEqual(o.models, ['mock_llm', 'templated_llm']);
+  assert.equal(o.completion.choices[0].text, 'a b a');
+  const ready = await fetch(`http://127.0.0.1:${openaiPort}/health/ready`);
+  assert.equal(ready.status, 200);
+  const v2 = await fetch(`http://127.0.0.1:${openaiPort}/v2/health/ready`);
+  assert.equal(v2.status, 404);
+  const err = (await v2.json()) as { error: { message: string; type: string } };
+  assert.match(err.error.message, /not served on the OpenAI port: it serves GET \/v1\/models/);
+  assert.equal(err.error.type, 'invalid_request_error');
 });

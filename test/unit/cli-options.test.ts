@@ -40,6 +40,7 @@ test('defaults equal tritonserver defaults (§6)', () => {
     repoagentDirectory: '/opt/tritonserver/repoagents',
     allowHttp: true,
     httpPort: 8000,
+    openaiPort: undefined,
     httpAddress: '0.0.0.0',
     reuseHttpPort: false,
     httpThreadCount: Math.max(1, Math.min(8, os.availableParallelism() - 1)),
@@ -162,6 +163,8 @@ const ERRORS: [string[], string][] = [
     'invalid argument for --grpc_infer_thread_count. Must be in the range 2 to 128.'],
   [[...REPO, '--grpc-port', '8000'],
     'The server cannot listen to HTTP requests and GRPC requests at the same address and port 0.0.0.0:8000'],
+  [[...REPO, '--openai-port', '8001'],
+    'The server cannot listen to OpenAI requests and GRPC requests at the same address and port 0.0.0.0:8001'],
   [[...REPO, '--metrics-port', '8001'],
     'The server cannot listen to GRPC requests and metrics requests at the same address and port 0.0.0.0:8001'],
   [[...REPO, '--response-cache-byte-size', '1024', '--cache-config', 'local,size=1'],
@@ -239,6 +242,7 @@ test('repeatable flags collect, scalar flags keep the last value, --model-store 
   assert.equal(o.modelControlMode, 'explicit');
   assert.deepEqual(o.loadModels, ['x', 'y']);
   assert.equal(o.httpPort, 2);
+  assert.equal(parseServerOptions([...REPO, '--openai-port=0']).openaiPort, 0, '--openai-port=0: a free port of its own');
 });
 
 test('poll interval applies only in poll mode', () => {

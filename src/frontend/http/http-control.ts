@@ -78,8 +78,8 @@ export type MainToHttp =
   /** A ring from an instance thread, for responses sent straight here (dataplane/reply-rings.ts). */
   | ReplyRingNotice
   | ControlReply
-  /** Listen on this descriptor of the HTTP port (listen-socket.ts): the thread's server owns and closes it. */
-  | { t: 'listen'; fd: number }
+  /** Listen on this descriptor of the HTTP port (listen-socket.ts), or of --openai-port's when `openai`: the thread's server owns and closes it. */
+  | { t: 'listen'; fd: number; openai?: boolean }
   /**
    * Stop taking requests (the listen socket closes, new requests get 503
    * "Server exiting" and their connection closed), answer the received ones,

@@ -53,6 +53,8 @@ export interface HttpFrontendOptions {
   corsOrigins?: readonly string[];
   /** --http-console: the console's path (console-assets.ts); absent = no console. */
   consolePath?: string;
+  /** --openai-port: a port of its own for the OpenAI-compatible routes only (on httpAddress); absent = none. */
+  openaiPort?: number;
 }
 
 interface HttpThread {
@@ -77,6 +79,7 @@ interface HttpThread {
 export class HttpFrontend {
   private readonly threads: HttpThread[] = [];
   private socket: ListenSocket | undefined;
+  private openaiSocket: ListenSocket | undefined;
   private stopping: Promise<number> | undefined;
   private snapshot: ServerSnapshot | undefined;
   private readonly restarts = new RestartBackoff();
@@ -99,7 +102,17 @@ export class HttpFrontend {
     const fds = await this.socket.descriptors(count);
     for (let i = 0; i < count; i++) this.threads.push(this.spawn(i, snapshot));
     await Promise.all(this.threads.map((t, i) => this.listen(t, fds[i])));
+    if (this.opts.openaiPort !== undefined) {
+      this.openaiSocket = await ListenSocket.open(this.opts.address, this.opts.openaiPort);
+      const ofds = await this.openaiSocket.descriptors(count);
+      await Promise.all(this.threads.map((t, i) => this.listen(t, ofds[i], true)));
+    }
     return this.socket.port;
+  }
+
+  /** The bound --openai-port, or 0 when there is none. */
+  get openaiPort(): number {
+    return this.openaiSocket?.port ?? 0;
   }
 
   broadcast(snapshot: ServerSnapshot): void {
@@ -138,6 +151,8 @@ export class HttpFrontend {
     // The threads close their descriptors of the port first thing; with main's own one closed too, the socket is gone and new connections are refused.
     this.socket?.close();
     this.socket = undefined;
+    this.openaiSocket?.close();
+    this.openaiSocket = undefined;
     return this.stopping;
   }
 
@@ -218,7 +233,11 @@ export class HttpFrontend {
     const t = this.spawn(index, this.snapshot);
     this.threads[index] = t;
     const socket = this.socket!;
-    socket.descriptors(1).then((fds) => this.listen(t, fds[0])).then(
+    const openai = this.openaiSocket;
+    socket.descriptors(1).then((fds) => this.listen(t, fds[0]))
+      .then(async () => {
+        if (openai !== undefined) await this.listen(t, (await openai.descriptors(1))[0], true);
+      }).then(
       () => this.opts.log?.info(`HTTP thread ${index} restarted, listening on port ${socket.port}`),
       (err) => this.opts.log?.error(`HTTP thread ${index} could not listen again: ${toErrorInfo(err).message}`),
     );
@@ -233,9 +252,9 @@ export class HttpFrontend {
     routeFromFrontend(this.arena, this.port.replies, t, msg, this.router, this.canceller);
   }
 
-  private listen(t: HttpThread, fd: number): Promise<number> {
+  private listen(t: HttpThread, fd: number, openai = false): Promise<number> {
     const listening = whenListening(t.worker);
-    t.worker.postMessage({ t: 'listen', fd } satisfies MainToHttp);
+    t.worker.postMessage((openai ? { t: 'listen', fd, openai } : { t: 'listen', fd }) satisfies MainToHttp);
     return listening;
   }
 }

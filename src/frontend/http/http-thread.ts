@@ -23,7 +23,8 @@ import { CodecPool } from './codec-pool';
 import { ControlForwarder } from './control-forward';
 import { InferHandler, sendError } from './infer-handler';
 import { GenerateHandler } from './generate-handler';
-import { OpenAIHandler } from './openai-handler';
+import { asOpenAIError, OpenAIHandler, sendOpenAIError } from './openai-handler';
+import { OpenAIError } from './openai-request';
 import { restrictedError } from './restricted-api';
 import { ConsoleAssets } from './console-assets';
 import { corsHeaders, preflight } from './cors';
@@ -83,6 +84,8 @@ async function whenQuiet(deadline: () => number): Promise<number> {
  */
 let closeBy: number | undefined;
 const server = new HttpServer((reply, head) => route(reply, head));
+/** --openai-port's server: the OpenAI-compatible routes only (openai-port-routes). */
+const openaiServer = new HttpServer((reply, head) => routeOpenAI(reply, head));
 
 // An uncaught error closes the listen socket and every connection (their
 // clients see a reset), says why, and exits; the main thread starts a
@@ -93,6 +96,7 @@ function die(err: unknown): void {
   dying = true;
   inbox.stop();
   server.close();
+  openaiServer.close();
   post({ t: 'fatal', reason: err instanceof Error ? (err.stack ?? err.message) : String(err) });
   setImmediate(() => process.exit(1));
 }
@@ -119,7 +123,7 @@ port.on('message', (msg: MainToHttp) => {
       applyReplyRingNotice(inbox, msg, onResponse);
       return;
     case 'listen':
-      server.listen(msg.fd).then(
+      (msg.openai === true ? openaiServer : server).listen(msg.fd).then(
         (bound) => post({ t: 'listening', port: bound }),
         (err: Error) => post({ t: 'listen_failed', message: `could not listen on the HTTP port's descriptor ${msg.fd}: ${err.message}` }),
       );
@@ -135,8 +139,10 @@ port.on('message', (msg: MainToHttp) => {
       }
       closeBy = by;
       server.stopListening();
+      openaiServer.stopListening();
       void whenQuiet(() => closeBy!).then(async (cut) => {
         server.close();
+        openaiServer.close();
         inbox.stop();
         await codec.close();
         post({ t: 'closed', cut });
@@ -148,7 +154,8 @@ port.on('message', (msg: MainToHttp) => {
   }
 });
 
-function route(reply: Reply, head: RequestHead): void {
+/** Counts the request as active; false when the thread is closing (the request is then refused). */
+function arrive(reply: Reply, head: RequestHead): boolean {
   active++;
   lastArrivalMs = Date.now();
   reply.onFinished = finished;
@@ -157,9 +164,39 @@ function route(reply: Reply, head: RequestHead): void {
   // read first: closing while the client still sends shows it EPIPE).
   if (closeBy !== undefined) {
     const refuse = (): void => reply.error(503, 'Server exiting', true);
-    if (head.contentLength === '' && head.transferEncoding === '') return refuse();
-    return readBody(reply, head, data.maxInputSize, refuse);
+    if (head.contentLength === '' && head.transferEncoding === '') refuse();
+    else readBody(reply, head, data.maxInputSize, refuse);
+    return false;
   }
+  return true;
+}
+
+/**
+ * A request on --openai-port: the /v1 routes and `/health/ready` (as
+ * Triton's OpenAI frontend serves), else 404 in OpenAI's error shape.
+ * --http-restricted-api and CORS are the HTTP port's, not this one's.
+ */
+function routeOpenAI(reply: Reply, head: RequestHead): void {
+  if (!arrive(reply, head)) return;
+  const r = matchRoute(head.method, head.url);
+  try {
+    if (r.kind === 'openai_models') return openai.models(reply);
+    if (r.kind === 'openai_completions') return openai.handle(reply, head, r.chat ? 'chat' : 'completion');
+    const q = head.url.indexOf('?');
+    if ((q >= 0 ? head.url.slice(0, q) : head.url) === '/health/ready' && head.method === 'GET') {
+      return reply.send(snapshot.ready && !snapshot.exiting ? 200 : 503, { 'Content-Type': 'text/plain' }, '');
+    }
+    const status = r.kind === 'method_not_allowed' ? 405 : 404;
+    sendOpenAIError(reply, new OpenAIError(status, status === 405
+      ? `${head.method} is not allowed on ${head.url}`
+      : `${head.url} is not served on the OpenAI port: it serves GET /v1/models, POST /v1/completions, POST /v1/chat/completions and GET /health/ready (the KServe v2 API is on the HTTP port)`));
+  } catch (err) {
+    sendOpenAIError(reply, asOpenAIError(err));
+  }
+}
+
+function route(reply: Reply, head: RequestHead): void {
+  if (!arrive(reply, head)) return;
   if (corsOrigins.length > 0) {
     reply.extraHeaders = corsHeaders(corsOrigins, head.header('origin').trim());
     // A preflight is answered before the restricted-API check: browsers never send the key on one.
