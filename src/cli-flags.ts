@@ -19,6 +19,8 @@ export interface FlagSpec {
   repeatable?: boolean;
   /** Placeholder shown in the usage text. */
   arg?: string;
+  /** Values it takes as separate tokens (argparse's nargs), joined with spaces; absent = 1. */
+  nargs?: number;
 }
 
 const f = (name: string, kind: FlagKind, arg?: string, repeatable = false): FlagSpec => ({ name, kind, arg, repeatable });
@@ -37,7 +39,7 @@ export const FLAGS: readonly FlagSpec[] = [
   f('allow-http', 'bool'), f('http-port', 'int'), f('http-address', 'string'), f('reuse-http-port', 'bool'),
   f('http-thread-count', 'int'), f('http-header-forward-pattern', 'string', '<regex>'),
   f('http-max-input-size', 'int64'), f('http-restricted-api', 'string', '<apis>:<key>=<value>', true),
-  f('openai-port', 'int'),
+  f('openai-port', 'int'), { ...f('openai-restricted-api', 'string', '<apis> <key> <value>', true), nargs: 3 },
   f('allow-grpc', 'bool'), f('grpc-port', 'int'), f('grpc-address', 'string'), f('reuse-grpc-port', 'bool'),
   f('grpc-header-forward-pattern', 'string', '<regex>'), f('grpc-infer-thread-count', 'int'),
   f('grpc-infer-allocation-pool-size', 'int'), f('grpc-max-response-pool-size', 'int'),
@@ -163,7 +165,13 @@ export function resolveLongFlags(argv: string[]): string[] {
     // The value of a flag that takes one, when it is the next token, is not a
     // flag name even when it starts with `--`: joined with `=` for yargs.
     const spec = FLAGS.find((f) => f.name === m.name)!;
-    if (eq < 0 && spec.kind !== 'switch' && i + 1 < argv.length) out.push(`--${m.name}=${argv[++i]!}`);
+    // A flag of several values (Triton's OpenAI frontend's `--openai-restricted-api APIS KEY VALUE`)
+    // takes as many tokens, unless the next one holds them all (quoted).
+    const n = spec.nargs ?? 1;
+    if (eq < 0 && n > 1 && i + 1 < argv.length && !/\s/.test(argv[i + 1]!)) {
+      out.push(`--${m.name}=${argv.slice(i + 1, i + 1 + n).join(' ')}`);
+      i += Math.min(n, argv.length - 1 - i);
+    } else if (eq < 0 && spec.kind !== 'switch' && i + 1 < argv.length) out.push(`--${m.name}=${argv[++i]!}`);
     else out.push(`--${m.name}${eq < 0 ? '' : token.slice(eq)}`);
   }
   return out;

@@ -86,6 +86,9 @@ export const FLAG_DOCS: Readonly<Record<string, FlagDoc>> = {
   'openai-port': d('HTTP', 'Also serve the OpenAI-compatible routes (/v1/models, /v1/completions, /v1/chat/completions) '
     + "on this port of their own, as Triton's OpenAI frontend does (its default is 9000); 0 picks a free one. "
     + 'They are on --http-port in any case.', 'none'),
+  'openai-restricted-api': d('HTTP', 'Restrict routes of --openai-port to requests carrying a header, as Triton\'s OpenAI '
+    + "frontend does: '<api>[,<api>...] <header> <value>' (three words); apis: inference (completions), model-repository "
+    + '(/v1/models), health (/health/ready), embedding, metrics (no such routes here). Refused: 401.', 'none'),
   'http-max-input-size': d('HTTP', 'Largest request body in bytes; bigger ones are refused with 400.', '67108864'),
 
   'allow-grpc': d('GRPC', 'Serve gRPC (inference.GRPCInferenceService).', 'true'),

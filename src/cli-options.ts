@@ -8,7 +8,7 @@ import { forwardPatternRegExp } from './core/forward-pattern';
 import { FLAGS, Reader, tokenize } from './cli-flags';
 import {
   CliError, parseBoolValue, parseChoice, parseFloatValue, parseGpuValues, parseGroupSetting,
-  parseGroupSettings, parseIntOrBool, parseIntValue, parseRateLimitResource, parseRestricted,
+  parseGroupSettings, parseIntOrBool, parseIntValue, parseOpenAIRestricted, parseRateLimitResource, parseRestricted,
   type RateLimitResource, type RestrictedGroup,
 } from './cli-values';
 import { resolveTraceConfig, type TraceConfig } from './cli-trace-config';
@@ -55,6 +55,8 @@ export interface ServerOptions {
   httpPort: number;
   /** --openai-port: the OpenAI-compatible routes on a port of their own too (on --http-address); undefined = only on the HTTP port. */
   openaiPort: number | undefined;
+  /** --openai-restricted-api: header groups checked on --openai-port. */
+  openaiRestrictedApi: RestrictedGroup[];
   httpAddress: string;
   reuseHttpPort: boolean;
   httpThreadCount: number;
@@ -278,6 +280,7 @@ export function parseServerOptions(argv: string[]): ServerOptions {
     allowHttp: r.bool('allow-http', true),
     httpPort: r.int('http-port', DEFAULT_HTTP_PORT),
     openaiPort: r.str('openai-port') === undefined ? undefined : r.int('openai-port', 0),
+    openaiRestrictedApi: parseOpenAIRestricted(r.all('openai-restricted-api')),
     httpAddress,
     reuseHttpPort: r.bool('reuse-http-port', false),
     httpThreadCount: r.int('http-thread-count', defaultHttpThreadCount(os.availableParallelism())),

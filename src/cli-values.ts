@@ -147,6 +147,31 @@ export function parseRestricted(flag: string, args: string[]): RestrictedGroup[]
   return groups;
 }
 
+/** The categories of `--openai-restricted-api` (Triton's OpenAI frontend's). */
+export const OPENAI_RESTRICTED_CATEGORIES = ['inference', 'embedding', 'model-repository', 'metrics', 'health'] as const;
+
+/** `<api>[,<api>...] <key> <value>` (three tokens, or one with spaces), as Triton's OpenAI frontend takes it. */
+export function parseOpenAIRestricted(args: string[]): RestrictedGroup[] {
+  const groups: RestrictedGroup[] = [];
+  const seen = new Set<string>();
+  for (const arg of args) {
+    const parts = arg.trim().split(/\s+/);
+    if (parts.length !== 3 || parts[0] === '') {
+      throw new CliError(`--openai-restricted-api option format is '<API_1>,<API_2>,... <restricted-key> <restricted-value>'. Got ${arg}`);
+    }
+    const apis = parts[0]!.split(',').map((a) => a.trim());
+    for (const api of apis) {
+      if (!(OPENAI_RESTRICTED_CATEGORIES as readonly string[]).includes(api)) {
+        throw new CliError(`unknown restricted api '${api}' for --openai-restricted-api; apis: ${OPENAI_RESTRICTED_CATEGORIES.join(', ')}`);
+      }
+      if (seen.has(api)) throw new CliError(`restricted api '${api}' can not be specified in multiple config groups`);
+      seen.add(api);
+    }
+    groups.push({ apis, key: parts[1]!, value: parts[2]! });
+  }
+  return groups;
+}
+
 export interface RateLimitResource {
   name: string;
   count: number;

@@ -264,7 +264,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         ...(options.httpHeaderForwardPattern !== undefined ? { headerForwardPattern: options.httpHeaderForwardPattern } : {}),
         corsOrigins: options.httpCorsOrigins,
         ...(options.httpConsolePath !== undefined ? { consolePath: options.httpConsolePath } : {}),
-        ...(options.openaiPort !== undefined ? { openaiPort: options.openaiPort } : {}),
+        ...(options.openaiPort !== undefined ? { openaiPort: options.openaiPort, openaiRestrictedApi: options.openaiRestrictedApi } : {}),
         faults: testFaults(),
         log,
         control: (m) => control.http(m),

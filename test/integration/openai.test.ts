@@ -35,7 +35,7 @@ before(async () => {
     fs.appendFileSync(path.join(repo, m, 'config.pbtxt'),
       `parameters [ { key: "marks" value: { string_value: "${marks}" } }, { key: "delay_ms" value: { string_value: "5" } } ]\n`);
   }
-  server = await startServer([`--model-repository=${repo}`, '--openai-port=0']);
+  server = await startServer([`--model-repository=${repo}`, '--openai-port=0', '--openai-restricted-api', 'health', 'probe-key', 'p1']);
   openaiPort = Number(/Started OpenAI-compatible frontend at \S*:(\d+)/.exec(server.output())?.[1] ?? 0);
 });
 
@@ -149,12 +149,16 @@ test('a client that closes its chat stream cancels the request: the model sees i
   assert.ok(Number(sent) >= 3 && Number(sent) < 5000, `stopped early, after ${sent} words`);
 });
 
-test('--openai-port: the same routes on a port of their own, the v2 API not there', async () => {
+test('--openai-port: the same routes on a port of their own, --openai-restricted-api, the v2 API not there', async () => {
   assert.ok(openaiPort > 0 && openaiPort !== server.port, `a port of its own: ${openaiPort}`);
   const o = await client('models', `http://127.0.0.1:${openaiPort}/v1`);
   assert.deepEqual(o.models, ['mock_llm', 'templated_llm']);
   assert.equal(o.completion.choices[0].text, 'a b a');
-  const ready = await fetch(`http://127.0.0.1:${openaiPort}/health/ready`);
+  // --openai-restricted-api health probe-key p1: the probe needs the header; the routes above did not.
+  const shut = await fetch(`http://127.0.0.1:${openaiPort}/health/ready`);
+  assert.equal(shut.status, 401);
+  assert.deepEqual(await shut.json(), { error: { message: "This API is restricted, expecting header 'probe-key'", type: 'invalid_request_error', param: null, code: 'restricted_api' } });
+  const ready = await fetch(`http://127.0.0.1:${openaiPort}/health/ready`, { headers: { 'probe-key': 'p1' } });
   assert.equal(ready.status, 200);
   const v2 = await fetch(`http://127.0.0.1:${openaiPort}/v2/health/ready`);
   assert.equal(v2.status, 404);

@@ -41,6 +41,7 @@ test('defaults equal tritonserver defaults (§6)', () => {
     allowHttp: true,
     httpPort: 8000,
     openaiPort: undefined,
+    openaiRestrictedApi: [],
     httpAddress: '0.0.0.0',
     reuseHttpPort: false,
     httpThreadCount: Math.max(1, Math.min(8, os.availableParallelism() - 1)),
@@ -163,6 +164,12 @@ const ERRORS: [string[], string][] = [
     'invalid argument for --grpc_infer_thread_count. Must be in the range 2 to 128.'],
   [[...REPO, '--grpc-port', '8000'],
     'The server cannot listen to HTTP requests and GRPC requests at the same address and port 0.0.0.0:8000'],
+  [[...REPO, '--openai-restricted-api=inference k'],
+    "--openai-restricted-api option format is '<API_1>,<API_2>,... <restricted-key> <restricted-value>'. Got inference k"],
+  [[...REPO, '--openai-restricted-api', 'shared-memory', 'k', 'v'],
+    "unknown restricted api 'shared-memory' for --openai-restricted-api; apis: inference, embedding, model-repository, metrics, health"],
+  [[...REPO, '--openai-restricted-api', 'inference', 'k', 'v', '--openai-restricted-api', 'inference', 'j', 'w'],
+    "restricted api 'inference' can not be specified in multiple config groups"],
   [[...REPO, '--openai-port', '8001'],
     'The server cannot listen to OpenAI requests and GRPC requests at the same address and port 0.0.0.0:8001'],
   [[...REPO, '--metrics-port', '8001'],
@@ -243,6 +250,9 @@ test('repeatable flags collect, scalar flags keep the last value, --model-store 
   assert.deepEqual(o.loadModels, ['x', 'y']);
   assert.equal(o.httpPort, 2);
   assert.equal(parseServerOptions([...REPO, '--openai-port=0']).openaiPort, 0, '--openai-port=0: a free port of its own');
+  // Triton's OpenAI frontend's three-word form, as three tokens or one quoted, repeatable.
+  assert.deepEqual(parseServerOptions([...REPO, '--openai-restricted-api', 'inference,health', 'api-key', 's3', '--openai-restricted-api=model-repository k v']).openaiRestrictedApi,
+    [{ apis: ['inference', 'health'], key: 'api-key', value: 's3' }, { apis: ['model-repository'], key: 'k', value: 'v' }]);
 });
 
 test('poll interval applies only in poll mode', () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { categoryOfUrl, restrictedError } from '../../src/frontend/http/restricted-api';
+import { categoryOfUrl, openaiRestricted, restrictedError } from '../../src/frontend/http/restricted-api';
+import { matchRoute } from '../../src/frontend/http/routes';
 
 test('every route maps to its API category (whatever the method)', () => {
   const table: [string, string | undefined][] = [
@@ -49,4 +50,18 @@ test('restrictedError: header name case-insensitive, value exact', () => {
   ];
   for (const [url, h, expected] of table) assert.equal(restrictedError(groups, url, headers(h)), expected, url);
   assert.equal(restrictedError([], '/v2/repository/index', () => ''), undefined);
+});
+
+test('--openai-restricted-api on --openai-port: Triton OpenAI frontend categories, the header named when missing', () => {
+  const groups = [{ apis: ['inference', 'health'], key: 'Api-Key', value: 's3' }];
+  const none = (): string => '';
+  const good = (n: string): string => (n === 'api-key' ? 's3' : '');
+  const cases: [string, ReturnType<typeof matchRoute>, boolean, (n: string) => string, string | undefined][] = [
+    ['chat without the header', matchRoute('POST', '/v1/chat/completions'), false, none, "This API is restricted, expecting header 'Api-Key'"],
+    ['completions with it', matchRoute('POST', '/v1/completions'), false, good, undefined],
+    ['health without it', matchRoute('GET', '/health/ready'), true, none, "This API is restricted, expecting header 'Api-Key'"],
+    ['models: not in a group', matchRoute('GET', '/v1/models'), false, none, undefined],
+  ];
+  for (const [name, route, health, header, want] of cases) assert.equal(openaiRestricted(groups, route, health, header), want, name);
+  assert.equal(openaiRestricted([], matchRoute('POST', '/v1/completions'), false, none), undefined, 'no groups: open');
 });

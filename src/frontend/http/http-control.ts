@@ -28,6 +28,8 @@ export interface HttpThreadData {
   extensions: readonly string[];
   /** --http-restricted-api groups (restricted-api.ts). */
   restrictedApi?: RestrictedGroup[];
+  /** --openai-restricted-api groups, checked on --openai-port (http-thread.ts routeOpenAI). */
+  openaiRestrictedApi?: RestrictedGroup[];
   /**
    * Test-only fault injection (NODETRON_TEST_FAULTS, read on the main
    * thread): `http-crash` makes `POST /nodetron-test/crash` throw an uncaught

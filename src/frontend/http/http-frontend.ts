@@ -55,6 +55,8 @@ export interface HttpFrontendOptions {
   consolePath?: string;
   /** --openai-port: a port of its own for the OpenAI-compatible routes only (on httpAddress); absent = none. */
   openaiPort?: number;
+  /** --openai-restricted-api groups. */
+  openaiRestrictedApi?: RestrictedGroup[];
 }
 
 interface HttpThread {
@@ -177,6 +179,7 @@ export class HttpFrontend {
     if (this.opts.headerForwardPattern !== undefined) data.headerForwardPattern = this.opts.headerForwardPattern;
     if (this.opts.corsOrigins !== undefined && this.opts.corsOrigins.length > 0) data.corsOrigins = this.opts.corsOrigins;
     if (this.opts.consolePath !== undefined) data.consolePath = this.opts.consolePath;
+    if (this.opts.openaiRestrictedApi !== undefined && this.opts.openaiRestrictedApi.length > 0) data.openaiRestrictedApi = this.opts.openaiRestrictedApi;
     const worker = new Worker(path.join(__dirname, 'http-thread.js'), { workerData: data, name: `http-${index}`, resourceLimits: workerResourceLimits() });
     const t: HttpThread = {
       index, worker, threadId: worker.threadId, toMain, fromMain, out: RingWriter.attach(fromMain), alive: true, inflight: new Map(),

@@ -25,7 +25,7 @@ import { InferHandler, sendError } from './infer-handler';
 import { GenerateHandler } from './generate-handler';
 import { asOpenAIError, OpenAIHandler, sendOpenAIError } from './openai-handler';
 import { OpenAIError } from './openai-request';
-import { restrictedError } from './restricted-api';
+import { openaiRestricted, restrictedError } from './restricted-api';
 import { ConsoleAssets } from './console-assets';
 import { corsHeaders, preflight } from './cors';
 import { serverOpenApi } from './openapi';
@@ -179,11 +179,14 @@ function arrive(reply: Reply, head: RequestHead): boolean {
 function routeOpenAI(reply: Reply, head: RequestHead): void {
   if (!arrive(reply, head)) return;
   const r = matchRoute(head.method, head.url);
+  const q = head.url.indexOf('?');
+  const health = (q >= 0 ? head.url.slice(0, q) : head.url) === '/health/ready';
+  const denied = openaiRestricted(data.openaiRestrictedApi ?? [], r, health, head.header);
+  if (denied !== undefined) return sendOpenAIError(reply, new OpenAIError(401, denied, null, 'restricted_api'));
   try {
     if (r.kind === 'openai_models') return openai.models(reply);
     if (r.kind === 'openai_completions') return openai.handle(reply, head, r.chat ? 'chat' : 'completion');
-    const q = head.url.indexOf('?');
-    if ((q >= 0 ? head.url.slice(0, q) : head.url) === '/health/ready' && head.method === 'GET') {
+    if (health && head.method === 'GET') {
       return reply.send(snapshot.ready && !snapshot.exiting ? 200 : 503, { 'Content-Type': 'text/plain' }, '');
     }
     const status = r.kind === 'method_not_allowed' ? 405 : 404;

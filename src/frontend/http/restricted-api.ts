@@ -81,3 +81,19 @@ export function restrictedError(groups: readonly RestrictedGroup[], url: string,
   if (group === undefined) return undefined;
   return header(group.key.toLowerCase()) === group.value ? undefined : `This API is restricted, expecting header '${group.key}'`;
 }
+
+/**
+ * --openai-restricted-api on --openai-port (Triton's OpenAI frontend's
+ * categories): the completions are `inference`, `/v1/models`
+ * `model-repository`, `/health/ready` `health`. The message, or undefined
+ * when the request may pass.
+ */
+export function openaiRestricted(groups: readonly RestrictedGroup[], route: Route, health: boolean,
+  header: (name: string) => string): string | undefined {
+  if (groups.length === 0) return undefined;
+  const category = health ? 'health' : route.kind === 'openai_completions' ? 'inference' : route.kind === 'openai_models' ? 'model-repository' : undefined;
+  if (category === undefined) return undefined;
+  const group = groups.find((g) => g.apis.includes(category));
+  if (group === undefined) return undefined;
+  return header(group.key.toLowerCase()) === group.value ? undefined : `This API is restricted, expecting header '${group.key}'`;
+}
