@@ -54,9 +54,14 @@ function client(step: string, base = `${server.url}/v1`): Promise<Record<string,
   });
 }
 
-async function until(what: string, check: () => boolean, timeoutMs = 15_000): Promise<void> {
+async function failures(model: string): Promise<number> {
+  const res = await fetch(`${server.url}/v2/models/${model}/stats`);
+  return ((await res.json()) as { model_stats: { inference_stats: { fail: { count: number } } }[] }).model_stats[0]!.inference_stats.fail.count;
+}
+
+async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> {
   const end = Date.now() + timeoutMs;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > end) throw new Error(`gave up waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -140,6 +145,8 @@ test('curl: the SSE framing, data: [DONE] last, and OpenAI error bodies', async 
 });
 
 test('a client that closes its chat stream cancels the request: the model sees is_cancelled()', async () => {
+  // templated_llm: no request of the tests above ends cancelled on it (a stop sequence cancels mock_llm's), so the count is this one's.
+  const before = await failures('templated_llm');
   const o = await client('disconnect');
   assert.equal(o.got.length, 4);
   const mark = path.join(marks, 'gone.cancelled');
@@ -147,6 +154,7 @@ test('a client that closes its chat stream cancels the request: the model sees i
   const [sent, cancelled] = fs.readFileSync(mark, 'utf8').split(' ');
   assert.equal(cancelled, 'True');
   assert.ok(Number(sent) >= 3 && Number(sent) < 5000, `stopped early, after ${sent} words`);
+  await until('the statistics count the cancelled request', async () => (await failures('templated_llm')) === before + 1);
 });
 
 test('--openai-port: the same routes on a port of their own, --openai-restricted-api, the v2 API not there', async () => {

@@ -47,7 +47,7 @@ interface Exchange {
   /** The generated text so far, and how much of it went out (streaming). */
   out: string;
   sent: number;
-  /** A stop sequence ended the text: later responses are dropped. */
+  /** A stop sequence ended the text: answered then, later responses only free their blocks. */
   stopped: boolean;
   /** The model's error, answered (non-streaming) or sent as an event. */
   error?: OpenAIError;
@@ -109,7 +109,7 @@ export class OpenAIHandler {
   private onResponse(x: Exchange, response: InferResponse): void {
     try {
       if (!x.reply.aborted && !x.stopped && x.error === undefined) this.take(x, response);
-      if (response.final && !x.reply.aborted) this.finish(x);
+      if (response.final && !x.reply.aborted && !x.stopped) this.finish(x);
     } catch (err) {
       const e = asOpenAIError(err);
       if (x.sse !== undefined) x.sse.end(sse(errorBody(e)));
@@ -137,6 +137,8 @@ export class OpenAIHandler {
       x.out = x.out.slice(0, scan.stopAt);
       x.stopped = true;
       this.infer.onClientGone(x.key); // the text is complete: the model stops generating
+      this.finish(x); // answered now, not when the model has stopped
+      return;
     }
     if (x.req.stream) this.send(x, scan.safe);
   }
