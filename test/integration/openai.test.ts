@@ -70,6 +70,9 @@ async function until(what: string, check: () => boolean | Promise<boolean>, time
 test('the openai client: models, completions, chat, streaming, stop, templates, errors', async () => {
   const o = await client('basic');
   assert.deepEqual(o.models, ['mock_llm', 'templated_llm']);
+  assert.equal(o.one_model.id, 'templated_llm');
+  assert.equal(o.one_model.object, 'model');
+  assert.equal(o.unknown_retrieve.raised, 'NotFoundError');
 
   const c = o.completion;
   assert.equal(c.object, 'text_completion');

@@ -16,6 +16,7 @@ test('every route maps to its API category (whatever the method)', () => {
     ['/v1/chat/completions', 'inference'],
     ['/v1/completions', 'inference'],
     ['/v1/models', 'model-repository'],
+    ['/v1/models/llm', 'model-repository'],
     ['/v2/models/m/config', 'model-config'],
     ['/v2/models/stats', 'statistics'],
     ['/v2/models/m/stats', 'statistics'],

@@ -184,7 +184,7 @@ function routeOpenAI(reply: Reply, head: RequestHead): void {
   const denied = openaiRestricted(data.openaiRestrictedApi ?? [], r, health, head.header);
   if (denied !== undefined) return sendOpenAIError(reply, new OpenAIError(401, denied, null, 'restricted_api'));
   try {
-    if (r.kind === 'openai_models') return openai.models(reply);
+    if (r.kind === 'openai_models') return openai.models(reply, r.model);
     if (r.kind === 'openai_completions') return openai.handle(reply, head, r.chat ? 'chat' : 'completion');
     if (health && head.method === 'GET') {
       return reply.send(snapshot.ready && !snapshot.exiting ? 200 : 503, { 'Content-Type': 'text/plain' }, '');
@@ -262,7 +262,7 @@ function route(reply: Reply, head: RequestHead): void {
         generate.handle(reply, head, r.model, r.version, r.stream);
         return;
       case 'openai_models':
-        openai.models(reply);
+        openai.models(reply, r.model);
         return;
       case 'openai_completions':
         openai.handle(reply, head, r.chat ? 'chat' : 'completion');

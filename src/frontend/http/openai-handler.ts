@@ -29,7 +29,7 @@ import { jsonTensorBytes } from './json-tensor-data';
 import { ModelTexts, type ModelText } from './openai-model-text';
 import { OpenAIError, parseOpenAIRequest, type OpenAIRequest } from './openai-request';
 import {
-  chatBody, chunkEvent, completionBody, DONE_EVENT, errorBody, modelList, sse, stopScan, usage, type FinishReason, type ResponseIds,
+  chatBody, chunkEvent, completionBody, DONE_EVENT, errorBody, modelList, modelObject, sse, stopScan, usage, type FinishReason, type ResponseIds,
 } from './openai-response';
 
 const SSE_HEADERS = { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache' };
@@ -64,10 +64,16 @@ export class OpenAIHandler {
     private readonly snapshot: () => ServerSnapshot,
   ) {}
 
-  models(reply: Reply): void {
+  /** `GET /v1/models`, or `GET /v1/models/<model>` (one model object, or 404). */
+  models(reply: Reply, model?: string): void {
     const snap = this.snapshot();
-    const names = Object.keys(snap.models).filter((m) => servable(snap, m)).sort();
-    reply.send(200, JSON_HEADERS, modelList(names, Math.floor(Date.now() / 1000)));
+    const now = Math.floor(Date.now() / 1000);
+    if (model === undefined) {
+      reply.send(200, JSON_HEADERS, modelList(Object.keys(snap.models).filter((m) => servable(snap, m)).sort(), now));
+      return;
+    }
+    if (!servable(snap, model)) return sendOpenAIError(reply, unknownModel(model));
+    reply.send(200, JSON_HEADERS, JSON.stringify(modelObject(model, now)));
   }
 
   handle(reply: Reply, head: RequestHead, kind: OpenAIRequest['kind']): void {
@@ -91,7 +97,7 @@ export class OpenAIHandler {
     try {
       resolved = lookupModel(this.snapshot(), req.model, undefined, 'loaded');
     } catch {
-      throw new OpenAIError(404, `The model '${req.model}' does not exist or is not loaded: GET /v1/models lists the models this server serves.`, 'model', 'model_not_found');
+      throw unknownModel(req.model);
     }
     const { view, version, latest } = resolved;
     const plan = view.plan;
@@ -171,6 +177,10 @@ export class OpenAIHandler {
     if (x.req.includeUsage) s.write(chunkEvent(x.req.kind, x.ids, { usage: u }));
     s.end(DONE_EVENT);
   }
+}
+
+function unknownModel(model: string): OpenAIError {
+  return new OpenAIError(404, `The model '${model}' does not exist or is not loaded: GET /v1/models lists the models this server serves.`, 'model', 'model_not_found');
 }
 
 /** Whether `/v1/models` lists the model: loaded, and it takes Triton's LLM contract. */

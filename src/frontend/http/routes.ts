@@ -13,7 +13,7 @@ export type Route =
   | { kind: 'infer'; model: string; version?: string }
   | { kind: 'generate'; model: string; version?: string; stream: boolean }
   /** The OpenAI-compatible frontend (openai-handler.ts). */
-  | { kind: 'openai_models' }
+  | { kind: 'openai_models'; model?: string }
   | { kind: 'openai_completions'; chat: boolean }
   | { kind: 'model_stats'; model?: string; version?: string }
   | { kind: 'model_trace'; model: string }
@@ -83,6 +83,10 @@ function matchPath(path: string): { route: Route; methods: string[] } | undefine
       return { route: { kind: 'openai_completions', chat: true }, methods: POST };
     default:
       break;
+  }
+  if (path.startsWith('/v1/models/')) {
+    const model = decode(path.slice('/v1/models/'.length));
+    return model === undefined || model === '' || model.includes('/') ? undefined : { route: { kind: 'openai_models', model }, methods: GET };
   }
   let mm = MODEL_RE.exec(path);
   if (mm) {
