@@ -19,9 +19,7 @@ interface JinjaTemplate {
 interface HfTokenizer {
   encode(text: string, options?: { add_special_tokens?: boolean }): { ids: unknown[] };
 }
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const { Template } = require('@huggingface/jinja') as { Template: new (source: string) => JinjaTemplate };
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const { Tokenizer } = require('@huggingface/tokenizers') as { Tokenizer: new (json: object, config: object) => HfTokenizer };
 
 export class ModelText {
