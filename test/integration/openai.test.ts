@@ -109,6 +109,9 @@ test('the openai client: models, completions, chat, streaming, stop, templates, 
   assert.equal(o.stop.choices[0].text, 'a b');
   assert.equal(o.stop.choices[0].finish_reason, 'stop');
   assert.equal(o.stop_stream, 'a b', 'the streamed text stops before the stop sequence too');
+  // echo: the prompt leads the text, and a stop sequence inside the prompt does not cut it.
+  assert.equal(o.echo_stop.choices[0].text, 'x c yx');
+  assert.equal(o.echo_stop.choices[0].finish_reason, 'stop');
 
   // templated_llm: the prompt is its chat template's, the counts its tokenizer's (Whitespace splits "<", "user", ">", ",").
   const t = o.templated;

@@ -138,15 +138,17 @@ export class OpenAIHandler {
     const out = response.outputs.find((o) => o.name === 'text_output');
     if (out === undefined) return;
     x.out += bytesText(this.arena.bytes(out.offset, out.byteSize));
-    const scan = stopScan(x.out, x.req.stop);
+    // `echo`'s prompt leads the text; stop sequences are looked for in the generated part only.
+    const base = x.req.echo ? x.prompt.length : 0;
+    const scan = stopScan(x.out.slice(base), x.req.stop);
     if (scan.stopAt !== undefined) {
-      x.out = x.out.slice(0, scan.stopAt);
+      x.out = x.out.slice(0, base + scan.stopAt);
       x.stopped = true;
       this.infer.onClientGone(x.key); // the text is complete: the model stops generating
       this.finish(x); // answered now, not when the model has stopped
       return;
     }
-    if (x.req.stream) this.send(x, scan.safe);
+    if (x.req.stream) this.send(x, base + scan.safe);
   }
 
   /** Stream the text up to `upTo` that has not gone out yet (chat: the first chunk names the role). */
