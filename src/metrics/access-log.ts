@@ -88,8 +88,8 @@ export class AccessLog {
   /** `inner` (the statistics), with each version's requestDone also ending that request's access line. */
   observer(inner: VersionObserver): VersionObserver {
     return {
-      loading: (model, version) => {
-        const hooks = inner.loading(model, version);
+      loading: (model, version, decoupled) => {
+        const hooks = inner.loading(model, version, decoupled);
         const wrapped: SchedulerHooks = {
           requestDone: (req, s) => {
             hooks.requestDone?.(req, s);

@@ -24,8 +24,10 @@ export interface ModelFamilies {
   loadDuration: Gauge<ModelLabel>;
   /** Present with counter_latencies; a version has series once its response cache was used. */
   cache?: { hits: C; hitUs: C; misses: C; missUs: C };
-  /** Present with histogram_latencies=true. */
+  /** Present with histogram_latencies=true; series only for decoupled models (as Triton). */
   firstResponse?: Histogram<ModelLabel>;
+  /** nodetron's own, beside firstResponse (same switch, decoupled models only): the gaps between a request's data responses. */
+  interResponse?: Histogram<ModelLabel>;
   /** Present with summary_latencies=true. */
   summaries?: {
     request: Summary<ModelLabel>;
@@ -44,6 +46,11 @@ export interface ServerFamilies {
 
 /** Triton's default first-response histogram buckets (ms). */
 export const FIRST_RESPONSE_BUCKETS = [100, 500, 2000, 5000];
+/**
+ * Inter-response (inter-token) buckets (ms): a token every 5-50 ms is a
+ * healthy LLM; past 250 ms a reader sees the stream stall.
+ */
+export const INTER_RESPONSE_BUCKETS = [1, 5, 10, 25, 50, 100, 250, 500, 1000];
 const TYPE_ORDER = ['counter', 'gauge', 'histogram', 'summary'];
 
 export class MetricFamilies {
@@ -89,6 +96,10 @@ export class MetricFamilies {
       firstResponse: settings.histogramLatencies ? new Histogram({
         name: 'nv_inference_first_response_histogram_ms', help: 'Duration from request to first response in milliseconds',
         labelNames: ['model', 'version'], buckets: FIRST_RESPONSE_BUCKETS, registers,
+      }) : undefined,
+      interResponse: settings.histogramLatencies ? new Histogram({
+        name: 'nodetron_inference_inter_response_histogram_ms', help: 'Duration between consecutive responses of a decoupled request (inter-token latency) in milliseconds',
+        labelNames: ['model', 'version'], buckets: INTER_RESPONSE_BUCKETS, registers,
       }) : undefined,
       summaries: settings.summaryLatencies && settings.summaryQuantiles.length > 0 ? {
         request: summary('nv_inference_request_summary_us', 'Summary of inference request duration in microseconds (includes cached requests)'),

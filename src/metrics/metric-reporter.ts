@@ -5,9 +5,12 @@
  * they are brought up to the ModelStatistics numbers (one source for both
  * /metrics and /v2/models/<m>/stats) when /metrics is scraped. Only the
  * opt-in summaries and histogram observe per request, through their bound
- * children.
+ * children. The two response histograms (first response, inter-response)
+ * have series only for a decoupled model, as Triton shows
+ * nv_inference_first_response_histogram_ms only for those: a non-decoupled
+ * model's first response is its only one, already in the request counters.
  */
-import type { RequestDoneStats } from '../scheduler/scheduler-hooks';
+import type { RequestDoneStats, ResponseKind } from '../scheduler/scheduler-hooks';
 import type { MetricFamilies, ModelFamilies } from './metric-families';
 import { FAILURE_REASONS, type FailureReason, type ModelStatistics } from './model-statistics';
 
@@ -43,10 +46,13 @@ export class ModelMetricReporter {
   };
   private readonly summaries: { request: Observer; queue: Observer; computeInput: Observer; computeInfer: Observer; computeOutput: Observer } | null;
   private readonly firstResponse: Observer | null;
+  private readonly interResponse: Observer | null;
   /** True when requestDone has per-request work to do. */
   readonly observes: boolean;
+  /** True when responseDone has per-response work to do (histograms on, decoupled model). */
+  readonly observesResponses: boolean;
 
-  constructor(families: MetricFamilies, model: string, version: number) {
+  constructor(families: MetricFamilies, model: string, version: number, decoupled = false) {
     this.f = families.model;
     // Keys in label-name order: prom-client prints them in key order, Triton sorted.
     this.labels = { model, version: String(version) };
@@ -65,10 +71,13 @@ export class ModelMetricReporter {
       computeInput: s.computeInput.labels(this.labels), computeInfer: s.computeInfer.labels(this.labels),
       computeOutput: s.computeOutput.labels(this.labels),
     } : null;
-    this.firstResponse = f.firstResponse ? f.firstResponse.labels(this.labels) : null;
+    this.firstResponse = f.firstResponse && decoupled ? f.firstResponse.labels(this.labels) : null;
+    this.interResponse = f.interResponse && decoupled ? f.interResponse.labels(this.labels) : null;
     // A summary shows its _sum/_count from load on; a histogram too.
-    if (f.firstResponse) f.firstResponse.zero(this.labels);
-    this.observes = this.summaries !== null || this.firstResponse !== null;
+    if (this.firstResponse !== null) f.firstResponse!.zero(this.labels);
+    if (this.interResponse !== null) f.interResponse!.zero(this.labels);
+    this.observes = this.summaries !== null;
+    this.observesResponses = this.firstResponse !== null;
   }
 
   setLoadDuration(secs: number): void {
@@ -78,7 +87,6 @@ export class ModelMetricReporter {
   /** Hot path (only when `observes`): one successful request that ran. */
   observe(s: RequestDoneStats): void {
     if (!s.success) return;
-    if (this.firstResponse !== null) this.firstResponse.observe((s.endNs - s.queueStartNs) / 1e6);
     const m = this.summaries;
     if (m === null) return;
     m.request.observe(Math.max(0, s.endNs - s.queueStartNs) / 1000);
@@ -87,6 +95,21 @@ export class ModelMetricReporter {
     m.computeInput.observe(Math.max(0, s.computeInputEndNs - s.computeStartNs) / 1000);
     m.computeInfer.observe(Math.max(0, s.computeInferEndNs - s.computeInputEndNs) / 1000);
     m.computeOutput.observe(Math.max(0, s.computeEndNs - s.computeInferEndNs) / 1000);
+  }
+
+  /**
+   * Hot path (only when `observesResponses`): one response of a decoupled
+   * request. The first (data, an error or an empty final) is the time from
+   * the request's admission to it, Triton's first-response time, unless it
+   * is a CANCELLED answer (the client left before anything came: nobody
+   * waited for it); each later response that carries data is one
+   * inter-response gap, the time since the response before it.
+   */
+  observeResponse(index: number, kind: ResponseKind, sinceQueueStartNs: number, sincePreviousNs: number): void {
+    if (index === 0) {
+      if (kind !== 'cancel') this.firstResponse!.observe(Math.max(0, sinceQueueStartNs) / 1e6);
+    }
+    else if (kind === 'success') this.interResponse!.observe(Math.max(0, sincePreviousNs) / 1e6);
   }
 
   /** Before a scrape: counters up to the statistics, the pending gauge to `pending`. */
@@ -129,6 +152,7 @@ export class ModelMetricReporter {
     f.loadDuration.remove(this.labels);
     if (f.summaries) for (const s of Object.values(f.summaries)) s.remove(this.labels);
     f.firstResponse?.remove(this.labels);
+    f.interResponse?.remove(this.labels);
     if (f.cache) for (const c of Object.values(f.cache)) c.remove(this.labels);
   }
 }

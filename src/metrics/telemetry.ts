@@ -20,6 +20,8 @@ interface Entry {
   /** Created when the version serves (two reporters must never share labels). */
   reporter: ModelMetricReporter | undefined;
   inflight: () => number;
+  /** model_transaction_policy.decoupled: the response histograms have series. */
+  decoupled: boolean;
 }
 
 export class Telemetry implements VersionObserver {
@@ -35,9 +37,9 @@ export class Telemetry implements VersionObserver {
     private readonly families?: MetricFamilies,
   ) {}
 
-  loading(model: string, version: number): SchedulerHooks {
+  loading(model: string, version: number, decoupled = false): SchedulerHooks {
     const stats = new ModelStatistics();
-    const entry: Entry = { stats, reporter: undefined, inflight: () => 0 };
+    const entry: Entry = { stats, reporter: undefined, inflight: () => 0, decoupled };
     const log = this.log.child({ source: 'infer_request.ts', model });
     const tracer = this.tracer;
     const hooks: SchedulerHooks = {
@@ -52,8 +54,10 @@ export class Telemetry implements VersionObserver {
       cacheDone(_req, hit, durationNs): void {
         stats.cacheDone(hit, durationNs);
       },
-      responseDone(_req, index, kind, sincePreviousNs): void {
+      responseDone(_req, index, kind, sincePreviousNs, sinceQueueStartNs): void {
         stats.responseDone(index, kind, sincePreviousNs);
+        const reporter = entry.reporter;
+        if (reporter !== undefined && reporter.observesResponses) reporter.observeResponse(index, kind, sinceQueueStartNs, sincePreviousNs);
       },
       executionDone(batchSize, requestCount, timings, padding): void {
         stats.executionDone(batchSize, timings, padding);
@@ -73,7 +77,7 @@ export class Telemetry implements VersionObserver {
     this.gone(model, version);
     e.inflight = inflight;
     if (this.families) {
-      e.reporter = new ModelMetricReporter(this.families, model, version);
+      e.reporter = new ModelMetricReporter(this.families, model, version, e.decoupled);
       e.reporter.setLoadDuration(loadSecs);
     }
     let versions = this.entries.get(model);

@@ -9,8 +9,8 @@
 import type { SchedulerHooks } from '../scheduler/scheduler-hooks';
 
 export interface VersionObserver {
-  /** A version starts loading: the hooks its scheduler will report to. */
-  loading(model: string, version: number): SchedulerHooks;
+  /** A version starts loading: the hooks its scheduler will report to (`decoupled`: its model_transaction_policy). */
+  loading(model: string, version: number, decoupled?: boolean): SchedulerHooks;
   /** The version built with `hooks` serves now; `inflight` counts its admitted, unanswered requests. */
   loaded(model: string, version: number, hooks: SchedulerHooks, loadSecs: number, inflight: () => number): void;
   /** The version was unloaded: its statistics and series go. */

@@ -49,7 +49,7 @@ export class VersionBuilder {
       const groups = prepared.config.instance_group.map((g) => `${g.count} x ${g.kind}`).join(', ') || 'no instances';
       this.log.verbose(1, `model '${location.name}' version ${version}: building ${groups} with backend '${prepared.backend.name || prepared.config.platform}' from ${location.dir}/${version}/`);
     }
-    const hooks = this.observer?.loading(location.name, version);
+    const hooks = this.observer?.loading(location.name, version, prepared.config.model_transaction_policy?.decoupled === true);
     const loaded = await this.slots.run(
       () => loadVersion(prepared, location, version, this.instanceCtx, hooks, { ensemble: this.ensembleServices(), responseCache: this.responseCache, rateLimiter: this.rateLimiter }),
       (n, err) => this.log.warn(`retrying load of '${location.name}' version ${version} (${n}): ${this.reasonOf(err)}`),

@@ -355,7 +355,7 @@ export class ExecutionPool {
     q.lastResponseNs = now;
     const kind = response.error !== undefined ? (response.error.code === 'CANCELLED' ? 'cancel' : 'fail') : response.outputs.length === 0 ? 'empty' : 'success';
     try {
-      hook.call(this.hooks, q.request, index, kind, since);
+      hook.call(this.hooks, q.request, index, kind, since, now - q.queueStartNs);
     } catch (err) {
       warn('responseDone hook', err);
     }

@@ -51,10 +51,11 @@ export interface SchedulerHooks {
   /**
    * One response of a request to a decoupled model (each of them, the
    * final one too, even when it is the only one), or of a request that
-   * streams: its index, what it was, and the time since the previous
-   * response (or since dispatch for the first).
+   * streams: its index, what it was, the time since the previous
+   * response (or since dispatch for the first), and the time since the
+   * scheduler admitted the request (for the first: time to first response).
    */
-  responseDone?(req: InferRequest, index: number, kind: ResponseKind, sincePreviousNs: number): void;
+  responseDone?(req: InferRequest, index: number, kind: ResponseKind, sincePreviousNs: number, sinceQueueStartNs: number): void;
 }
 
 /**

@@ -30,8 +30,9 @@ const CONFIGS: { name: string; config: Record<string, string>; present: string[]
     present: ['nv_inference_count'], absent: ['nv_inference_request_duration_us', 'nv_inference_queue_duration_us'] },
   { name: 'summaries', config: { summary_latencies: 'true', summary_quantiles: '0.5:0.05,0.99:0.001' },
     present: ['nv_inference_request_summary_us', 'nv_inference_compute_infer_summary_us'], absent: [] },
+  // Not decoupled: the response histograms have no series (Triton's rule), so their families stay out.
   { name: 'histogram', config: { histogram_latencies: 'true' },
-    present: ['nv_inference_first_response_histogram_ms'], absent: ['nv_inference_queue_summary_us'] },
+    present: ['nv_inference_request_duration_us'], absent: ['nv_inference_queue_summary_us', 'nv_inference_first_response_histogram_ms', 'nodetron_inference_inter_response_histogram_ms'] },
 ];
 
 for (const c of CONFIGS) {
@@ -66,7 +67,6 @@ for (const c of CONFIGS) {
       assert.ok(m.has(`nv_inference_request_summary_us{quantile="0.99",${L}}`));
       assert.ok(!m.has(`nv_inference_request_summary_us{quantile="0.9",${L}}`));
     }
-    if (settings.histogramLatencies) assert.equal(m.get(`nv_inference_first_response_histogram_ms_count{${L}}`), 2);
     // A second sync adds only what is new.
     stats.requestDone(done(0, 1000, 10_000));
     reporter.sync(stats, 0);
@@ -76,6 +76,43 @@ for (const c of CONFIGS) {
     assert.equal(await families.text(), '');
   });
 }
+
+const MS = 1e6;
+/** Responses of decoupled requests (index, kind, since admission, since the previous) and what the histograms hold after them. */
+const RESPONSES: { name: string; responses: [number, 'success' | 'fail' | 'empty' | 'cancel', number, number][]; first: number[]; gaps: number[] }[] = [
+  { name: 'a stream of three words and an empty final', responses: [[0, 'success', 300 * MS, 290 * MS], [1, 'success', 340 * MS, 40 * MS], [2, 'success', 360 * MS, 20 * MS], [3, 'empty', 361 * MS, 1 * MS]],
+    first: [300], gaps: [40, 20] },
+  { name: 'one response only', responses: [[0, 'success', 7 * MS, 5 * MS]], first: [7], gaps: [] },
+  { name: 'an error first, then words', responses: [[0, 'fail', 2 * MS, 2 * MS], [1, 'success', 12 * MS, 10 * MS]], first: [2], gaps: [10] },
+  { name: 'cancelled before its first word', responses: [[0, 'cancel', 50 * MS, 50 * MS]], first: [], gaps: [] },
+  { name: 'a cancel after a word', responses: [[0, 'success', 3 * MS, 3 * MS], [1, 'cancel', 9 * MS, 6 * MS]], first: [3], gaps: [] },
+];
+
+for (const c of RESPONSES) {
+  test(`response histograms of a decoupled model: ${c.name}`, async () => {
+    const families = new MetricFamilies(resolveMetricsSettings({ histogram_latencies: 'true' }).settings, false);
+    const reporter = new ModelMetricReporter(families, 'm', 2, true);
+    assert.ok(reporter.observesResponses);
+    for (const [index, kind, sinceStart, sincePrevious] of c.responses) reporter.observeResponse(index, kind, sinceStart, sincePrevious);
+    const m = series(await families.text());
+    const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
+    assert.equal(m.get(`nv_inference_first_response_histogram_ms_count{${L}}`), c.first.length);
+    assert.equal(m.get(`nv_inference_first_response_histogram_ms_sum{${L}}`), sum(c.first));
+    assert.equal(m.get(`nv_inference_first_response_histogram_ms_bucket{le="100",${L}}`), c.first.filter((x) => x <= 100).length);
+    assert.equal(m.get(`nodetron_inference_inter_response_histogram_ms_count{${L}}`), c.gaps.length);
+    assert.equal(m.get(`nodetron_inference_inter_response_histogram_ms_sum{${L}}`), sum(c.gaps));
+    assert.equal(m.get(`nodetron_inference_inter_response_histogram_ms_bucket{le="25",${L}}`), c.gaps.filter((x) => x <= 25).length);
+    reporter.remove();
+    assert.equal(await families.text(), '');
+  });
+}
+
+test('response histograms are off without histogram_latencies, and for a model that is not decoupled', () => {
+  const off = new MetricFamilies(resolveMetricsSettings({}).settings, false);
+  assert.equal(new ModelMetricReporter(off, 'm', 1, true).observesResponses, false);
+  const on = new MetricFamilies(resolveMetricsSettings({ histogram_latencies: 'true' }).settings, false);
+  assert.equal(new ModelMetricReporter(on, 'm', 1, false).observesResponses, false);
+});
 
 test('counters come before gauges; labels sorted by name', async () => {
   const families = new MetricFamilies(resolveMetricsSettings({}).settings, false);
