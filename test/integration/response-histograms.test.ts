@@ -3,16 +3,19 @@
  * histogram_latencies=true`): Triton's nv_inference_first_response_histogram_ms
  * and nodetron's nodetron_inference_inter_response_histogram_ms, for the
  * decoupled Python mock LLM (fixtures/generate_models/mock_llm) streamed
- * with curl -N on generate_stream, and absent for the ONNX `simple`, which is
+ * with curl -N on generate_stream and over gRPC ModelStreamInfer, and absent
+ * for the ONNX `simple`, which is
  * not decoupled (Triton shows the histogram for decoupled models only).
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
+import * as grpc from '@grpc/grpc-js';
 import os from 'node:os';
 import path from 'node:path';
 import { infer } from '../../src/client/kserve-http-client';
+import { createClient, type GrpcTestClient } from './grpc-test-client';
 import { MODEL_REPOSITORY, REPO_ROOT, startServer } from './server-process';
 import type { ServerProcess } from './server-process';
 
@@ -23,6 +26,7 @@ const INTER = 'nodetron_inference_inter_response_histogram_ms';
 const SLACK_MS = 2000;
 
 let server: ServerProcess;
+let client: GrpcTestClient;
 let repo: string;
 
 before(async () => {
@@ -31,11 +35,13 @@ before(async () => {
   fs.cpSync(path.join(MODEL_REPOSITORY, 'simple'), path.join(repo, 'simple'), { recursive: true });
   server = await startServer([
     `--model-repository=${repo}`, '--allow-metrics=true', '--metrics-port=0', '--metrics-address=127.0.0.1',
-    '--metrics-config=histogram_latencies=true',
+    '--metrics-config=histogram_latencies=true', '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1',
   ]);
+  client = createClient(server.grpcPort);
 });
 
 after(async () => {
+  client?.close();
   if (server !== undefined) assert.equal(await server.stop(), 0, 'the server stops cleanly');
   fs.rmSync(repo, { recursive: true, force: true });
 });
@@ -116,4 +122,36 @@ test('a decoupled request answered in one response counts a first response and n
   const firstMs = first.sum! - before.first.sum!;
   assert.ok(firstMs >= 120 && firstMs < 120 + SLACK_MS, `first response after ${firstMs} ms, the model waited 120`);
   assert.equal(inter.count, before.inter.count, 'one response: no inter-response gap');
+});
+
+test('a gRPC ModelStreamInfer stream of 3 words: one first response, two gaps', async () => {
+  const before = { first: await histogram(FIRST, 'mock_llm'), inter: await histogram(INTER, 'mock_llm') };
+  const call = (client.inference.ModelStreamInfer as () => grpc.ClientDuplexStream<object, { error_message: string }>)();
+  const words = await new Promise<number>((resolve, reject) => {
+    let n = 0;
+    call.on('error', reject);
+    call.on('data', (r: { error_message: string }) => {
+      if (r.error_message !== '') return reject(new Error(r.error_message));
+      if (++n === 3) resolve(n);
+    });
+    call.write({
+      model_name: 'mock_llm',
+      inputs: [
+        { name: 'text_input', datatype: 'BYTES', shape: [1], contents: { bytes_contents: [Buffer.from('p q r')] } },
+        { name: 'stream', datatype: 'BOOL', shape: [1], contents: { bool_contents: [true] } },
+      ],
+      parameters: { max_tokens: { int64_param: 3 }, delay_ms: { int64_param: 70 }, first_delay_ms: { int64_param: 150 } },
+    });
+  });
+  call.end();
+  assert.equal(words, 3);
+  // Each response is counted before it is sent, so the third word's gap is in already.
+  const first = await histogram(FIRST, 'mock_llm');
+  const inter = await histogram(INTER, 'mock_llm');
+  assert.equal(first.count! - before.first.count!, 1);
+  const firstMs = first.sum! - before.first.sum!;
+  assert.ok(firstMs >= 150 && firstMs < 150 + SLACK_MS, `first response after ${firstMs} ms, the model waited 150`);
+  assert.equal(inter.count! - before.inter.count!, 2);
+  const gapsMs = inter.sum! - before.inter.sum!;
+  assert.ok(gapsMs >= 2 * 70 && gapsMs < 2 * 70 + SLACK_MS, `gaps sum to ${gapsMs} ms, the model waited 2 x 70`);
 });
