@@ -6,15 +6,17 @@
  * up to max_tokens; a seed makes the text repeat; the streamed pieces join
  * into generate's one answer; /v1/chat/completions (the model's chat
  * template) streams one chunk per token, then finish_reason "length" and
- * `data: [DONE]`.
+ * `data: [DONE]`. A client that leaves mid-stream stops the generation loop
+ * (the model logs how far it got) and the statistics count the failure.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { MODEL_REPOSITORY, startServer } from './server-process';
+import { MODEL_REPOSITORY, startServer, waitForOutput } from './server-process';
 import type { ServerProcess } from './server-process';
 
 let server: ServerProcess;
@@ -99,4 +101,39 @@ test('/v1/chat/completions over curl: one chunk per token, finish_reason length,
   const tokens = await chat(3);
   assert.equal(tokens.length, 5, `5 tokens, 5 content chunks: ${JSON.stringify(tokens)}`);
   assert.deepEqual(await chat(3), tokens);
+});
+
+async function failures(): Promise<number> {
+  const res = await fetch(`${server.url}/v2/models/tiny_llm/stats`);
+  return ((await res.json()) as { model_stats: { inference_stats: { fail: { count: number } } }[] }).model_stats[0]!.inference_stats.fail.count;
+}
+
+test('a client that leaves mid-stream stops the generation: the model sees is_cancelled() and the failure is counted', async () => {
+  const before = await failures();
+  const req = http.request({ host: '127.0.0.1', port: server.port, path: '/v2/models/tiny_llm/generate_stream', method: 'POST', agent: false,
+    headers: { 'Content-Type': 'application/json' } });
+  await new Promise<void>((resolve, reject) => {
+    req.on('error', reject);
+    req.on('response', (res) => {
+      let got = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => {
+        got += d;
+        if (got.split('\n\n').length > 3) {
+          req.destroy(); // three tokens in: the client goes away
+          resolve();
+        }
+      });
+    });
+    req.end(JSON.stringify({ text_input: 'on and on', stream: true, parameters: { max_tokens: 1_000_000, seed: 5 } }));
+  });
+  const line = await waitForOutput(server, /tiny_llm: request cancelled after (\d+) tokens/, 15_000);
+  const made = Number(/after (\d+) tokens/.exec(line)![1]);
+  assert.ok(made >= 3 && made < 1_000_000, `stopped early, after ${made} tokens`);
+  const deadline = Date.now() + 15_000;
+  while ((await failures()) !== before + 1) {
+    assert.ok(Date.now() < deadline, 'the cancelled request is counted as a failure');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  assert.equal((await stream({ max_tokens: 2, seed: 1 })).length, 2, 'the model keeps serving');
 });

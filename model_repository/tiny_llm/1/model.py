@@ -80,6 +80,9 @@ class TritonPythonModel:
         p = np.exp(z - z.max())
         return int(rng.choice(len(p), p=p / p.sum()))
 
+    def _new_text(self, ids, prefix, read):
+        return self.tokenizer.decode(ids[prefix:])[len(self.tokenizer.decode(ids[prefix:read])):]
+
     def _generate(self, request, sender):
         prompt = pb_utils.get_input_tensor_by_name(request, "text_input").as_numpy().flat[0]
         prompt = prompt.decode("utf-8") if isinstance(prompt, bytes) else str(prompt)
@@ -88,9 +91,14 @@ class TritonPythonModel:
         max_tokens, temperature, rng = self._params(request)
         ids = self.tokenizer.encode(prompt).ids or ([self.eos_id] if self.eos_id is not None else [0])
         start = len(ids)
-        sent = ""  # decoded text already sent: a token that ends inside a UTF-8 character waits for the next
+        # Incremental decoding (as vLLM does it): the new text is what the tokens
+        # since `read` add to the decoding of a few tokens before them, so a
+        # tokenizer that joins pieces (leading spaces, multi-byte characters)
+        # decodes right, at a cost that does not grow with the stream.
+        prefix, read = start, start
         for made in range(max_tokens):
             if request.is_cancelled():
+                pb_utils.Logger.log_info("tiny_llm: request cancelled after %d tokens" % made)
                 sender.send(_error("tiny_llm: request cancelled after %d tokens" % made, pb_utils.TritonError.CANCELLED),
                             flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
                 return
@@ -99,14 +107,14 @@ class TritonPythonModel:
                 break
             ids.append(token)
             if stream:
-                text = self.tokenizer.decode(ids[start:])
-                if not text.endswith("\ufffd") and len(text) > len(sent):
-                    sender.send(_text(text[len(sent):]))
-                    sent = text
-        text = self.tokenizer.decode(ids[start:])
+                piece = self._new_text(ids, prefix, read)
+                if piece and not piece.endswith("\ufffd"):  # a character cut in two waits for its other bytes
+                    sender.send(_text(piece))
+                    prefix, read = read, len(ids)
         if not stream:
-            sender.send(_text(text), flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            sender.send(_text(self.tokenizer.decode(ids[start:])), flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
             return
-        if len(text) > len(sent):
-            sender.send(_text(text[len(sent):]))
+        piece = self._new_text(ids, prefix, read)
+        if piece:
+            sender.send(_text(piece))
         sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
