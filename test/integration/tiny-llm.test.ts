@@ -59,7 +59,8 @@ async function stream(parameters: object): Promise<string[]> {
   return events(r.body).map((e) => {
     const o = JSON.parse(e) as { model_name: string; text_output: string };
     assert.equal(o.model_name, 'tiny_llm');
-    assert.ok(o.text_output.length > 0 && !o.text_output.includes('\ufffd'), `a whole token per event: ${JSON.stringify(o.text_output)}`);
+    // whole_characters: no lone UTF-8 byte (U+FFFD) and no control character but newline and tab.
+    assert.match(o.text_output, /^(?:[^\p{Cc}\ufffd]|[\n\t])+$/u, `a whole, printable token per event: ${JSON.stringify(o.text_output)}`);
     return o.text_output;
   });
 }

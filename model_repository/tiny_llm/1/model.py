@@ -25,6 +25,11 @@ def _error(message, code=None):
     return pb_utils.InferenceResponse(error=err)
 
 
+def _whole(text):
+    """Whether a token's text is whole printable characters (newline and tab too)."""
+    return text != "" and "\ufffd" not in text and all(c.isprintable() or c in "\n\t" for c in text)
+
+
 class TritonPythonModel:
     def initialize(self, args):
         version_dir = os.path.join(args["model_repository"], args["model_version"])
@@ -37,14 +42,15 @@ class TritonPythonModel:
         with open(os.path.join(model_dir, "tokenizer_config.json")) as f:
             eos = json.load(f).get("eos_token")
         self.eos_id = self.tokenizer.token_to_id(eos) if eos else None
-        # Random weights pick lone UTF-8 continuation bytes as often as words; the
-        # config parameter whole_characters (true here) keeps to tokens that decode
-        # to whole characters. A real model learned its byte order: leave it off.
+        # Random weights pick lone UTF-8 continuation bytes and control bytes as
+        # often as words; the config parameter whole_characters (true here) keeps
+        # to tokens that decode to whole, printable characters. A real model
+        # learned its byte order: leave it off.
         params = json.loads(args["model_config"]).get("parameters", {})
         self.mask = None
         if params.get("whole_characters", {}).get("string_value", "false") == "true":
             vocab = self.tokenizer.get_vocab_size()
-            self.mask = np.array([("\ufffd" in self.tokenizer.decode([i])) for i in range(vocab)])
+            self.mask = np.array([not _whole(self.tokenizer.decode([i])) for i in range(vocab)])
 
     def execute(self, requests):
         for request in requests:
