@@ -41,6 +41,8 @@ class TritonPythonModel:
         self.tokenizer = Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
         with open(os.path.join(model_dir, "tokenizer_config.json")) as f:
             eos = json.load(f).get("eos_token")
+        if isinstance(eos, dict):  # Hugging Face's AddedToken form: {"content": "</s>", ...}
+            eos = eos.get("content")
         self.eos_id = self.tokenizer.token_to_id(eos) if eos else None
         # Random weights pick lone UTF-8 continuation bytes and control bytes as
         # often as words; the config parameter whole_characters (true here) keeps
