@@ -21,7 +21,7 @@ byte-identical files. Models written:
   tiny_llm/          a tiny decoder-only language model (random weights: its
                      text is nonsense by design) as 1/model.onnx, INT64
                      input_ids [1, T] -> FP32 logits [1, T, V], with a
-                     byte-level BPE tokenizer.json trained on README.md
+                     byte-level BPE tokenizer.json trained on proto/*.proto
                      (needs the `tokenizers` package) and a chat template;
                      1/model.py (hand-written, not generated) drives it
 """
@@ -219,7 +219,12 @@ TINY_LLM_CHAT_TEMPLATE = (
 )
 
 
-def gen_tiny_llm(out, corpus='README.md'):
+# The tokenizer's training text: Triton's protocol files, which change only
+# when the protocol does (README.md would change the tokenizer at every edit).
+TINY_LLM_CORPUS = ['proto/grpc_service.proto', 'proto/model_config.proto']
+
+
+def gen_tiny_llm(out, corpus=TINY_LLM_CORPUS):
     """A causal network small enough to commit: embedding, one attention-free
     mixing block (the running mean of the earlier positions stands in for
     attention: position t sees only tokens 0..t), a residual MLP, and a
@@ -232,7 +237,7 @@ def gen_tiny_llm(out, corpus='README.md'):
     trainer = trainers.BpeTrainer(
         vocab_size=TINY_LLM_VOCAB, special_tokens=[TINY_LLM_EOS], show_progress=False,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train([corpus], trainer)
+    tok.train(corpus, trainer)
     vocab = tok.get_vocab_size()
 
     rng = np.random.default_rng(20240618)
