@@ -18,8 +18,15 @@ byte-identical files. Models written:
                      global average pool -> dense(1000) -> softmax, labels.txt
   identity_types/    one identity per datatype onnxruntime-node supports, for
                      datatype round-trip tests
+  tiny_llm/          a tiny decoder-only language model (random weights: its
+                     text is nonsense by design) as 1/model.onnx, INT64
+                     input_ids [1, T] -> FP32 logits [1, T, V], with a
+                     byte-level BPE tokenizer.json trained on proto/*.proto
+                     (needs the `tokenizers` package) and a chat template;
+                     1/model.py (hand-written, not generated) drives it
 """
 import argparse
+import json
 import os
 import sys
 
@@ -203,6 +210,86 @@ def gen_identity_types(out):
     write_model(out, 'identity_types', make_model(graph), config)
 
 
+TINY_LLM_VOCAB = 384
+TINY_LLM_DIM = 48
+TINY_LLM_EOS = '<|endoftext|>'
+TINY_LLM_CHAT_TEMPLATE = (
+    "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+
+
+# The tokenizer's training text: Triton's protocol files, which change only
+# when the protocol does (README.md would change the tokenizer at every edit).
+TINY_LLM_CORPUS = ['proto/grpc_service.proto', 'proto/model_config.proto']
+
+
+def gen_tiny_llm(out, corpus=TINY_LLM_CORPUS):
+    """A causal network small enough to commit: embedding, one attention-free
+    mixing block (the running mean of the earlier positions stands in for
+    attention: position t sees only tokens 0..t), a residual MLP, and a
+    projection to vocabulary logits."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=TINY_LLM_VOCAB, special_tokens=[TINY_LLM_EOS], show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train(corpus, trainer)
+    vocab = tok.get_vocab_size()
+
+    rng = np.random.default_rng(20240618)
+    d = TINY_LLM_DIM
+    init = lambda name, shape, scale: numpy_helper.from_array(
+        (rng.standard_normal(shape) * scale).astype(np.float32), name)
+    weights = [
+        init('embedding', (vocab, d), 1.0),
+        init('mix_w', (d, d), 1.0 / np.sqrt(d)),
+        init('mlp_w', (d, d), 1.0 / np.sqrt(d)),
+        init('out_w', (d, vocab), 2.0 / np.sqrt(d)),
+        # Random weights know no end of text: the EOS logit is held down, so a
+        # stream runs to max_tokens (a real model stops on its own).
+        numpy_helper.from_array(np.where(np.arange(vocab) == tok.token_to_id(TINY_LLM_EOS), -1e4, 0).astype(np.float32), 'out_b'),
+        numpy_helper.from_array(np.array([2], dtype=np.int64), 'axis2'),
+        numpy_helper.from_array(np.array(1, dtype=np.int64), 'axis1'),
+    ]
+    n = helper.make_node
+    graph = helper.make_graph(
+        [
+            n('Gather', ['embedding', 'input_ids'], ['h']),                    # [1, T, d]
+            n('Shape', ['input_ids'], ['ids_shape']),
+            n('ConstantOfShape', ['ids_shape'], ['ones'],
+              value=helper.make_tensor('one', TensorProto.FLOAT, [1], [1.0])),
+            n('CumSum', ['ones', 'axis1'], ['count2']),                         # [1, T]: 1..T
+            n('Unsqueeze', ['count2', 'axis2'], ['count']),                     # [1, T, 1]
+            n('CumSum', ['h', 'axis1'], ['h_sum']),
+            n('Div', ['h_sum', 'count'], ['h_mean']),                           # causal mean
+            n('MatMul', ['h_mean', 'mix_w'], ['mixed']),
+            n('Add', ['h', 'mixed'], ['h1']),
+            n('MatMul', ['h1', 'mlp_w'], ['mlp']),
+            n('Tanh', ['mlp'], ['mlp_act']),
+            n('Add', ['h1', 'mlp_act'], ['h2']),
+            n('MatMul', ['h2', 'out_w'], ['out']),
+            n('Add', ['out', 'out_b'], ['logits']),
+        ],
+        'tiny_llm',
+        [helper.make_tensor_value_info('input_ids', TensorProto.INT64, [1, 'sequence'])],
+        [helper.make_tensor_value_info('logits', TensorProto.FLOAT, [1, 'sequence', vocab])],
+        initializer=weights,
+    )
+    version_dir = os.path.join(out, 'tiny_llm', '1')
+    os.makedirs(version_dir, exist_ok=True)
+    with open(os.path.join(version_dir, 'model.onnx'), 'wb') as f:
+        f.write(make_model(graph).SerializeToString())
+    with open(os.path.join(out, 'tiny_llm', 'tokenizer.json'), 'w') as f:
+        f.write(tok.to_str())
+    with open(os.path.join(out, 'tiny_llm', 'tokenizer_config.json'), 'w') as f:
+        json.dump({'chat_template': TINY_LLM_CHAT_TEMPLATE, 'eos_token': TINY_LLM_EOS}, f, indent=2)
+        f.write('\n')
+
+
 def check(out):
     """Run every model once with onnxruntime (Python) as a sanity check."""
     import onnxruntime as ort
@@ -226,6 +313,8 @@ def check(out):
     results = sess.run(None, feeds)
     for (dt, _), r in zip(IDENTITY_TYPES, results):
         assert (r == feeds['INPUT_' + dt]).all(), dt
+    (logits,) = session(os.path.join('tiny_llm')).run(None, {'input_ids': np.array([[1, 2, 3]], np.int64)})
+    assert logits.shape[:2] == (1, 3)
     print('check: all models ran in onnxruntime', ort.__version__)
 
 
@@ -238,6 +327,7 @@ def main():
     gen_dense_classifier(args.out)
     gen_image_classifier(args.out)
     gen_identity_types(args.out)
+    gen_tiny_llm(args.out)
     if args.check:
         check(args.out)
     return 0
