@@ -32,6 +32,11 @@ before(async () => {
   marks = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-openai-marks-'));
   for (const m of ['mock_llm', 'templated_llm']) {
     fs.cpSync(path.join(FIXTURES, 'openai_models', m), path.join(repo, m), { recursive: true });
+    // templated_llm is mock_llm's model.py with a template and a tokenizer of its own.
+    if (m === 'templated_llm') {
+      fs.mkdirSync(path.join(repo, m, '1'), { recursive: true });
+      fs.copyFileSync(path.join(FIXTURES, 'openai_models/mock_llm/1/model.py'), path.join(repo, m, '1/model.py'));
+    }
     fs.appendFileSync(path.join(repo, m, 'config.pbtxt'),
       `parameters [ { key: "marks" value: { string_value: "${marks}" } }, { key: "delay_ms" value: { string_value: "5" } } ]\n`);
   }
