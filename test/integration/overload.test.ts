@@ -17,7 +17,7 @@ import path from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
 import { infer, type InferResult } from '../../src/client/kserve-http-client';
 import { createClient, int32Bytes, type GrpcTestClient } from './grpc-test-client';
-import { REPO_ROOT, startServer, type ServerProcess } from './server-process';
+import { REPO_ROOT, pendingRequests, startServer, untilPending, type ServerProcess } from './server-process';
 
 const FIXTURES = path.join(REPO_ROOT, 'test/integration/fixtures/scheduling_models');
 
@@ -56,21 +56,6 @@ after(async () => {
   fs.rmSync(repo, { recursive: true, force: true });
 });
 
-async function pending(model: string): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text();
-  const m = new RegExp(`^nv_inference_pending_request_count\\{model="${model}",version="1"\\} (\\d+)`, 'm').exec(text);
-  return m ? Number(m[1]) : -1;
-}
-
-/** Bounded wait until the server has admitted `n` requests of `model`. */
-async function untilPending(model: string, n: number): Promise<void> {
-  for (let i = 0; i < 1000; i++) {
-    if ((await pending(model)) === n) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`pending requests of ${model} never reached ${n} (now ${await pending(model)})`);
-}
-
 const send = (model = 'gated', id = ''): Promise<InferResult> =>
   infer(server.url, model, [{ name: 'IN', datatype: 'INT32', shape: [1, 1], data: [0] }], id === '' ? {} : { id });
 
@@ -81,9 +66,9 @@ test('over --max-queued-requests: HTTP 429 + Retry-After and gRPC RESOURCE_EXHAU
   fs.writeFileSync(gate, '');
   try {
     const held = [send()];
-    await untilPending('gated', 1); // running, held by the gate
+    await untilPending(server, 'gated', 1); // running, held by the gate
     held.push(send(), send());
-    await untilPending('gated', 3); // two more queued: the server holds 3
+    await untilPending(server, 'gated', 3); // two more queued: the server holds 3
 
     const over = await send('gated', 'h4');
     assert.equal(over.status, 429);
@@ -98,7 +83,7 @@ test('over --max-queued-requests: HTTP 429 + Retry-After and gRPC RESOURCE_EXHAU
     assert.equal(err.details, `[request id: g4] ${FULL}`);
     assert.deepEqual(err.metadata.get('retry-after'), ['1']);
 
-    assert.equal(await pending('gated'), 3, 'the refused requests never reached the model');
+    assert.equal(await pendingRequests(server, 'gated'), 3, 'the refused requests never reached the model');
     fs.rmSync(gate);
     for (const r of await Promise.all(held)) assert.equal(r.status, 200, JSON.stringify(r.json));
     assert.equal((await send()).status, 200, 'room again once they finished');
@@ -111,9 +96,9 @@ test('ensemble max_inflight_requests: 1 holds the second request\'s step back (b
   fs.writeFileSync(gate, '');
   try {
     const both = [send('gated_pipeline'), send('gated_pipeline')];
-    await untilPending('gated_pipeline', 2); // both ensemble requests admitted
+    await untilPending(server, 'gated_pipeline', 2); // both ensemble requests admitted
     // A step is sent as soon as its ensemble request is admitted, unless its step is full.
-    assert.equal(await pending('gated'), 1, 'only one step request reached the composing model');
+    assert.equal(await pendingRequests(server, 'gated'), 1, 'only one step request reached the composing model');
     fs.rmSync(gate);
     for (const r of await Promise.all(both)) assert.equal(r.status, 200, JSON.stringify(r.json));
   } finally {

@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { infer, type InferResult } from '../../src/client/kserve-http-client';
-import { MODEL_REPOSITORY, REPO_ROOT, startServer } from './server-process';
+import { MODEL_REPOSITORY, REPO_ROOT, startServer, untilPending } from './server-process';
 import type { ServerProcess } from './server-process';
 
 const FIXTURES = path.join(REPO_ROOT, 'test/integration/fixtures/scheduling_models');
@@ -38,21 +38,6 @@ after(async () => {
   fs.rmSync(repo, { recursive: true, force: true });
 });
 
-async function pending(model: string): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text();
-  const m = new RegExp(`^nv_inference_pending_request_count\\{model="${model}",version="1"\\} (\\d+)`, 'm').exec(text);
-  return m ? Number(m[1]) : -1;
-}
-
-/** Bounded wait until the server has admitted `n` requests of `model`. */
-async function untilPending(model: string, n: number): Promise<void> {
-  for (let i = 0; i < 1000; i++) {
-    if ((await pending(model)) === n) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`pending requests of ${model} never reached ${n} (now ${await pending(model)})`);
-}
-
 function order(r: InferResult): number {
   assert.equal(r.status, 200, JSON.stringify(r.json));
   return ((r.json.outputs as { data: number[] }[])[0]!.data)[0]!;
@@ -65,24 +50,24 @@ test('queue policy: a queue timeout, max_queue_size per level, and a high-priori
     infer(server.url, 'gated', [{ name: 'IN', datatype: 'INT32', shape: [1, 1], data: [0] }], { parameters });
   try {
     const busy = send();
-    await untilPending('gated', 1); // running, held by the gate
+    await untilPending(server, 'gated', 1); // running, held by the gate
     // One at a time: requests on different connections may reach the scheduler in any order.
     const low1 = send();
-    await untilPending('gated', 2);
+    await untilPending(server, 'gated', 2);
     const low2 = send({ priority: 0 });
-    await untilPending('gated', 3);
+    await untilPending(server, 'gated', 3);
     const timed = send({ timeout: 100_000 });
     const t = await timed;
     assert.equal(t.status, 503);
     assert.equal(t.json.error, 'Request timeout expired');
     const low3 = send({ priority: 9 }); // above the levels: the default (low) level
-    await untilPending('gated', 4);
+    await untilPending(server, 'gated', 4);
     const full = await send({ priority: 2 });
     assert.equal(full.status, 429);
     assert.match(full.json.error as string, /^\[request id: <id_unknown>\] Exceeds maximum queue size: model 'gated' queues at most 3 request\(s\) at priority level 2 \(its max_queue_size\); retry after 1 s, or raise max_queue_size$/);
     assert.equal(full.headers.get('retry-after'), '1');
     const high = send({ priority: 1 }); // level 1 has no size limit
-    await untilPending('gated', 5);
+    await untilPending(server, 'gated', 5);
     fs.rmSync(gate);
     const orders = (await Promise.all([busy, high, low1, low2, low3])).map(order);
     assert.equal(orders[0], orders[1]! - 1, 'the high-priority request ran right after the one running');
@@ -167,7 +152,6 @@ instance_group [ { count: 2 kind: KIND_CPU } ]
 model_warmup [ { name: "w" inputs { key: "IN" value: { data_type: TYPE_FP32 dims: [ 2 ] zero_data: true } } } ]
 `);
   fs.writeFileSync(path.join(py, '1', 'model.py'), `import triton_python_backend_utils as pb_utils
-
 
 class TritonPythonModel:
     def initialize(self, args):

@@ -71,6 +71,22 @@ async function scrapeArena(metricsPort: number): Promise<number> {
   return Number(m[1]);
 }
 
+/** The server's `nv_inference_pending_request_count` for version 1 of `model` (metrics on); -1 when it has no such series. */
+export async function pendingRequests(server: { metricsPort: number }, model: string): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text();
+  const m = new RegExp(`^nv_inference_pending_request_count\\{model="${model}",version="1"\\} (\\d+)`, 'm').exec(text);
+  return m ? Number(m[1]) : -1;
+}
+
+/** Bounded wait (10 s) until the server (metrics on) has admitted `n` requests of `model`. */
+export async function untilPending(server: { metricsPort: number }, model: string, n: number): Promise<void> {
+  for (let i = 0; i < 1000; i++) {
+    if ((await pendingRequests(server, model)) === n) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`pending requests of ${model} never reached ${n} (now ${await pendingRequests(server, model)})`);
+}
+
 function launch(args: string[]): { child: ChildProcess; output: () => string } {
   // A default the args set themselves is left out (metrics off, for one).
   const defaults = ['--http-port=0', '--allow-grpc=false', '--allow-metrics=true', '--metrics-port=0', '--metrics-address=127.0.0.1']

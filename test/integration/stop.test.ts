@@ -18,7 +18,7 @@ import path from 'node:path';
 import type * as grpc from '@grpc/grpc-js';
 import { infer } from '../../src/client/kserve-http-client';
 import { createClient, int32Bytes } from './grpc-test-client';
-import { MODEL_REPOSITORY, REPO_ROOT, startServer, waitForOutput, type ServerProcess } from './server-process';
+import { MODEL_REPOSITORY, REPO_ROOT, startServer, untilPending, waitForOutput, type ServerProcess } from './server-process';
 
 let repo: string;
 let gate: string;
@@ -62,17 +62,6 @@ function alive(pid: number): boolean {
   } catch {
     return false;
   }
-}
-
-/** Bounded wait until the server (metrics on) has admitted `n` requests of `model`. */
-async function untilPending(server: ServerProcess, model: string, n: number): Promise<void> {
-  for (let i = 0; i < 1000; i++) {
-    const text = await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text();
-    const m = new RegExp(`^nv_inference_pending_request_count\\{model="${model}",version="1"\\} (\\d+)`, 'm').exec(text);
-    if (m !== null && Number(m[1]) === n) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`pending requests of ${model} never reached ${n}`);
 }
 
 function exited(server: ServerProcess, ms: number): Promise<number | null> {
@@ -316,7 +305,6 @@ output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
 `);
     fs.writeFileSync(path.join(slow, 'slow_init', '1', 'model.py'), `import time
 import triton_python_backend_utils as pb_utils
-
 
 class TritonPythonModel:
     def initialize(self, args):
