@@ -13,7 +13,8 @@ import type { ModelInstance } from '../instances/instance';
 import { nowNs } from '../core/clock';
 import { OrderedRelease } from './ordered-release';
 import { cancelledMessage, type ExecuteResult, type InferRequest, type InferResponse, type ReplyAddress, type Respond } from '../core/request';
-import type { RequestDoneStats, SchedulerHooks } from './scheduler-hooks';
+import type { SchedulerHooks } from './scheduler-hooks';
+import { RequestAccounting, schedulerWarning as warn } from './request-accounting';
 import { QueuedRequest } from './queued-request';
 
 export interface ExecutionPoolOptions {
@@ -88,11 +89,7 @@ export class ExecutionPool {
   private readonly direct: boolean;
   private readonly decoupled: boolean;
   private readonly reschedule: ((q: QueuedRequest) => void) | undefined;
-  /** Reused for every requestDone call (see scheduler-hooks.ts). */
-  private readonly stats: RequestDoneStats = {
-    success: false, queueStartNs: 0, computeStartNs: 0, computeInputEndNs: 0,
-    computeInferEndNs: 0, computeEndNs: 0, endNs: 0,
-  };
+  private readonly accounting: RequestAccounting;
 
   constructor(opts: ExecutionPoolOptions) {
     if (opts.instances.length === 0) {
@@ -103,6 +100,7 @@ export class ExecutionPool {
     this.slots = opts.instances.map((instance, i) => ({ instance, depth: depthOf(instance), running: 0, freedAt: -i, batches: [] }));
     for (const slot of this.slots) this.freeSlots += slot.depth;
     this.hooks = opts.hooks;
+    this.accounting = new RequestAccounting(opts.hooks);
     this.onIdle = opts.onIdle;
     this.onResult = opts.onResult;
     this.decoupled = opts.decoupled === true;
@@ -138,7 +136,7 @@ export class ExecutionPool {
     const q = new QueuedRequest(request, respond, now, '');
     q.done = true;
     callRespond(respond, { outputs: [], error, final: true });
-    this.requestDone(q, false, now);
+    this.accounting.requestDone(q, false, now);
   }
 
   /** Answer an admitted request that will never run (its queue timeout passed: Triton's REJECTED). */
@@ -334,50 +332,15 @@ export class ExecutionPool {
       return;
     }
     if (!response.final) q.streaming = true;
-    if (q.streaming || this.decoupled) this.responseDone(q, response);
+    if (q.streaming || this.decoupled) this.accounting.responseDone(q, response);
     callRespond(q.respond, response);
     if (!response.final) return;
-    this.requestDone(q, response.error === undefined, nowNs());
+    this.accounting.requestDone(q, response.error === undefined, nowNs());
     this.inflight--;
     if (this.inflight === 0 && this.drainWaiters.length > 0) {
       const waiters = this.drainWaiters;
       this.drainWaiters = [];
       for (const resolve of waiters) resolve();
-    }
-  }
-
-  private responseDone(q: QueuedRequest, response: InferResponse): void {
-    const hook = this.hooks?.responseDone;
-    const index = q.responses++;
-    if (hook === undefined) return;
-    const now = nowNs();
-    const since = q.lastResponseNs === 0 ? 0 : now - q.lastResponseNs;
-    q.lastResponseNs = now;
-    const kind = response.error !== undefined ? (response.error.code === 'CANCELLED' ? 'cancel' : 'fail') : response.outputs.length === 0 ? 'empty' : 'success';
-    try {
-      hook.call(this.hooks, q.request, index, kind, since, now - q.queueStartNs);
-    } catch (err) {
-      warn('responseDone hook', err);
-    }
-  }
-
-  private requestDone(q: QueuedRequest, success: boolean, endNs: number): void {
-    const hook = this.hooks?.requestDone;
-    if (hook === undefined) return;
-    const s = this.stats;
-    const t = q.timings;
-    s.success = success;
-    s.queueStartNs = q.queueStartNs;
-    s.computeStartNs = t === null ? 0 : t.computeStartNs;
-    s.computeInputEndNs = t === null ? 0 : t.computeInputEndNs;
-    s.computeInferEndNs = t === null ? 0 : t.computeInferEndNs;
-    s.computeEndNs = t === null ? 0 : t.computeEndNs;
-    s.endNs = endNs;
-    s.failure = q.failure;
-    try {
-      hook.call(this.hooks, q.request, s);
-    } catch (err) {
-      warn('requestDone hook', err);
     }
   }
 }
@@ -399,8 +362,4 @@ function callRespond(respond: Respond, response: InferResponse): void {
   } catch (err) {
     warn('respond callback', err);
   }
-}
-
-function warn(where: string, err: unknown): void {
-  process.emitWarning(`scheduler: ${where} threw: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
 }
