@@ -85,9 +85,10 @@ async function whenQuiet(deadline: () => number): Promise<number> {
  * ones are answered, at this time (ms) at the latest.
  */
 let closeBy: number | undefined;
-const server = new HttpServer((reply, head) => route(reply, head));
+const warn = (message: string): void => post({ t: 'warn', message: `HTTP thread ${data.index}: ${message}` });
+const server = new HttpServer((reply, head) => route(reply, head), undefined, undefined, warn);
 /** --openai-port's server: the OpenAI-compatible routes only (openai-port-routes). */
-const openaiServer = new HttpServer((reply, head) => routeOpenAI(reply, head));
+const openaiServer = new HttpServer((reply, head) => routeOpenAI(reply, head), undefined, undefined, warn);
 
 // An uncaught error closes the listen socket and every connection (their
 // clients see a reset), says why, and exits; the main thread starts a
