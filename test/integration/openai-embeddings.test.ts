@@ -9,6 +9,9 @@
  * with `param`: an LLM asked for embeddings, an embedding model asked for a
  * chat, an unknown model, a model error, a size the model refuses,
  * token ids without a tokenizer, an empty input; the model serves on after.
+ * And the repository's example, model_repository/tiny_embedder (ONNX +
+ * tiny_llm's tokenizer, mean-pooled): its tokenizer counts `usage` and reads
+ * token-id inputs, and `dimensions` shortens its vectors.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,7 +19,7 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { REPO_ROOT, startServer } from './server-process';
+import { MODEL_REPOSITORY, REPO_ROOT, startServer } from './server-process';
 import type { ServerProcess } from './server-process';
 
 const FIXTURES = path.join(REPO_ROOT, 'test/integration/fixtures');
@@ -26,6 +29,7 @@ let repo: string;
 before(async () => {
   repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-embeddings-'));
   for (const m of ['mock_llm', 'mock_embedder']) fs.cpSync(path.join(FIXTURES, 'openai_models', m), path.join(repo, m), { recursive: true });
+  fs.cpSync(path.join(MODEL_REPOSITORY, 'tiny_embedder'), path.join(repo, 'tiny_embedder'), { recursive: true });
   server = await startServer([`--model-repository=${repo}`]);
 });
 
@@ -34,9 +38,9 @@ after(async () => {
   fs.rmSync(repo, { recursive: true, force: true });
 });
 
-function client(step: string): Promise<Record<string, any>> {
+function client(step: string, ...more: string[]): Promise<Record<string, any>> {
   return new Promise((resolve, reject) => {
-    execFile('python3', [path.join(FIXTURES, 'openai_client.py'), `${server.url}/v1`, step], { timeout: 60_000 }, (err, stdout, stderr) => {
+    execFile('python3', [path.join(FIXTURES, 'openai_client.py'), `${server.url}/v1`, step, ...more], { timeout: 60_000 }, (err, stdout, stderr) => {
       if (err) return reject(new Error(`${err.message}\n${stderr}`));
       resolve(JSON.parse(stdout) as Record<string, any>);
     });
@@ -47,7 +51,7 @@ const norm = (v: number[]): number => Math.sqrt(v.reduce((s, x) => s + x * x, 0)
 
 test('the openai client: embeddings as floats and base64, dimensions, usage, and the errors with their param', async () => {
   const o = await client('embeddings');
-  assert.deepEqual(o.models, ['mock_embedder', 'mock_llm'], '/v1/models lists the embedding model beside the LLM');
+  assert.deepEqual(o.models, ['mock_embedder', 'mock_llm', 'tiny_embedder'], '/v1/models lists the embedding models beside the LLM');
 
   const f = o.float;
   assert.equal(f.object, 'list');
@@ -97,4 +101,21 @@ test('a plain HTTP client: three inputs answered in input order, unknown fields 
   assert.deepEqual(body.data.map((d) => d.index), [0, 1, 2]);
   const get = await fetch(`${server.url}/v1/embeddings`);
   assert.equal(get.status, 405);
+});
+
+test('tiny_embedder: its tokenizer counts usage and reads token ids; dimensions shortens the vector to unit length', async () => {
+  const o = await client('tiny_embedder', path.join(repo, 'tiny_embedder', 'tokenizer.json'));
+  const [a, b] = o.texts.data.map((d: any) => d.embedding as number[]);
+  assert.equal(a!.length, 32);
+  assert.ok(Math.abs(norm(a!) - 1) < 1e-5 && Math.abs(norm(b!) - 1) < 1e-5);
+  assert.notDeepEqual(a, b);
+  assert.equal(o.texts.usage.prompt_tokens, o.expected_tokens, 'usage is the model tokenizer\'s count');
+  // The ids of "The server streams", decoded by the server with the same tokenizer, give the same vector.
+  assert.deepEqual(o.ids.data[0].embedding, a);
+  const short = o.dims.data[0].embedding as number[];
+  assert.equal(short.length, 8);
+  assert.ok(Math.abs(norm(short) - 1) < 1e-5);
+  const head = a!.slice(0, 8);
+  const scale = norm(head);
+  short.forEach((x, i) => assert.ok(Math.abs(x - head[i]! / scale) < 1e-5, 'the first 8 values, at unit length again'));
 });
