@@ -24,6 +24,12 @@ byte-identical files. Models written:
                      byte-level BPE tokenizer.json trained on proto/*.proto
                      (needs the `tokenizers` package) and a chat template;
                      1/model.py (hand-written, not generated) drives it
+  tiny_embedder/     a tiny text embedding model (random weights) as
+                     1/model.onnx, INT64 input_ids [1, T] -> FP32 embedding
+                     [1, 32] (token embeddings through a tanh layer, mean-
+                     pooled over the tokens, unit length), with tiny_llm's
+                     tokenizer.json; 1/model.py (hand-written) serves it on
+                     /v1/embeddings (text_input -> embedding)
 """
 import argparse
 import json
@@ -290,6 +296,55 @@ def gen_tiny_llm(out, corpus=TINY_LLM_CORPUS):
         f.write('\n')
 
 
+TINY_EMBEDDER_DIM = 32
+
+
+def gen_tiny_embedder(out, corpus=TINY_LLM_CORPUS):
+    """Token embeddings, a tanh layer, the mean over the tokens and a unit
+    length: an embedding model's shape (the weights are random, so similar
+    texts are not near each other). The tokenizer is tiny_llm's, trained
+    again on the same text (byte-identical)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=TINY_LLM_VOCAB, special_tokens=[TINY_LLM_EOS], show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train(corpus, trainer)
+    vocab = tok.get_vocab_size()
+
+    rng = np.random.default_rng(20251201)
+    d = TINY_EMBEDDER_DIM
+    init = lambda name, shape, scale: numpy_helper.from_array(
+        (rng.standard_normal(shape) * scale).astype(np.float32), name)
+    weights = [
+        init('embedding', (vocab, d), 1.0),
+        init('proj_w', (d, d), 1.0 / np.sqrt(d)),
+    ]
+    n = helper.make_node
+    graph = helper.make_graph(
+        [
+            n('Gather', ['embedding', 'input_ids'], ['h']),                    # [1, T, d]
+            n('MatMul', ['h', 'proj_w'], ['p']),
+            n('Tanh', ['p'], ['t']),
+            n('ReduceMean', ['t'], ['pooled'], axes=[1], keepdims=0),           # [1, d]: mean over tokens (opset 17: axes an attribute)
+            n('LpNormalization', ['pooled'], ['embedding_out'], axis=-1, p=2),  # unit length
+        ],
+        'tiny_embedder',
+        [helper.make_tensor_value_info('input_ids', TensorProto.INT64, [1, 'sequence'])],
+        [helper.make_tensor_value_info('embedding_out', TensorProto.FLOAT, [1, d])],
+        initializer=weights,
+    )
+    version_dir = os.path.join(out, 'tiny_embedder', '1')
+    os.makedirs(version_dir, exist_ok=True)
+    with open(os.path.join(version_dir, 'model.onnx'), 'wb') as f:
+        f.write(make_model(graph).SerializeToString())
+    with open(os.path.join(out, 'tiny_embedder', 'tokenizer.json'), 'w') as f:
+        f.write(tok.to_str())
+
+
 def check(out):
     """Run every model once with onnxruntime (Python) as a sanity check."""
     import onnxruntime as ort
@@ -315,6 +370,8 @@ def check(out):
         assert (r == feeds['INPUT_' + dt]).all(), dt
     (logits,) = session(os.path.join('tiny_llm')).run(None, {'input_ids': np.array([[1, 2, 3]], np.int64)})
     assert logits.shape[:2] == (1, 3)
+    (emb,) = session('tiny_embedder').run(None, {'input_ids': np.array([[1, 2, 3]], np.int64)})
+    assert emb.shape == (1, TINY_EMBEDDER_DIM) and np.isclose(np.linalg.norm(emb), 1, atol=1e-5)
     print('check: all models ran in onnxruntime', ort.__version__)
 
 
@@ -328,6 +385,7 @@ def main():
     gen_image_classifier(args.out)
     gen_identity_types(args.out)
     gen_tiny_llm(args.out)
+    gen_tiny_embedder(args.out)
     if args.check:
         check(args.out)
     return 0

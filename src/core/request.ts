@@ -74,6 +74,13 @@ export interface InferRequest {
   arrivalNs: number;
   /** The client's address (`ip:port`), set by the frontend only when --log-access is on. */
   client?: string;
+  /**
+   * Set on main when the frontend cancels the request because it has the
+   * whole answer (an OpenAI `stop` sequence reached): the CANCELLED final
+   * that follows is counted a success, as Triton counts a stop the model
+   * itself reached (dataplane/frontend-requests.ts, execution-pool.ts).
+   */
+  answered?: boolean;
 }
 
 /**

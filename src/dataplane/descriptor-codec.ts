@@ -111,6 +111,7 @@ export function encodeDescriptor(msg: { t: string }): Buffer | undefined {
     case 'cancel': {
       w.u8(TAG_CANCEL);
       w.f64((msg as CancelMessage).key);
+      w.u8((msg as CancelMessage).answered === true ? 1 : 0);
       break;
     }
     default:
@@ -159,9 +160,11 @@ export function decodeDescriptor(buf: Buffer, start: number, end: number): Descr
       msg = { t: 'response', key, version, response: readResponse(r) };
       break;
     }
-    case TAG_CANCEL:
-      msg = { t: 'cancel', key: r.f64() };
+    case TAG_CANCEL: {
+      const key = r.f64();
+      msg = r.u8() === 1 ? { t: 'cancel', key, answered: true } : { t: 'cancel', key };
       break;
+    }
     default:
       throw new RangeError(`unknown ring descriptor tag ${tag}`);
   }

@@ -53,6 +53,7 @@ export function routeFromFrontend(
 function cancelFromFrontend(link: FrontendThreadLink, msg: CancelMessage, canceller: FrontendCanceller): void {
   const request = link.inflight.get(msg.key);
   if (request === undefined) return;
+  if (msg.answered === true) request.answered = true;
   queueMicrotask(() => {
     if (link.inflight.get(msg.key) !== request) return;
     try {

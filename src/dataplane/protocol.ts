@@ -91,6 +91,8 @@ export interface ResponseMessage {
 export interface CancelMessage {
   t: 'cancel';
   key: number;
+  /** The frontend has the whole answer (a stop sequence reached): the request ends as a success. */
+  answered?: boolean;
 }
 
 export type FrontendToMain = InferMessage | CancelMessage;

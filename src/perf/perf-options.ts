@@ -4,12 +4,16 @@
  * `--concurrency-range start:end:step`, `--request-rate-range`,
  * `--measurement-interval` (ms), `--stability-percentage`, `--max-trials`,
  * `--percentile`, `-f out.csv`, `--measurement-mode`, `--latency-threshold`,
- * `-v`; perf_analyzer flags guides paste that change nothing here
+ * `-v`; `--service-kind openai` with `--endpoint v1/chat/completions|v1/completions`
+ * (streamed LLM requests: openai-perf.ts) and its `--prompt`, `--max-tokens`,
+ * `--extra-inputs name:value`, `--request-count`; perf_analyzer flags guides paste that change nothing here
  * (`--async`/`-a`, `--max-threads`, `--collect-metrics`,
  * `--shared-memory=none`) are accepted with a note saying what nodetron perf
  * does instead, and `-t N` is the old spelling of `--concurrency-range N`.
  * Pure: argv in, options or a PerfUsageError out.
  */
+
+import type { OpenAIEndpoint } from './openai-stream-math';
 
 export class PerfUsageError extends Error {}
 
@@ -45,6 +49,15 @@ export interface PerfOptions {
   /** --latency-threshold in ms: the sweep stops after a step over it; undefined = no limit. */
   latencyThresholdMs: number | undefined;
   verbose: boolean;
+  /** triton: KServe v2 inference (the default); openai: streamed /v1 LLM requests (openai-perf.ts). */
+  serviceKind: 'triton' | 'openai';
+  endpoint: OpenAIEndpoint;
+  /** openai: the prompt (chat: one user message), max_tokens, and more body fields. */
+  prompt: string;
+  maxTokens: number | undefined;
+  extraInputs: Record<string, unknown>;
+  /** openai: each step sends this many requests (else it runs for the measurement interval). */
+  requestCount: number | undefined;
   /** What accepted-but-inert flags mean here, printed before the run. */
   notes: string[];
   help: boolean;
@@ -87,6 +100,12 @@ const SPECS: Record<string, Spec> = {
   '--measurement-request-count': { key: 'windowRequests', kind: 'int' },
   '--latency-threshold': { key: 'latencyThresholdMs', kind: 'int' },
   '-l': { key: 'latencyThresholdMs', kind: 'int' },
+  '--service-kind': { key: 'serviceKind', kind: 'string' },
+  '--endpoint': { key: 'endpoint', kind: 'string' },
+  '--prompt': { key: 'prompt', kind: 'string' },
+  '--max-tokens': { key: 'maxTokens', kind: 'int' },
+  '--extra-inputs': { key: 'extraInputs', kind: 'string', repeat: true },
+  '--request-count': { key: 'requestCount', kind: 'int' },
   '-v': { key: 'verbose', kind: 'flag' },
   '--verbose': { key: 'verbose', kind: 'flag' },
   '-t': { key: 'concurrencyOld', kind: 'int' },
@@ -124,6 +143,17 @@ export const PERF_USAGE = `Usage: nodetron perf -m <model> [options]
                                    --measurement-request-count requests (default 50)
   -l, --latency-threshold MS       stop the sweep after a step whose latency is over MS
   -v, --verbose                    print every measurement window
+  --service-kind triton|openai     triton (default): KServe v2 inference; openai: streamed LLM
+                                   requests to an OpenAI-compatible endpoint (default url
+                                   localhost:9000), closed loop at --concurrency-range, each step
+                                   for -p ms or --request-count requests; reports time to first
+                                   token, inter-token latency, output tokens/s and requests/s
+  --endpoint v1/chat/completions|v1/completions   openai: the route (default v1/chat/completions)
+  --prompt TEXT                    openai: the prompt (chat: one user message; default "Hello")
+  --max-tokens N                   openai: max_tokens of every request (default: the model's)
+  --extra-inputs NAME:VALUE        openai: another body field (repeatable; VALUE read as JSON
+                                   when it parses, else as a string), e.g. seed:7
+  --request-count N                openai: requests per step instead of a time window
   -t N                             old spelling of --concurrency-range N
   -a, --async, --sync              accepted: requests are always sent asynchronously, up to
                                    the concurrency (or rate) in flight
@@ -180,6 +210,7 @@ function oneOf<T extends string>(flag: string, value: string, allowed: readonly 
 export function parsePerfOptions(argv: string[]): PerfOptions {
   const raw = new Map<string, string | number | boolean>();
   const shapes = new Map<string, number[]>();
+  const extraInputs: Record<string, unknown> = {};
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const eq = arg.startsWith('--') ? arg.indexOf('=') : -1;
@@ -192,6 +223,12 @@ export function parsePerfOptions(argv: string[]): PerfOptions {
     }
     const value: string | undefined = eq > 0 ? arg.slice(eq + 1) : argv[++i];
     if (value === undefined) throw new PerfUsageError(`${flag}: missing value`);
+    if (spec.key === 'extraInputs') {
+      const at = value.indexOf(':');
+      if (at <= 0) throw new PerfUsageError(`--extra-inputs: expected NAME:VALUE, got '${value}'`);
+      extraInputs[value.slice(0, at)] = jsonOrString(value.slice(at + 1));
+      continue;
+    }
     if (spec.key === 'shape') {
       const [name, dims] = parseShape(value);
       shapes.set(name, dims);
@@ -215,6 +252,17 @@ export function parsePerfOptions(argv: string[]): PerfOptions {
   const model = raw.get('model') as string | undefined;
   if (model === undefined && !help) throw new PerfUsageError('-m: a model name is required');
   const protocol = oneOf('-i', String(raw.get('protocol') ?? 'http').toLowerCase(), ['http', 'grpc'] as const);
+  const serviceKind = oneOf('--service-kind', String(raw.get('serviceKind') ?? 'triton'), ['triton', 'openai'] as const);
+  const endpoint = oneOf('--endpoint', String(raw.get('endpoint') ?? 'v1/chat/completions').replace(/^\//, ''), ['v1/chat/completions', 'v1/completions'] as const);
+  if (serviceKind === 'openai') {
+    if (protocol !== 'http') throw new PerfUsageError('--service-kind openai: the OpenAI API is HTTP only; leave -i out');
+    if (raw.has('requestRate')) throw new PerfUsageError('--service-kind openai runs a closed loop: use --concurrency-range, not --request-rate-range');
+  } else {
+    for (const [key, flag] of [['endpoint', '--endpoint'], ['prompt', '--prompt'], ['maxTokens', '--max-tokens'], ['requestCount', '--request-count']] as const) {
+      if (raw.has(key)) throw new PerfUsageError(`${flag} belongs to --service-kind openai`);
+    }
+    if (Object.keys(extraInputs).length > 0) throw new PerfUsageError('--extra-inputs belongs to --service-kind openai');
+  }
   const conc = raw.get('concurrency') as string | undefined;
   const rate = raw.get('requestRate') as string | undefined;
   if (conc !== undefined && rate !== undefined) throw new PerfUsageError('--concurrency-range and --request-rate-range cannot be used together');
@@ -228,7 +276,7 @@ export function parsePerfOptions(argv: string[]): PerfOptions {
   return {
     model: model ?? '',
     version: (raw.get('version') as string | undefined) ?? '',
-    url: (raw.get('url') as string | undefined) ?? (protocol === 'grpc' ? 'localhost:8001' : 'localhost:8000'),
+    url: (raw.get('url') as string | undefined) ?? (serviceKind === 'openai' ? 'localhost:9000' : protocol === 'grpc' ? 'localhost:8001' : 'localhost:8000'),
     protocol,
     batchSize: positive('batchSize', '-b', 1),
     shapes,
@@ -246,9 +294,24 @@ export function parsePerfOptions(argv: string[]): PerfOptions {
     windowRequests: mode === 'count_windows' ? positive('windowRequests', '--measurement-request-count', 50) : undefined,
     latencyThresholdMs: raw.has('latencyThresholdMs') ? positive('latencyThresholdMs', '--latency-threshold', 1) : undefined,
     verbose: raw.get('verbose') === true,
+    serviceKind,
+    endpoint,
+    prompt: (raw.get('prompt') as string | undefined) ?? 'Hello',
+    maxTokens: raw.has('maxTokens') ? positive('maxTokens', '--max-tokens', 1) : undefined,
+    extraInputs,
+    requestCount: raw.has('requestCount') ? positive('requestCount', '--request-count', 1) : undefined,
     notes,
     help,
   };
+}
+
+/** A --extra-inputs value: JSON when it parses (7, true, 0.5, "x", [..]), else the text itself. */
+function jsonOrString(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
 }
 
 /** One line per perf_analyzer flag given that changes nothing here, saying what nodetron perf does instead. */

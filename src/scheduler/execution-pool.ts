@@ -335,7 +335,10 @@ export class ExecutionPool {
     if (q.streaming || this.decoupled) this.accounting.responseDone(q, response);
     callRespond(q.respond, response);
     if (!response.final) return;
-    this.accounting.requestDone(q, response.error === undefined, nowNs());
+    // A request its frontend cancelled with the whole answer in hand (a stop sequence) succeeded.
+    const answered = response.error?.code === 'CANCELLED' && q.origin.answered === true;
+    if (answered) q.failure = undefined;
+    this.accounting.requestDone(q, response.error === undefined || answered, nowNs());
     this.inflight--;
     if (this.inflight === 0 && this.drainWaiters.length > 0) {
       const waiters = this.drainWaiters;

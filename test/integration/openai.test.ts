@@ -59,9 +59,14 @@ function client(step: string, base = `${server.url}/v1`): Promise<Record<string,
   });
 }
 
-async function failures(model: string): Promise<number> {
+async function counts(model: string): Promise<{ success: number; fail: number }> {
   const res = await fetch(`${server.url}/v2/models/${model}/stats`);
-  return ((await res.json()) as { model_stats: { inference_stats: { fail: { count: number } } }[] }).model_stats[0]!.inference_stats.fail.count;
+  const s = ((await res.json()) as { model_stats: { inference_stats: { success: { count: number }; fail: { count: number } } }[] }).model_stats[0]!.inference_stats;
+  return { success: s.success.count, fail: s.fail.count };
+}
+
+async function failures(model: string): Promise<number> {
+  return (await counts(model)).fail;
 }
 
 async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> {
@@ -131,9 +136,56 @@ test('the openai client: models, completions, chat, streaming, stop, templates, 
   assert.equal(o.unknown.body.type, 'invalid_request_error');
   assert.equal(o.bad_n.raised, 'BadRequestError');
   assert.equal(o.bad_n.body.param, 'n');
-  assert.match(o.bad_n.body.message, /'n' = 2 is not supported/);
+  assert.match(o.bad_n.body.message, /'n' must be between 1 and 128, got 0/);
   assert.equal(o.bad_messages.raised, 'BadRequestError');
   assert.equal(o.bad_messages.body.param, 'messages');
+});
+
+test('n and several prompts: one choice per prompt × n, indexed; streamed chunks carry the index; usage sums; token-id prompts', async () => {
+  // The basic test's three stopped requests are over by now (their models stop within a word): none is a failure.
+  const before = await counts('mock_llm');
+  assert.equal(before.fail, 0, 'a stop sequence is not a failure');
+  const o = await client('choices');
+  const m = o.multi;
+  assert.deepEqual(m.choices.map((c: any) => [c.index, c.text, c.finish_reason]),
+    [[0, 'a b a', 'length'], [1, 'a b a', 'length'], [2, 'c d c', 'length'], [3, 'c d c', 'length']]);
+  // mock_llm has no tokenizer: words. Each prompt counted once (2 + 2), every choice's text (4 × 3).
+  assert.deepEqual([m.usage.prompt_tokens, m.usage.completion_tokens, m.usage.total_tokens], [4, 12, 16]);
+
+  const chunks = o.chunks as any[];
+  const byIndex = new Map<number, string>();
+  const roles = new Set<number>();
+  const finishes: [number, string][] = [];
+  for (const k of chunks) {
+    for (const c of k.choices) {
+      if (c.delta.role === 'assistant') roles.add(c.index);
+      byIndex.set(c.index, (byIndex.get(c.index) ?? '') + (c.delta.content ?? ''));
+      if (c.finish_reason !== null) finishes.push([c.index, c.finish_reason]);
+    }
+  }
+  assert.deepEqual([...roles].sort(), [0, 1], 'each choice\'s first chunk names the role');
+  assert.deepEqual([...byIndex.entries()].sort(), [[0, 'user: x y assistant:'], [1, 'user: x y assistant:']]);
+  assert.deepEqual(finishes.sort(), [[0, 'length'], [1, 'length']], 'one finish chunk per choice');
+  const last = chunks[chunks.length - 1];
+  assert.deepEqual(last.choices, []);
+  assert.equal(last.usage.completion_tokens, 8, 'usage sums both choices');
+
+  // templated_llm's WordLevel tokenizer reads ids [1, 2] as "hello world".
+  assert.equal(o.tokens.choices[0].text, 'hello world hello');
+  assert.equal(o.tokens.usage.prompt_tokens, 2);
+  assert.equal(o.tokens_no_tokenizer.status, 400);
+  assert.equal(o.tokens_no_tokenizer.body.param, 'prompt');
+  assert.match(o.tokens_no_tokenizer.body.message, /'prompt' is token ids, but the model 'mock_llm' has no tokenizer\.json/);
+  assert.equal(o.logprobs.body.param, 'logprobs');
+  assert.equal(o.tools.status, 400);
+  assert.equal(o.tools.body.param, 'tools');
+
+  // Both streamed choices stopped at " c": answered then, and their cancelled ends count as successes, not failures.
+  assert.deepEqual(o.stop_n, [['a b', 'stop'], ['a b', 'stop']]);
+  await until('both stopped choices are cancelled in the model', () => fs.existsSync(path.join(marks, 'stopn.cancelled')));
+  // 4 + 2 + 2 requests of mock_llm in this test (the refused ones never reach it), every one a success.
+  await until('the statistics count the 8 requests', async () => (await counts('mock_llm')).success === before.success + 8);
+  assert.equal((await counts('mock_llm')).fail, 0);
 });
 
 test('curl: the SSE framing, data: [DONE] last, and OpenAI error bodies', async () => {
@@ -156,7 +208,7 @@ test('curl: the SSE framing, data: [DONE] last, and OpenAI error bodies', async 
 });
 
 test('a client that closes its chat stream cancels the request: the model sees is_cancelled()', async () => {
-  // templated_llm: no request of the tests above ends cancelled on it (a stop sequence cancels mock_llm's), so the count is this one's.
+  // templated_llm: only this test's request ends cancelled on it, so the count is this one's.
   const before = await failures('templated_llm');
   const o = await client('disconnect');
   assert.equal(o.got.length, 4);

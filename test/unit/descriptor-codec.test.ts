@@ -70,6 +70,7 @@ const cases: { what: string; msg: { t: string; [k: string]: unknown } }[] = [
   { what: 'response with two outputs and no extras', msg: { t: 'response', key: 4, version: 1, response: response({ outputs: [tensor('A'), tensor('B', { datatype: 'FP32' })] }) } },
   { what: 'cancel of a request key', msg: { t: 'cancel', key: 7 } },
   { what: 'cancel of a key past 2^32', msg: { t: 'cancel', key: 2 ** 40 + 5 } },
+  { what: 'cancel with the whole answer in hand (a stop sequence)', msg: { t: 'cancel', key: 9, answered: true } },
 ];
 
 for (const c of cases) {

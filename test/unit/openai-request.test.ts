@@ -6,15 +6,20 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { OpenAIError, parseOpenAIRequest, type OpenAIRequest } from '../../src/frontend/http/openai-request';
-import { bytesText, llmRequest } from '../../src/frontend/http/openai-handler';
+import { bytesText, llmRequest } from '../../src/frontend/http/openai-llm-request';
 import type { ValidationPlan } from '../../src/request/validation-plan';
 
 const b = (v: unknown): Buffer => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v));
 
 const GOOD: [string, OpenAIRequest['kind'], unknown, Partial<OpenAIRequest>][] = [
   ['a bare completion', 'completion', { model: 'm', prompt: 'hi' },
-    { model: 'm', prompt: 'hi', stream: false, includeUsage: false, echo: false, stop: [], parameters: {} }],
-  ['a prompt array of one', 'completion', { model: 'm', prompt: ['hi'] }, { prompt: 'hi' }],
+    { model: 'm', prompts: ['hi'], n: 1, stream: false, includeUsage: false, echo: false, stop: [], parameters: {} }],
+  ['a prompt array of one', 'completion', { model: 'm', prompt: ['hi'] }, { prompts: ['hi'] }],
+  ['several prompts, n = 2', 'completion', { model: 'm', prompt: ['a', 'b'], n: 2 }, { prompts: ['a', 'b'], n: 2 }],
+  ['token ids: one prompt', 'completion', { model: 'm', prompt: [1, 2] }, { prompts: [[1, 2]] }],
+  ['token ids: two prompts', 'completion', { model: 'm', prompt: [[1], [2, 3]] }, { prompts: [[1], [2, 3]] }],
+  ['logprobs and tools off pass', 'chat', { model: 'm', messages: [{ role: 'user', content: 'x' }], logprobs: false, tools: [{ type: 'function' }], tool_choice: 'none' },
+    { n: 1 }],
   ['sampling fields become parameters; unknown fields are ignored', 'completion',
     { model: 'm', prompt: 'p', max_tokens: 5, temperature: 0.2, top_p: 1, seed: 3, user: 'u', logit_bias: {}, n: 1 },
     { maxTokens: 5, parameters: { max_tokens: 5, temperature: 0.2, top_p: 1, seed: 3 } }],
@@ -42,9 +47,15 @@ const BAD: [string, OpenAIRequest['kind'], unknown, string, RegExp][] = [
   ['an array', 'completion', [1], 'body', /must be a JSON object, got an array/],
   ['no model', 'completion', { prompt: 'p' }, 'model', /'model' is required/],
   ['no prompt', 'completion', { model: 'm' }, 'prompt', /'prompt' is required/],
-  ['two prompts', 'completion', { model: 'm', prompt: ['a', 'b'] }, 'prompt', /holds 2 prompts/],
-  ['token ids', 'completion', { model: 'm', prompt: [1, 2] }, 'prompt', /Token-id prompts are not supported/],
-  ['n = 3', 'completion', { model: 'm', prompt: 'p', n: 3 }, 'n', /'n' = 3 is not supported.*send 3 requests/],
+  ['an empty prompt array', 'completion', { model: 'm', prompt: [] }, 'prompt', /got an empty array/],
+  ['strings and ids mixed', 'completion', { model: 'm', prompt: ['a', 1] }, 'prompt', /array of token-id arrays/],
+  ['a negative token id', 'completion', { model: 'm', prompt: [1, -2] }, 'prompt', /'prompt' is required/],
+  ['n = 0', 'completion', { model: 'm', prompt: 'p', n: 0 }, 'n', /between 1 and 128, got 0/],
+  ['prompts × n past the bound', 'completion', { model: 'm', prompt: ['a', 'b', 'c'], n: 50 }, 'prompt', /3 prompts × n = 50 asks for 150 choices/],
+  ['completion logprobs', 'completion', { model: 'm', prompt: 'p', logprobs: 2 }, 'logprobs', /'logprobs' is not supported/],
+  ['chat logprobs', 'chat', { model: 'm', messages: [{ role: 'user', content: 'x' }], logprobs: true }, 'logprobs', /text only/],
+  ['chat top_logprobs', 'chat', { model: 'm', messages: [{ role: 'user', content: 'x' }], top_logprobs: 3 }, 'top_logprobs', /not supported/],
+  ['tools', 'chat', { model: 'm', messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'function' }] }, 'tools', /no tool-call parser/],
   ['max_tokens 0', 'completion', { model: 'm', prompt: 'p', max_tokens: 0 }, 'max_tokens', /at least 1, got 0/],
   ['max_tokens a string', 'completion', { model: 'm', prompt: 'p', max_tokens: '5' }, 'max_tokens', /must be an integer, got a string/],
   ['temperature too high', 'completion', { model: 'm', prompt: 'p', temperature: 3 }, 'temperature', /between 0 and 2, got 3/],
@@ -103,4 +114,12 @@ test('llmRequest: a model without the LLM contract is a 400 that says which rout
 test('bytesText joins every element of a BYTES tensor', () => {
   const el = (s: string): Buffer => Buffer.concat([Buffer.from(new Uint32Array([Buffer.byteLength(s)]).buffer), Buffer.from(s)]);
   assert.equal(bytesText(new Uint8Array(Buffer.concat([el('ab'), el(''), el(' é')]))), 'ab é');
+});
+
+test('llmRequest: choice j of n is sampled with seed + j; without a seed the parameters are the same', () => {
+  const seeded = parseOpenAIRequest(b({ model: 'llm', prompt: 'p', seed: 10, n: 3 }), 'completion');
+  const p = plan([{ name: 'text_input', datatype: 'BYTES' }]);
+  assert.deepEqual([0, 1, 2].map((j) => llmRequest(p, 'x', seeded, 1 << 20, j).parameters.seed), [10, 11, 12]);
+  assert.equal(seeded.parameters.seed, 10, 'the parsed request is not changed');
+  assert.deepEqual(llmRequest(p, 'x', REQ, 1 << 20, 2).parameters, { temperature: 0.1 });
 });

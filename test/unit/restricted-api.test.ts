@@ -62,7 +62,10 @@ test('--openai-restricted-api on --openai-port: Triton OpenAI frontend categorie
     ['completions with it', matchRoute('POST', '/v1/completions'), false, good, undefined],
     ['health without it', matchRoute('GET', '/health/ready'), true, none, "This API is restricted, expecting header 'Api-Key'"],
     ['models: not in a group', matchRoute('GET', '/v1/models'), false, none, undefined],
+    ['embeddings: the embedding category, not in this group', matchRoute('POST', '/v1/embeddings'), false, none, undefined],
   ];
   for (const [name, route, health, header, want] of cases) assert.equal(openaiRestricted(groups, route, health, header), want, name);
   assert.equal(openaiRestricted([], matchRoute('POST', '/v1/completions'), false, none), undefined, 'no groups: open');
+  assert.equal(openaiRestricted([{ apis: ['embedding'], key: 'K', value: 'v' }], matchRoute('POST', '/v1/embeddings'), false, none),
+    "This API is restricted, expecting header 'K'", 'embeddings are the embedding category');
 });

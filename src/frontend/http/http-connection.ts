@@ -12,6 +12,13 @@
  * sweeps). Closing after an answer is "lingering": the write side ends and
  * what the client still sends is read and dropped for a while, so the client
  * reads the answer instead of a reset.
+ *
+ * A streamed answer (Server-Sent Events) whose client stops reading is not
+ * buffered without end: the model pushes its responses with no flow control,
+ * so once more than `maxStreamBuffered` bytes of it wait in this process
+ * (unsent chunks and the socket's own buffer, past what the kernel took),
+ * the connection is closed with a warning (`onOverflow`): its requests are
+ * aborted, which cancels them in the scheduler and the model.
  */
 import type net from 'node:net';
 import { ChunkedBody } from './chunked-body';
@@ -25,6 +32,8 @@ export interface ConnectionLimits extends HeadLimits {
   maxPipelined: number;
   /** Chunks of one chunked body. */
   maxChunks: number;
+  /** Bytes of a streamed answer that may wait for a client that does not read (see above). */
+  maxStreamBuffered: number;
 }
 
 /** How long a closing connection keeps reading (and dropping) what the client still sends. */
@@ -55,6 +64,8 @@ interface StreamState {
   started: boolean;
   /** Chunks not written yet (the stream waits behind earlier answers, or came between flushes). */
   pending: string[];
+  /** Their bytes. */
+  pendingBytes: number;
   ended: boolean;
 }
 
@@ -84,6 +95,8 @@ export class HttpConnection implements ReplySink {
     /** The server's coarse clock (http-server.ts). */
     private readonly clock: { now: number },
     private readonly onClose: (c: HttpConnection) => void,
+    /** A streamed answer passed maxStreamBuffered: what to log (the connection closes). */
+    private readonly onOverflow: (message: string) => void = () => undefined,
   ) {
     this.lastInput = clock.now;
     const ip = socket.remoteAddress ?? '';
@@ -228,7 +241,7 @@ export class HttpConnection implements ReplySink {
 
   deliverStream(reply: Reply, head: string, chunked: boolean): void {
     if (this.ended || !this.queue.includes(reply)) return;
-    const stream: StreamState = { chunked, started: false, pending: [], ended: false };
+    const stream: StreamState = { chunked, started: false, pending: [], pendingBytes: 0, ended: false };
     this.ready.set(reply, { head, body: [], close: !chunked || !reply.keepAlive, stream });
     this.flush();
   }
@@ -236,9 +249,22 @@ export class HttpConnection implements ReplySink {
   chunk(reply: Reply, data: string, end: boolean): void {
     const stream = this.ready.get(reply)?.stream;
     if (this.ended || stream === undefined || stream.ended) return;
-    if (data.length > 0) stream.pending.push(data);
+    if (data.length > 0) {
+      stream.pending.push(data);
+      stream.pendingBytes += Buffer.byteLength(data);
+    }
     stream.ended = end;
     this.flush();
+    if (this.ended) return;
+    const buffered = stream.pendingBytes + this.socket.writableLength;
+    if (buffered > this.limits.maxStreamBuffered) this.overflow(buffered);
+  }
+
+  /** The client of a streamed answer stopped reading: close, which aborts (and so cancels) what it asked. */
+  private overflow(buffered: number): void {
+    this.onOverflow(`closed the connection of ${this.client}: it stopped reading a streamed answer, and ${buffered} bytes of it waited `
+      + `(the bound is ${this.limits.maxStreamBuffered}); its requests are cancelled`);
+    this.socket.destroy();
   }
 
   /**
@@ -256,6 +282,7 @@ export class HttpConnection implements ReplySink {
       else s.write(data);
     }
     stream.pending = [];
+    stream.pendingBytes = 0;
     if (!stream.ended) return false;
     if (stream.chunked) s.write('0\r\n\r\n');
     return true;

@@ -99,4 +99,6 @@ export type HttpToMain =
   | { t: 'fatal'; reason: string }
   /** --log-access: an inference request the thread refused itself (metrics/access-log.ts). */
   | { t: 'access'; entry: RefusedRequest }
+  /** A line for the server's log at warning level (a streaming client dropped: http-connection.ts). */
+  | { t: 'warn'; message: string }
   | ControlRequest;

@@ -195,6 +195,7 @@ export class HttpFrontend {
     worker.on('message', (m: HttpToMain) => {
       if (m.t === 'fatal') t.fatal = m.reason;
       if (m.t === 'access') this.opts.onRefused?.(m.entry);
+      if (m.t === 'warn') this.opts.log?.warn(m.message);
       // Repository loads answer asynchronously (after the load finished). The
       // reply waits one setImmediate so the snapshot broadcast a load queued
       // (server.ts) reaches the thread first: a client sees what it loaded.

@@ -9,7 +9,8 @@ import net from 'node:net';
 import { type ConnectionLimits, HttpConnection, type RequestHandler } from './http-connection';
 import { DEFAULT_HEAD_LIMITS } from './request-head-parser';
 
-export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = { ...DEFAULT_HEAD_LIMITS, maxPipelined: 32, maxChunks: 100_000 };
+/** 4 MiB of a stream waiting for its client: thousands of events of any LLM (a token's event is some 100-200 bytes). */
+export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = { ...DEFAULT_HEAD_LIMITS, maxPipelined: 32, maxChunks: 100_000, maxStreamBuffered: 4 << 20 };
 
 export interface ServerTimeouts {
   /** A request (head or body) that stops arriving for this long gets 408. */
@@ -31,6 +32,8 @@ export class HttpServer {
     private readonly handler: RequestHandler,
     private readonly limits: ConnectionLimits = DEFAULT_CONNECTION_LIMITS,
     private readonly timeouts: ServerTimeouts = DEFAULT_TIMEOUTS,
+    /** A line for the server's log (a streaming client dropped). */
+    private readonly warn: (message: string) => void = () => undefined,
   ) {
     this.sweeper = setInterval(() => this.sweep(), 1000);
     this.sweeper.unref();
@@ -65,7 +68,7 @@ export class HttpServer {
   }
 
   private accept(socket: net.Socket): void {
-    const c = new HttpConnection(socket, this.handler, this.limits, this.clock, (gone) => this.connections.delete(gone));
+    const c = new HttpConnection(socket, this.handler, this.limits, this.clock, (gone) => this.connections.delete(gone), this.warn);
     this.connections.add(c);
   }
 

@@ -23,6 +23,7 @@ import { CodecPool } from './codec-pool';
 import { ControlForwarder } from './control-forward';
 import { InferHandler, sendError } from './infer-handler';
 import { GenerateHandler } from './generate-handler';
+import { EmbeddingsHandler } from './openai-embeddings';
 import { asOpenAIError, OpenAIHandler, sendOpenAIError } from './openai-handler';
 import { OpenAIError } from './openai-request';
 import { openaiRestricted, restrictedError } from './restricted-api';
@@ -51,6 +52,7 @@ const generate = new GenerateHandler(arena, infer, data.maxInputSize, data.maxJs
   data.headerForwardPattern === undefined ? undefined : forwardPatternRegExp('http-header-forward-pattern', data.headerForwardPattern),
   data.accessLog === true ? (entry) => post({ t: 'access', entry }) : undefined);
 const openai = new OpenAIHandler(arena, infer, data.maxInputSize, () => snapshot);
+const embeddings = new EmbeddingsHandler(arena, infer, data.maxInputSize, () => snapshot, openai.texts);
 const inbox = new Inbox(data.fromMain.bell);
 const onResponse = (msg: MainToFrontend): void => infer.onResponse(msg.key, msg.response, msg.version);
 inbox.add(data.fromMain, onResponse);
@@ -83,9 +85,10 @@ async function whenQuiet(deadline: () => number): Promise<number> {
  * ones are answered, at this time (ms) at the latest.
  */
 let closeBy: number | undefined;
-const server = new HttpServer((reply, head) => route(reply, head));
+const warn = (message: string): void => post({ t: 'warn', message: `HTTP thread ${data.index}: ${message}` });
+const server = new HttpServer((reply, head) => route(reply, head), undefined, undefined, warn);
 /** --openai-port's server: the OpenAI-compatible routes only (openai-port-routes). */
-const openaiServer = new HttpServer((reply, head) => routeOpenAI(reply, head));
+const openaiServer = new HttpServer((reply, head) => routeOpenAI(reply, head), undefined, undefined, warn);
 
 // An uncaught error closes the listen socket and every connection (their
 // clients see a reset), says why, and exits; the main thread starts a
@@ -113,6 +116,7 @@ port.on('message', (msg: MainToHttp) => {
   switch (msg.t) {
     case 'snapshot':
       snapshot = msg.snapshot;
+      openai.warm(snapshot);
       return;
     case 'control_reply':
       control.onReply(msg);
@@ -186,13 +190,14 @@ function routeOpenAI(reply: Reply, head: RequestHead): void {
   try {
     if (r.kind === 'openai_models') return openai.models(reply, r.model);
     if (r.kind === 'openai_completions') return openai.handle(reply, head, r.chat ? 'chat' : 'completion');
+    if (r.kind === 'openai_embeddings') return embeddings.handle(reply, head);
     if (health && head.method === 'GET') {
       return reply.send(snapshot.ready && !snapshot.exiting ? 200 : 503, { 'Content-Type': 'text/plain' }, '');
     }
     const status = r.kind === 'method_not_allowed' ? 405 : 404;
     sendOpenAIError(reply, new OpenAIError(status, status === 405
       ? `${head.method} is not allowed on ${head.url}`
-      : `${head.url} is not served on the OpenAI port: it serves GET /v1/models, POST /v1/completions, POST /v1/chat/completions and GET /health/ready (the KServe v2 API is on the HTTP port)`));
+      : `${head.url} is not served on the OpenAI port: it serves GET /v1/models, POST /v1/completions, POST /v1/chat/completions, POST /v1/embeddings and GET /health/ready (the KServe v2 API is on the HTTP port)`));
   } catch (err) {
     sendOpenAIError(reply, asOpenAIError(err));
   }
@@ -266,6 +271,9 @@ function route(reply: Reply, head: RequestHead): void {
         return;
       case 'openai_completions':
         openai.handle(reply, head, r.chat ? 'chat' : 'completion');
+        return;
+      case 'openai_embeddings':
+        embeddings.handle(reply, head);
         return;
       case 'openapi':
         reply.json(200, openApi);

@@ -181,6 +181,17 @@ export class InferHandler {
     this.toMain.send(msg);
   }
 
+  /**
+   * Request `key`'s answer is complete before the model finished it (an
+   * OpenAI stop sequence reached): it is cancelled as onClientGone does, and
+   * its CANCELLED end is counted a success (CancelMessage `answered`).
+   */
+  endAnswered(key: number): void {
+    if (!this.listeners.has(key)) return;
+    const msg: FrontendToMain = { t: 'cancel', key, answered: true };
+    this.toMain.send(msg);
+  }
+
   /** A response from the main thread (ring message); `version` is the one that ran the request. */
   onResponse(key: number, response: InferResponse, version: number): void {
     const listener = this.listeners.get(key);

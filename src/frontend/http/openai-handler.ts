@@ -2,30 +2,31 @@
  * The OpenAI-compatible frontend on an HTTP thread, in the same process as
  * every other route (Triton's is a separate Python server; this one shares
  * the scheduler): `GET /v1/models`, `POST /v1/completions`,
- * `POST /v1/chat/completions`.
- * body → openai-request.ts → prompt (chat: the model's template,
- * openai-model-text.ts) → Triton's LLM contract (`text_input`, `stream`,
- * sampling fields as request parameters) → validate → arena → the thread's
- * ring (InferHandler.submit, the generate path's) … each response's
- * `text_output` → `stop` cut → one body, or SSE chunks ended by
- * `data: [DONE]` (openai-response.ts). A stop sequence reached, or the
- * client gone, cancels the request in the scheduler and the model.
+ * `POST /v1/chat/completions` (`POST /v1/embeddings`: openai-embeddings.ts).
+ * body → openai-request.ts → prompts (chat: the model's template; token-id
+ * prompts: its tokenizer, openai-model-text.ts, read off the event loop) →
+ * one request per choice (prompts × `n`) in Triton's LLM contract
+ * (openai-llm-request.ts) → validate → arena → the thread's ring
+ * (InferHandler.submit, the generate path's) … each response's
+ * `text_output` → its choice's text, cut at a stop sequence
+ * (openai-response.ts stopScan) → one body with every choice, or SSE chunks
+ * (each with its choice's `index`) ended by `data: [DONE]`. A stop sequence
+ * reached cancels that choice's request as answered (counted a success); the
+ * client gone cancels them all.
  */
 import { randomUUID } from 'node:crypto';
-import { HTTP_STATUS, ServerError, toErrorInfo } from '../../core/errors';
+import { HTTP_STATUS, ServerError, toErrorInfo, type ErrorCode } from '../../core/errors';
 import { nowNs } from '../../core/clock';
-import type { InferResponse, TensorRef } from '../../core/request';
+import type { InferRequest, InferResponse, TensorRef } from '../../core/request';
 import type { Arena } from '../../dataplane/arena';
 import { admitRequest, releaseInputs, releaseOutputs } from '../../request/admit-request';
-import type { DecodedInput, DecodedRequest } from '../../request/decoded-request';
 import { lookupModel, type Resolved } from '../../request/model-lookup';
 import type { ServerSnapshot } from '../../request/server-snapshot';
-import type { ValidationPlan } from '../../request/validation-plan';
 import { validateRequest } from '../../request/validate';
-import { generateShape } from './generate-request-decode';
 import { bodyTooLarge, readBody, type Reply, type ReplyStream, type RequestHead } from './http-reply';
 import type { InferHandler } from './infer-handler';
-import { jsonTensorBytes } from './json-tensor-data';
+import { isEmbeddingModel } from './openai-embedding-request';
+import { bytesText, llmRequest, takesLlmContract } from './openai-llm-request';
 import { ModelTexts, type ModelText } from './openai-model-text';
 import { OpenAIError, parseOpenAIRequest, type OpenAIRequest } from './openai-request';
 import {
@@ -33,29 +34,44 @@ import {
 } from './openai-response';
 
 const SSE_HEADERS = { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache' };
-const JSON_HEADERS = { 'Content-Type': 'application/json' };
+export const JSON_HEADERS = { 'Content-Type': 'application/json' };
 
-/** One OpenAI request between its admission and its final response. */
-interface Exchange {
-  reply: Reply;
-  req: OpenAIRequest;
-  ids: ResponseIds;
+/** One choice of a request: one request to the model, from admission to its final response. */
+interface Choice {
+  index: number;
   prompt: string;
-  text: ModelText;
   inputs: TensorRef[];
   key: number;
   /** The generated text so far, and how much of it went out (streaming). */
   out: string;
   sent: number;
-  /** A stop sequence ended the text: answered then, later responses only free their blocks. */
+  /** Its first chunk went out (chat: it names the role). */
+  opened: boolean;
+  /** A stop sequence ended the text: later responses only free their blocks. */
   stopped: boolean;
-  /** The model's error, answered (non-streaming) or sent as an event. */
+  /** Answered: its text is complete (stop, final response or error). */
+  done: boolean;
+  failed: boolean;
+}
+
+/** One OpenAI request between its admission and the last final response of its choices. */
+interface Exchange {
+  reply: Reply;
+  req: OpenAIRequest;
+  ids: ResponseIds;
+  text: ModelText;
+  /** The distinct prompts (for `usage.prompt_tokens`: each counted once, whatever `n`). */
+  prompts: string[];
+  choices: Choice[];
+  /** Choices not done yet. */
+  open: number;
+  /** The model's error, answered (nothing went out yet) or sent as an event. */
   error?: OpenAIError;
   sse?: ReplyStream;
 }
 
 export class OpenAIHandler {
-  private readonly texts = new ModelTexts();
+  readonly texts = new ModelTexts();
 
   constructor(
     private readonly arena: Arena,
@@ -63,6 +79,20 @@ export class OpenAIHandler {
     private readonly maxInputSize: number,
     private readonly snapshot: () => ServerSnapshot,
   ) {}
+
+  /** A new snapshot: read the text files of the models it serves now, before their first request. */
+  warm(snap: ServerSnapshot): void {
+    const models: { dir: string | undefined; name: string }[] = [];
+    for (const name of Object.keys(snap.models)) {
+      try {
+        const { view } = lookupModel(snap, name, undefined, 'loaded');
+        if (view.plan !== undefined && (takesLlmContract(view.plan) || isEmbeddingModel(view.plan))) models.push({ dir: view.dir, name });
+      } catch {
+        // not loaded: nothing to read
+      }
+    }
+    this.texts.warm(models);
+  }
 
   /** `GET /v1/models`, or `GET /v1/models/<model>` (one model object, or 404). */
   models(reply: Reply, model?: string): void {
@@ -83,160 +113,181 @@ export class OpenAIHandler {
         bodyTooLarge(reply, r.size, this.maxInputSize);
         return;
       }
+      let req: OpenAIRequest;
+      let resolved: Resolved;
       try {
-        this.start(reply, r.body, kind, arrivalNs);
+        req = parseOpenAIRequest(r.body, kind);
+        resolved = lookupLoaded(this.snapshot(), req.model);
       } catch (err) {
-        sendOpenAIError(reply, asOpenAIError(err));
+        return sendOpenAIError(reply, asOpenAIError(err));
       }
+      this.texts.get(resolved.view.dir, resolved.view.name).then((text) => {
+        if (!reply.aborted) this.start(reply, req, resolved, text, arrivalNs);
+      }).catch((err: unknown) => sendOpenAIError(reply, asOpenAIError(err)));
     });
   }
 
-  private start(reply: Reply, body: Buffer, kind: OpenAIRequest['kind'], arrivalNs: number): void {
-    const req = parseOpenAIRequest(body, kind);
-    let resolved: Resolved;
-    try {
-      resolved = lookupModel(this.snapshot(), req.model, undefined, 'loaded');
-    } catch {
-      throw unknownModel(req.model);
-    }
+  private start(reply: Reply, req: OpenAIRequest, resolved: Resolved, text: ModelText, arrivalNs: number): void {
     const { view, version, latest } = resolved;
     const plan = view.plan;
     if (plan === undefined) throw new OpenAIError(503, `The model '${view.name}' is not ready.`, 'model');
-    const text = this.texts.get(view.dir, view.name);
-    const prompt = req.prompt ?? text.renderChat(req.messages ?? []);
-    const decoded = llmRequest(plan, prompt, req, this.maxInputSize);
-    const { batchSize } = validateRequest(plan, decoded);
-    const request = admitRequest(this.arena, decoded, { model: view.name, version, latest, batchSize, arrivalNs });
-    const ids: ResponseIds = { id: `${kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: view.name };
-    const x: Exchange = { reply, req, ids, prompt, text, inputs: request.inputs, key: 0, out: req.echo ? prompt : '', sent: 0, stopped: false };
-    x.key = this.infer.submit(request, reply, (response) => this.onResponse(x, response));
+    const prompts = req.prompts === undefined ? [text.renderChat(req.messages ?? [])] : req.prompts.map((p, i) => promptText(p, i, text, view.name));
+    // Every choice is validated before any is admitted, so a bad one admits nothing.
+    const planned = prompts.flatMap((prompt) => Array.from({ length: req.n }, (_, j) => {
+      const decoded = llmRequest(plan, prompt, req, this.maxInputSize, j);
+      return { prompt, decoded, batchSize: validateRequest(plan, decoded).batchSize };
+    }));
+    const requests: InferRequest[] = [];
+    try {
+      for (const p of planned) requests.push(admitRequest(this.arena, p.decoded, { model: view.name, version, latest, batchSize: p.batchSize, arrivalNs }));
+    } catch (err) {
+      for (const r of requests) releaseInputs(this.arena, r.inputs);
+      throw err;
+    }
+    const ids: ResponseIds = { id: `${req.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: view.name };
+    const choices = planned.map((p, index): Choice => ({
+      index, prompt: p.prompt, inputs: requests[index]!.inputs, key: 0, out: req.echo ? p.prompt : '', sent: 0, opened: false, stopped: false, done: false, failed: false,
+    }));
+    const x: Exchange = { reply, req, ids, text, prompts, choices, open: choices.length };
+    for (const c of choices) c.key = this.infer.submit(requests[c.index]!, reply, (response) => this.onResponse(x, c, response));
   }
 
-  private onResponse(x: Exchange, response: InferResponse): void {
+  private onResponse(x: Exchange, c: Choice, response: InferResponse): void {
     try {
-      if (!x.reply.aborted && !x.stopped && x.error === undefined) this.take(x, response);
-      if (response.final && !x.reply.aborted && !x.stopped) this.finish(x);
+      if (!x.reply.aborted && !c.done) {
+        this.take(x, c, response);
+        if (response.final && !c.done) this.choiceDone(x, c);
+      }
     } catch (err) {
       const e = asOpenAIError(err);
       if (x.sse !== undefined) x.sse.end(sse(errorBody(e)));
       else sendOpenAIError(x.reply, e);
     } finally {
       releaseOutputs(this.arena, response.outputs);
-      if (response.final) releaseInputs(this.arena, x.inputs);
+      if (response.final) releaseInputs(this.arena, c.inputs);
     }
   }
 
-  private take(x: Exchange, response: InferResponse): void {
-    if (response.error !== undefined) {
-      const status = HTTP_STATUS[response.error.code];
-      x.error = new OpenAIError(status, `model '${x.ids.model}': ${response.error.message}`, null, response.error.code.toLowerCase(), status >= 500 ? 'server_error' : 'invalid_request_error');
-      if (x.sse !== undefined) x.sse.write(sse(errorBody(x.error)));
-      // A model error ends the request's text: the model is told to stop.
-      this.infer.onClientGone(x.key);
-      return;
-    }
+  private take(x: Exchange, c: Choice, response: InferResponse): void {
+    if (response.error !== undefined) return this.fail(x, c, response.error.code, response.error.message);
+    if (x.error !== undefined && x.sse === undefined) return; // the request failed before anything went out
     const out = response.outputs.find((o) => o.name === 'text_output');
     if (out === undefined) return;
-    x.out += bytesText(this.arena.bytes(out.offset, out.byteSize));
+    c.out += bytesText(this.arena.bytes(out.offset, out.byteSize));
     // `echo`'s prompt leads the text; stop sequences are looked for in the generated part only.
-    const base = x.req.echo ? x.prompt.length : 0;
-    const scan = stopScan(x.out.slice(base), x.req.stop);
+    const base = x.req.echo ? c.prompt.length : 0;
+    const scan = stopScan(c.out.slice(base), x.req.stop);
     if (scan.stopAt !== undefined) {
-      x.out = x.out.slice(0, base + scan.stopAt);
-      x.stopped = true;
-      this.infer.onClientGone(x.key); // the text is complete: the model stops generating
-      this.finish(x); // answered now, not when the model has stopped
+      c.out = c.out.slice(0, base + scan.stopAt);
+      c.stopped = true;
+      this.infer.endAnswered(c.key); // the text is complete: the model stops generating, and it counts as a success
+      this.choiceDone(x, c); // answered now, not when the model has stopped
       return;
     }
-    if (x.req.stream) this.send(x, base + scan.safe);
+    if (x.req.stream) this.send(x, c, base + scan.safe);
   }
 
-  /** Stream the text up to `upTo` that has not gone out yet (chat: the first chunk names the role). */
-  private send(x: Exchange, upTo: number): void {
-    if (x.sse === undefined) {
-      x.sse = x.reply.stream(200, SSE_HEADERS);
-      if (x.req.kind === 'chat') x.sse.write(chunkEvent('chat', x.ids, { role: true }));
+  /**
+   * A choice's model error. Streaming, once something went out: an error
+   * event, and that choice ends. Before anything went out (or not
+   * streaming): the request's answer is that error with its status, and the
+   * other choices are cancelled.
+   */
+  private fail(x: Exchange, c: Choice, code: ErrorCode, message: string): void {
+    const status = HTTP_STATUS[code];
+    const e = new OpenAIError(status, `model '${x.ids.model}': ${message}`, null, code.toLowerCase(), status >= 500 ? 'server_error' : 'invalid_request_error');
+    c.failed = true;
+    this.infer.onClientGone(c.key); // a model error ends the choice's text: the model is told to stop
+    if (x.sse !== undefined) {
+      x.sse.write(sse(errorBody(e)));
+    } else if (x.error === undefined) {
+      x.error = e;
+      for (const other of x.choices) if (other !== c && !other.done) this.infer.onClientGone(other.key);
     }
-    if (upTo <= x.sent) return;
-    x.sse.write(chunkEvent(x.req.kind, x.ids, { text: x.out.slice(x.sent, upTo) }));
-    x.sent = upTo;
+    this.choiceDone(x, c);
+  }
+
+  /** Stream choice `c`'s text up to `upTo` that has not gone out yet (chat: its first chunk names the role). */
+  private send(x: Exchange, c: Choice, upTo: number): void {
+    x.sse ??= x.reply.stream(200, SSE_HEADERS);
+    if (!c.opened) {
+      c.opened = true;
+      if (x.req.kind === 'chat') x.sse.write(chunkEvent('chat', x.ids, { index: c.index, role: true }));
+    }
+    if (upTo <= c.sent) return;
+    x.sse.write(chunkEvent(x.req.kind, x.ids, { index: c.index, text: c.out.slice(c.sent, upTo) }));
+    c.sent = upTo;
+  }
+
+  private finishReason(x: Exchange, c: Choice): FinishReason {
+    if (c.stopped || x.req.maxTokens === undefined) return 'stop';
+    return x.text.count(this.generated(x, c)) >= x.req.maxTokens ? 'length' : 'stop';
+  }
+
+  private generated(x: Exchange, c: Choice): string {
+    return x.req.echo ? c.out.slice(c.prompt.length) : c.out;
+  }
+
+  /** Choice `c`'s text is complete: streaming, its rest and its finish chunk go; the last one answers the request. */
+  private choiceDone(x: Exchange, c: Choice): void {
+    c.done = true;
+    x.open--;
+    if (x.req.stream && x.error === undefined && !c.failed) {
+      this.send(x, c, c.out.length);
+      x.sse!.write(chunkEvent(x.req.kind, x.ids, { index: c.index, finish: this.finishReason(x, c) }));
+    }
+    if (x.open === 0) this.finish(x);
   }
 
   private finish(x: Exchange): void {
     // An error before anything went out is the answer, with its status.
     if (x.error !== undefined && x.sse === undefined) return sendOpenAIError(x.reply, x.error);
-    const completion = x.text.count(x.req.echo ? x.out.slice(x.prompt.length) : x.out);
-    const u = usage(x.text.count(x.prompt), completion);
-    const finish: FinishReason = x.stopped ? 'stop' : x.req.maxTokens !== undefined && completion >= x.req.maxTokens ? 'length' : 'stop';
+    let completion = 0;
+    for (const c of x.choices) completion += x.text.count(this.generated(x, c));
+    let prompt = 0;
+    for (const p of x.prompts) prompt += x.text.count(p);
+    const u = usage(prompt, completion);
     if (!x.req.stream) {
-      const body = x.req.kind === 'chat' ? chatBody(x.ids, x.out, finish, u) : completionBody(x.ids, x.out, finish, u);
-      x.reply.send(200, JSON_HEADERS, body);
+      const choices = x.choices.map((c) => ({ index: c.index, text: c.out, finish: this.finishReason(x, c) }));
+      x.reply.send(200, JSON_HEADERS, x.req.kind === 'chat' ? chatBody(x.ids, choices, u) : completionBody(x.ids, choices, u));
       return;
     }
-    this.send(x, x.out.length);
-    const s = x.sse!;
-    if (x.error === undefined) s.write(chunkEvent(x.req.kind, x.ids, { finish }));
+    const s = x.sse ??= x.reply.stream(200, SSE_HEADERS);
     if (x.req.includeUsage) s.write(chunkEvent(x.req.kind, x.ids, { usage: u }));
     s.end(DONE_EVENT);
   }
 }
 
-function unknownModel(model: string): OpenAIError {
+/** A completions prompt as text: token ids are decoded with the model's tokenizer, or refused. */
+function promptText(p: string | number[], i: number, text: ModelText, model: string): string {
+  if (typeof p === 'string') return p;
+  const decoded = text.decode(p);
+  if (decoded === undefined) {
+    throw new OpenAIError(400, `'prompt'${i > 0 ? `[${i}]` : ''} is token ids, but the model '${model}' has no tokenizer.json in its folder to read them with; send the prompt as text.`, 'prompt');
+  }
+  return decoded;
+}
+
+export function lookupLoaded(snap: ServerSnapshot, model: string): Resolved {
+  try {
+    return lookupModel(snap, model, undefined, 'loaded');
+  } catch {
+    throw unknownModel(model);
+  }
+}
+
+export function unknownModel(model: string): OpenAIError {
   return new OpenAIError(404, `The model '${model}' does not exist or is not loaded: GET /v1/models lists the models this server serves.`, 'model', 'model_not_found');
 }
 
-/** Whether `/v1/models` lists the model: loaded, and it takes Triton's LLM contract. */
+/** Whether `/v1/models` lists the model: loaded, and it takes Triton's LLM contract or the embedding one. */
 function servable(snap: ServerSnapshot, name: string): boolean {
   try {
-    const { view } = lookupModel(snap, name, undefined, 'loaded');
-    return view.plan?.inputs.some((i) => i.name === 'text_input') === true && view.plan.outputs.some((o) => o.name === 'text_output');
+    const plan = lookupModel(snap, name, undefined, 'loaded').view.plan;
+    return plan !== undefined && (takesLlmContract(plan) || isEmbeddingModel(plan));
   } catch {
     return false;
   }
-}
-
-/**
- * The request a Triton LLM model takes (Triton's OpenAI frontend's
- * contract): `text_input` the prompt, `stream` when the model has it,
- * `exclude_input_in_output` true and `sampling_parameters` as JSON when it
- * declares them (vLLM-style model.py files), the sampling fields also as
- * request parameters.
- */
-export function llmRequest(plan: ValidationPlan, prompt: string, req: OpenAIRequest, maxInputSize: number): DecodedRequest {
-  const byName = new Map(plan.inputs.map((i) => [i.name, i]));
-  const textIn = byName.get('text_input');
-  if (textIn === undefined || textIn.datatype !== 'BYTES' || !plan.outputs.some((o) => o.name === 'text_output')) {
-    throw new OpenAIError(400, `The model '${plan.modelName}' does not take Triton's LLM contract (a BYTES input 'text_input' and an output 'text_output'), which the /v1 routes need; use /v2/models/${plan.modelName}/infer instead.`, 'model');
-  }
-  const inputs: DecodedInput[] = [];
-  const add = (name: string, datatype: string, value: string | boolean): void => {
-    const input = byName.get(name)!;
-    const shape = generateShape(name, plan.maxBatchSize > 0 ? [-1, ...input.dims] : [...input.dims], 1);
-    inputs.push({ name, datatype, shape, data: jsonTensorBytes(name, datatype, [value], 1, maxInputSize), parameters: {} });
-  };
-  add('text_input', 'BYTES', prompt);
-  if (byName.get('stream')?.datatype === 'BOOL') add('stream', 'BOOL', req.stream);
-  if (byName.get('exclude_input_in_output')?.datatype === 'BOOL') add('exclude_input_in_output', 'BOOL', true);
-  if (byName.get('sampling_parameters')?.datatype === 'BYTES') add('sampling_parameters', 'BYTES', samplingJson(req));
-  return { id: '', inputs, outputs: null, parameters: { ...req.parameters }, binaryDataOutput: false };
-}
-
-function samplingJson(req: OpenAIRequest): string {
-  const p: Record<string, unknown> = { ...req.parameters };
-  if (req.stop.length > 0) p.stop = req.stop;
-  return JSON.stringify(p);
-}
-
-/** The elements of a BYTES tensor (4-byte little-endian length, then the bytes), joined as UTF-8 text. */
-export function bytesText(b: Uint8Array): string {
-  const view = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
-  let s = '';
-  for (let at = 0; at + 4 <= view.length;) {
-    const n = view.readUInt32LE(at);
-    s += view.toString('utf8', at + 4, at + 4 + n);
-    at += 4 + n;
-  }
-  return s;
 }
 
 export function asOpenAIError(err: unknown): OpenAIError {

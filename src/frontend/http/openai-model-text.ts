@@ -7,9 +7,13 @@
  * Without them, documented fallbacks: the chat prompt is one
  * `<role>: <content>` line per message then `assistant:`, and a token is a
  * whitespace-separated word. Read once per model folder and HTTP thread
- * (again when a file changed).
+ * (again when a file changed), asynchronously: when a snapshot brings the
+ * model (ModelTexts.warm) or at its first /v1 request, so a large
+ * tokenizer.json is not read on the thread's event loop while other
+ * connections wait (the JSON parse and the tokenizer's build still run on
+ * it, once).
  */
-import fs from 'node:fs';
+import fs from 'node:fs/promises';
 import path from 'node:path';
 import { OpenAIError, type ChatMessage } from './openai-request';
 
@@ -18,6 +22,7 @@ interface JinjaTemplate {
 }
 interface HfTokenizer {
   encode(text: string, options?: { add_special_tokens?: boolean }): { ids: unknown[] };
+  decode(ids: readonly number[], options?: { skip_special_tokens?: boolean }): string;
 }
 const { Template } = require('@huggingface/jinja') as { Template: new (source: string) => JinjaTemplate };
 const { Tokenizer } = require('@huggingface/tokenizers') as { Tokenizer: new (json: object, config: object) => HfTokenizer };
@@ -34,9 +39,11 @@ export class ModelText {
     return this.tokenizer !== undefined;
   }
 
-  static load(dir: string | undefined, model: string): ModelText {
-    if (dir === undefined) return new ModelText(undefined, {}, undefined);
-    const config = readJson(path.join(dir, 'tokenizer_config.json'), model);
+  static readonly NONE = new ModelText(undefined, {}, undefined);
+
+  static async load(dir: string, model: string): Promise<ModelText> {
+    const [configText, tokenizerText] = await Promise.all([readText(path.join(dir, 'tokenizer_config.json')), readText(path.join(dir, 'tokenizer.json'))]);
+    const config = parseJson(configText, 'tokenizer_config.json', model);
     let template: JinjaTemplate | undefined;
     const tokens: Record<string, string> = {};
     if (config !== undefined) {
@@ -54,7 +61,7 @@ export class ModelText {
         else if (typeof v === 'object' && v !== null && typeof (v as { content?: unknown }).content === 'string') tokens[k] = (v as { content: string }).content;
       }
     }
-    const json = readJson(path.join(dir, 'tokenizer.json'), model);
+    const json = parseJson(tokenizerText, 'tokenizer.json', model);
     let tokenizer: HfTokenizer | undefined;
     if (json !== undefined) {
       try {
@@ -86,6 +93,11 @@ export class ModelText {
     if (this.tokenizer !== undefined) return this.tokenizer.encode(text, { add_special_tokens: false }).ids.length;
     return wordCount(text);
   }
+
+  /** Token ids back to text (a token-id prompt), or undefined when the model has no tokenizer.json. */
+  decode(ids: readonly number[]): string | undefined {
+    return this.tokenizer?.decode(ids, { skip_special_tokens: false });
+  }
 }
 
 /** The chat prompt of a model without a chat template: one `<role>: <content>` line per message, then `assistant:`. */
@@ -99,20 +111,23 @@ export function wordCount(text: string): number {
   return t === '' ? 0 : t.split(/\s+/).length;
 }
 
-function readJson(file: string, model: string): Record<string, unknown> | undefined {
-  let text: string;
+async function readText(file: string): Promise<string | undefined> {
   try {
-    text = fs.readFileSync(file, 'utf8');
+    return await fs.readFile(file, 'utf8');
   } catch {
     return undefined;
   }
+}
+
+function parseJson(text: string | undefined, file: string, model: string): Record<string, unknown> | undefined {
+  if (text === undefined) return undefined;
   try {
     const v = JSON.parse(text) as unknown;
     if (typeof v === 'object' && v !== null && !Array.isArray(v)) return v as Record<string, unknown>;
   } catch {
     // reported below
   }
-  throw fileError(model, path.basename(file), 'it is not a JSON object');
+  throw fileError(model, file, 'it is not a JSON object');
 }
 
 function fileError(model: string, file: string, why: string): OpenAIError {
@@ -121,21 +136,31 @@ function fileError(model: string, file: string, why: string): OpenAIError {
 
 /**
  * One ModelText per model folder on this thread, read again when either
- * file changed (a model reloaded with a new template or tokenizer).
+ * file changed (a model reloaded with a new template or tokenizer). A load
+ * in progress is shared by the requests that wait for it.
  */
 export class ModelTexts {
-  private readonly byDir = new Map<string, { stamp: string; text: ModelText }>();
+  private readonly byDir = new Map<string, { stamp: string; text: Promise<ModelText> }>();
 
-  get(dir: string | undefined, model: string): ModelText {
-    if (dir === undefined) return ModelText.load(undefined, model);
-    const stamp = ['tokenizer_config.json', 'tokenizer.json'].map((f) => {
-      const st = fs.statSync(path.join(dir, f), { throwIfNoEntry: false });
+  async get(dir: string | undefined, model: string): Promise<ModelText> {
+    if (dir === undefined) return ModelText.NONE;
+    const stamp = (await Promise.all(['tokenizer_config.json', 'tokenizer.json'].map(async (f) => {
+      const st = await fs.stat(path.join(dir, f)).catch(() => undefined);
       return st === undefined ? '-' : `${st.mtimeMs}:${st.size}`;
-    }).join(' ');
+    }))).join(' ');
     const had = this.byDir.get(dir);
     if (had !== undefined && had.stamp === stamp) return had.text;
     const text = ModelText.load(dir, model);
     this.byDir.set(dir, { stamp, text });
+    // A failed load is not kept: the next request reads the files again.
+    text.catch(() => {
+      if (this.byDir.get(dir)?.text === text) this.byDir.delete(dir);
+    });
     return text;
+  }
+
+  /** Start reading the text files of the models a snapshot brings (errors wait for the first request to report them). */
+  warm(models: readonly { dir: string | undefined; name: string }[]): void {
+    for (const m of models) this.get(m.dir, m.name).catch(() => undefined);
   }
 }

@@ -32,8 +32,12 @@ export interface ChatMessage {
 export interface OpenAIRequest {
   kind: 'completion' | 'chat';
   model: string;
-  /** completions: the prompt text; chat: absent until the template renders `messages`. */
-  prompt?: string;
+  /**
+   * completions: the prompts, each a text or token ids (decoded with the
+   * model's tokenizer by the handler); chat: absent, the template renders
+   * `messages` into the one prompt.
+   */
+  prompts?: (string | number[])[];
   messages?: ChatMessage[];
   stream: boolean;
   /** `stream_options.include_usage`: a last chunk carries `usage` (OpenAI's streaming rule). */
@@ -41,6 +45,8 @@ export interface OpenAIRequest {
   /** `echo` (completions): the prompt comes back before the text. */
   echo: boolean;
   maxTokens?: number;
+  /** Choices per prompt (`n`): each one its own request to the model. */
+  n: number;
   stop: string[];
   /** Request parameters for the model: the sampling fields given, by their OpenAI names. */
   parameters: Record<string, ParamValue>;
@@ -52,6 +58,8 @@ type JsonObject = Record<string, unknown>;
 const NUMBER_PARAMS = ['temperature', 'top_p', 'frequency_penalty', 'presence_penalty'] as const;
 const INTEGER_PARAMS = ['seed', 'top_k', 'min_tokens'] as const;
 const MAX_STOPS = 4;
+/** The most choices one request may ask for (`n`, and prompts × n): OpenAI's own bound on `n`. */
+export const MAX_CHOICES = 128;
 
 function bad(message: string, param: string): OpenAIError {
   return new OpenAIError(400, message, param);
@@ -81,10 +89,11 @@ export function parseOpenAIRequest(body: Buffer, which: OpenAIRequest['kind']): 
     stream: optBool(d, 'stream') ?? false,
     includeUsage: false,
     echo: which === 'completion' ? (optBool(d, 'echo') ?? false) : false,
+    n: 1,
     stop: stops(d.stop),
     parameters: {},
   };
-  if (which === 'completion') req.prompt = prompt(d.prompt);
+  if (which === 'completion') req.prompts = prompts(d.prompt);
   else req.messages = messages(d.messages);
   const so = d.stream_options;
   if (so !== undefined && so !== null) {
@@ -98,8 +107,13 @@ export function parseOpenAIRequest(body: Buffer, which: OpenAIRequest['kind']): 
     req.parameters.max_tokens = max;
   }
   const n = optInt(d, 'n');
-  if (n !== undefined && n !== 1) {
-    throw bad(`'n' = ${n} is not supported: this server returns one choice per request (n = 1); send ${n} requests instead.`, 'n');
+  if (n !== undefined) {
+    if (n < 1 || n > MAX_CHOICES) throw bad(`'n' must be between 1 and ${MAX_CHOICES}, got ${n}.`, 'n');
+    req.n = n;
+  }
+  const choices = (req.prompts?.length ?? 1) * req.n;
+  if (choices > MAX_CHOICES) {
+    throw bad(`${req.prompts!.length} prompts × n = ${req.n} asks for ${choices} choices; one request gives at most ${MAX_CHOICES}: send fewer prompts per request.`, 'prompt');
   }
   for (const k of NUMBER_PARAMS) {
     const v = d[k];
@@ -111,11 +125,32 @@ export function parseOpenAIRequest(body: Buffer, which: OpenAIRequest['kind']): 
     const v = optInt(d, k);
     if (v !== undefined) req.parameters[k] = v;
   }
+  refuseUnsupported(d, which);
   const t = req.parameters.temperature;
   if (typeof t === 'number' && (t < 0 || t > 2)) throw bad(`'temperature' must be between 0 and 2, got ${t}.`, 'temperature');
   const p = req.parameters.top_p;
   if (typeof p === 'number' && (p < 0 || p > 1)) throw bad(`'top_p' must be between 0 and 1, got ${p}.`, 'top_p');
   return req;
+}
+
+/**
+ * Fields whose answer this server cannot give, refused by name rather than
+ * ignored (a client would read a missing `logprobs` or `tool_calls` as the
+ * model's choice): token log-probabilities (the LLM contract returns text
+ * only) and tool calls (no tool-call parser). Their "off" values pass.
+ */
+function refuseUnsupported(d: JsonObject, which: OpenAIRequest['kind']): void {
+  const lp = d.logprobs;
+  if (which === 'completion' ? lp !== undefined && lp !== null && lp !== 0 : lp === true) {
+    throw bad(`'logprobs' is not supported: Triton's LLM contract returns text only (text_output), not token log-probabilities; leave 'logprobs' out.`, 'logprobs');
+  }
+  if (which === 'chat' && d.top_logprobs !== undefined && d.top_logprobs !== null && d.top_logprobs !== 0) {
+    throw bad(`'top_logprobs' is not supported: Triton's LLM contract returns text only, not token log-probabilities; leave it out.`, 'top_logprobs');
+  }
+  const tools = d.tools;
+  if (which === 'chat' && Array.isArray(tools) && tools.length > 0 && d.tool_choice !== 'none') {
+    throw bad(`'tools' is not supported: this server has no tool-call parser, so the model's answer cannot become tool_calls; leave 'tools' out or set 'tool_choice' to "none".`, 'tools');
+  }
 }
 
 function optBool(d: JsonObject, key: string, param = key): boolean | undefined {
@@ -132,13 +167,19 @@ function optInt(d: JsonObject, key: string): number | undefined {
   return v;
 }
 
-function prompt(v: unknown): string {
-  if (typeof v === 'string') return v;
-  if (Array.isArray(v) && v.length === 1 && typeof v[0] === 'string') return v[0];
-  if (Array.isArray(v) && v.length > 1 && v.every((s) => typeof s === 'string')) {
-    throw bad(`'prompt' holds ${v.length} prompts: this server takes one prompt per request; send one request per prompt.`, 'prompt');
+/** `prompt`: a string, an array of strings, an array of token ids, or an array of token-id arrays. */
+function prompts(v: unknown): (string | number[])[] {
+  if (typeof v === 'string') return [v];
+  if (Array.isArray(v) && v.length > 0) {
+    if (v.every((s) => typeof s === 'string')) return v as string[];
+    if (v.every(isTokenId)) return [v as number[]];
+    if (v.every((p) => Array.isArray(p) && p.length > 0 && p.every(isTokenId))) return v as number[][];
   }
-  throw bad(`'prompt' is required and must be a string (or an array of one string), got ${kind(v)}. Token-id prompts are not supported.`, 'prompt');
+  throw bad(`'prompt' is required: a string, an array of strings, an array of token ids or an array of token-id arrays (none empty), got ${Array.isArray(v) && v.length === 0 ? 'an empty array' : kind(v)}.`, 'prompt');
+}
+
+function isTokenId(t: unknown): boolean {
+  return typeof t === 'number' && Number.isSafeInteger(t) && t >= 0;
 }
 
 function stops(v: unknown): string[] {

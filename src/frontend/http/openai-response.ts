@@ -38,32 +38,42 @@ export function modelObject(id: string, created: number): { id: string; object: 
   return { id, object: 'model', created, owned_by: 'nodetron' };
 }
 
-export function completionBody(ids: ResponseIds, text: string, finish: FinishReason, u: Usage): string {
+/** One finished choice of a completion: its index (prompt × n + j), text and finish reason. */
+export interface ChoiceText {
+  index: number;
+  text: string;
+  finish: FinishReason;
+}
+
+export function completionBody(ids: ResponseIds, choices: readonly ChoiceText[], u: Usage): string {
   return JSON.stringify({
     id: ids.id, object: 'text_completion', created: ids.created, model: ids.model,
-    choices: [{ index: 0, text, logprobs: null, finish_reason: finish }], usage: u,
+    choices: choices.map((c) => ({ index: c.index, text: c.text, logprobs: null, finish_reason: c.finish })), usage: u,
   });
 }
 
-export function chatBody(ids: ResponseIds, text: string, finish: FinishReason, u: Usage): string {
+export function chatBody(ids: ResponseIds, choices: readonly ChoiceText[], u: Usage): string {
   return JSON.stringify({
     id: ids.id, object: 'chat.completion', created: ids.created, model: ids.model,
-    choices: [{ index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: finish }], usage: u,
+    choices: choices.map((c) => ({ index: c.index, message: { role: 'assistant', content: c.text }, logprobs: null, finish_reason: c.finish })), usage: u,
   });
 }
 
 /**
- * One streamed chunk: `delta` (chat: the first one carries the role) or
- * `text` (completion), the finish reason on the last; with `usage` and no
- * choices, the extra last chunk of `stream_options.include_usage`.
+ * One streamed chunk of choice `index` (default 0): `delta` (chat: the
+ * first one of each choice carries the role) or `text` (completion), the
+ * finish reason on the choice's last; with `usage` and no choices, the extra
+ * last chunk of `stream_options.include_usage`.
  */
-export function chunkEvent(kind: 'completion' | 'chat', ids: ResponseIds, c: { text?: string; role?: boolean; finish?: FinishReason; usage?: Usage }): string {
+export function chunkEvent(kind: 'completion' | 'chat', ids: ResponseIds,
+  c: { index?: number; text?: string; role?: boolean; finish?: FinishReason; usage?: Usage }): string {
   const head = { id: ids.id, object: kind === 'chat' ? 'chat.completion.chunk' : 'text_completion', created: ids.created, model: ids.model };
   if (c.usage !== undefined) return sse(JSON.stringify({ ...head, choices: [], usage: c.usage }));
   const finish = c.finish ?? null;
+  const index = c.index ?? 0;
   const choice = kind === 'chat'
-    ? { index: 0, delta: c.role === true ? { role: 'assistant', content: c.text ?? '' } : c.text === undefined ? {} : { content: c.text }, logprobs: null, finish_reason: finish }
-    : { index: 0, text: c.text ?? '', logprobs: null, finish_reason: finish };
+    ? { index, delta: c.role === true ? { role: 'assistant', content: c.text ?? '' } : c.text === undefined ? {} : { content: c.text }, logprobs: null, finish_reason: finish }
+    : { index, text: c.text ?? '', logprobs: null, finish_reason: finish };
   return sse(JSON.stringify({ ...head, choices: [choice] }));
 }
 

@@ -34,6 +34,7 @@ export function categoryOf(route: Route): ApiCategory | undefined {
     case 'infer':
     case 'generate':
     case 'openai_completions':
+    case 'openai_embeddings':
       return 'inference';
     case 'model_config':
       return 'model-config';
@@ -84,14 +85,15 @@ export function restrictedError(groups: readonly RestrictedGroup[], url: string,
 
 /**
  * --openai-restricted-api on --openai-port (Triton's OpenAI frontend's
- * categories): the completions are `inference`, `/v1/models`
- * `model-repository`, `/health/ready` `health`. The message, or undefined
+ * categories): the completions are `inference`, `/v1/embeddings`
+ * `embedding`, `/v1/models` `model-repository`, `/health/ready` `health`. The message, or undefined
  * when the request may pass.
  */
 export function openaiRestricted(groups: readonly RestrictedGroup[], route: Route, health: boolean,
   header: (name: string) => string): string | undefined {
   if (groups.length === 0) return undefined;
-  const category = health ? 'health' : route.kind === 'openai_completions' ? 'inference' : route.kind === 'openai_models' ? 'model-repository' : undefined;
+  const category = health ? 'health' : route.kind === 'openai_completions' ? 'inference' : route.kind === 'openai_embeddings' ? 'embedding'
+    : route.kind === 'openai_models' ? 'model-repository' : undefined;
   if (category === undefined) return undefined;
   const group = groups.find((g) => g.apis.includes(category));
   if (group === undefined) return undefined;

@@ -15,6 +15,7 @@ export type Route =
   /** The OpenAI-compatible frontend (openai-handler.ts). */
   | { kind: 'openai_models'; model?: string }
   | { kind: 'openai_completions'; chat: boolean }
+  | { kind: 'openai_embeddings' }
   | { kind: 'model_stats'; model?: string; version?: string }
   | { kind: 'model_trace'; model: string }
   | { kind: 'trace' }
@@ -81,6 +82,8 @@ function matchPath(path: string): { route: Route; methods: string[] } | undefine
       return { route: { kind: 'openai_completions', chat: false }, methods: POST };
     case '/v1/chat/completions':
       return { route: { kind: 'openai_completions', chat: true }, methods: POST };
+    case '/v1/embeddings':
+      return { route: { kind: 'openai_embeddings' }, methods: POST };
     default:
       break;
   }
