@@ -5,11 +5,13 @@ import { ServerError } from '../core/errors';
 import { closestName } from '../core/spelling';
 import type { Backend } from './backend';
 import { onnxruntimeBackend } from './onnxruntime';
+import { filBackend } from './fil';
 import { pythonBackend } from '../python-backend';
 
 const BACKENDS: Record<string, Backend> = {
   onnxruntime: onnxruntimeBackend,
   python: pythonBackend,
+  fil: filBackend,
 };
 
 export function findBackend(name: string): Backend {
@@ -32,7 +34,7 @@ const CONVERSIONS: Record<string, string> = {
 };
 
 /** Triton backends that exist but not in nodetron (an unknown name is more likely a typo). */
-const TRITON_BACKENDS = new Set([...Object.keys(CONVERSIONS), 'fil', 'dali', 'tensorrtllm', 'vllm', 'identity', 'repeat', 'square']);
+const TRITON_BACKENDS = new Set([...Object.keys(CONVERSIONS), 'dali', 'tensorrtllm', 'vllm', 'identity', 'repeat', 'square']);
 
 export function missingBackend(name: string): ServerError {
   const have = `nodetron has the backends ${backendNames().join(' and ')}`;

@@ -1,0 +1,100 @@
+/**
+ * Instance side of the FIL backend, inside an instance worker thread: the
+ * forest is read once; `execute` evaluates the batch's rows straight from
+ * the arena (one request) or from one gathered copy (several), then writes
+ * each request's rows of output__0 into the arena.
+ */
+import { nowNs } from '../../core/clock';
+import { ServerError } from '../../core/errors';
+import type { InferRequest, InferResponse, TensorRef } from '../../core/request';
+import type { Arena } from '../../dataplane/arena';
+import type { BackendInstance, ComputeMarks, CreateBackendInstance } from '../backend';
+import type { Forest } from './forest';
+import { finishRows, sumTrees } from './forest-predict';
+import { readFilParams } from './fil-params';
+import { FIL_INPUT, FIL_OUTPUT, filPlan } from './fil-plan';
+import type { FilPlan } from './fil-plan';
+import { readForest } from './model-file';
+
+export const createBackendInstance: CreateBackendInstance = async (args) => {
+  const params = readFilParams(args.config);
+  const forest = readForest(args.config.name, args.modelPath, params.modelType);
+  return new FilInstance(args.config.name, forest, filPlan(args.config, forest, params, args.modelPath));
+};
+
+class FilInstance implements BackendInstance {
+  private rowsScratch = new Float32Array(0);
+  private sums = new Float64Array(0);
+  private out = new Float32Array(0);
+
+  constructor(private readonly model: string, private readonly forest: Forest, private readonly plan: FilPlan) {}
+
+  async execute(requests: InferRequest[], arena: Arena, marks?: ComputeMarks): Promise<InferResponse[]> {
+    const inputs = requests.map((r) => this.inputOf(r));
+    const rows = inputs.reduce((n, t) => n + t.shape[0]!, 0);
+    const x = this.gather(inputs, rows, arena);
+    if (marks) marks.inputEndNs = nowNs();
+    const groups = this.forest.numGroups;
+    if (this.sums.length < rows * groups) this.sums = new Float64Array(Math.max(rows * groups, 2 * this.sums.length));
+    const width = this.plan.mode.width;
+    if (this.out.length < rows * width) this.out = new Float32Array(Math.max(rows * width, 2 * this.out.length));
+    sumTrees(this.forest, x, rows, this.sums);
+    finishRows(this.forest, this.sums, rows, this.plan.mode, this.out);
+    if (marks) marks.inferEndNs = nowNs();
+    return this.scatter(requests, inputs, arena);
+  }
+
+  async finalize(): Promise<void> {
+    // Nothing is held outside the JS heap.
+  }
+
+  private inputOf(r: InferRequest): TensorRef {
+    const t = r.inputs.find((i) => i.name === FIL_INPUT);
+    if (t === undefined) throw new ServerError('INVALID_ARG', `model '${this.model}': the request has no input '${FIL_INPUT}'`);
+    return t;
+  }
+
+  /** The batch's rows as one Float32Array: a view of the arena for one aligned request, else a copy. */
+  private gather(inputs: TensorRef[], rows: number, arena: Arena): Float32Array {
+    const bytes = rows * this.plan.numFeatures * 4;
+    const only = inputs.length === 1 ? inputs[0]! : undefined;
+    if (only !== undefined && only.offset % 4 === 0) {
+      const b = arena.bytes(only.offset, only.byteSize);
+      return new Float32Array(b.buffer, b.byteOffset, bytes / 4);
+    }
+    if (this.rowsScratch.byteLength < bytes) this.rowsScratch = new Float32Array(Math.max(bytes / 4, 2 * this.rowsScratch.length));
+    const target = new Uint8Array(this.rowsScratch.buffer, 0, bytes);
+    let pos = 0;
+    for (const t of inputs) {
+      target.set(arena.bytes(t.offset, t.byteSize), pos);
+      pos += t.byteSize;
+    }
+    return this.rowsScratch;
+  }
+
+  private scatter(requests: InferRequest[], inputs: TensorRef[], arena: Arena): InferResponse[] {
+    const width = this.plan.mode.width;
+    const outBytes = new Uint8Array(this.out.buffer, this.out.byteOffset, this.out.byteLength);
+    const responses: InferResponse[] = [];
+    let row = 0;
+    try {
+      for (const [i, r] of requests.entries()) {
+        const n = inputs[i]!.shape[0]!;
+        const wanted = r.requestedOutputs === null || r.requestedOutputs.includes(FIL_OUTPUT);
+        if (wanted) {
+          const byteSize = n * width * 4;
+          const { offset, gen } = arena.alloc(byteSize);
+          arena.bytes(offset, byteSize).set(outBytes.subarray(row * width * 4, (row + n) * width * 4));
+          responses.push({ outputs: [{ name: FIL_OUTPUT, datatype: 'FP32', shape: [n, width], offset, gen, byteSize }], final: true });
+        } else {
+          responses.push({ outputs: [], final: true });
+        }
+        row += n;
+      }
+    } catch (err) {
+      for (const resp of responses) for (const o of resp.outputs) arena.free(o);
+      throw err;
+    }
+    return responses;
+  }
+}
