@@ -18,7 +18,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { infer } from '../../src/client/kserve-http-client';
-import { REPO_ROOT, startServer } from './server-process';
+import { MODEL_REPOSITORY, REPO_ROOT, startServer } from './server-process';
 import type { ServerProcess } from './server-process';
 import { repoIndex } from './repo-kit';
 
@@ -67,6 +67,7 @@ before(async () => {
     `${param('threads_per_tree', '4')}, ${param('storage_type', 'SPARSE')}, ${param('colour', 'blue')}]`), 'model.txt', lgb);
   // No config.pbtxt inputs or outputs and no model_type: the file name and auto-complete fill them.
   place('auto_lgb', 'backend: "fil"\ndefault_model_filename: "model.txt"\n', 'model.txt', path.join(repo, 'lgb_multi_proba/1/model.txt'));
+  for (const m of ['fil_lightgbm', 'fil_xgboost']) fs.cpSync(path.join(MODEL_REPOSITORY, m), path.join(repo, m), { recursive: true });
   server = await startServer([`--model-repository=${repo}`, '--exit-on-error=false', '--strict-readiness=false']);
 });
 
@@ -113,6 +114,22 @@ test('every format and output mode equals the native library, 64 rows in one req
     });
   }
 });
+
+// The example models of model_repository/ (scripts/gen_fil_models.py), against the native library on rows with a NaN.
+const EXAMPLE_ROWS: (number | null)[][] = [[5.1, 3.5, 1.4, 0.2], [6.0, 2.9, 4.5, 1.5], [6.7, 3.1, 5.8, 2.2], [5.8, null, 5.1, 1.9], [null, 3.0, 1.5, null]];
+const NATIVE_EXAMPLES: [string, string, string][] = [
+  ['fil_lightgbm', 'python3', 'import lightgbm, json, sys; m = lightgbm.Booster(model_file=sys.argv[1]); print(json.dumps(m.predict(json.loads(sys.argv[2], parse_constant=float)).tolist()))'],
+  ['fil_xgboost', '/usr/bin/python3', 'import xgboost, numpy, json, sys; m = xgboost.Booster(model_file=sys.argv[1]); x = numpy.array(json.loads(sys.argv[2]), dtype=numpy.float32); print(json.dumps((m.predict(xgboost.DMatrix(x)) > 0.5).astype(float).tolist()))'],
+];
+for (const [model, python, code] of NATIVE_EXAMPLES) {
+  test(`example model ${model} answers as the native library does`, async () => {
+    const file = fs.readdirSync(path.join(repo, model, '1'))[0]!;
+    const rows = JSON.stringify(EXAMPLE_ROWS.map((r) => r.map((v) => (v === null ? 'NaN' : v)))).replace(/"NaN"/g, 'NaN');
+    const native = JSON.parse(execFileSync(python, ['-c', code, path.join(repo, model, '1', file), rows], { encoding: 'utf8' })) as number[] | number[][];
+    const want = native.map((r) => (Array.isArray(r) ? r : [r]));
+    assertClose(model, (await predict(model, EXAMPLE_ROWS)).data, want);
+  });
+}
 
 test('the threshold decides binary classes: at 0.3 more rows are class 1 than at the default 0.5', async () => {
   const c = cases.get('xgb_bin_class')!;
@@ -165,7 +182,7 @@ test('bad models fail to load with the file, what is wrong and what to do; the r
   assert.match(reason('bad_dims'), /output 'output__0' has dims \[3\], but the model answers one prediction per row: set dims: \[ 1 \]/);
   assert.match(reason('bad_algo'), /Unknown FIL algorithm name: FASTEST/);
   assert.match(reason('bad_class'), /output_class is true, but .* is a LightGBM regression model \(objective 'regression'\): set output_class to false/);
-  for (const m of [...MODELS, 'extra_params', 'auto_lgb']) assert.equal(index.find((x) => x.name === m)?.state, 'READY', m);
+  for (const m of [...MODELS, 'extra_params', 'auto_lgb', 'fil_lightgbm', 'fil_xgboost']) assert.equal(index.find((x) => x.name === m)?.state, 'READY', m);
 });
 
 test('GPU-only and unknown parameters load with one warning each naming the model and the parameter', () => {
