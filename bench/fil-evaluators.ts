@@ -3,7 +3,7 @@
  * TypeScript walk over the flat typed arrays (src/backends/fil/forest-predict.ts)
  * against ONNX Runtime's ai.onnx.ml TreeEnsembleRegressor holding the same
  * trees (bench/fil_bench_models.py `onnx` builds it from this forest), in
- * process, at batch 1 and 1,024, on one thread (what one instance thread
+ * process, at batch 1 to 1,024, on one thread (what one instance thread
  * has) and, for ORT, on all cores. Checks both give the same sums first.
  * Usage: node dist/bench/fil-evaluators.js [seconds=2]
  */
@@ -87,7 +87,7 @@ async function main(): Promise<void> {
     const worst = sums.reduce((w, s, i) => Math.max(w, Math.abs(s - y[i]!)), 0);
     console.log(`largest |TS - ORT| over 1024 rows: ${worst.toExponential(2)}`);
     const lines: string[] = [];
-    for (const batch of [1, 1024]) {
+    for (const batch of [1, 16, 64, 256, 1024]) {
       const x = rowsOf(batch, nf);
       const out = new Float64Array(batch);
       const ts = rate(() => sumTrees(forest, x, batch, out), batch);

@@ -7,6 +7,7 @@ import { decodeUbjson } from '../../src/backends/fil/ubjson';
 import { sniffModelType, parseXGBoostJson } from '../../src/backends/fil/model-file';
 import { transformOf } from '../../src/backends/fil/lightgbm-text';
 import { xgboostBaseMargin, xgboostTransform } from '../../src/backends/fil/xgboost-model';
+import { float32AtOrBelow, notExpressible, treeEnsembleModel } from '../../src/backends/fil/onnx-tree-ensemble';
 
 /** One split on feature 0 at 1.0 (or categories {1, 3, 40}); the left leaf is 10, the right 20. */
 function stump(flags: number, transform: Transform = { kind: 'identity' }): Forest {
@@ -137,3 +138,34 @@ for (const [name, head, want] of SNIFF) test(`sniffModelType: ${name}`, () => as
 test('XGBoost JSON with bare NaN and Infinity parses (NaN as null)', () => {
   assert.deepEqual(parseXGBoostJson('{"a": [NaN, 1.5, -Infinity], "b": "NaN"}'), { a: [null, 1.5, -Infinity], b: 'NaN' });
 });
+
+const AT_OR_BELOW: [string, number][] = [
+  ['a float32 stays', 0.5], ['0.1 (rounds up in float32)', 0.1], ['-0.1 (rounds down)', -0.1], ['1e-35', 1e-35], ['0', 0], ['a double just above 1', 1 + 2 ** -40],
+];
+for (const [name, t] of AT_OR_BELOW) {
+  test(`float32AtOrBelow(${name}): the largest float32 not above it, so x <= t is the same test for float32 x`, () => {
+    const f = float32AtOrBelow(t);
+    assert.equal(Math.fround(f), f);
+    assert.ok(f <= t);
+    const next = new Float32Array(1);
+    const bits = new Int32Array(next.buffer);
+    next[0] = f;
+    bits[0] = f >= 0 ? bits[0]! + 1 : bits[0]! - 1;
+    if (f === 0) next[0] = 2 ** -149;
+    assert.ok(next[0]! > t, `the next float32 up, ${next[0]}, is above ${t}`);
+  });
+}
+
+const EXPRESSIBLE: [string, number, number, string | undefined][] = [
+  ['XGBoost numerical splits', DEFAULT_LEFT, 1, undefined],
+  ['LightGBM missing None', LESS_EQUAL | NAN_AS_ZERO, 1, undefined],
+  ['categorical splits', CATEGORICAL, 1, 'it has categorical splits'],
+  ['zeros as missing', LESS_EQUAL | NAN_AS_ZERO | ZERO_IS_MISSING, 1, 'it reads zeros as missing values'],
+  ['an averaged forest', 0, 3, 'its output is an average over trees'],
+];
+for (const [name, flags, divisor, want] of EXPRESSIBLE) {
+  test(`ONNX Runtime's tree ensemble can hold: ${name} → ${want ?? 'yes'}`, () => {
+    assert.equal(notExpressible({ ...stump(flags), divisor }), want);
+    if (want === undefined) assert.ok(treeEnsembleModel(stump(flags)).length > 100);
+  });
+}

@@ -1,8 +1,10 @@
 /**
  * Instance side of the FIL backend, inside an instance worker thread: the
- * forest is read once; `execute` evaluates the batch's rows straight from
- * the arena (one request) or from one gathered copy (several), then writes
- * each request's rows of output__0 into the arena.
+ * forest is read once; `execute` sums the batch's rows' trees (the
+ * TypeScript walk below ORT_MIN_ROWS rows or for forests ONNX Runtime's
+ * tree-ensemble operator cannot hold exactly, that operator otherwise),
+ * reading them straight from the arena (one request) or from one gathered
+ * copy (several), then writes each request's rows of output__0 into the arena.
  */
 import { nowNs } from '../../core/clock';
 import { ServerError } from '../../core/errors';
@@ -15,11 +17,16 @@ import { readFilParams } from './fil-params';
 import { FIL_INPUT, FIL_OUTPUT, filPlan } from './fil-plan';
 import type { FilPlan } from './fil-plan';
 import { readForest } from './model-file';
+import { notExpressible } from './onnx-tree-ensemble';
+import { ORT_MIN_ROWS, OrtForest } from './ort-forest';
 
 export const createBackendInstance: CreateBackendInstance = async (args) => {
   const params = readFilParams(args.config);
   const forest = readForest(args.config.name, args.modelPath, params.modelType);
-  return new FilInstance(args.config.name, forest, filPlan(args.config, forest, params, args.modelPath));
+  const plan = filPlan(args.config, forest, params, args.modelPath);
+  // Large batches go to ONNX Runtime's tree-ensemble operator when it can hold this forest exactly.
+  const ort = notExpressible(forest) === undefined ? await OrtForest.create(forest) : undefined;
+  return new FilInstance(args.config.name, forest, plan, ort);
 };
 
 class FilInstance implements BackendInstance {
@@ -27,7 +34,12 @@ class FilInstance implements BackendInstance {
   private sums = new Float64Array(0);
   private out = new Float32Array(0);
 
-  constructor(private readonly model: string, private readonly forest: Forest, private readonly plan: FilPlan) {}
+  constructor(
+    private readonly model: string,
+    private readonly forest: Forest,
+    private readonly plan: FilPlan,
+    private readonly ort: OrtForest | undefined,
+  ) {}
 
   async execute(requests: InferRequest[], arena: Arena, marks?: ComputeMarks): Promise<InferResponse[]> {
     const inputs = requests.map((r) => this.inputOf(r));
@@ -38,14 +50,15 @@ class FilInstance implements BackendInstance {
     if (this.sums.length < rows * groups) this.sums = new Float64Array(Math.max(rows * groups, 2 * this.sums.length));
     const width = this.plan.mode.width;
     if (this.out.length < rows * width) this.out = new Float32Array(Math.max(rows * width, 2 * this.out.length));
-    sumTrees(this.forest, x, rows, this.sums);
+    if (this.ort !== undefined && rows >= ORT_MIN_ROWS) await this.ort.sum(x, rows, this.sums);
+    else sumTrees(this.forest, x, rows, this.sums);
     finishRows(this.forest, this.sums, rows, this.plan.mode, this.out);
     if (marks) marks.inferEndNs = nowNs();
     return this.scatter(requests, inputs, arena);
   }
 
   async finalize(): Promise<void> {
-    // Nothing is held outside the JS heap.
+    await this.ort?.release();
   }
 
   private inputOf(r: InferRequest): TensorRef {
