@@ -65,6 +65,8 @@ before(async () => {
   place('bad_class', config('bad_class', `${IO(5, 1)}\nparameters [${param('model_type', 'lightgbm')}, ${param('output_class', 'true')}]`), 'model.txt', lgb);
   place('extra_params', config('extra_params', `${IO(5, 1)}\nparameters [${param('model_type', 'lightgbm')}, ${param('output_class', 'false')}, ` +
     `${param('threads_per_tree', '4')}, ${param('storage_type', 'SPARSE')}, ${param('colour', 'blue')}]`), 'model.txt', lgb);
+  place('dims_any', config('dims_any', `input [{ name: "input__0" data_type: TYPE_FP32 dims: [ -1 ] }]\noutput [{ name: "output__0" data_type: TYPE_FP32 dims: [ 1 ] }]\n` +
+    `dynamic_batching { max_queue_delay_microseconds: 20000 }\nparameters [${param('model_type', 'lightgbm')}, ${param('output_class', 'false')}]`), 'model.txt', lgb);
   // No config.pbtxt inputs or outputs and no model_type: the file name and auto-complete fill them.
   place('auto_lgb', 'backend: "fil"\ndefault_model_filename: "model.txt"\n', 'model.txt', path.join(repo, 'lgb_multi_proba/1/model.txt'));
   for (const m of ['fil_lightgbm', 'fil_xgboost']) fs.cpSync(path.join(MODEL_REPOSITORY, m), path.join(repo, m), { recursive: true });
@@ -167,6 +169,17 @@ test('a wrong input name, shape or datatype is refused with what the model expec
   assertClose('xgb_reg_json', (await predict('xgb_reg_json', c.inputs.slice(0, 3))).data, c.expected.slice(0, 3));
 });
 
+test('dims [ -1 ]: a request with the wrong feature count is refused alone, the requests batched with it are answered', async () => {
+  const c = cases.get('lgb_reg')!;
+  const [bad, ...good] = await Promise.all([
+    infer(server.url, 'dims_any', [{ name: 'input__0', datatype: 'FP32', shape: [1, 4], data: new Uint8Array(16) }]),
+    ...c.inputs.slice(0, 4).map((row) => predict('dims_any', [row])),
+  ]);
+  assert.equal(bad!.status, 400);
+  assert.equal(bad!.json.error, "unexpected shape for input 'input__0' for model 'dims_any'. Expected [-1,5] (rows of 5 features), got [1,4]");
+  good.forEach((g, i) => assertClose('dims_any', (g as { data: number[] }).data, [c.expected[i]!], i));
+});
+
 test('bad models fail to load with the file, what is wrong and what to do; the rest load', async () => {
   const index = await repoIndex(server.url);
   const reason = (m: string): string => {
@@ -182,7 +195,7 @@ test('bad models fail to load with the file, what is wrong and what to do; the r
   assert.match(reason('bad_dims'), /output 'output__0' has dims \[3\], but the model answers one prediction per row: set dims: \[ 1 \]/);
   assert.match(reason('bad_algo'), /Unknown FIL algorithm name: FASTEST/);
   assert.match(reason('bad_class'), /output_class is true, but .* is a LightGBM regression model \(objective 'regression'\): set output_class to false/);
-  for (const m of [...MODELS, 'extra_params', 'auto_lgb', 'fil_lightgbm', 'fil_xgboost']) assert.equal(index.find((x) => x.name === m)?.state, 'READY', m);
+  for (const m of [...MODELS, 'extra_params', 'auto_lgb', 'dims_any', 'fil_lightgbm', 'fil_xgboost']) assert.equal(index.find((x) => x.name === m)?.state, 'READY', m);
 });
 
 test('GPU-only and unknown parameters load with one warning each naming the model and the parameter', () => {

@@ -7,7 +7,6 @@
  * copy (several), then writes each request's rows of output__0 into the arena.
  */
 import { nowNs } from '../../core/clock';
-import { ServerError } from '../../core/errors';
 import type { InferRequest, InferResponse, TensorRef } from '../../core/request';
 import type { Arena } from '../../dataplane/arena';
 import type { BackendInstance, ComputeMarks, CreateBackendInstance } from '../backend';
@@ -42,7 +41,10 @@ class FilInstance implements BackendInstance {
   ) {}
 
   async execute(requests: InferRequest[], arena: Arena, marks?: ComputeMarks): Promise<InferResponse[]> {
-    const inputs = requests.map((r) => this.inputOf(r));
+    // A request whose rows do not fit the model is answered alone; the rest of the batch runs.
+    const refused = requests.map((r) => this.refusal(r));
+    const good = requests.filter((_, i) => refused[i] === undefined);
+    const inputs = good.map((r) => r.inputs.find((t) => t.name === FIL_INPUT)!);
     const rows = inputs.reduce((n, t) => n + t.shape[0]!, 0);
     const x = this.gather(inputs, rows, arena);
     if (marks) marks.inputEndNs = nowNs();
@@ -50,21 +52,40 @@ class FilInstance implements BackendInstance {
     if (this.sums.length < rows * groups) this.sums = new Float64Array(Math.max(rows * groups, 2 * this.sums.length));
     const width = this.plan.mode.width;
     if (this.out.length < rows * width) this.out = new Float32Array(Math.max(rows * width, 2 * this.out.length));
-    if (this.ort !== undefined && rows >= ORT_MIN_ROWS) await this.ort.sum(x, rows, this.sums);
-    else sumTrees(this.forest, x, rows, this.sums);
-    finishRows(this.forest, this.sums, rows, this.plan.mode, this.out);
+    if (rows > 0) {
+      if (this.ort !== undefined && rows >= ORT_MIN_ROWS) {
+        try {
+          await this.ort.sum(x, rows, this.sums);
+        } catch {
+          // The walk gives the same sums; a failed run only costs time.
+          sumTrees(this.forest, x, rows, this.sums);
+        }
+      } else {
+        sumTrees(this.forest, x, rows, this.sums);
+      }
+      finishRows(this.forest, this.sums, rows, this.plan.mode, this.out);
+    }
     if (marks) marks.inferEndNs = nowNs();
-    return this.scatter(requests, inputs, arena);
+    const answered = this.scatter(good, inputs, arena);
+    let k = 0;
+    return requests.map((_, i) => refused[i] ?? answered[k++]!);
   }
 
   async finalize(): Promise<void> {
     await this.ort?.release();
   }
 
-  private inputOf(r: InferRequest): TensorRef {
+  /** An error response for a request the model cannot take, else undefined. */
+  private refusal(r: InferRequest): InferResponse | undefined {
     const t = r.inputs.find((i) => i.name === FIL_INPUT);
-    if (t === undefined) throw new ServerError('INVALID_ARG', `model '${this.model}': the request has no input '${FIL_INPUT}'`);
-    return t;
+    const nf = this.plan.numFeatures;
+    let message: string | undefined;
+    if (t === undefined) message = `model '${this.model}': the request has no input '${FIL_INPUT}'`;
+    // The config may say dims [ -1 ]; the model still takes exactly its feature count per row.
+    else if (t.shape.length !== 2 || t.shape[1] !== nf || t.byteSize !== t.shape[0]! * nf * 4) {
+      message = `unexpected shape for input '${FIL_INPUT}' for model '${this.model}'. Expected [-1,${nf}] (rows of ${nf} features), got [${t.shape.join(',')}]`;
+    }
+    return message === undefined ? undefined : { outputs: [], final: true, error: { code: 'INVALID_ARG', message } };
   }
 
   /** The batch's rows as one Float32Array: a view of the arena for one aligned request, else a copy. */
