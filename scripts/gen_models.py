@@ -30,10 +30,15 @@ byte-identical files. Models written:
                      pooled over the tokens, unit length), with tiny_llm's
                      tokenizer.json; 1/model.py (hand-written) serves it on
                      /v1/embeddings (text_input -> embedding)
+  fil_lightgbm/, fil_xgboost/
+                     tree models for the FIL backend, by
+                     scripts/gen_fil_models.py (run for each library that is
+                     installed: lightgbm here, xgboost in Debian's python3)
 """
 import argparse
 import json
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -375,6 +380,16 @@ def check(out):
     print('check: all models ran in onnxruntime', ort.__version__)
 
 
+def gen_fil_examples(out):
+    """The FIL examples need lightgbm and xgboost, which may live in other interpreters (xgboost: Debian's python3)."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'gen_fil_models.py')
+    for lib, python in [('lightgbm', sys.executable), ('xgboost', '/usr/bin/python3')]:
+        if subprocess.run([python, '-c', f'import {lib}'], capture_output=True).returncode != 0:
+            print(f'skipping the FIL {lib} example: no {lib} in {python}')
+            continue
+        subprocess.run([python, script, lib, '--out', out], check=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--out', default='model_repository')
@@ -386,6 +401,7 @@ def main():
     gen_identity_types(args.out)
     gen_tiny_llm(args.out)
     gen_tiny_embedder(args.out)
+    gen_fil_examples(args.out)
     if args.check:
         check(args.out)
     return 0

@@ -66,6 +66,12 @@ export interface Backend {
    * Triton's texts. Throws ServerError on mismatch. Returns the completed config.
    */
   completeConfig(config: ModelConfig, modelPath: string, autoComplete: boolean, backendConfig: Record<string, string>): Promise<ModelConfig>;
+  /**
+   * Warnings about the config's backend-specific settings (parameters the
+   * backend reads but does not act on here), one line each, logged once per
+   * load beside `ignoredSettings`. Pure; absent: none.
+   */
+  readonly configWarnings?: (config: ModelConfig) => string[];
   /** Module path (absolute, compiled .js) exporting `createBackendInstance: CreateBackendInstance`. */
   readonly instanceModule: string;
   /** Where instances run: worker threads (default, `instanceModule`) or child processes (`startProcess`). */

@@ -139,6 +139,7 @@ export async function prepareModel(
   }
   const backend = config.platform === ENSEMBLE_PLATFORM ? ENSEMBLE_BACKEND : findBackend(config.backend);
   const backendConfig = { ...(opts.backendConfig[''] ?? {}), ...(opts.backendConfig[backend.name] ?? {}) };
+  for (const w of backend.configWarnings?.(config) ?? []) listener.warn(w);
   if (newest !== undefined && backend !== ENSEMBLE_BACKEND) {
     const modelPath = modelFilePath(config, backend, location.dir, newest);
     const before = config;
@@ -160,7 +161,7 @@ export async function prepareModel(
   config = normalizeConfig(config, {
     modelName: location.name,
     gpuCount: opts.gpuIds.length,
-    defaultInstanceCount: backend.name === 'onnxruntime' ? 2 : 1,
+    defaultInstanceCount: backend.name === 'onnxruntime' || backend.name === 'fil' ? 2 : 1,
   });
   const defaults = backend === ENSEMBLE_BACKEND ? undefined : defaultsDetail(m, completed, config);
   if (defaults !== undefined) listener.detail(defaults);

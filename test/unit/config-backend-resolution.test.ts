@@ -20,6 +20,14 @@ const cases: Case[] = [
   { name: 'custom onnx file name kept', text: 'backend: "onnxruntime" default_model_filename: "net.onnx"', files: [], want: ['onnxruntime', 'onnxruntime_onnx', 'net.onnx'] },
   { name: 'model.py detected', text: '', files: ['model.py'], want: ['python', '', 'model.py'] },
   { name: 'python backend', text: 'backend: "python"', files: [], want: ['python', '', 'model.py'] },
+  // FIL: the file is Triton FIL's default for the model_type parameter (its default type is 'xgboost').
+  { name: 'fil without model_type', text: 'backend: "fil"', files: [], want: ['fil', '', 'xgboost.model'] },
+  { name: 'fil lightgbm', text: 'backend: "fil" parameters [{ key: "model_type" value: { string_value: "lightgbm" } }]', files: [], want: ['fil', '', 'model.txt'] },
+  { name: 'fil xgboost_json', text: 'backend: "fil" parameters [{ key: "model_type" value: { string_value: "xgboost_json" } }]', files: [], want: ['fil', '', 'xgboost.json'] },
+  { name: 'fil xgboost_ubj', text: 'backend: "fil" parameters [{ key: "model_type" value: { string_value: "xgboost_ubj" } }]', files: [], want: ['fil', '', 'xgboost.ubj'] },
+  { name: 'fil treelite_checkpoint', text: 'backend: "fil" parameters [{ key: "model_type" value: { string_value: "treelite_checkpoint" } }]', files: [], want: ['fil', '', 'checkpoint.tl'] },
+  { name: 'fil file name kept', text: 'backend: "fil" default_model_filename: "trees.json"', files: [], want: ['fil', '', 'trees.json'] },
+  { name: 'fil unknown model_type: left for the backend to refuse', text: 'backend: "fil" parameters [{ key: "model_type" value: { string_value: "catboost" } }]', files: [], want: ['fil', '', ''] },
   { name: 'model.plan detected', text: '', files: ['model.plan'], want: ['tensorrt', 'tensorrt_plan', 'model.plan'] },
   { name: 'tensorrt_plan platform', text: 'platform: "tensorrt_plan"', files: [], want: ['tensorrt', 'tensorrt_plan', 'model.plan'] },
   // Triton fills the file name only when it fills the platform in the PyTorch branch itself.

@@ -24,6 +24,14 @@ const TORCH_FILE = 'model.pt';
 const TORCH_AOTI_PLATFORM = 'torch_aoti';
 const TORCH_AOTI_FILE = 'model.pt2';
 const PYTHON_FILE = 'model.py';
+/** Triton FIL's default model file of each model_type parameter (its default model_type is 'xgboost'). */
+const FIL_FILES: Record<string, string> = {
+  xgboost: 'xgboost.model',
+  xgboost_json: 'xgboost.json',
+  xgboost_ubj: 'xgboost.ubj',
+  lightgbm: 'model.txt',
+  treelite_checkpoint: 'checkpoint.tl',
+};
 
 export interface ResolveOptions {
   /**
@@ -156,6 +164,13 @@ function fillBackendFields(
     } else if (c.platform === TORCH_AOTI_PLATFORM && c.default_model_filename === '') {
       c.default_model_filename = TORCH_AOTI_FILE;
     }
+    return;
+  }
+
+  if (c.backend === 'fil') {
+    // An unknown model_type is left for the backend to refuse with the list of types.
+    const type = c.parameters?.['model_type']?.string_value?.trim() ?? 'xgboost';
+    if (c.default_model_filename === '') c.default_model_filename = FIL_FILES[type] ?? '';
     return;
   }
 
