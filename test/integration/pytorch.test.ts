@@ -1,7 +1,7 @@
 /**
  * The pytorch backend through the real server and real torch (python3's),
  * one server start over a temporary repository of the generator's
- * TorchScript examples (scripts/gen_models.py --pytorch) plus broken
+ * TorchScript examples (scripts/gen_torch_models.py, as gen_models.py --pytorch) plus broken
  * variants: every answer is compared with in-process torch on the same
  * model file and inputs (torch-kit.ts). Covers INPUT__0/OUTPUT__0 naming,
  * forward() argument names, INT32/FP64, List[str] in and out, dynamic

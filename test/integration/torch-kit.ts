@@ -1,6 +1,6 @@
 /**
  * What the PyTorch tests share: the example models written by the
- * repository's own generator (scripts/gen_models.py --pytorch), and the
+ * repository's own generator (scripts/gen_torch_models.py), and the
  * answer of in-process torch (python3, the same interpreter the stubs run)
  * for the same model file and inputs, to compare the server's with.
  */
@@ -11,14 +11,15 @@ import { REPO_ROOT } from './server-process';
 
 export const PYTHON = 'python3';
 
-/** The PyTorch examples into `dir` (torch_add_sub, torch_mixed, torch_strings; with `aoti`, torch_aoti_add_sub only). */
+/**
+ * The PyTorch examples into `dir` (torch_add_sub, torch_mixed, torch_strings; with `aoti`,
+ * torch_aoti_add_sub only), by the functions `scripts/gen_models.py --pytorch` calls
+ * (scripts/gen_torch_models.py; straight, since gen_models.py itself needs onnx, which CI does not install).
+ */
 export function generateTorchModels(dir: string, opts: { aoti?: boolean } = {}): void {
-  if (opts.aoti) {
-    execFileSync(PYTHON, ['-c', `import sys; sys.path.insert(0, 'scripts'); from gen_torch_models import gen_torch_aoti_add_sub; gen_torch_aoti_add_sub(sys.argv[1])`, dir],
-      { cwd: REPO_ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
-    return;
-  }
-  execFileSync(PYTHON, ['scripts/gen_models.py', '--pytorch', '--out', dir], { cwd: REPO_ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  const fn = opts.aoti ? 'gen_torch_aoti_add_sub(sys.argv[1])' : 'gen_torch_models(sys.argv[1])';
+  execFileSync(PYTHON, ['-c', `import sys; sys.path.insert(0, 'scripts'); from gen_torch_models import *; ${fn}`, dir],
+    { cwd: REPO_ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
 /** One input for the reference run: KServe datatype, shape, flat data (strings for BYTES). */
