@@ -11,7 +11,9 @@
  *   nodetron, the same load with dynamic batching (max_batch_size 8);
  *   in-process torch at batch 8 (what dynamic batching's batches cost).
  * The table gives each case's median over the rounds and the ratio to
- * in-process batch 1. Usage:
+ * in-process batch 1, and for the server cases the p50 latency and the CPU
+ * the server process itself spent per request (all its threads; the stub's
+ * torch is a child process, not counted). Usage:
  *   node dist/bench/pytorch.js [seconds=15] [rounds=3] [threads=<cores>]
  * Needs python3 with torch.
  */
@@ -44,6 +46,13 @@ function inProcess(modelPt: string, threads: number, batch: number, seconds: num
   return (JSON.parse(out.toString()) as { images_per_s: number }).images_per_s;
 }
 
+/** CPU seconds (user + system, all threads) of the process itself, not its children (the stubs). */
+function ownCpuSeconds(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in USER_HZ
+}
+
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)]!;
@@ -67,13 +76,19 @@ async function main(): Promise<void> {
 
   const results: Record<string, number[]> = { inproc1: [], server: [], serverDb: [], inproc8: [] };
   const p50: Record<string, number[]> = { server: [], serverDb: [] };
+  /** The server's own CPU ms per request (HTTP, admission, scheduling, host thread copies; not torch). */
+  const cpuMs: Record<string, number[]> = { server: [], serverDb: [] };
   const server = await startServer([`--model-repository=${repo}`], 180_000);
   try {
     for (let round = 0; round < rounds; round++) {
       results.inproc1!.push(inProcess(modelPt, threads, 1, seconds));
       for (const [key, model] of [['server', 'resnet18'], ['serverDb', 'resnet18_db']] as const) {
+        const pid = server.child.pid!;
+        const cpu0 = ownCpuSeconds(pid);
         const r = await runLoad({ url: server.url, path: `/v2/models/${model}/infer`, body, headers, concurrency: 8, durationMs: seconds * 1000, warmupMs: 3000 });
         if (r.errors > 0) throw new Error(`${model}: ${r.errors} errors`);
+        // The warm-up's requests are in the CPU too: count them at the measured rate (an estimate, on the high side).
+        cpuMs[key]!.push((1000 * (ownCpuSeconds(pid) - cpu0)) / (r.requests * (1 + 3 / seconds)));
         results[key]!.push(r.rps);
         p50[key]!.push(r.p50Ms);
       }
@@ -90,10 +105,10 @@ async function main(): Promise<void> {
     return `| ${label} | ${m.toFixed(1)} | ${results[key]!.map((x) => x.toFixed(1)).join(' / ')} | ${((100 * m) / base).toFixed(0)}% | ${extra} |`;
   };
   console.log(`\nResNet-18-shaped TorchScript, FP32 [1,3,224,224], ${threads} intra-op threads, ${seconds} s x ${rounds} rounds\n`);
-  console.log('| case | images/s (median) | per round | vs in-process batch 1 | p50 latency |\n|---|---:|---|---:|---:|');
+  console.log('| case | images/s (median) | per round | vs in-process batch 1 | p50 latency, server CPU per request |\n|---|---:|---|---:|---:|');
   console.log(row('in-process torch, batch 1', 'inproc1'));
-  console.log(row('nodetron, 8 connections, HTTP binary, no dynamic batching', 'server', `${median(p50.server!).toFixed(0)} ms`));
-  console.log(row('nodetron, 8 connections, HTTP binary, dynamic batching (max 8)', 'serverDb', `${median(p50.serverDb!).toFixed(0)} ms`));
+  console.log(row('nodetron, 8 connections, HTTP binary, no dynamic batching', 'server', `${median(p50.server!).toFixed(0)} ms, ${median(cpuMs.server!).toFixed(2)} ms`));
+  console.log(row('nodetron, 8 connections, HTTP binary, dynamic batching (max 8)', 'serverDb', `${median(p50.serverDb!).toFixed(0)} ms, ${median(cpuMs.serverDb!).toFixed(2)} ms`));
   console.log(row('in-process torch, batch 8', 'inproc8'));
 }
 
