@@ -34,6 +34,9 @@ byte-identical files. Models written:
                      tree models for the FIL backend, by
                      scripts/gen_fil_models.py (run for each library that is
                      installed: lightgbm here, xgboost in Debian's python3)
+
+With --pytorch (and --aoti) it writes the PyTorch examples instead
+(scripts/gen_torch_models.py, needs torch; not committed).
 """
 import argparse
 import json
@@ -394,7 +397,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--out', default='model_repository')
     parser.add_argument('--check', action='store_true', help='run each model once in onnxruntime')
+    parser.add_argument('--pytorch', action='store_true',
+                        help='write only the PyTorch examples (scripts/gen_torch_models.py; needs torch)')
+    parser.add_argument('--aoti', action='store_true', help='with --pytorch: also the AOTInductor package (~40 s)')
     args = parser.parse_args()
+    if args.pytorch:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from gen_torch_models import gen_torch_models
+        gen_torch_models(args.out, aoti=args.aoti)
+        return 0
     gen_simple(args.out)
     gen_dense_classifier(args.out)
     gen_image_classifier(args.out)

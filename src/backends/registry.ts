@@ -6,12 +6,14 @@ import { closestName } from '../core/spelling';
 import type { Backend } from './backend';
 import { onnxruntimeBackend } from './onnxruntime';
 import { filBackend } from './fil';
+import { pytorchBackend } from './pytorch';
 import { pythonBackend } from '../python-backend';
 
 const BACKENDS: Record<string, Backend> = {
   onnxruntime: onnxruntimeBackend,
   python: pythonBackend,
   fil: filBackend,
+  pytorch: pytorchBackend,
 };
 
 export function findBackend(name: string): Backend {
@@ -28,7 +30,6 @@ export function findBackend(name: string): Backend {
  */
 const CONVERSIONS: Record<string, string> = {
   tensorrt: 'A TensorRT plan cannot be converted back: export the network it was built from to ONNX (the plan is usually built from an ONNX file) and serve that',
-  pytorch: 'Export the model to ONNX (torch.onnx.export) and serve model.onnx',
   tensorflow: 'Convert the model to ONNX (python -m tf2onnx.convert --saved-model <dir> --output model.onnx) and serve that',
   openvino: 'Serve the ONNX file the OpenVINO IR was made from',
 };

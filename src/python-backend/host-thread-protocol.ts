@@ -47,6 +47,7 @@ import type { RingHandle } from '../dataplane/ring';
 import type { ExecuteMessage } from '../dataplane/protocol';
 import type { MetricMsg } from './ipc-protocol';
 import type { ModelControlCall } from './model-control';
+import type { BuiltinModel } from './stub-process';
 
 /** workerData of a host thread. */
 export interface PyHostThreadData {
@@ -54,6 +55,8 @@ export interface PyHostThreadData {
   toHost: RingHandle;
   toMain: RingHandle;
   args: BackendInstanceArgs;
+  /** The stub runs this model nodetron ships (stub-process.ts BuiltinModel) on args.modelPath, not a model.py. */
+  builtin?: BuiltinModel;
 }
 
 // ---- ring, main → host ----

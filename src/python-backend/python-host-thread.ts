@@ -62,7 +62,7 @@ function onRing(instance: PythonStubInstance, msg: MainToPyHost): void {
 async function main(): Promise<void> {
   let instance: PythonStubInstance;
   try {
-    instance = await PythonStubInstance.start(data.args, port.services);
+    instance = await PythonStubInstance.start(data.args, port.services, data.builtin);
   } catch (err) {
     send({ t: 'init_failed', error: toErrorInfo(err) });
     return;

@@ -28,7 +28,7 @@ import type { CustomMetricsOwner } from '../metrics/custom-metrics';
 import type {
   MainToPyHost, PyBls, PyHostPortIn, PyHostPortOut, PyHostThreadData, PyHostToMain, PyLog, PyMetric, PyModelControl,
 } from './host-thread-protocol';
-import { notHealthy } from './stub-process';
+import { notHealthy, type BuiltinModel } from './stub-process';
 import { warnIfSmallShm } from './shm-space';
 import { workerResourceLimits } from '../core/young-generation';
 
@@ -60,12 +60,12 @@ export class PythonHost implements ProcessChild {
   private readonly fromHost: RingHandle;
   private readonly exited: Promise<void>;
 
-  private constructor(private readonly args: BackendInstanceArgs, private readonly services: ProcessHostServices) {
+  private constructor(private readonly args: BackendInstanceArgs, private readonly services: ProcessHostServices, builtin: BuiltinModel | undefined) {
     this.metrics = services.customMetrics?.owner();
     const { port } = services;
     const toHost = createRing(port.bells.create());
     const toMain = createRing(port.bell);
-    const data: PyHostThreadData = { arena: services.arena.handle, toHost, toMain, args };
+    const data: PyHostThreadData = { arena: services.arena.handle, toHost, toMain, args, ...(builtin !== undefined ? { builtin } : {}) };
     this.worker = new Worker(path.join(__dirname, 'python-host-thread.js'), { workerData: data, name: `py-${args.instanceName}`, resourceLimits: workerResourceLimits() });
     this.threadId = this.worker.threadId;
     this.out = RingWriter.attach(toHost);
@@ -78,10 +78,13 @@ export class PythonHost implements ProcessChild {
     this.worker.on('exit', (code) => this.onThreadExit(code));
   }
 
-  /** Start the thread, which spawns the stub and initializes the model; rejects with the model's error. */
-  static start(args: BackendInstanceArgs, services: ProcessHostServices): Promise<PythonHost> {
+  /**
+   * Start the thread, which spawns the stub and initializes the model; rejects with the model's error.
+   * `builtin`: the stub runs that model nodetron ships on args.modelPath (the pytorch backend).
+   */
+  static start(args: BackendInstanceArgs, services: ProcessHostServices, builtin?: BuiltinModel): Promise<PythonHost> {
     warnIfSmallShm((msg) => services.log.warn(msg)); // once per server, at the first Python instance
-    const host = new PythonHost(args, services);
+    const host = new PythonHost(args, services, builtin);
     return new Promise((resolve, reject) => {
       let settled = false;
       host.services.port.inbox.add(host.fromHost, (msg: PyHostToMain) => {

@@ -25,7 +25,7 @@ import { BlobBuilder, type WithBlob } from './ipc-framing';
 import type { CallMsg, MetricMsg, ResponseMsg, StubRequest, StubToHost } from './ipc-protocol';
 import { controlFailure, modelControlCall, type ModelControlCall } from './model-control';
 import { initArgs, readTensors, writeRequest } from './request-wire';
-import { StubProcess, notHealthy } from './stub-process';
+import { StubProcess, notHealthy, type BuiltinModel } from './stub-process';
 import { stubRuntime } from './execution-env';
 import type { StubHostServices } from './host-services';
 import { ReadinessChecks } from './readiness-checks';
@@ -70,7 +70,8 @@ export class PythonStubInstance {
     stub.onExit((why) => this.onExit(why));
   }
 
-  static async start(args: BackendInstanceArgs, services: StubHostServices): Promise<PythonStubInstance> {
+  /** `builtin`: the stub runs that shipped model on args.modelPath (the pytorch backend) instead of a model.py. */
+  static async start(args: BackendInstanceArgs, services: StubHostServices, builtin?: BuiltinModel): Promise<PythonStubInstance> {
     const opts = parsePythonBackendOptions(args.backendConfig);
     const runtime = await stubRuntime(args.config, args.modelDir, opts.interpreter);
     const stub = await StubProcess.spawn({
@@ -83,6 +84,7 @@ export class PythonStubInstance {
       shmGrowthBytes: opts.shmGrowthBytes,
       startTimeoutMs: opts.stubTimeoutMs,
       log: services.log,
+      builtin,
     });
     services.log.info(`python stub process for instance ${args.instanceName} started (pid ${stub.pid})`);
     const instance = new PythonStubInstance(stub, args, services);

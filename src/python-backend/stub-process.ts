@@ -31,7 +31,15 @@ export interface StubSpawnOptions {
   log: HostLog;
   /** The stub's environment (EXECUTION_ENV_PATH); the server's own when absent. */
   env?: NodeJS.ProcessEnv;
+  /** Run this model nodetron ships on `modelPath` (the model file of a backend that is not Python) instead of importing a model.py. */
+  builtin?: BuiltinModel;
 }
+
+/**
+ * The models the stub ships (stub/_nt_runner.py BUILTIN_MODELS): 'pytorch'
+ * runs a TorchScript model.pt or an AOTInductor model.pt2 (stub/_nt_torch_model.py).
+ */
+export type BuiltinModel = 'pytorch';
 
 /** The directory holding stub_main.py and triton_python_backend_utils.py. */
 export function stubDir(): string {
@@ -98,6 +106,7 @@ export class StubProcess {
       name: opts.name,
       growth: opts.shmGrowthBytes,
       parent_pid: process.pid,
+      ...(opts.builtin !== undefined ? { builtin: opts.builtin } : {}),
     });
     try {
       this.child = spawn(opts.interpreter, [path.join(stubDir(), 'stub_main.py'), argv], {

@@ -17,6 +17,7 @@ const MISSING: [string, string, RegExp][] = [
   ['onnx', 'INVALID_ARG', /did you mean backend: "onnxruntime"\?$/],
   ['pyhton', 'INVALID_ARG', /did you mean backend: "python"\?$/],
   ['fill', 'INVALID_ARG', /did you mean backend: "fil"\?$/],
+  ['pytroch', 'INVALID_ARG', /did you mean backend: "pytorch"\?$/],
   ['zzzzzzzz', 'INVALID_ARG', /name one of them in config\.pbtxt$/],
 ];
 
@@ -30,8 +31,8 @@ for (const [name, code, way] of MISSING) {
   });
 }
 
-test('the backend list is the registry\'s: onnxruntime, python and fil are there and load', () => {
-  for (const name of ['onnxruntime', 'python', 'fil']) {
+test('the backend list is the registry\'s: onnxruntime, python, fil and pytorch are there and load', () => {
+  for (const name of ['onnxruntime', 'python', 'fil', 'pytorch']) {
     assert.ok(backendNames().includes(name), name);
     assert.equal(findBackend(name).name, name);
   }

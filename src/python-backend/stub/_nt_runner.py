@@ -3,6 +3,7 @@
 default or decoupled), is_ready (_nt_readiness.py), finalize; with Triton's
 error texts (§2)."""
 import asyncio
+import functools
 import importlib
 import inspect
 import json
@@ -18,6 +19,9 @@ from _nt_runtime import runtime
 from _nt_tensor import Tensor
 
 _STUB_DIR = os.path.dirname(os.path.abspath(__file__))
+# Models nodetron ships for backends that are not Python (the model author writes no model.py):
+# the module whose TritonPythonModel(model_path) runs the version's model file.
+BUILTIN_MODELS = {"pytorch": "_nt_torch_model"}
 RELEASE_RESCHEDULE = 2  # pb_utils.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
 SEQUENCE_START = 1  # pb_utils.TRITONSERVER_REQUEST_FLAG_SEQUENCE_START
 # Triton's text when the scheduler cannot take the request back, and what to do.
@@ -43,9 +47,11 @@ def format_exception(exc):
 
 
 class ModelRunner:
-    def __init__(self, model_path, name):
+    def __init__(self, model_path, name, builtin=None):
         self.model_path = model_path
         self.name = name
+        # A BUILTIN_MODELS key: run that model on model_path instead of importing model_path.
+        self.builtin = builtin
         self.model_class = None
         self.model = None
         self.decoupled = False
@@ -58,6 +64,10 @@ class ModelRunner:
         self.readiness = None
 
     def import_model(self):
+        if self.builtin is not None:
+            module = importlib.import_module(BUILTIN_MODELS[self.builtin])
+            self.model_class = functools.partial(module.TritonPythonModel, self.model_path)
+            return
         if not os.path.isfile(self.model_path):
             raise TritonModelException(
                 "Failed to preinitialize Python stub: Python model file not found in '%s'" % self.model_path)

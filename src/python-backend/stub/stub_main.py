@@ -1,7 +1,8 @@
 """Entry of a nodetron Python stub process (one per model instance, plus a
 short-lived one for auto_complete_config). argv[1] is a JSON object:
 mode ("model" | "auto_complete"), model_path, name (instance name), growth
-(shm growth bytes), parent_pid. fds: 3 control in, 4 control out, 5 the h2s
+(shm growth bytes), parent_pid, and builtin when the stub runs one of the
+models nodetron ships (_nt_runner.BUILTIN_MODELS) on model_path. fds: 3 control in, 4 control out, 5 the h2s
 region, 6 the s2h region (see src/python-backend/stub-process.ts)."""
 import collections
 import json
@@ -21,7 +22,9 @@ def main():
     model_dir = os.path.dirname(version_dir)
     # Triton's three sys.path entries: "import model" and "import <sibling>"
     # resolve in the version folder, "<version>.model" through the model folder.
-    for p in (stub_dir, model_dir, version_dir):
+    # A built-in model (the pytorch backend's) imports nothing from the model's folders.
+    builtin = cfg.get("builtin")
+    for p in (stub_dir,) if builtin else (stub_dir, model_dir, version_dir):
         if p in sys.path:
             sys.path.remove(p)
         sys.path.insert(0, p)
@@ -148,7 +151,7 @@ def main():
 
     threading.Thread(target=parent_watch, name="pb-parent-watch", daemon=True).start()
     runtime.channel = channel
-    runner = ModelRunner(model_path, cfg["name"])
+    runner = ModelRunner(model_path, cfg["name"], builtin)
     channel.send({"t": "alive", "pid": os.getpid(), "python": sys.version.split()[0]})
 
     while True:
