@@ -17,7 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ServerError } from '../../src/core/errors';
-import { openGcsStore } from '../../src/repository/storage/gcs-store';
+import { gcsCredentialFromEntry, openGcsStore } from '../../src/repository/storage/gcs-store';
 import { freePort } from './fleet-proxies';
 import { crc32c, startGcsStandIn, type GcsStandIn } from './gcs-json-api';
 
@@ -176,6 +176,19 @@ describe('GCS key files (read at open; nothing is sent)', () => {
       assert.equal(err.code, 'INVALID_ARG', name);
       assert.match(err.message, /^cannot use the GCS credential for gs:\/\/b\/r: /, name);
       assert.match(err.message, re, name);
+    }
+  });
+
+  test("a credential file's gs entry is a path; anything else is INVALID_ARG naming the entry", () => {
+    const source = 'TRITON_CLOUD_CREDENTIAL_PATH /c.json entry ""';
+    assert.deepEqual(gcsCredentialFromEntry('/k.json', source), { source, path: '/k.json' });
+    for (const entry of [{ path: '/k.json' }, '', 7]) {
+      assert.throws(() => gcsCredentialFromEntry(entry, source), (err: unknown) => {
+        assert.ok(err instanceof ServerError);
+        assert.equal(err.code, 'INVALID_ARG');
+        assert.equal(err.message, `${source} is ${JSON.stringify(entry)}; a "gs" entry is the path of a service account JSON key file, e.g. "/etc/gcs/key.json"`);
+        return true;
+      });
     }
   });
 

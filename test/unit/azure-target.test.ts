@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ServerError } from '../../src/core/errors';
-import { azureTarget, parseAzureUrl, type AzureCredential, type Env } from '../../src/repository/storage/azure-target';
+import { azureCredentialFromEntry, azureTarget, parseAzureUrl, type AzureCredential, type Env } from '../../src/repository/storage/azure-target';
 
 test('parseAzureUrl: account, container and prefix', () => {
   const rows: [string, { account: string; container: string; prefix: string }][] = [
@@ -140,5 +140,25 @@ test('azureTarget: malformed credentials and endpoints are INVALID_ARG naming wh
       assert.match(err.message, re, name);
       return true;
     }, name);
+  }
+});
+
+test('azureCredentialFromEntry: the credential file entry in typed form, or a text naming the entry and field', () => {
+  assert.deepEqual(
+    azureCredentialFromEntry({ account_str: 'a', account_key: KEY, region: 'ignored' }, ENTRY),
+    { source: ENTRY, account_str: 'a', account_key: KEY },
+  );
+  const rows: [unknown, string][] = [
+    ['just a string', `${ENTRY} is not an object: write it as { "account_str": "<account>", "account_key": "<key>" } or { "connection_string": "<connection string>" }`],
+    [null, `${ENTRY} is not an object: write it as { "account_str": "<account>", "account_key": "<key>" } or { "connection_string": "<connection string>" }`],
+    [{ account_key: 42 }, `${ENTRY} field account_key is 42; write it as a string`],
+  ];
+  for (const [entry, text] of rows) {
+    assert.throws(() => azureCredentialFromEntry(entry, ENTRY), (err: unknown) => {
+      assert.ok(err instanceof ServerError);
+      assert.equal(err.code, 'INVALID_ARG');
+      assert.equal(err.message, text);
+      return true;
+    });
   }
 });

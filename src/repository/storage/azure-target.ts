@@ -157,3 +157,25 @@ function fromEnv(url: string, urlAccount: string, env: Env): Omit<AzureTarget, '
     credentialSource: 'anonymous (no TRITON_CLOUD_CREDENTIAL_PATH entry, AZURE_STORAGE_CONNECTION_STRING or AZURE_STORAGE_KEY)',
   };
 }
+
+const ENTRY_FIELDS = ['account_str', 'account_key', 'connection_string', 'blob_endpoint', 'auth_type'] as const;
+
+/**
+ * The credential file's `as` entry (as `credential-file.ts` matched it) in
+ * typed form: an object whose fields named above are strings. Other fields
+ * are ignored, as Triton ignores them.
+ */
+export function azureCredentialFromEntry(entry: unknown, source: string): AzureCredential {
+  if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
+    throw new ServerError('INVALID_ARG',
+      `${source} is not an object: write it as { "account_str": "<account>", "account_key": "<key>" } or { "connection_string": "<connection string>" }`);
+  }
+  const fields: Record<string, string> = {};
+  for (const name of ENTRY_FIELDS) {
+    const v = (entry as Record<string, unknown>)[name];
+    if (v === undefined) continue;
+    if (typeof v !== 'string') throw new ServerError('INVALID_ARG', `${source} field ${name} is ${JSON.stringify(v)}; write it as a string`);
+    fields[name] = v;
+  }
+  return { source, ...fields };
+}

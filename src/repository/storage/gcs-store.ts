@@ -35,6 +35,15 @@ export interface GcsCredential {
   readonly path: string;
 }
 
+/** The credential file's `gs` entry (as `credential-file.ts` matched it): Triton's form is a path. */
+export function gcsCredentialFromEntry(entry: unknown, source: string): GcsCredential {
+  if (typeof entry !== 'string' || entry === '') {
+    throw new ServerError('INVALID_ARG',
+      `${source} is ${JSON.stringify(entry)}; a "gs" entry is the path of a service account JSON key file, e.g. "/etc/gcs/key.json"`);
+  }
+  return { source, path: entry };
+}
+
 export interface GcsStoreOptions {
   /** Objects per listing request; the service's maximum (1000) unless a test wants several pages. */
   pageSize?: number;
