@@ -29,7 +29,7 @@ diagnostics.subscribe('net.client.socket', (msg) => {
   socket.once('connect', () => reached.push(`connect ${socket.remoteAddress ?? '?'}`));
 });
 
-async function failure(fn: () => Promise<unknown>): Promise<ServerError> {
+async function failure(fn: () => unknown): Promise<ServerError> {
   try {
     await fn();
   } catch (err) {
@@ -64,7 +64,7 @@ describe('GCS store against the JSON-API stand-in', () => {
   });
 
   test('lists every object under the prefix across pages, keys relative to the root, generations as tags', async () => {
-    const store = await openGcsStore('gs://models/repo', undefined, { env, pageSize: 3 });
+    const store = openGcsStore('gs://models/repo', undefined, { env, pageSize: 3 });
     assert.equal(store.scheme, 'gs');
     assert.equal(store.credentialSource, `anonymous (STORAGE_EMULATOR_HOST=${gcs.host})`);
     const listed = (await store.list()).sort((a, b) => a.key.localeCompare(b.key));
@@ -80,7 +80,7 @@ describe('GCS store against the JSON-API stand-in', () => {
   });
 
   test('downloads an object (crc32c checked), making its folder; the tag changes when the object is replaced, and only then', async () => {
-    const store = await openGcsStore('gs://models/repo/', undefined, { env });
+    const store = openGcsStore('gs://models/repo/', undefined, { env });
     const file = path.join(tmp, 'dl', 'm3', '1', 'model.bin');
     await store.download('m3/1/model.bin', file);
     assert.equal(fs.readFileSync(file, 'utf8'), 'bytes of m3');
@@ -97,7 +97,7 @@ describe('GCS store against the JSON-API stand-in', () => {
   });
 
   test('a bucket that does not exist is NOT_FOUND, naming the root, the bucket and what to do', async () => {
-    const store = await openGcsStore('gs://nosuch/repo', undefined, { env });
+    const store = openGcsStore('gs://nosuch/repo', undefined, { env });
     const err = await failure(() => store.list());
     assert.equal(err.code, 'NOT_FOUND');
     assert.equal(err.message,
@@ -106,7 +106,7 @@ describe('GCS store against the JSON-API stand-in', () => {
   });
 
   test('a forbidden bucket (403) names the credential source and which credential to give', async () => {
-    const store = await openGcsStore('gs://locked', undefined, { env: { ...env, GOOGLE_APPLICATION_CREDENTIALS: '/nowhere.json' } });
+    const store = openGcsStore('gs://locked', undefined, { env: { ...env, GOOGLE_APPLICATION_CREDENTIALS: '/nowhere.json' } });
     assert.equal(store.credentialSource, `anonymous (STORAGE_EMULATOR_HOST=${gcs.host}; GOOGLE_APPLICATION_CREDENTIALS is not used)`);
     const err = await failure(() => store.list());
     assert.equal(err.code, 'INTERNAL');
@@ -116,7 +116,7 @@ describe('GCS store against the JSON-API stand-in', () => {
   });
 
   test('an object listed but gone when fetched is NOT_FOUND for that key; no file is left', async () => {
-    const store = await openGcsStore('gs://models/repo', undefined, { env });
+    const store = openGcsStore('gs://models/repo', undefined, { env });
     const file = path.join(tmp, 'gone', 'model.bin');
     const err = await failure(() => store.download('m9/1/model.bin', file));
     assert.equal(err.code, 'NOT_FOUND');
@@ -126,7 +126,7 @@ describe('GCS store against the JSON-API stand-in', () => {
 
   test('an endpoint nobody listens on fails in seconds as UNAVAILABLE', async () => {
     const port = await freePort();
-    const store = await openGcsStore('gs://models/repo', undefined, { env: { STORAGE_EMULATOR_HOST: `http://127.0.0.1:${port}` } });
+    const store = openGcsStore('gs://models/repo', undefined, { env: { STORAGE_EMULATOR_HOST: `http://127.0.0.1:${port}` } });
     const t0 = Date.now();
     const err = await failure(() => store.list());
     assert.ok(Date.now() - t0 < 10_000, `took ${Date.now() - t0} ms`);
@@ -156,10 +156,10 @@ describe('GCS key files (read at open; nothing is sent)', () => {
       type: 'service_account', project_id: 'proj', private_key_id: 'k1', private_key: pem,
       client_email: 'reader@proj.iam.gserviceaccount.com', client_id: '1', token_uri: 'https://oauth2.googleapis.com/token',
     });
-    const byEnv = await openGcsStore('gs://b/r', undefined, { env: { GOOGLE_APPLICATION_CREDENTIALS: f } });
+    const byEnv = openGcsStore('gs://b/r', undefined, { env: { GOOGLE_APPLICATION_CREDENTIALS: f } });
     assert.equal(byEnv.credentialSource, `environment GOOGLE_APPLICATION_CREDENTIALS (${f}, service account reader@proj.iam.gserviceaccount.com)`);
     const source = 'TRITON_CLOUD_CREDENTIAL_PATH /c.json entry "gs://b"';
-    const byEntry = await openGcsStore('gs://b/r', { source, path: f }, { env: { GOOGLE_APPLICATION_CREDENTIALS: '/elsewhere.json' } });
+    const byEntry = openGcsStore('gs://b/r', { source, path: f }, { env: { GOOGLE_APPLICATION_CREDENTIALS: '/elsewhere.json' } });
     assert.equal(byEntry.credentialSource, `${source} (${f}, service account reader@proj.iam.gserviceaccount.com)`);
     assert.ok(!byEntry.credentialSource.includes('PRIVATE KEY'));
   });

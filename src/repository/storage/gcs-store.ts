@@ -217,10 +217,11 @@ class GcsStore implements ObjectStore {
 
 /**
  * Opens `gs://bucket/path` with `cred` (the credential file's entry for it,
- * found by the caller) or, without one, the environment. Async in shape;
- * reads the key file, if any, at once (INVALID_ARG when it is not one).
+ * found by the caller) or, without one, the environment. Synchronous:
+ * nothing is fetched until `list`; the key file, if any, is read and
+ * checked now (INVALID_ARG when it is not one).
  */
-export async function openGcsStore(url: string, cred: GcsCredential | undefined, opts: GcsStoreOptions = {}): Promise<ObjectStore> {
+export function openGcsStore(url: string, cred: GcsCredential | undefined, opts: GcsStoreOptions = {}): ObjectStore {
   const { bucket, prefix } = parseGcsUrl(url);
   const resolved = resolve(url, cred, opts.env ?? process.env);
   return new GcsStore(url, bucket, prefix, resolved, opts.pageSize ?? 1000);
