@@ -147,5 +147,111 @@ function closedPort(): Promise<number> {
   });
 }
 
-void repoIndex;
-void waitFor;
+/** The model's config as the server serves it. */
+async function configOf(base: string, model: string): Promise<{ max_batch_size: number }> {
+  return (await (await fetch(`${base}/v2/models/${model}/config`)).json()) as { max_batch_size: number };
+}
+
+test('explicit mode: the index lists the bucket, a load fetches the model (config and file: overrides work), an unload drops its files', async () => {
+  await s3.upload(BUCKET, 'explicit', localRepo('explicit'));
+  const cache = cacheDir('explicit');
+  const server = await startServer([`--model-repository=${url('explicit')}`, '--model-control-mode=explicit', `--model-cache-dir=${cache}`]);
+  try {
+    const mirror = path.join(cache, fs.readdirSync(cache).find((d) => d.includes('explicit'))!, 'models');
+    assert.deepEqual((await repoIndex(server.url)).map((e) => [e.name, e.state]), [['add_sub', undefined], ['simple', undefined], ['simple_ensemble', undefined]]);
+    assert.deepEqual(fs.readdirSync(path.join(mirror, 'simple')), [], 'nothing is downloaded before a load');
+    // The ensemble's load loads `simple` along, each fetched from the bucket.
+    assert.equal((await post(server.url, '/v2/repository/models/simple_ensemble/load')).status, 200);
+    assert.deepEqual(await inferEnsemble(server.url), Array.from({ length: 16 }, (_, i) => 2 * i));
+    assert.ok(fs.existsSync(path.join(mirror, 'simple', '1', 'model.onnx')));
+    // A config override over the bucket's files.
+    const a = await post(server.url, '/v2/repository/models/simple/load', { parameters: { config: JSON.stringify({ maxBatchSize: 4 }) } });
+    assert.equal(a.status, 200, a.text);
+    assert.equal((await configOf(server.url, 'simple')).max_batch_size, 4);
+    // file: overrides (a version 3 of the same ONNX file) come from the request, not the bucket.
+    const onnx = fs.readFileSync(path.join(MODEL_REPOSITORY, 'simple', '1', 'model.onnx')).toString('base64');
+    const f = await post(server.url, '/v2/repository/models/simple/load', { parameters: { config: JSON.stringify({ max_batch_size: 2, platform: 'onnxruntime_onnx' }), 'file:3/model.onnx': onnx } });
+    assert.equal(f.status, 200, f.text);
+    assert.equal((await inferSimple(server.url)).version, '3');
+    // A model uploaded after the start is in the next index, and loads.
+    await s3.upload(BUCKET, 'explicit/late', path.join(FIXTURES, 'add_sub'));
+    assert.ok((await repoIndex(server.url)).some((e) => e.name === 'late'));
+    assert.equal((await post(server.url, '/v2/repository/models/add_sub/load')).status, 200);
+    assert.deepEqual(await inferAddSub(server.url), [2, 3, 4, 5]);
+    // An unload drops the model's files from the cache once it has drained.
+    assert.equal((await post(server.url, '/v2/repository/models/add_sub/unload')).status, 200);
+    await waitFor('add_sub to leave the cache', async () => !fs.existsSync(path.join(mirror, 'add_sub')));
+    assert.ok(fs.existsSync(path.join(mirror, 'simple', '1', 'model.onnx')), 'a loaded model keeps its files');
+    // A model that is not in the bucket: Triton's poll failure.
+    const missing = await post(server.url, '/v2/repository/models/nowhere/load');
+    assert.equal(missing.status, 500, missing.text);
+    assert.match(JSON.parse(missing.text).error, /^failed to load 'nowhere', failed to poll from model repository/);
+  } finally {
+    assert.equal(await server.stop(), 0);
+  }
+});
+
+test('poll mode: a new version and a changed config reload; a broken or half upload keeps the last good version serving; a removed model unloads', async () => {
+  const local = localRepo('poll-src');
+  await s3.upload(BUCKET, 'poll/simple', path.join(local, 'simple'));
+  await s3.upload(BUCKET, 'poll/add_sub', path.join(local, 'add_sub'));
+  const server = await startServer([`--model-repository=${url('poll')}`, '--model-control-mode=poll', '--repository-poll-secs=1', `--model-cache-dir=${cacheDir('poll')}`]);
+  const onnx = fs.readFileSync(path.join(local, 'simple', '1', 'model.onnx'));
+  const config = fs.readFileSync(path.join(local, 'simple', 'config.pbtxt'), 'utf8');
+  try {
+    assert.equal((await inferSimple(server.url)).version, '1');
+    await s3.put(BUCKET, 'poll/simple/2/model.onnx', onnx);
+    await waitFor('version 2 to serve', async () => (await inferSimple(server.url)).version === '2', 80);
+    await s3.put(BUCKET, 'poll/simple/config.pbtxt', config.replace('max_batch_size: 8', 'max_batch_size: 4'));
+    await waitFor('the changed config to load', async () => (await configOf(server.url, 'simple')).max_batch_size === 4, 80);
+    // A config that does not parse: the last good load keeps serving, and the index says why.
+    const before = server.output().length;
+    await s3.put(BUCKET, 'poll/simple/config.pbtxt', 'max_batch_size: [ this is not pbtxt');
+    await waitFor('the broken config to be tried', async () => /failed to load 'simple'/.test(server.output().slice(before)), 80);
+    assert.equal((await inferSimple(server.url)).version, '2');
+    assert.equal((await configOf(server.url, 'simple')).max_batch_size, 4);
+    // Half an upload of a new model (a config, no version folder yet) is not served; the rest serves on.
+    await s3.put(BUCKET, 'poll/half/config.pbtxt', config.replace('name: "simple"', 'name: "half"'));
+    await waitFor('half to be tried', async () => (await repoIndex(server.url)).some((e) => e.name === 'half' && e.state === 'UNAVAILABLE'), 80);
+    const half = await inferSimple(server.url, 'half');
+    assert.match(`${half.status} ${half.text}`, /^404 .*has no available versions/);
+    await s3.put(BUCKET, 'poll/half/1/model.onnx', onnx);
+    await waitFor('half, complete, to serve', async () => (await inferSimple(server.url, 'half')).status === 200, 80);
+    // A model whose objects are all removed is unloaded.
+    await s3.remove(BUCKET, 'poll/add_sub/config.pbtxt');
+    await s3.remove(BUCKET, 'poll/add_sub/1/model.py');
+    await waitFor('add_sub to unload', async () => !(await repoIndex(server.url)).some((e) => e.name === 'add_sub'), 80);
+    assert.equal((await inferSimple(server.url)).version, '2');
+  } finally {
+    assert.equal(await server.stop(), 0);
+  }
+});
+
+test('mixed local and S3 roots, poll mode: both serve; a root that cannot be read (an S3 server gone, a local folder moved) keeps its models serving', async () => {
+  const other = await startS3();
+  await other.createBucket('more');
+  const both = localRepo('mixed-src');
+  await other.upload('more', 'repo/add_sub', path.join(both, 'add_sub'));
+  const local = path.join(tmp, 'mixed-local');
+  fs.mkdirSync(local);
+  fs.cpSync(path.join(both, 'simple'), path.join(local, 'simple'), { recursive: true });
+  const server = await startServer([
+    `--model-repository=${local}`, `--model-repository=s3://${other.hostPort}/more/repo`,
+    '--model-control-mode=poll', '--repository-poll-secs=1', `--model-cache-dir=${cacheDir('mixed')}`,
+  ]);
+  try {
+    assert.equal((await inferSimple(server.url)).status, 200);
+    assert.deepEqual(await inferAddSub(server.url), [2, 3, 4, 5]);
+    await other.close();
+    await waitFor('the failed poll to be logged', async () => /failed to poll model repository 's3:\/\/127\.0\.0\.1:\d+\/more\/repo': .*Its models keep serving/.test(server.output()), 80);
+    fs.renameSync(local, `${local}-moved`);
+    await waitFor('the missing folder to be logged', async () => new RegExp(`failed to poll model repository '${local}': failed to stat file`).test(server.output()), 80);
+    await new Promise((r) => setTimeout(r, 2500)); // two more polls
+    assert.equal((await inferSimple(server.url)).status, 200);
+    assert.deepEqual(await inferAddSub(server.url), [2, 3, 4, 5]);
+    fs.renameSync(`${local}-moved`, local);
+    await waitFor('the folder to be read again', async () => new RegExp(`model repository '${local}' can be read again`).test(server.output()), 80);
+  } finally {
+    assert.equal(await server.stop(), 0);
+  }
+});
