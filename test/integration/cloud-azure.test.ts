@@ -3,7 +3,9 @@
  * by this file on a free loopback port: the store itself (a listing of
  * several pages, downloads, ETags that change with the bytes, connection
  * strings, and each failure the store promises, named with the credential
- * source and never the key).
+ * source and never the key); then the real server on a container holding
+ * an ONNX model, a Python model and an ensemble, in poll mode (a changed
+ * object is reloaded), and a start that a wrong key stops.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -15,6 +17,9 @@ import { ServerError } from '../../src/core/errors';
 import { openAzureStore } from '../../src/repository/storage/azure-store';
 import { freePort } from './fleet-proxies';
 import { DEV_ACCOUNT, DEV_KEY, startAzurite, type Azurite } from './azurite-server';
+import { addVectorsPlus100, allThreeAnswer, ENSEMBLE_OUTPUT, inferAddVectors, repositoryObjects } from './cloud-repo-kit';
+import { waitFor } from './repo-kit';
+import { runToExit, startServer, type ServerProcess } from './server-process';
 
 const OTHER = { name: 'nodetronacct', key: Buffer.from('nodetron-test-account-key-0123456789').toString('base64') };
 const WRONG_KEY = Buffer.from('not-the-account-key-not-the-account-key').toString('base64');
@@ -158,5 +163,65 @@ describe('Azure Blob store against azurite', () => {
     assert.match(err.message, new RegExp(`endpoint http://127\\.0\\.0\\.1:${port}/devstoreaccount1`));
     assert.match(err.message, /ECONNREFUSED/);
     assert.match(err.message, /set AZURE_STORAGE_BLOB_ENDPOINT or the credential entry's blob_endpoint/);
+  });
+});
+
+describe('nodetron on an as:// repository', () => {
+  let az: Azurite;
+  let tmp: string;
+  let container: ContainerClient;
+  const saved = { ...process.env };
+  before(async () => {
+    az = await startAzurite();
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-azure-server-'));
+    const svc = new BlobServiceClient(az.endpoint(), new StorageSharedKeyCredential(DEV_ACCOUNT, DEV_KEY));
+    container = svc.getContainerClient('models');
+    await container.create();
+    for (const o of repositoryObjects()) await put(container, `served/${o.key}`, o.data);
+    for (const name of ['TRITON_CLOUD_CREDENTIAL_PATH', 'AZURE_STORAGE_ACCOUNT', 'AZURE_STORAGE_KEY', 'AZURE_STORAGE_BLOB_ENDPOINT']) delete process.env[name];
+  });
+  after(async () => {
+    process.env = saved;
+    await az?.stop();
+    if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  test('poll mode, connection string: the ONNX, Python and ensemble models load from the container and answer; a changed model.py is reloaded', async () => {
+    process.env['AZURE_STORAGE_CONNECTION_STRING'] = az.connectionString();
+    let server: ServerProcess | undefined;
+    try {
+      server = await startServer([
+        '--model-repository=as://devstoreaccount1/models/served', '--model-control-mode=poll', '--repository-poll-secs=1',
+        `--model-cache-dir=${path.join(tmp, 'cache-poll')}`,
+      ]);
+    } finally {
+      delete process.env['AZURE_STORAGE_CONNECTION_STRING'];
+    }
+    try {
+      assert.deepEqual(await allThreeAnswer(server.url), { simple: 200, addVectors: [11, 22, 33], ensemble: ENSEMBLE_OUTPUT });
+      await put(container, 'served/add_vectors/1/model.py', addVectorsPlus100());
+      await waitFor('add_vectors to be reloaded with the changed model.py', async () =>
+        JSON.stringify(await inferAddVectors(server!.url)) === JSON.stringify([111, 122, 133]), 80);
+      assert.deepEqual(await allThreeAnswer(server.url), { simple: 200, addVectors: [111, 122, 133], ensemble: ENSEMBLE_OUTPUT });
+    } finally {
+      assert.equal(await server.stop(), 0);
+    }
+  });
+
+  test("a wrong account_key in the credential file stops the start with azurite's 403, naming the entry and never the key", async () => {
+    const creds = path.join(tmp, 'creds.json');
+    fs.writeFileSync(creds, JSON.stringify({ as: { '': { account_str: DEV_ACCOUNT, account_key: WRONG_KEY, blob_endpoint: az.endpoint() } } }));
+    process.env['TRITON_CLOUD_CREDENTIAL_PATH'] = creds;
+    let exited;
+    try {
+      exited = runToExit(['--model-repository=as://devstoreaccount1/models/served', `--model-cache-dir=${path.join(tmp, 'cache-wrong')}`]);
+    } finally {
+      delete process.env['TRITON_CLOUD_CREDENTIAL_PATH'];
+    }
+    const { code, output } = await exited;
+    assert.equal(code, 1, output);
+    assert.match(output, /failed to list the objects of as:\/\/devstoreaccount1\/models\/served: HTTP 403 /);
+    assert.ok(output.includes(`(credential: TRITON_CLOUD_CREDENTIAL_PATH ${creds} entry "" (account devstoreaccount1, account_key))`), output);
+    assert.ok(!output.includes(WRONG_KEY), 'the key is not printed');
   });
 });
