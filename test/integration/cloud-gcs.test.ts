@@ -4,11 +4,14 @@
  * through STORAGE_EMULATOR_HOST: the store itself (a listing of several
  * pages, downloads checked against crc32c, generations that change with
  * the bytes, the failures it promises) and the credential rules that need
- * no network (key files are read and checked at open). Every socket this
- * file's process opens is watched: none may go anywhere but 127.0.0.1 (no
+ * no network (key files are read and checked at open); then the real server
+ * on a bucket holding an ONNX model, a Python model and an ensemble, in
+ * poll mode (a changed object is reloaded), and starts that a forbidden or
+ * missing bucket stops. Every socket this file's process opens is watched: none may go anywhere but 127.0.0.1 (no
  * metadata.google.internal, no token exchange, no ADC lookup).
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import diagnostics from 'node:diagnostics_channel';
 import fs from 'node:fs';
@@ -20,6 +23,9 @@ import { ServerError } from '../../src/core/errors';
 import { gcsCredentialFromEntry, openGcsStore } from '../../src/repository/storage/gcs-store';
 import { freePort } from './fleet-proxies';
 import { crc32c, startGcsStandIn, type GcsStandIn } from './gcs-json-api';
+import { addVectorsPlus100, allThreeAnswer, ENSEMBLE_OUTPUT, inferAddVectors, repositoryObjects } from './cloud-repo-kit';
+import { waitFor } from './repo-kit';
+import { runToExit, startServer } from './server-process';
 
 /** Every host name looked up and every address connected to by this process. */
 const reached: string[] = [];
@@ -197,6 +203,65 @@ describe('GCS key files (read at open; nothing is sent)', () => {
       const err = await failure(() => openGcsStore(url, undefined, { env: {} }));
       assert.equal(err.code, 'INVALID_ARG');
       assert.equal(err.message, `invalid GCS repository path '${url}': expected 'gs://<bucket>[/<path>]'`);
+    }
+  });
+});
+
+describe('nodetron on a gs:// repository (STORAGE_EMULATOR_HOST at the stand-in)', () => {
+  let gcs: GcsStandIn;
+  let tmp: string;
+  const saved = { ...process.env };
+  before(async () => {
+    gcs = await startGcsStandIn();
+    tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-gcs-server-'));
+    gcs.createBucket('models');
+    gcs.createBucket('locked', { forbidden: true });
+    for (const o of repositoryObjects()) gcs.put('models', `served/${o.key}`, o.data);
+    delete process.env['TRITON_CLOUD_CREDENTIAL_PATH'];
+    delete process.env['GOOGLE_APPLICATION_CREDENTIALS'];
+    process.env['STORAGE_EMULATOR_HOST'] = gcs.host;
+    process.env['NODE_OPTIONS'] = `${saved['NODE_OPTIONS'] ?? ''} --require ${path.join(__dirname, 'loopback-guard.js')}`.trim();
+  });
+  after(async () => {
+    process.env = saved;
+    await gcs?.close();
+    if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  test('the loopback guard the servers run with reports a name looked up (the control for the checks below)', () => {
+    const r = spawnSync(process.execPath, ['-e', "require('node:net').connect(9, 'localhost').on('error', () => {})"], { env: process.env, encoding: 'utf8', timeout: 10_000 });
+    assert.match(r.stderr, /loopback-guard: lookup localhost/);
+  });
+
+  test('poll mode: the ONNX, Python and ensemble models load from the bucket and answer; a changed model.py is reloaded', async () => {
+    const server = await startServer([
+      '--model-repository=gs://models/served', '--model-control-mode=poll', '--repository-poll-secs=1',
+      `--model-cache-dir=${path.join(tmp, 'cache-poll')}`,
+    ]);
+    try {
+      assert.deepEqual(await allThreeAnswer(server.url), { simple: 200, addVectors: [11, 22, 33], ensemble: ENSEMBLE_OUTPUT });
+      assert.ok(gcs.requests.includes('GET /b/models/o'), 'the server listed the bucket through STORAGE_EMULATOR_HOST');
+      gcs.put('models', 'served/add_vectors/1/model.py', addVectorsPlus100());
+      await waitFor('add_vectors to be reloaded with the changed model.py', async () =>
+        JSON.stringify(await inferAddVectors(server.url)) === JSON.stringify([111, 122, 133]), 80);
+      assert.deepEqual(await allThreeAnswer(server.url), { simple: 200, addVectors: [111, 122, 133], ensemble: ENSEMBLE_OUTPUT });
+    } finally {
+      assert.equal(await server.stop(), 0);
+    }
+    assert.doesNotMatch(server.output(), /loopback-guard:/, 'the server looked up a name or left 127.0.0.1');
+  });
+
+  test('a forbidden bucket and a missing one stop the start with the reason and the credential source', async () => {
+    const rows: [string, RegExp][] = [
+      ['gs://locked/served', /failed to list the objects of gs:\/\/locked\/served: HTTP 403: caller does not have storage\.objects\.list access/],
+      ['gs://nosuch/served', /failed to list the objects of gs:\/\/nosuch\/served: HTTP 404: The specified bucket does not exist\./],
+    ];
+    for (const [root, re] of rows) {
+      const { code, output } = await runToExit([`--model-repository=${root}`, `--model-cache-dir=${path.join(tmp, 'cache-fail')}`]);
+      assert.equal(code, 1, output);
+      assert.match(output, re);
+      assert.ok(output.includes(`(credential: anonymous (STORAGE_EMULATOR_HOST=${gcs.host}))`), output);
+      assert.doesNotMatch(output, /loopback-guard:/);
     }
   });
 });
