@@ -201,6 +201,9 @@ class GcsStore implements ObjectStore {
     } else if (status === 404) {
       kind = 'not-found';
       hint = 'Check the bucket name in the path.';
+    } else if ((status === 401 || status === 403) && this.resolved.options.apiEndpoint !== undefined) {
+      kind = 'denied';
+      hint = 'STORAGE_EMULATOR_HOST is set, so requests carry no credential: let that server serve the bucket to anonymous clients, or unset STORAGE_EMULATOR_HOST to use GOOGLE_APPLICATION_CREDENTIALS or a TRITON_CLOUD_CREDENTIAL_PATH "gs" entry.';
     } else if (status === 401 || status === 403) {
       kind = 'denied';
       hint = 'Give a credential that may list and read the bucket (roles/storage.objectViewer): GOOGLE_APPLICATION_CREDENTIALS or a TRITON_CLOUD_CREDENTIAL_PATH "gs" entry.';
