@@ -211,13 +211,18 @@ async function configOf(base: string, model: string): Promise<{ max_batch_size: 
   return (await (await fetch(`${base}/v2/models/${model}/config`)).json()) as { max_batch_size: number };
 }
 
-test('explicit mode: the index lists the bucket, a load fetches the model (config and file: overrides work), an unload drops its files', async () => {
+test('explicit mode, beside a local root: the index lists the bucket, a load fetches the model (config and file: overrides work), an unload drops its files', async () => {
   await s3.upload(BUCKET, 'explicit', localRepo('explicit'));
+  const local = path.join(tmp, 'explicit-local');
+  fs.cpSync(path.join(MODEL_REPOSITORY, 'simple'), path.join(local, 'local_simple'), { recursive: true });
+  fs.writeFileSync(path.join(local, 'local_simple', 'config.pbtxt'), fs.readFileSync(path.join(MODEL_REPOSITORY, 'simple', 'config.pbtxt'), 'utf8').replace('name: "simple"', 'name: "local_simple"'));
   const cache = cacheDir('explicit');
-  const server = await startServer([`--model-repository=${url('explicit')}`, '--model-control-mode=explicit', `--model-cache-dir=${cache}`]);
+  const server = await startServer([`--model-repository=${url('explicit')}`, `--model-repository=${local}`, '--model-control-mode=explicit', `--model-cache-dir=${cache}`]);
   try {
     const mirror = path.join(cache, fs.readdirSync(cache).find((d) => d.includes('explicit'))!, 'models');
-    assert.deepEqual((await repoIndex(server.url)).map((e) => [e.name, e.state]), [['add_sub', undefined], ['simple', undefined], ['simple_ensemble', undefined]]);
+    assert.deepEqual((await repoIndex(server.url)).map((e) => [e.name, e.state]), [['add_sub', undefined], ['local_simple', undefined], ['simple', undefined], ['simple_ensemble', undefined]]);
+    assert.equal((await post(server.url, '/v2/repository/models/local_simple/load')).status, 200);
+    assert.equal((await inferSimple(server.url, 'local_simple')).status, 200);
     assert.deepEqual(fs.readdirSync(path.join(mirror, 'simple')), [], 'nothing is downloaded before a load');
     // The ensemble's load loads `simple` along, each fetched from the bucket.
     assert.equal((await post(server.url, '/v2/repository/models/simple_ensemble/load')).status, 200);
