@@ -17,6 +17,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -32,6 +33,8 @@ const BUCKET = 'models';
 
 let s3: S3Server;
 let tmp: string;
+/** Why the EXECUTION_ENV_PATH check is skipped ('' when it runs). */
+let noVenv = '';
 
 Object.assign(process.env, {
   AWS_ACCESS_KEY_ID: S3_KEY_ID,
@@ -71,11 +74,59 @@ async function inferEnsemble(base: string): Promise<number[]> {
   return (JSON.parse(a.text) as { outputs: { name: string; data: number[] }[] }).outputs.find((o) => o.name === 'OUTPUT0')!.data;
 }
 
+/**
+ * A Python model `env_tar` whose stub runs in a venv packed as
+ * `venv.tar.gz` beside its config (EXECUTION_ENV_PATH
+ * $$TRITON_MODEL_DIRECTORY/venv.tar.gz), so the archive comes from the
+ * bucket through the cache.
+ */
+function addEnvModel(repo: string): void {
+  const venv = path.join(tmp, 'venv');
+  try {
+    execFileSync('python3', ['-m', 'venv', '--system-site-packages', '--without-pip', venv], { stdio: 'pipe', timeout: 60_000 });
+    const py = path.join(venv, 'bin', 'python3');
+    try {
+      execFileSync(py, ['-c', 'import numpy'], { stdio: 'pipe', timeout: 60_000 });
+    } catch {
+      // python3 is itself a venv: let the new one see the packages python3 sees.
+      const sitePkgs = execFileSync('python3', ['-c', 'import numpy, os; print(os.path.dirname(os.path.dirname(numpy.__file__)))']).toString().trim();
+      const purelib = execFileSync(py, ['-c', "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).toString().trim();
+      fs.writeFileSync(path.join(purelib, 'nodetron_parent_site.pth'), `${sitePkgs}\n`);
+    }
+    fs.writeFileSync(path.join(venv, 'nodetron-test-marker'), `${process.pid} ${Date.now()}`);
+    fs.mkdirSync(path.join(repo, 'env_tar', '1'), { recursive: true });
+    execFileSync('tar', ['-czf', path.join(repo, 'env_tar', 'venv.tar.gz'), '-C', venv, '.'], { stdio: 'pipe', timeout: 60_000 });
+  } catch (err) {
+    noVenv = `python3 -m venv failed: ${(err as Error).message.split('\n')[0]}`;
+    return;
+  }
+  fs.writeFileSync(path.join(repo, 'env_tar', 'config.pbtxt'), [
+    'backend: "python"',
+    'input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]',
+    'output [ { name: "VENV" data_type: TYPE_STRING dims: [ 1 ] } ]',
+    'parameters { key: "EXECUTION_ENV_PATH" value: { string_value: "$$TRITON_MODEL_DIRECTORY/venv.tar.gz" } }',
+  ].join('\n'));
+  fs.writeFileSync(path.join(repo, 'env_tar', '1', 'model.py'), [
+    'import os',
+    'import numpy as np',
+    'import triton_python_backend_utils as pb_utils',
+    'class TritonPythonModel:',
+    '    def execute(self, requests):',
+    '        return [pb_utils.InferenceResponse([pb_utils.Tensor("VENV", np.array([os.environ.get("VIRTUAL_ENV", "").encode()], dtype=np.object_))]) for _ in requests]',
+  ].join('\n'));
+}
+
+/** Objects uploaded under 'repo'. */
+let repoObjects = 0;
+
 before(async () => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-cloud-s3-'));
   s3 = await startS3();
   await s3.createBucket(BUCKET);
-  await s3.upload(BUCKET, 'repo', localRepo('repo'));
+  const repo = localRepo('repo');
+  addEnvModel(repo);
+  repoObjects = execFileSync('find', [repo, '-type', 'f']).toString().trim().split('\n').length;
+  await s3.upload(BUCKET, 'repo', repo);
 });
 
 after(async () => {
@@ -83,20 +134,28 @@ after(async () => {
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
-test('mode none: the server starts on an S3 root and serves its ONNX, ensemble and Python models; a second start downloads nothing', async () => {
+test('mode none: the server starts on an S3 root and serves its ONNX, ensemble and Python models (EXECUTION_ENV_PATH from the cache too); a second start downloads nothing', async (t) => {
   const args = [`--model-repository=${url('repo')}`, `--model-cache-dir=${cacheDir('none')}`];
   let server: ServerProcess = await startServer(args);
   try {
-    assert.match(server.output(), /mirrored into .* 6 of 6 objects downloaded/);
+    assert.match(server.output(), new RegExp(`mirrored into .* ${repoObjects} of ${repoObjects} objects downloaded`));
     assert.equal((await inferSimple(server.url)).status, 200);
     assert.deepEqual(await inferEnsemble(server.url), Array.from({ length: 16 }, (_, i) => 2 * i));
     assert.deepEqual(await inferAddSub(server.url), [2, 3, 4, 5]);
+    if (noVenv === '') {
+      // The stub runs in the venv unpacked from the archive that came through the cache.
+      const a = await post(server.url, '/v2/models/env_tar/infer', { inputs: [{ name: 'IN', datatype: 'INT32', shape: [1], data: [0] }] });
+      assert.equal(a.status, 200, a.text);
+      assert.match(String((JSON.parse(a.text) as { outputs: { data: string[] }[] }).outputs[0].data[0]), /nodetron_python_env/);
+    } else {
+      t.diagnostic(`EXECUTION_ENV_PATH not checked: ${noVenv}`);
+    }
   } finally {
     assert.equal(await server.stop(), 0);
   }
   server = await startServer(args);
   try {
-    assert.match(server.output(), /0 of 6 objects downloaded, the others unchanged in the cache/);
+    assert.match(server.output(), new RegExp(`0 of ${repoObjects} objects downloaded, the others unchanged in the cache`));
     assert.equal((await inferSimple(server.url)).status, 200);
   } finally {
     assert.equal(await server.stop(), 0);
@@ -152,13 +211,18 @@ async function configOf(base: string, model: string): Promise<{ max_batch_size: 
   return (await (await fetch(`${base}/v2/models/${model}/config`)).json()) as { max_batch_size: number };
 }
 
-test('explicit mode: the index lists the bucket, a load fetches the model (config and file: overrides work), an unload drops its files', async () => {
+test('explicit mode, beside a local root: the index lists the bucket, a load fetches the model (config and file: overrides work), an unload drops its files', async () => {
   await s3.upload(BUCKET, 'explicit', localRepo('explicit'));
+  const local = path.join(tmp, 'explicit-local');
+  fs.cpSync(path.join(MODEL_REPOSITORY, 'simple'), path.join(local, 'local_simple'), { recursive: true });
+  fs.writeFileSync(path.join(local, 'local_simple', 'config.pbtxt'), fs.readFileSync(path.join(MODEL_REPOSITORY, 'simple', 'config.pbtxt'), 'utf8').replace('name: "simple"', 'name: "local_simple"'));
   const cache = cacheDir('explicit');
-  const server = await startServer([`--model-repository=${url('explicit')}`, '--model-control-mode=explicit', `--model-cache-dir=${cache}`]);
+  const server = await startServer([`--model-repository=${url('explicit')}`, `--model-repository=${local}`, '--model-control-mode=explicit', `--model-cache-dir=${cache}`]);
   try {
     const mirror = path.join(cache, fs.readdirSync(cache).find((d) => d.includes('explicit'))!, 'models');
-    assert.deepEqual((await repoIndex(server.url)).map((e) => [e.name, e.state]), [['add_sub', undefined], ['simple', undefined], ['simple_ensemble', undefined]]);
+    assert.deepEqual((await repoIndex(server.url)).map((e) => [e.name, e.state]), [['add_sub', undefined], ['local_simple', undefined], ['simple', undefined], ['simple_ensemble', undefined]]);
+    assert.equal((await post(server.url, '/v2/repository/models/local_simple/load')).status, 200);
+    assert.equal((await inferSimple(server.url, 'local_simple')).status, 200);
     assert.deepEqual(fs.readdirSync(path.join(mirror, 'simple')), [], 'nothing is downloaded before a load');
     // The ensemble's load loads `simple` along, each fetched from the bucket.
     assert.equal((await post(server.url, '/v2/repository/models/simple_ensemble/load')).status, 200);
