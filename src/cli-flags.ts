@@ -72,7 +72,7 @@ export const FLAGS: readonly FlagSpec[] = [
   // nodetron's own
   f('http-codec-offload-bytes', 'int64'), f('log-access', 'bool'), f('max-queued-requests', 'int'),
   f('http-cors-origin', 'string', '<origin|*>', true), f('http-console', 'string', '<path|false>'),
-  f('http-max-json-response-size', 'int64'), f('exit-quiet-ms', 'int'),
+  f('http-max-json-response-size', 'int64'), f('exit-quiet-ms', 'int'), f('model-cache-dir', 'string', '<path>'),
 ];
 
 const PLACEHOLDER: Record<FlagKind, string> = {

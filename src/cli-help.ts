@@ -206,6 +206,9 @@ export const FLAG_DOCS: Readonly<Record<string, FlagDoc>> = {
     + 'inference request arrived for this many ms (counted from the signal too), instead of at the end of '
     + '--exit-timeout-secs; give a load balancer that is slow to take the replica out more. 0 = as soon as '
     + 'nothing is in flight.', '1000'),
+  'model-cache-dir': d("nodetron's own", 'Where cloud repository roots (s3://, as://, gs://) are mirrored, one folder '
+    + 'per root: only objects whose ETag changed are downloaded again, also at the next start; an unloaded model\'s '
+    + 'files are removed (explicit mode). Default: nodetron-model-cache-<uid> in the OS temp folder.'),
 };
 
 /** --help's width: readable in an 80-column terminal. */

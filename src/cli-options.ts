@@ -4,6 +4,7 @@
  * Triton's error texts. The flag table and tokeniser live in cli-flags.ts.
  */
 import os from 'node:os';
+import path from 'node:path';
 import { forwardPatternRegExp } from './core/forward-pattern';
 import { FLAGS, Reader, tokenize } from './cli-flags';
 import {
@@ -29,6 +30,8 @@ export interface ServerOptions {
   // §6.1 server / model repository
   id: string;
   modelRepositories: string[];
+  /** nodetron's own --model-cache-dir: where cloud repository roots are mirrored (repository-roots.ts). */
+  modelCacheDir: string;
   modelControlMode: ModelControlMode;
   /** Forced to 0 unless modelControlMode is 'poll'. */
   repositoryPollSecs: number;
@@ -259,6 +262,7 @@ export function parseServerOptions(argv: string[]): ServerOptions {
   const options: ServerOptions = {
     id: r.string('id', 'triton'),
     modelRepositories: [...r.all('model-repository'), ...r.all('model-store')],
+    modelCacheDir: r.string('model-cache-dir', defaultModelCacheDir()),
     modelControlMode,
     repositoryPollSecs: modelControlMode === 'poll' ? r.int('repository-poll-secs', 15) : 0,
     loadModels,
@@ -437,4 +441,10 @@ function parseConsolePath(value: string): string | undefined {
     throw new CliError(`invalid argument for --http-console: '${value}'; give a path such as /console (not under /v2), or false for no console`);
   }
   return path;
+}
+
+/** --model-cache-dir's default: one folder per user under the OS temp folder. */
+export function defaultModelCacheDir(): string {
+  const uid = typeof process.getuid === 'function' ? `-${process.getuid()}` : '';
+  return path.join(os.tmpdir(), `nodetron-model-cache${uid}`);
 }

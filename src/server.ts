@@ -34,6 +34,7 @@ import { RepositoryManager } from './repository/repository-manager';
 import { repositoryLoad, repositoryModelReady, repositoryUnload, type RepositoryApiContext } from './repository/repository-api';
 import type { ModelControl } from './backends/backend';
 import { checkRepositoryPaths } from './repository/repository-paths';
+import { RepositoryRoots } from './repository/repository-roots';
 import type { InferRequest, RefusedRequest, Respond } from './core/request';
 import { SERVER_EXTENSIONS, SERVER_VERSION } from './server-info';
 import { ServerStop, type StopOutcome } from './server-stop';
@@ -62,8 +63,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     file: options.logFile,
   });
   for (const w of options.warnings) log.warn(w);
-  // A repository that cannot be read stops the server before anything starts.
+  // A repository that cannot be read stops the server before anything starts;
+  // a cloud root is read (mirrored, or its names listed in explicit mode) now.
   checkRepositoryPaths(options.modelRepositories);
+  const roots = new RepositoryRoots(options.modelRepositories, options.modelCacheDir, log);
+  try {
+    await roots.start(options.modelControlMode, options.loadModels.includes('*'));
+  } catch (err) {
+    roots.close();
+    throw err;
+  }
 
   const arena = Arena.create();
   const port = new MainPort();
@@ -80,7 +89,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     isReady: (model, version) => repositoryModelReady(repositoryApi(), model, version),
   };
   const repo: RepositoryManager = new RepositoryManager(
-    options.modelRepositories,
+    roots,
     {
       modelConfigName: options.modelConfigName,
       autoComplete: !options.disableAutoCompleteConfig,
@@ -190,6 +199,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     unload: async () => {
       await repoStartup?.stop();
       await repo.unloadAll();
+      repo.close();
     },
     liveModels: () => repo.liveCount(),
     killModels: () => repo.killAll(),

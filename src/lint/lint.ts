@@ -15,7 +15,7 @@ import { checkModelFile, prepareModel } from '../repository/model-loader';
 import type { LoaderOptions, PreparedModel } from '../repository/model-loader';
 import { ensembleMissingModelText } from '../repository/ensemble-services';
 import { duplicateModelText, loadFailedText } from '../repository/load-texts';
-import { repositoryPathProblem } from '../repository/repository-paths';
+import { lintCloudRootText, repositoryPathProblem } from '../repository/repository-paths';
 import { scanRepositories } from '../repository/scan';
 import type { ModelLocation } from '../repository/scan';
 
@@ -37,8 +37,10 @@ export async function lintRepositories(repositories: readonly string[], loader: 
   const findings: Finding[] = [];
   const readable: string[] = [];
   for (const r of repositories) {
+    const cloud = lintCloudRootText(r);
     const problem = repositoryPathProblem(r);
-    if (problem === undefined) readable.push(r);
+    if (cloud !== undefined) findings.push({ severity: 'error', text: cloud });
+    else if (problem === undefined) readable.push(r);
     else findings.push({ severity: 'error', text: `${problem.message}` });
   }
   const scan = scanRepositories(readable);

@@ -25,7 +25,7 @@ export async function startRepository(repo: RepositoryManager, options: ServerOp
     const failed = repo.failedModels();
     const tableRows = (): TableRow[] => repo.tableRows();
     if (mode !== 'poll') return { failed, stop: async () => undefined, tableRows };
-    const watcher = new PollWatcher(repo, options.modelRepositories, options.repositoryPollSecs, log);
+    const watcher = new PollWatcher(repo, repo.localPaths(), options.repositoryPollSecs, log);
     watcher.start();
     return { failed, stop: () => watcher.stop(), tableRows };
   }

@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ServerError } from '../core/errors';
 import { checkModelName } from '../request/model-name';
+import type { ModelConfig } from '../core/model-config';
 
 export interface OverrideFile {
   /** Path relative to the model folder, as given after `file:`. */
@@ -21,6 +22,18 @@ export interface LoadRequest {
   /** JSON text of a ModelConfig (the `config` parameter). */
   config?: string;
   files: OverrideFile[];
+}
+
+/** What a load asked for beyond the repository's own files (the manager's form of a LoadRequest). */
+export interface LoadOverride {
+  config?: ModelConfig;
+  /** A temporary model folder holding `file:` overrides (writeOverrideDir). */
+  dir?: string;
+}
+
+/** Errors of one load, each as Triton words it after `load failed for model '<m>': `. */
+export interface LoadOutcome {
+  errors: string[];
 }
 
 export interface UnloadRequest {

@@ -44,8 +44,13 @@ function requireExplicit(mode: ModelControlMode): void {
   if (mode !== 'explicit') throw modelControlRefusal(mode);
 }
 
-/** Every model folder and version, sorted by name; `ready` keeps READY versions only. */
-export function repositoryIndex(ctx: RepositoryApiContext, ready: boolean): IndexEntry[] {
+/**
+ * Every model folder and version, sorted by name; `ready` keeps READY
+ * versions only. In explicit mode the cloud roots are listed again first,
+ * so a model uploaded since is in the index before it is loaded.
+ */
+export async function repositoryIndex(ctx: RepositoryApiContext, ready: boolean): Promise<IndexEntry[]> {
+  if (ctx.mode === 'explicit') await ctx.repo.refreshNames();
   return ctx.repo.index(ready);
 }
 
@@ -76,7 +81,8 @@ export async function repositoryUnload(ctx: RepositoryApiContext, model: string,
   requireExplicit(ctx.mode);
   // unload_dependents: the ensembles using the model and an ensemble's unshared composing models go too.
   const along = req.unloadDependents ? ctx.repo.dependentsOf(model) : [];
-  await Promise.all([model, ...along].map((m) => ctx.repo.unload(m)));
+  // Its files fetched from a cloud root leave the cache once it has drained.
+  await Promise.all([model, ...along].map((m) => ctx.repo.unload(m, true)));
   const still = ctx.repo.index(true).filter((e) => e.name === model).map((e) => e.version);
   if (still.length > 0) {
     throw new ServerError('INTERNAL', `failed to unload '${model}', versions that are still available: ${still.join(',')}`);

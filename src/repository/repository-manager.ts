@@ -9,7 +9,9 @@
  * version-resolution.ts; how a version is built is version-builder.ts.
  *
  * Every load, reload and unload of one model runs on that model's promise
- * chain, so concurrent requests for one model are serialized.
+ * chain, so concurrent requests for one model are serialized. The roots it
+ * scans are local folders: a cloud root is read through its local mirror,
+ * which repository-roots.ts brings up to date before the scan.
  */
 import type { RateLimiter } from '../scheduler/rate-limiter';
 import type { ResponseCache } from '../scheduler/response-cache';
@@ -19,13 +21,18 @@ import { closestName } from '../core/spelling';
 import type { ServerSnapshot } from '../request/server-snapshot';
 import type { InstanceGroupContext } from '../instances/instance-group';
 import type { Logger } from '../logging/logger';
-import type { ModelConfig } from '../core/model-config';
 import { removeOverrideDir } from './load-request';
-import { duplicateModelText, loadFailedText } from './load-texts';
+import type { LoadOutcome, LoadOverride } from './load-request';
+import { ModelChains } from './model-chains';
+import { duplicateModelText, isPollError, loadFailedText, pollFailure } from './load-texts';
 import { fingerprint } from './model-fingerprint';
+import { pollPlan } from './poll-plan';
 import type { VersionObserver } from '../metrics/version-observer';
 import { prepareModel } from './model-loader';
 import { ensembleDependencies } from './ensemble-services';
+import { loadInDependencyOrder } from './load-order';
+import type { RepositoryRoots } from './repository-roots';
+import * as tallies from './version-tallies';
 import { unloadDependents } from './dependents';
 import type { InferRequest, Respond } from '../core/request';
 import type { LoaderOptions, PreparedModel } from './model-loader';
@@ -41,21 +48,11 @@ import type { ModelLocation, ScanResult } from './scan';
 
 export type { IndexEntry, TableRow } from './model-record';
 
-/** What a load asked for beyond the repository's own files. */
-export interface LoadOverride {
-  config?: ModelConfig;
-  /** A temporary model folder holding `file:` overrides (load-request.ts). */
-  dir?: string;
-}
-
-/** Errors of one load, each as Triton words it after `load failed for model '<m>': `. */
-export interface LoadOutcome {
-  errors: string[];
-}
+export type { LoadOutcome, LoadOverride } from './load-request';
 
 export class RepositoryManager {
   private readonly models = new Map<string, ModelRecord>();
-  private readonly chains = new Map<string, Promise<void>>();
+  private readonly chains = new ModelChains();
   private readonly listeners: (() => void)[] = [];
   private duplicates = new Map<string, string[]>();
   private overrideCount = 0;
@@ -65,7 +62,7 @@ export class RepositoryManager {
   private readonly slots: LoadSlots;
 
   constructor(
-    private readonly repositories: readonly string[],
+    private readonly roots: RepositoryRoots,
     private readonly loader: LoaderOptions,
     instanceCtx: Omit<InstanceGroupContext, 'backendConfig'>,
     private readonly log: Logger,
@@ -101,10 +98,10 @@ export class RepositoryManager {
 
   /** Scan every repository; logs a duplicate name once when it appears. */
   scan(): ScanResult {
-    const scan = scanRepositories(this.repositories);
+    const scan = scanRepositories(this.roots.localPaths);
     for (const [name, repos] of scan.duplicates) {
       if (!this.duplicates.has(name)) {
-        this.log.error(duplicateModelText(name, repos));
+        this.log.error(duplicateModelText(name, repos.map((r) => this.roots.displayName(r))));
       }
     }
     this.duplicates = scan.duplicates;
@@ -115,26 +112,19 @@ export class RepositoryManager {
   async loadAll(): Promise<void> {
     const scan = this.scan();
     for (const why of scan.skipped) this.log.verbose(1, why);
-    // A model that fails is recorded (state and reason); the others load on.
-    const load = (loc: ModelLocation): Promise<void> => this.apply(loc).then(() => undefined, () => undefined);
-    // Ensembles load after the models they use (a cycle is not waited on; its ensembles fail their checks).
-    const started = new Map<string, Promise<void>>();
-    const visiting = new Set<string>();
-    const start = (loc: ModelLocation): Promise<void> => {
-      const known = started.get(loc.name);
-      if (known !== undefined) return known;
-      if (visiting.has(loc.name)) return Promise.resolve();
-      visiting.add(loc.name);
-      const deps = ensembleDependencies(loc, this.loader.modelConfigName).flatMap((d) => {
-        const dl = scan.models.get(d);
-        return dl === undefined ? [] : [start(dl)];
-      });
-      visiting.delete(loc.name);
-      const p = deps.length === 0 ? this.serial(loc.name, () => load(loc)) : Promise.all(deps).then(() => this.serial(loc.name, () => load(loc)));
-      started.set(loc.name, p);
-      return p;
-    };
-    await Promise.all([...scan.models.values()].map(start));
+    // A model that fails is recorded (state and reason); the others load on. Ensembles after the models they use.
+    const load = (loc: ModelLocation): Promise<void> => this.chains.run(loc.name, () => this.apply(loc)).then(() => undefined, () => undefined);
+    await loadInDependencyOrder(scan.models, this.loader.modelConfigName, load);
+  }
+
+  /** The folders the scan reads, in --model-repository order (a cloud root's mirror in its place). */
+  localPaths(): readonly string[] {
+    return this.roots.localPaths;
+  }
+
+  /** Explicit mode's index: the cloud roots' model names are listed again first. */
+  async refreshNames(): Promise<void> {
+    await this.roots.refreshNames();
   }
 
   /**
@@ -143,7 +133,8 @@ export class RepositoryManager {
    * A no-op when nothing changed and every version is READY.
    */
   load(name: string, override: LoadOverride = {}, loading: ReadonlySet<string> = new Set()): Promise<LoadOutcome> {
-    return this.serial(name, async () => {
+    return this.chains.run(name, async () => {
+      if (!override.dir) await this.fetch(name);
       const scan = this.scan();
       let location = scan.models.get(name);
       if (!location && !scan.duplicates.has(name)) {
@@ -164,26 +155,31 @@ export class RepositoryManager {
    */
   pollFailed(name: string, reason: string): ServerError {
     this.log.error(`Poll failed for model directory '${name}': ${reason}`);
-    const e = pollFailure(name);
-    return new ServerError(e.code, `${e.message}: ${reason}`);
+    return pollFailure(name, reason);
   }
 
   /**
    * Unload every version of a model. Resolves once the versions are
    * UNLOADING (Triton answers then; none admits a request from then on);
-   * draining continues on the model's chain.
+   * draining continues on the model's chain. `release`: once drained, the
+   * model's files fetched from a cloud root leave the cache (explicit
+   * unload; at shutdown they stay for the next start).
    */
-  unload(name: string): Promise<void> {
+  unload(name: string, release = false): Promise<void> {
     return new Promise((initiated, reject) => {
-      this.serial(name, async () => {
+      this.chains.run(name, async () => {
         const record = this.models.get(name);
-        if (!record) return initiated();
+        if (!record) {
+          if (release) this.roots.release(name);
+          return initiated();
+        }
         record.wanted = false;
         record.applied = undefined;
         const drains = [...record.versions.values()].map((v) => v.retire());
         initiated();
         await Promise.all(drains);
         this.dropOverrideDir(record);
+        if (release && !record.wanted) this.roots.release(name);
       }).catch(reject);
     });
   }
@@ -196,26 +192,24 @@ export class RepositoryManager {
   /** Stop admitting, drain in-flight requests, release instances; every model (shutdown). */
   async unloadAll(): Promise<void> {
     await Promise.all([...this.models.keys()].map((name) => this.unload(name)));
-    await Promise.all([...this.chains.values()]);
+    await this.chains.idle();
   }
 
   /**
    * One poll: load added models, reload changed ones, unload removed ones.
    * `settled(dir)` says whether a folder has been quiet long enough to read.
+   * Cloud roots are mirrored again first (only changed objects are
+   * fetched); a model fetched only in part waits for a later poll, and the
+   * models of a root that cannot be read (cloud or local) keep serving.
    */
   async poll(settled: (dir: string) => boolean): Promise<void> {
-    const scan = this.scan();
+    const refresh = await this.roots.refresh();
+    const plan = pollPlan(this.scan(), this.models, (dir) => settled(dir) && !refresh.incomplete.has(dir), refresh.unreadable);
     const work: Promise<unknown>[] = [];
-    for (const loc of scan.models.values()) {
-      const record = this.models.get(loc.name);
-      if (record && record.wanted && record.location.dir === loc.dir && record.applied === fingerprint(loc.dir)) continue;
-      if (!settled(loc.dir)) continue;
-      work.push(this.serial(loc.name, () => this.apply(loc)).catch(() => undefined)); // logged by apply
-    }
-    for (const record of this.models.values()) {
-      if (scan.models.has(record.name) || scan.duplicates.has(record.name) || !record.wanted) continue;
+    for (const loc of plan.apply) work.push(this.chains.run(loc.name, () => this.apply(loc)).catch(() => undefined)); // logged by apply
+    for (const record of plan.remove) {
       this.log.info(`model '${record.name}' was removed from the model repository, unloading it`);
-      work.push(this.unload(record.name).then(() => this.serial(record.name, async () => {
+      work.push(this.unload(record.name).then(() => this.chains.run(record.name, async () => {
         if (!record.wanted) this.models.delete(record.name);
         this.changed();
       })));
@@ -247,47 +241,32 @@ export class RepositoryManager {
   }
 
   inflightCount(): number {
-    let n = 0;
-    for (const m of this.models.values()) for (const v of m.versions.values()) n += v.inflightCount();
-    return n;
+    return tallies.inflightCount(this.models);
   }
 
   /** Versions with requests in flight, and how many each (Triton's shutdown lines). */
   inflightVersions(): { model: string; version: number; count: number }[] {
-    const out: { model: string; version: number; count: number }[] = [];
-    for (const m of this.models.values()) {
-      for (const v of m.versions.values()) {
-        const count = v.inflightCount();
-        if (count > 0) out.push({ model: m.name, version: v.version, count });
-      }
-    }
-    return out;
+    return tallies.inflightVersions(this.models);
   }
 
   /** Every version's serving instances, by model then version (the console's instance health). */
   instanceHealth(): { model: string; version: number; instances: InstanceHealth[] }[] {
-    const out: { model: string; version: number; instances: InstanceHealth[] }[] = [];
-    for (const name of [...this.models.keys()].sort()) {
-      const m = this.models.get(name)!;
-      for (const v of [...m.versions.values()].sort((a, b) => a.version - b.version)) {
-        out.push({ model: name, version: v.version, instances: v.instanceHealth() });
-      }
-    }
-    return out;
+    return tallies.instanceHealth(this.models);
   }
 
   /** Versions with a loaded build (serving or draining): Triton's "live models" at shutdown. */
   liveCount(): number {
-    let n = 0;
-    for (const m of this.models.values()) for (const v of m.versions.values()) if (v.live) n++;
-    return n;
+    return tallies.liveCount(this.models);
   }
 
   /** Forced end (the stop's deadline): every loaded instance is killed now, without finalizing. */
-  async killAll(): Promise<void> {
-    const kills: Promise<void>[] = [];
-    for (const m of this.models.values()) for (const v of m.versions.values()) kills.push(v.kill());
-    await Promise.all(kills);
+  killAll(): Promise<void> {
+    return tallies.killAll(this.models);
+  }
+
+  /** After the last unload: the cloud roots' clients close (their caches stay for the next start). */
+  close(): void {
+    this.roots.close();
   }
 
   /** Model table rows; duplicate names are rows too unless the mode loads by name (explicit). */
@@ -304,18 +283,15 @@ export class RepositoryManager {
     return views.snapshotModels(this.models);
   }
 
-  /** Run `fn` after every earlier operation on the same model. */
-  private serial<T>(name: string, fn: () => Promise<T>): Promise<T> {
-    const run = (this.chains.get(name) ?? Promise.resolve()).then(fn);
-    const tail = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.chains.set(name, tail);
-    void tail.then(() => {
-      if (this.chains.get(name) === tail) this.chains.delete(name);
-    });
-    return run;
+  /** An explicit load reads the model's objects from the cloud roots first; a failure is Triton's poll failure, with why. */
+  private async fetch(name: string): Promise<void> {
+    try {
+      await this.roots.fetchModel(name);
+    } catch (err) {
+      const reason = toErrorInfo(err).message;
+      this.log.error(`failed to poll model '${name}': ${reason}`);
+      throw pollFailure(name, reason);
+    }
   }
 
   /** Load or reload `location` (on the model's chain). */
@@ -422,14 +398,4 @@ export class RepositoryManager {
   private changed(): void {
     for (const l of this.listeners) l();
   }
-}
-
-function pollFailure(name: string): ServerError {
-  return new ServerError('INTERNAL', `failed to load '${name}', failed to poll from model repository`);
-}
-
-/** Errors Triton meets while polling the folder (config unreadable), not while loading a version. */
-function isPollError(err: unknown): boolean {
-  const m = toErrorInfo(err).message;
-  return m.startsWith('failed to read text proto') || m.startsWith('unexpected directory name');
 }

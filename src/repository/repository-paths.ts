@@ -1,8 +1,10 @@
 /**
- * The --model-repository paths, checked before anything loads: a missing,
- * misspelt, unreadable or cloud path stops the server (Triton: "failed to
- * stat file <path>") with a sentence that names the fix. `nodetron lint`
- * reports the same texts.
+ * The local --model-repository paths, checked before anything loads: a
+ * missing, misspelt or unreadable folder stops the server (Triton: "failed
+ * to stat file <path>") with a sentence that names the fix, and a poll that
+ * finds it gone keeps its models serving (repository-roots.ts). Cloud roots
+ * (s3://, as://, gs://) are read by repository-roots.ts; `nodetron lint`
+ * reads local folders only and says so (`lintCloudRootText`).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,16 +13,9 @@ import { closestName } from '../core/spelling';
 
 const CLOUD = /^(s3|gs|as):\/\//;
 
-/** Why `repository` cannot serve as a model repository, or undefined when it can. */
+/** Why the local folder `repository` cannot serve as a model repository, or undefined when it can (or it is a cloud URL). */
 export function repositoryPathProblem(repository: string, cwd = process.cwd()): ServerError | undefined {
-  const scheme = CLOUD.exec(repository)?.[1];
-  if (scheme !== undefined) {
-    return new ServerError(
-      'UNSUPPORTED',
-      `model repository '${repository}' is in cloud storage (${scheme}://), which nodetron does not support yet. ` +
-        `Copy the repository to a local folder (for example with ${cloudCopyCommand(scheme, repository)}) and pass that folder to --model-repository.`,
-    );
-  }
+  if (CLOUD.test(repository)) return undefined;
   const absolute = path.resolve(cwd, repository);
   const where = absolute === repository ? '' : ` (${absolute}, relative to ${cwd})`;
   let stat: fs.Stats;
@@ -82,6 +77,14 @@ function nearbyFolder(absolute: string): string | undefined {
   }
   const near = closestName(path.basename(absolute), names);
   return near === undefined ? undefined : path.join(parent, near);
+}
+
+/** `nodetron lint` on a cloud root: it lints local folders only. */
+export function lintCloudRootText(repository: string): string | undefined {
+  const scheme = CLOUD.exec(repository)?.[1];
+  if (scheme === undefined) return undefined;
+  return `nodetron lint reads local folders only, and '${repository}' is in cloud storage (${scheme}://): ` +
+    `copy it to a local folder (for example with ${cloudCopyCommand(scheme, repository)}) and lint that folder.`;
 }
 
 function cloudCopyCommand(scheme: string, repository: string): string {

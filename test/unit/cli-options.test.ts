@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import os from 'node:os';
 import {
-  CliError, CliExit, defaultHttpThreadCount, formatCliError, parseServerOptions, usageText, type ServerOptions,
+  CliError, CliExit, defaultHttpThreadCount, defaultModelCacheDir, formatCliError, parseServerOptions, usageText, type ServerOptions,
 } from '../../src/cli-options';
 
 const REPO = ['--model-repository', '/models'];
@@ -22,6 +22,7 @@ test('defaults equal tritonserver defaults (§6)', () => {
   const expected: ServerOptions = {
     id: 'triton',
     modelRepositories: ['/models'],
+    modelCacheDir: defaultModelCacheDir(),
     modelControlMode: 'none',
     repositoryPollSecs: 0,
     loadModels: [],
@@ -128,7 +129,7 @@ const ERRORS: [string[], string][] = [
   [[...REPO, '--log-verbsoe=1'], 'Unrecognized option: --log-verbsoe; did you mean --log-verbose?'],
   [[...REPO, '--model'], "option '--model' is ambiguous; possibilities: '--model-repository' '--model-store' "
     + "'--model-control-mode' '--model-config-name' '--model-load-thread-count' '--model-load-retry-count' "
-    + "'--model-namespacing' '--model-load-gpu-limit'"],
+    + "'--model-namespacing' '--model-load-gpu-limit' '--model-cache-dir'"],
   [[...REPO, '--grpc-use=1'], "option '--grpc-use' is ambiguous; possibilities: '--grpc-use-ssl' '--grpc-use-ssl-mutual'"],
   [[...REPO, '--foo-bar=3'], 'Unrecognized option: --foo-bar'],
   [[...REPO, '-x'], 'Unrecognized option: -x'],

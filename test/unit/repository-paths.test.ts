@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { repositoryPathProblem } from '../../src/repository/repository-paths';
+import { lintCloudRootText, repositoryPathProblem } from '../../src/repository/repository-paths';
 import { misnamedConfigWarning } from '../../src/repository/folder-findings';
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'repo-paths-'));
@@ -26,8 +26,12 @@ for (const [name, p, want] of CASES) {
   });
 }
 
-test('repositoryPathProblem: cloud schemes are UNSUPPORTED', () => {
-  for (const p of ['s3://b/m', 'gs://b/m', 'as://a/c']) assert.equal(repositoryPathProblem(p, root)?.code, 'UNSUPPORTED', p);
+test('repositoryPathProblem leaves cloud roots to repository-roots.ts; lint says it reads local folders only', () => {
+  for (const p of ['s3://b/m', 'gs://b/m', 'as://a/c']) {
+    assert.equal(repositoryPathProblem(p, root), undefined, p);
+    assert.match(lintCloudRootText(p) ?? '', /^nodetron lint reads local folders only/, p);
+  }
+  assert.equal(lintCloudRootText(root), undefined);
 });
 
 const MISNAMED: [string, string[], string | undefined][] = [

@@ -114,9 +114,9 @@ export function controlHandlers(ctx: GrpcControlContext): grpc.UntypedServiceImp
   }
   const repo = ctx.repository;
   if (repo !== undefined) {
-    out.RepositoryIndex = unary(ctx, 'model-repository', (req: { repository_name: string; ready: boolean }) => {
+    out.RepositoryIndex = unary(ctx, 'model-repository', async (req: { repository_name: string; ready: boolean }) => {
       checkRepositoryName(req.repository_name);
-      const models = repositoryIndex(repo, req.ready).map((e) => ({ name: e.name, version: e.version ?? '', state: e.state ?? '', reason: e.reason ?? '' }));
+      const models = (await repositoryIndex(repo, req.ready)).map((e) => ({ name: e.name, version: e.version ?? '', state: e.state ?? '', reason: e.reason ?? '' }));
       return { models };
     });
     out.RepositoryModelLoad = unary(ctx, 'model-repository', async (req: RepositoryRequestMsg) => {

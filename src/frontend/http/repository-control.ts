@@ -30,7 +30,7 @@ async function answer(api: RepositoryApiContext | undefined, req: ControlRequest
   switch (r.kind) {
     case 'repository_index': {
       // The repository name in /v2/repository/<name>/index is accepted and ignored.
-      return JSON.stringify(repositoryIndex(api, parseIndexBody(req.body).ready));
+      return JSON.stringify(await repositoryIndex(api, parseIndexBody(req.body).ready));
     }
     case 'repository_load':
       checkRepositoryName(r.repository);

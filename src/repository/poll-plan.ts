@@ -1,0 +1,38 @@
+/**
+ * What one poll does (poll mode), decided from the scan and the registry:
+ * load a model that is new, reload one whose files changed (its fingerprint
+ * differs from the one its last load used) once its folder has settled, and
+ * unload one whose folder is gone, unless its root could not be read this
+ * time (a root that is away is not a repository that was emptied).
+ */
+import { fingerprint } from './model-fingerprint';
+import type { ModelRecord } from './model-record';
+import type { ModelLocation, ScanResult } from './scan';
+
+export interface PollPlan {
+  apply: ModelLocation[];
+  remove: ModelRecord[];
+}
+
+export function pollPlan(
+  scan: ScanResult,
+  models: ReadonlyMap<string, ModelRecord>,
+  settled: (dir: string) => boolean,
+  unreadableRoots: ReadonlySet<string>,
+  print: (dir: string) => string = fingerprint,
+): PollPlan {
+  const apply: ModelLocation[] = [];
+  for (const loc of scan.models.values()) {
+    const record = models.get(loc.name);
+    if (record && record.wanted && record.location.dir === loc.dir && record.applied === print(loc.dir)) continue;
+    if (settled(loc.dir)) apply.push(loc);
+  }
+  const remove: ModelRecord[] = [];
+  for (const record of models.values()) {
+    if (scan.models.has(record.name) || scan.duplicates.has(record.name) || !record.wanted) continue;
+    if (unreadableRoots.has(record.location.repository)) continue;
+    remove.push(record);
+  }
+  return { apply, remove };
+}
+

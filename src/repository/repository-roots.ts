@@ -1,0 +1,150 @@
+/**
+ * The --model-repository roots as the repository reads them: a local folder
+ * is itself; a cloud root (s3://, as://, gs://) is its local mirror
+ * (storage/cloud-mirror.ts), brought up to date before the scan reads it,
+ * so scan, config overrides, version folders, ensembles and Python models
+ * never know where a model came from. What each control mode asks of it:
+ * - none, poll (and explicit with --load-model=*): every root mirrored at
+ *   start (`start`); a root that cannot be read fails the start.
+ * - poll: every tick mirrors every root again (`refresh`): only changed
+ *   objects are fetched; a root that cannot be read keeps its models
+ *   serving as they are (logged once) until it can.
+ * - explicit: the start and the index list each cloud root's model names
+ *   (`refreshNames`); a load fetches that model (`fetchModel`), an unload
+ *   drops its files (`release`).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { ServerError, toErrorInfo } from '../core/errors';
+import type { ModelControlMode } from '../cli-options';
+import type { Logger } from '../logging/logger';
+import { CloudMirror } from './storage/cloud-mirror';
+import { cloudScheme, openObjectStore } from './storage/open-store';
+import { repositoryPathProblem } from './repository-paths';
+
+/** What one refresh found: roots that could not be read, models not fetched completely. */
+export interface RefreshOutcome {
+  /** Local paths (folders or mirrors) whose models must not be taken as removed. */
+  unreadable: Set<string>;
+  /** Model folders (local paths) whose files are part old, part new: not loaded now. */
+  incomplete: Set<string>;
+}
+
+export class RepositoryRoots {
+  /** Per root, in the order given: the folder the scan reads. */
+  readonly localPaths: readonly string[];
+  private readonly mirrors: CloudMirror[];
+  /** Roots whose last read failed, with the reason logged (once per failure). */
+  private readonly failing = new Map<string, string>();
+
+  constructor(
+    private readonly urls: readonly string[],
+    cacheDir: string,
+    private readonly log: Logger,
+  ) {
+    this.mirrors = [];
+    this.localPaths = urls.map((url) => {
+      if (cloudScheme(url) === undefined) return url;
+      const mirror = new CloudMirror(openObjectStore(url), cacheDir, (t) => log.warn(t));
+      this.mirrors.push(mirror);
+      return mirror.dir;
+    });
+  }
+
+  /** The root as the user wrote it, for a local path of ours (a mirror's folder → its URL). */
+  displayName(localPath: string): string {
+    const i = this.localPaths.indexOf(localPath);
+    return i < 0 ? localPath : this.urls[i];
+  }
+
+  /** At start: every cloud root is read (its names, or all of it); throws the first that cannot be. */
+  async start(mode: ModelControlMode, loadAll: boolean): Promise<void> {
+    const names = mode === 'explicit' && !loadAll;
+    await Promise.all(this.mirrors.map(async (m) => {
+      const started = Date.now();
+      const listing = await m.list();
+      if (names) {
+        m.markNames(listing);
+        return;
+      }
+      const done = await m.sync(listing);
+      if (done.incomplete.size > 0) {
+        throw new ServerError('INTERNAL', `failed to fetch ${[...done.incomplete].map((n) => `'${n}'`).join(', ')} from model repository '${m.store.url}' (logged above)`);
+      }
+      this.log.info(
+        `model repository '${m.store.url}' mirrored into ${m.dir} in ${Date.now() - started} ms: ` +
+          `${done.fetched} of ${done.objects} objects downloaded, the others unchanged in the cache (credential from ${m.store.credentialSource})`,
+      );
+    }));
+  }
+
+  /** One poll: every root read again; what could not be is reported, not thrown. */
+  async refresh(): Promise<RefreshOutcome> {
+    const out: RefreshOutcome = { unreadable: new Set(), incomplete: new Set() };
+    for (const p of this.localPaths) {
+      if (this.mirrorOf(p) === undefined) {
+        const problem = repositoryPathProblem(p);
+        if (problem === undefined) this.recovered(p);
+        else this.failed(p, out, problem);
+      }
+    }
+    await Promise.all(this.mirrors.map(async (m) => {
+      try {
+        const done = await m.sync(await m.list());
+        for (const name of done.incomplete) out.incomplete.add(path.join(m.dir, name));
+        if (done.fetched > 0) this.log.verbose(1, `model repository '${m.store.url}': ${done.fetched} changed objects downloaded`);
+        this.recovered(m.dir);
+      } catch (err) {
+        this.failed(m.dir, out, err);
+      }
+    }));
+    return out;
+  }
+
+  /** Explicit mode's index: each cloud root's model names, as empty folders until loaded. */
+  async refreshNames(): Promise<void> {
+    await Promise.all(this.mirrors.map(async (m) => m.markNames(await m.list())));
+  }
+
+  /** Explicit load: the model's objects in every cloud root that has it (a name in two roots is refused by the scan). */
+  async fetchModel(name: string): Promise<void> {
+    await Promise.all(this.mirrors.map(async (m) => {
+      const listing = await m.list().catch((err: unknown) => {
+        if (toErrorInfo(err).code === 'NOT_FOUND') return new Map(); // an empty root has no such model
+        throw err;
+      });
+      if (!listing.has(name)) {
+        if (fs.existsSync(path.join(m.dir, name))) m.drop(name);
+        return;
+      }
+      const done = await m.sync(listing, [name]);
+      if (done.incomplete.size > 0) throw new ServerError('INTERNAL', `failed to fetch model '${name}' from model repository '${m.store.url}' (logged above)`);
+    }));
+  }
+
+  /** Explicit unload: the model's mirrored files leave the cache. */
+  release(name: string): void {
+    for (const m of this.mirrors) if (fs.existsSync(path.join(m.dir, name))) m.drop(name);
+  }
+
+  close(): void {
+    for (const m of this.mirrors) m.close();
+  }
+
+  private mirrorOf(localPath: string): CloudMirror | undefined {
+    return this.mirrors.find((m) => m.dir === localPath);
+  }
+
+  private failed(localPath: string, out: RefreshOutcome, err: unknown): void {
+    out.unreadable.add(localPath);
+    const reason = toErrorInfo(err).message;
+    if (this.failing.get(localPath) === reason) return;
+    this.failing.set(localPath, reason);
+    this.log.error(`failed to poll model repository '${this.displayName(localPath)}': ${reason} Its models keep serving as they are until it can be read again.`);
+  }
+
+  private recovered(localPath: string): void {
+    if (!this.failing.delete(localPath)) return;
+    this.log.info(`model repository '${this.displayName(localPath)}' can be read again`);
+  }
+}
