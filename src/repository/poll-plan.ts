@@ -3,7 +3,8 @@
  * load a model that is new, reload one whose files changed (its fingerprint
  * differs from the one its last load used) once its folder has settled, and
  * unload one whose folder is gone, unless its root could not be read this
- * time (a root that is away is not a repository that was emptied).
+ * time, by the scan or before it (a root that is away is not a repository
+ * that was emptied).
  */
 import { fingerprint } from './model-fingerprint';
 import type { ModelRecord, VersionRecord } from './model-record';
@@ -30,7 +31,7 @@ export function pollPlan<R extends ModelRecord<VersionRecord>>(
   const remove: R[] = [];
   for (const record of models.values()) {
     if (scan.models.has(record.name) || scan.duplicates.has(record.name) || !record.wanted) continue;
-    if (unreadableRoots.has(record.location.repository)) continue;
+    if (unreadableRoots.has(record.location.repository) || scan.unreadable.includes(record.location.repository)) continue;
     remove.push(record);
   }
   return { apply, remove };

@@ -5,10 +5,11 @@ import type { ModelRecord, VersionRecord } from '../../src/repository/model-reco
 import type { ScanResult } from '../../src/repository/scan';
 
 const loc = (name: string, repository = '/r') => ({ name, repository, dir: `${repository}/${name}` });
-const scanOf = (names: string[], duplicates: string[] = []): ScanResult => ({
+const scanOf = (names: string[], duplicates: string[] = [], unreadable: string[] = []): ScanResult => ({
   models: new Map(names.map((n) => [n, loc(n)])),
   duplicates: new Map(duplicates.map((d) => [d, ['/r', '/s']])),
   skipped: [],
+  unreadable,
 });
 const record = (name: string, applied: string, wanted = true, repository = '/r'): ModelRecord<VersionRecord> =>
   ({ name, location: loc(name, repository), versions: new Map(), applied, wanted });
@@ -22,7 +23,8 @@ const CASES: [string, ScanResult, ModelRecord<VersionRecord>[], string[], string
   ['not before its folder settled', scanOf(['b', 'c']), [record('b', 'b1')], ['/r/b', '/r/c'], [], [], []],
   ['an unloaded model that is still there loads again', scanOf(['a']), [record('a', 'a1', false)], [], [], ['a'], []],
   ['a model gone from its root unloads', scanOf(['a']), [record('a', 'a1'), record('b', 'b2')], [], [], [], ['b']],
-  ['not when its root could not be read', scanOf(['a']), [record('a', 'a1'), record('g', 'g1', true, '/gone')], [], ['/gone'], [], []],
+  ['not when its root could not be read before the scan', scanOf(['a']), [record('a', 'a1'), record('g', 'g1', true, '/gone')], [], ['/gone'], [], []],
+  ['nor when the scan could not read it', scanOf(['a'], [], ['/gone']), [record('a', 'a1'), record('g', 'g1', true, '/gone')], [], [], [], []],
   ['a name now in two roots is not unloaded by the poll', scanOf(['a'], ['b']), [record('a', 'a1'), record('b', 'b2')], [], [], [], []],
   ['an unwanted model that left is not unloaded again', scanOf([]), [record('a', 'a1', false)], [], [], [], []],
 ];
