@@ -8,9 +8,8 @@
  * (model-lifecycle.ts); where a request enters a version is
  * version-resolution.ts; how a version is built is version-builder.ts.
  *
- * Every load, reload and unload of one model runs on that model's promise
- * chain, so concurrent requests for one model are serialized. The roots it
- * scans are local folders: a cloud root is read through its local mirror,
+ * Every load, reload and unload of one model runs on its promise chain
+ * (model-chains.ts). A cloud root is scanned as its local mirror,
  * which repository-roots.ts brings up to date before the scan.
  */
 import type { RateLimiter } from '../scheduler/rate-limiter';

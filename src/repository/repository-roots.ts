@@ -45,7 +45,15 @@ export class RepositoryRoots {
     this.mirrors = [];
     this.localPaths = urls.map((url) => {
       if (cloudScheme(url) === undefined) return url;
-      const mirror = new CloudMirror(openObjectStore(url), cacheDir, (t) => log.warn(t));
+      const store = openObjectStore(url);
+      let mirror: CloudMirror;
+      try {
+        mirror = new CloudMirror(store, cacheDir, (t) => log.warn(t));
+      } catch (err) {
+        store.close();
+        const code = (err as NodeJS.ErrnoException).code ?? toErrorInfo(err).message;
+        throw new ServerError('INTERNAL', `cannot cache model repository '${url}' in --model-cache-dir ${cacheDir} (${code}): point --model-cache-dir at a folder the server can write.`);
+      }
       this.mirrors.push(mirror);
       return mirror.dir;
     });

@@ -20,18 +20,22 @@ export interface ScanResult {
   duplicates: Map<string, string[]>;
   /** Entries of a repository that are not model folders, and why (for --log-verbose). */
   skipped: string[];
+  /** Repositories that could not be listed: their models are unknown this time, not gone. */
+  unreadable: string[];
 }
 
 export function scanRepositories(repositories: readonly string[]): ScanResult {
   const models = new Map<string, ModelLocation>();
   const duplicates = new Map<string, string[]>();
   const skipped: string[] = [];
+  const unreadable: string[] = [];
   for (const repository of repositories) {
     let entries: fs.Dirent[];
     try {
       entries = fs.readdirSync(repository, { withFileTypes: true });
     } catch {
-      continue; // a missing repository is reported by the caller at startup
+      unreadable.push(repository); // reported by the caller (at start: repository-paths.ts; in a poll: repository-roots.ts)
+      continue;
     }
     for (const e of entries) {
       if (!isDirectory(repository, e)) {
@@ -52,7 +56,7 @@ export function scanRepositories(repositories: readonly string[]): ScanResult {
     }
   }
   for (const name of duplicates.keys()) models.delete(name);
-  return { models, duplicates, skipped };
+  return { models, duplicates, skipped, unreadable };
 }
 
 function isDirectory(parent: string, e: fs.Dirent): boolean {

@@ -183,14 +183,16 @@ test('a wrong secret is refused with 403 and the start fails naming the credenti
   assert.ok(!output.includes(wrong), 'the secret is in the output');
 });
 
-test('a start fails, in seconds and with the reason, on a missing bucket, an empty path, and an endpoint that does not answer', async () => {
-  const cases: [string, string, RegExp][] = [
+test('a start fails, in seconds and with the reason, on a missing bucket, an empty path, an endpoint that does not answer, a cache it cannot write', async () => {
+  const cases: [string, string, RegExp, string?][] = [
     ['no such bucket', `s3://${s3.hostPort}/nope/repo`, /Not found - model repository 's3:\/\/.*\/nope\/repo': bucket 'nope' not found at the S3 endpoint http:\/\/127\.0\.0\.1:\d+ \(NoSuchBucket/],
     ['an empty path', url('nothing-here'), /Not found - failed to stat file s3:\/\/.*\/nothing-here: no model folder in it \(the listing is empty; credential from environment AWS_ACCESS_KEY_ID=NODE…\)/],
     ['an endpoint that does not answer', `s3://127.0.0.1:${await closedPort()}/${BUCKET}/repo`, /Unavailable - model repository 's3:\/\/127\.0\.0\.1:\d+\/models\/repo': the S3 endpoint http:\/\/127\.0\.0\.1:\d+ is unreachable \(ECONNREFUSED/],
+    ['a cache folder it cannot write', url('repo'), /Internal - cannot cache model repository 's3:\/\/.*\/repo' in --model-cache-dir .*\/a-file\/cache \(ENOTDIR\): point --model-cache-dir at a folder the server can write\.$/, path.join(tmp, 'a-file', 'cache')],
   ];
-  for (const [name, root, want] of cases) {
-    const { code, output } = await runToExit([`--model-repository=${root}`, `--model-cache-dir=${cacheDir('fail')}`], 30_000);
+  fs.writeFileSync(path.join(tmp, 'a-file'), 'not a folder');
+  for (const [name, root, want, cache] of cases) {
+    const { code, output } = await runToExit([`--model-repository=${root}`, `--model-cache-dir=${cache ?? cacheDir('fail')}`], 30_000);
     assert.equal(code, 1, `${name}: ${output}`);
     assert.match(output.trim().split('\n').pop()!, want, name);
   }

@@ -49,6 +49,8 @@ export class CloudMirror {
   private readonly manifestFile: string;
   private readonly partial: string;
   private readonly manifest = new Map<string, ManifestEntry>();
+  /** The manifest changed since it was last written. */
+  private dirty = false;
   private readonly privateHome: boolean;
 
   constructor(
@@ -157,6 +159,7 @@ export class CloudMirror {
   /** The model's files leave the cache (its model was unloaded, or it left the root). */
   drop(name: string): void {
     for (const key of [...this.manifest.keys()]) if (key.startsWith(`${name}/`)) this.manifest.delete(key);
+    this.dirty = true;
     fs.rmSync(path.join(this.dir, name), { recursive: true, force: true });
     this.writeManifest();
   }
@@ -194,6 +197,7 @@ export class CloudMirror {
       if (fs.statSync(target, { throwIfNoEntry: false })?.isDirectory()) fs.rmSync(target, { recursive: true });
       fs.renameSync(temp, target);
       this.manifest.set(o.key, { tag: o.tag, size: o.size });
+      this.dirty = true;
     } finally {
       fs.rmSync(temp, { force: true });
     }
@@ -201,6 +205,7 @@ export class CloudMirror {
 
   private removeFile(key: string): void {
     this.manifest.delete(key);
+    this.dirty = true;
     const file = path.join(this.dir, key);
     fs.rmSync(file, { force: true });
     // Empty folders it leaves go too, up to the model folder.
@@ -230,6 +235,8 @@ export class CloudMirror {
   }
 
   private writeManifest(): void {
+    if (!this.dirty) return;
+    this.dirty = false;
     const temp = `${this.manifestFile}.${process.pid}.tmp`;
     fs.writeFileSync(temp, JSON.stringify(Object.fromEntries(this.manifest)));
     fs.renameSync(temp, this.manifestFile);
