@@ -55,14 +55,8 @@ export class HttpConn {
     socket.on('close', () => fail(this.closedError ?? new Error('connection closed by the server')));
   }
 
-  static open(host: string, port: number): Promise<HttpConn> {
-    return new Promise((resolve, reject) => {
-      const socket = net.connect({ host, port }, () => {
-        socket.off('error', reject);
-        resolve(new HttpConn(socket));
-      });
-      socket.once('error', reject);
-    });
+  static async open(host: string, port: number): Promise<HttpConn> {
+    return new HttpConn(await connectSocket(host, port));
   }
 
   /** Send the prebuilt request; resolves with the response status (and body if asked). */
@@ -114,4 +108,15 @@ export class HttpConn {
     this.need = -1;
     p?.resolve(body === undefined ? { status } : { status, body });
   }
+}
+
+/** A TCP connection to the server, once it is open (or the error that kept it from opening). */
+export function connectSocket(host: string, port: number): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ host, port }, () => {
+      socket.off('error', reject);
+      resolve(socket);
+    });
+    socket.once('error', reject);
+  });
 }

@@ -6,7 +6,8 @@
  * with Content-Length) resolves with its status and text, for the message.
  * `nodetron perf --service-kind openai` (openai-perf.ts) drives it.
  */
-import net from 'node:net';
+import type net from 'node:net';
+import { connectSocket } from './http-conn';
 
 export interface StreamAnswer {
   status: number;
@@ -46,14 +47,8 @@ export class SseConn {
     socket.on('close', () => fail(this.closedError ?? new Error('connection closed by the server')));
   }
 
-  static open(host: string, port: number): Promise<SseConn> {
-    return new Promise((resolve, reject) => {
-      const socket = net.connect({ host, port }, () => {
-        socket.off('error', reject);
-        resolve(new SseConn(socket));
-      });
-      socket.once('error', reject);
-    });
+  static async open(host: string, port: number): Promise<SseConn> {
+    return new SseConn(await connectSocket(host, port));
   }
 
   /** Send the prebuilt request; `onEvent` gets each event's data (after `data: `) as it arrives. */
