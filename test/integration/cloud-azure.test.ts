@@ -13,11 +13,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { BlobServiceClient, StorageSharedKeyCredential, type ContainerClient } from '@azure/storage-blob';
-import { ServerError } from '../../src/core/errors';
 import { openAzureStore } from '../../src/repository/storage/azure-store';
 import { freePort } from './fleet-proxies';
 import { DEV_ACCOUNT, DEV_KEY, startAzurite, type Azurite } from './azurite-server';
-import { addVectorsPlus100, allThreeAnswer, ENSEMBLE_OUTPUT, inferAddVectors, repositoryObjects } from './cloud-repo-kit';
+import { addVectorsPlus100, allThreeAnswer, ENSEMBLE_OUTPUT, failure, inferAddVectors, repositoryObjects } from './cloud-repo-kit';
 import { waitFor } from './repo-kit';
 import { runToExit, startServer, type ServerProcess } from './server-process';
 
@@ -30,17 +29,6 @@ function devEnv(az: Azurite): Record<string, string> {
 
 async function put(c: ContainerClient, name: string, body: string | Buffer): Promise<void> {
   await c.getBlockBlobClient(name).upload(body, Buffer.byteLength(body));
-}
-
-/** Runs `fn`, which must throw a ServerError; returns it. */
-async function failure(fn: () => Promise<unknown>): Promise<ServerError> {
-  try {
-    await fn();
-  } catch (err) {
-    assert.ok(err instanceof ServerError, `expected a ServerError, got ${String(err)}`);
-    return err;
-  }
-  assert.fail('expected a failure');
 }
 
 describe('Azure Blob store against azurite', () => {

@@ -23,7 +23,7 @@ import { ServerError } from '../../src/core/errors';
 import { gcsCredentialFromEntry, openGcsStore } from '../../src/repository/storage/gcs-store';
 import { freePort } from './fleet-proxies';
 import { crc32c, startGcsStandIn, type GcsStandIn } from './gcs-json-api';
-import { addVectorsPlus100, allThreeAnswer, ENSEMBLE_OUTPUT, inferAddVectors, repositoryObjects } from './cloud-repo-kit';
+import { addVectorsPlus100, allThreeAnswer, ENSEMBLE_OUTPUT, failure, inferAddVectors, repositoryObjects } from './cloud-repo-kit';
 import { waitFor } from './repo-kit';
 import { runToExit, startServer } from './server-process';
 
@@ -34,16 +34,6 @@ diagnostics.subscribe('net.client.socket', (msg) => {
   socket.once('lookup', (_err: Error | null, _address: string, _family: number, host: string) => reached.push(`lookup ${host}`));
   socket.once('connect', () => reached.push(`connect ${socket.remoteAddress ?? '?'}`));
 });
-
-async function failure(fn: () => unknown): Promise<ServerError> {
-  try {
-    await fn();
-  } catch (err) {
-    assert.ok(err instanceof ServerError, `expected a ServerError, got ${String(err)}`);
-    return err;
-  }
-  assert.fail('expected a failure');
-}
 
 test('crc32c of the stand-in is CRC-32C (the check value of "123456789" is 0xE3069283)', () => {
   assert.equal(crc32c(Buffer.from('123456789')), 0xe3069283);

@@ -5,10 +5,12 @@
  * object keys and bytes, one inference on each, and the changed model.py
  * that poll mode must pick up.
  */
+import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { MODEL_REPOSITORY } from './server-process';
 import { inferSimple, SIMPLE_BODY } from './repo-kit';
+import { ServerError } from '../../src/core/errors';
 
 export const CLOUD_MODELS = ['simple', 'add_vectors', 'simple_ensemble'];
 
@@ -67,3 +69,14 @@ export async function allThreeAnswer(url: string): Promise<{ simple: number; add
 }
 
 export const ENSEMBLE_OUTPUT = Array.from({ length: 16 }, (_, i) => 2 * i);
+
+/** Runs `fn`, which must throw a ServerError (a store's failure); returns it. */
+export async function failure(fn: () => unknown): Promise<ServerError> {
+  try {
+    await fn();
+  } catch (err) {
+    assert.ok(err instanceof ServerError, `expected a ServerError, got ${String(err)}`);
+    return err;
+  }
+  assert.fail('expected a failure');
+}
