@@ -238,11 +238,9 @@ TINY_LLM_CHAT_TEMPLATE = (
 TINY_LLM_CORPUS = ['proto/grpc_service.proto', 'proto/model_config.proto']
 
 
-def gen_tiny_llm(out, corpus=TINY_LLM_CORPUS):
-    """A causal network small enough to commit: embedding, one attention-free
-    mixing block (the running mean of the earlier positions stands in for
-    attention: position t sees only tokens 0..t), a residual MLP, and a
-    projection to vocabulary logits."""
+def train_tiny_tokenizer(corpus):
+    """The byte-level BPE tokenizer tiny_llm and tiny_embedder share, trained
+    on `corpus` (a list of files); the same files give a byte-identical one."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
@@ -252,6 +250,15 @@ def gen_tiny_llm(out, corpus=TINY_LLM_CORPUS):
         vocab_size=TINY_LLM_VOCAB, special_tokens=[TINY_LLM_EOS], show_progress=False,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train(corpus, trainer)
+    return tok
+
+
+def gen_tiny_llm(out, corpus=TINY_LLM_CORPUS):
+    """A causal network small enough to commit: embedding, one attention-free
+    mixing block (the running mean of the earlier positions stands in for
+    attention: position t sees only tokens 0..t), a residual MLP, and a
+    projection to vocabulary logits."""
+    tok = train_tiny_tokenizer(corpus)
     vocab = tok.get_vocab_size()
 
     rng = np.random.default_rng(20240618)
@@ -312,15 +319,7 @@ def gen_tiny_embedder(out, corpus=TINY_LLM_CORPUS):
     length: an embedding model's shape (the weights are random, so similar
     texts are not near each other). The tokenizer is tiny_llm's, trained
     again on the same text (byte-identical)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=TINY_LLM_VOCAB, special_tokens=[TINY_LLM_EOS], show_progress=False,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train(corpus, trainer)
+    tok = train_tiny_tokenizer(corpus)
     vocab = tok.get_vocab_size()
 
     rng = np.random.default_rng(20251201)
