@@ -5,15 +5,14 @@
  * than the server it measures: the request bytes are built once, and a
  * response is only framed (status + Content-Length), never decoded.
  */
-import net from 'node:net';
+import type net from 'node:net';
+import { connectSocket, HEADER_END, SocketConn } from './socket-conn';
 
 export interface HttpReply {
   status: number;
   /** The body, only when asked for (checks); the hot path skips it. */
   body?: Buffer;
 }
-
-const HEADER_END = Buffer.from('\r\n\r\n');
 
 /** The whole request (request line, headers, body) as one buffer, built once. */
 export function buildHttpRequest(host: string, path: string, headers: Record<string, string>, body: Buffer): Buffer {
@@ -31,28 +30,21 @@ function contentLength(head: string): number {
   return Number(m[1]);
 }
 
-export class HttpConn {
-  private readonly socket: net.Socket;
+interface Waiting {
+  resolve: (r: HttpReply) => void;
+  reject: (e: Error) => void;
+  keepBody: boolean;
+}
+
+export class HttpConn extends SocketConn<HttpReply, Waiting> {
   /** Received bytes not yet consumed; joined only when a whole response is in (large bodies arrive in many chunks). */
   private chunks: Buffer[] = [];
   private buffered = 0;
   /** Byte length of the current response (head + body) once its head was read, else -1. */
   private need = -1;
-  private pending: { resolve: (r: HttpReply) => void; reject: (e: Error) => void; keepBody: boolean } | undefined;
-  private closedError: Error | undefined;
 
   private constructor(socket: net.Socket) {
-    this.socket = socket;
-    socket.setNoDelay(true);
-    socket.on('data', (chunk: Buffer) => this.onData(chunk));
-    const fail = (err: Error): void => {
-      this.closedError = err;
-      const p = this.pending;
-      this.pending = undefined;
-      p?.reject(err);
-    };
-    socket.on('error', fail);
-    socket.on('close', () => fail(this.closedError ?? new Error('connection closed by the server')));
+    super(socket);
   }
 
   static async open(host: string, port: number): Promise<HttpConn> {
@@ -61,17 +53,7 @@ export class HttpConn {
 
   /** Send the prebuilt request; resolves with the response status (and body if asked). */
   send(request: Buffer, keepBody = false): Promise<HttpReply> {
-    if (this.closedError !== undefined) return Promise.reject(this.closedError);
-    if (this.pending !== undefined) return Promise.reject(new Error('HttpConn: one request at a time'));
-    return new Promise((resolve, reject) => {
-      this.pending = { resolve, reject, keepBody };
-      this.socket.write(request);
-    });
-  }
-
-  close(): void {
-    this.closedError ??= new Error('closed');
-    this.socket.destroy();
+    return this.exchange(request, { keepBody });
   }
 
   private joined(): Buffer {
@@ -79,7 +61,7 @@ export class HttpConn {
     return this.chunks[0] ?? Buffer.alloc(0);
   }
 
-  private onData(chunk: Buffer): void {
+  protected onData(chunk: Buffer): void {
     this.chunks.push(chunk);
     this.buffered += chunk.length;
     if (this.need < 0) {
@@ -108,15 +90,4 @@ export class HttpConn {
     this.need = -1;
     p?.resolve(body === undefined ? { status } : { status, body });
   }
-}
-
-/** A TCP connection to the server, once it is open (or the error that kept it from opening). */
-export function connectSocket(host: string, port: number): Promise<net.Socket> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect({ host, port }, () => {
-      socket.off('error', reject);
-      resolve(socket);
-    });
-    socket.once('error', reject);
-  });
 }

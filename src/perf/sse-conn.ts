@@ -7,7 +7,7 @@
  * `nodetron perf --service-kind openai` (openai-perf.ts) drives it.
  */
 import type net from 'node:net';
-import { connectSocket } from './http-conn';
+import { connectSocket, HEADER_END, SocketConn } from './socket-conn';
 
 export interface StreamAnswer {
   status: number;
@@ -15,18 +15,14 @@ export interface StreamAnswer {
   text?: string;
 }
 
-const HEADER_END = Buffer.from('\r\n\r\n');
-
 interface Pending {
   resolve: (a: StreamAnswer) => void;
   reject: (e: Error) => void;
   onEvent: (data: string, atNs: bigint) => void;
 }
 
-export class SseConn {
+export class SseConn extends SocketConn<StreamAnswer, Pending> {
   private buf: Buffer = Buffer.alloc(0);
-  private pending: Pending | undefined;
-  private closedError: Error | undefined;
   /** Reading: the head, a chunk-size line, a chunk's data (and its CRLF), or a Content-Length body. */
   private state: 'head' | 'size' | 'data' | 'body' = 'head';
   private status = 0;
@@ -34,17 +30,8 @@ export class SseConn {
   /** SSE text not yet ended by a blank line. */
   private events = '';
 
-  private constructor(private readonly socket: net.Socket) {
-    socket.setNoDelay(true);
-    socket.on('data', (chunk: Buffer) => this.onData(chunk));
-    const fail = (err: Error): void => {
-      this.closedError = err;
-      const p = this.pending;
-      this.pending = undefined;
-      p?.reject(err);
-    };
-    socket.on('error', fail);
-    socket.on('close', () => fail(this.closedError ?? new Error('connection closed by the server')));
+  private constructor(socket: net.Socket) {
+    super(socket);
   }
 
   static async open(host: string, port: number): Promise<SseConn> {
@@ -53,22 +40,15 @@ export class SseConn {
 
   /** Send the prebuilt request; `onEvent` gets each event's data (after `data: `) as it arrives. */
   send(request: Buffer, onEvent: (data: string, atNs: bigint) => void): Promise<StreamAnswer> {
-    if (this.closedError !== undefined) return Promise.reject(this.closedError);
-    if (this.pending !== undefined) return Promise.reject(new Error('SseConn: one request at a time'));
-    return new Promise((resolve, reject) => {
-      this.pending = { resolve, reject, onEvent };
-      this.state = 'head';
-      this.events = '';
-      this.socket.write(request);
-    });
+    return this.exchange(request, { onEvent });
   }
 
-  close(): void {
-    this.closedError ??= new Error('closed');
-    this.socket.destroy();
+  protected starting(): void {
+    this.state = 'head';
+    this.events = '';
   }
 
-  private onData(chunk: Buffer): void {
+  protected onData(chunk: Buffer): void {
     const at = process.hrtime.bigint();
     this.buf = this.buf.length === 0 ? chunk : Buffer.concat([this.buf, chunk]);
     try {

@@ -10,7 +10,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from './fleet-proxies';
+import { freePort, stopChild } from './fleet-proxies';
 import { REPO_ROOT } from './server-process';
 
 /** Azurite's published development account and key (not a secret: azurite's documentation gives it). */
@@ -44,16 +44,7 @@ export async function startAzurite(accounts: { name: string; key: string }[] = [
   child.stdout!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-20_000)));
   child.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-20_000)));
   const endpoint = (account = DEV_ACCOUNT): string => `http://127.0.0.1:${port}/${account}`;
-  const stop = (): Promise<void> =>
-    new Promise<void>((resolve) => {
-      if (child.exitCode !== null || child.signalCode !== null) return resolve();
-      const kill = setTimeout(() => child.kill('SIGKILL'), 5000);
-      child.once('exit', () => {
-        clearTimeout(kill);
-        resolve();
-      });
-      child.kill('SIGTERM');
-    }).then(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const stop = (): Promise<void> => stopChild(child).then(() => fs.rmSync(dir, { recursive: true, force: true }));
   // Ready once it answers HTTP at all (an unauthenticated list is refused, which is an answer).
   const end = Date.now() + 30_000;
   for (;;) {

@@ -33,6 +33,19 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** SIGTERM to a child this test started, SIGKILL if it has not exited 5 s later; resolves once it is gone. */
+export function stopChild(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    const kill = setTimeout(() => child.kill('SIGKILL'), 5000);
+    child.once('exit', () => {
+      clearTimeout(kill);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
 export interface Helper {
   child: ChildProcess;
   port: number;
@@ -49,16 +62,7 @@ function spawnHelper(cmd: string, args: string[], port: number): Helper {
     child,
     port,
     output: () => out,
-    stop: () =>
-      new Promise((resolve) => {
-        if (child.exitCode !== null || child.signalCode !== null) return resolve();
-        const kill = setTimeout(() => child.kill('SIGKILL'), 5000);
-        child.once('exit', () => {
-          clearTimeout(kill);
-          resolve();
-        });
-        child.kill('SIGTERM');
-      }),
+    stop: () => stopChild(child),
   };
 }
 
