@@ -117,10 +117,8 @@ export class RepositoryRoots {
   /** Explicit load: the model's objects in every cloud root that has it (a name in two roots is refused by the scan). */
   async fetchModel(name: string): Promise<void> {
     await Promise.all(this.mirrors.map(async (m) => {
-      const listing = await m.list().catch((err: unknown) => {
-        if (toErrorInfo(err).code === 'NOT_FOUND') return new Map(); // an empty root has no such model
-        throw err;
-      });
+      // An empty root has no such model; a bucket that is not there is its own error.
+      const listing = await m.list(true);
       if (!listing.has(name)) {
         if (fs.existsSync(path.join(m.dir, name))) m.drop(name);
         return;

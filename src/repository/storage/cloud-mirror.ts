@@ -76,8 +76,12 @@ export class CloudMirror {
     this.readManifest();
   }
 
-  /** Every object of the root, by model; an empty root is an error (nothing to serve, or a wrong path). */
-  async list(): Promise<ModelObjects> {
+  /**
+   * Every object of the root, by model. A root with no model folder is an
+   * error (nothing to serve, or a wrong path) unless `allowEmpty` (a load
+   * that only asks whether the root has one model).
+   */
+  async list(allowEmpty = false): Promise<ModelObjects> {
     const objects = await this.store.list();
     const models: ModelObjects = new Map();
     for (const o of objects) {
@@ -92,7 +96,7 @@ export class CloudMirror {
       if (list === undefined) models.set(name, (list = []));
       list.push(o);
     }
-    if (models.size === 0) {
+    if (models.size === 0 && !allowEmpty) {
       throw new ServerError(
         'NOT_FOUND',
         `failed to stat file ${this.store.url}: no model folder in it (${objects.length === 0 ? 'the listing is empty' : `${objects.length} object(s), none inside a folder`}; credential from ${this.store.credentialSource}). ` +
