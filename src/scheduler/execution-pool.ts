@@ -273,7 +273,8 @@ export class ExecutionPool {
       }
       if (r.rescheduled === true) {
         if (requeued?.has(q) === true) continue;
-        if (!q.padding) this.deliver(q, { outputs: [], error: rescheduleRefused(q.request), final: true });
+        // A padding row's final frees its slot's shared tensors; a request gets Triton's refusal.
+        this.deliver(q, q.padding ? { outputs: [], final: true } : { outputs: [], error: rescheduleRefused(q.request), final: true });
         continue;
       }
       this.deliver(q, r);

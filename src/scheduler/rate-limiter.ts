@@ -191,12 +191,11 @@ export class RateLimiter {
     this.grantWaiting(); // defaults may have shrunk or grown; re-check
   }
 
-  /** Resolves once `asks` are allocated; pair with release(asks). rank: the instance's scaledPriority now. */
-  acquire(asks: readonly ResourceAsk[], rank: number): Promise<void> {
-    return this.request(asks, rank).granted;
-  }
-
-  /** acquire, with a way out for an execution whose requests were all cancelled while it waited. */
+  /**
+   * `granted` resolves once `asks` are allocated; pair with release(asks).
+   * rank: the instance's scaledPriority now. `withdraw` is the way out for
+   * an execution whose requests were all cancelled while it waited.
+   */
   request(asks: readonly ResourceAsk[], rank: number): ResourceWait {
     if (this.waiting.length === 0 && fits(asks, this.used, (k) => this.available(k))) {
       this.take(asks);
@@ -299,6 +298,8 @@ class RateLimitedInstance implements ModelInstance {
     if (outcome === 'cancelled') return skippedResult(requests);
     try {
       if (entry.cancelled.size === 0) return await this.inner.execute(requests, stream, replyTo);
+      // Every request left between the grant and now (cancels come as microtasks): nothing to run.
+      if (entry.cancelled.size === requests.length) return skippedResult(requests);
       return await this.runRest(requests, entry.cancelled, stream, replyTo);
     } finally {
       this.executions++;
