@@ -24,11 +24,9 @@ import { validateRequest } from '../../request/validate';
 import { forwardHeaders } from '../../request/header-forward';
 import { decodeGenerateRequest } from './generate-request-decode';
 import { encodeGenerateResponse, errorJson, sseEvent } from './generate-response-encode';
-import { bodyTooLarge, readBody, type Reply, type ReplyStream, type RequestHead } from './http-reply';
+import { JSON_HEADERS, SSE_HEADERS, bodyTooLarge, readBody, type Reply, type ReplyStream, type RequestHead } from './http-reply';
 import { type InferHandler, sendError } from './infer-handler';
 
-const SSE_HEADERS = { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache' };
-const JSON_HEADERS = { 'Content-Type': 'application/json' };
 
 /** Triton's text for a generate request whose model did not answer exactly once. */
 export const NOT_ONE_RESPONSE = 'generate expects model to produce exactly 1 response, use generate stream for model that generates various number of responses';

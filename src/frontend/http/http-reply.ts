@@ -27,6 +27,10 @@ const STATUS_TEXT: Record<number, string> = {
   505: 'HTTP Version Not Supported',
 };
 
+/** Heads of the JSON and Server-Sent Events answers (generate, generate_stream, the /v1 routes). */
+export const JSON_HEADERS = { 'Content-Type': 'application/json' };
+export const SSE_HEADERS = { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache' };
+
 export function statusLine(status: number): string {
   return `${status} ${STATUS_TEXT[status] ?? 'Unknown'}`;
 }

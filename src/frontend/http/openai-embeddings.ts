@@ -19,11 +19,11 @@ import type { ServerSnapshot } from '../../request/server-snapshot';
 import type { ValidationPlan } from '../../request/validation-plan';
 import { validateRequest } from '../../request/validate';
 import { generateShape } from './generate-request-decode';
-import { bodyTooLarge, readBody, type Reply, type RequestHead } from './http-reply';
+import { JSON_HEADERS, bodyTooLarge, readBody, type Reply, type RequestHead } from './http-reply';
 import type { InferHandler } from './infer-handler';
 import { jsonTensorBytes } from './json-tensor-data';
 import { embeddingsBody, isEmbeddingModel, notEmbeddingModel, parseEmbeddingRequest, type EmbeddingRequest } from './openai-embedding-request';
-import { asOpenAIError, JSON_HEADERS, lookupLoaded, sendOpenAIError } from './openai-handler';
+import { asOpenAIError, lookupLoaded, sendOpenAIError } from './openai-handler';
 import type { ModelText, ModelTexts } from './openai-model-text';
 import { OpenAIError } from './openai-request';
 

@@ -23,7 +23,7 @@ import { admitRequest, releaseInputs, releaseOutputs } from '../../request/admit
 import { lookupModel, type Resolved } from '../../request/model-lookup';
 import type { ServerSnapshot } from '../../request/server-snapshot';
 import { validateRequest } from '../../request/validate';
-import { bodyTooLarge, readBody, type Reply, type ReplyStream, type RequestHead } from './http-reply';
+import { JSON_HEADERS, SSE_HEADERS, bodyTooLarge, readBody, type Reply, type ReplyStream, type RequestHead } from './http-reply';
 import type { InferHandler } from './infer-handler';
 import { isEmbeddingModel } from './openai-embedding-request';
 import { bytesText, llmRequest, takesLlmContract } from './openai-llm-request';
@@ -33,8 +33,6 @@ import {
   chatBody, chunkEvent, completionBody, DONE_EVENT, errorBody, modelList, modelObject, sse, stopScan, usage, type FinishReason, type ResponseIds,
 } from './openai-response';
 
-const SSE_HEADERS = { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache' };
-export const JSON_HEADERS = { 'Content-Type': 'application/json' };
 
 /** One choice of a request: one request to the model, from admission to its final response. */
 interface Choice {
@@ -68,6 +66,8 @@ interface Exchange {
   /** The model's error, answered (nothing went out yet) or sent as an event. */
   error?: OpenAIError;
   sse?: ReplyStream;
+  /** Our own failure while answering (not the model's): answered once, every choice cancelled, the rest ignored. */
+  broken?: boolean;
 }
 
 export class OpenAIHandler {
@@ -154,11 +154,13 @@ export class OpenAIHandler {
 
   private onResponse(x: Exchange, c: Choice, response: InferResponse): void {
     try {
-      if (!x.reply.aborted && !c.done) {
+      if (!x.reply.aborted && !c.done && x.broken !== true) {
         this.take(x, c, response);
         if (response.final && !c.done) this.choiceDone(x, c);
       }
     } catch (err) {
+      x.broken = true;
+      for (const other of x.choices) if (!other.done) this.infer.onClientGone(other.key);
       const e = asOpenAIError(err);
       if (x.sse !== undefined) x.sse.end(sse(errorBody(e)));
       else sendOpenAIError(x.reply, e);
