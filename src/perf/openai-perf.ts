@@ -10,18 +10,14 @@ import { buildHttpRequest } from './http-conn';
 import { openaiRequestBody, readStreamEvent, stepMetrics, type OpenAIStepResult, type StreamRecord } from './openai-stream-math';
 import { rangeSteps, type PerfOptions } from './perf-options';
 import { SseConn } from './sse-conn';
+import { splitUrl } from './perf-runner';
 
 const ORIGIN = process.hrtime.bigint();
 const nowNs = (): number => Number(process.hrtime.bigint() - ORIGIN);
 
-function hostPort(url: string): { host: string; port: number } {
-  const u = new URL(/^[a-z]+:\/\//i.test(url) ? url : `http://${url}`);
-  return { host: u.hostname, port: Number(u.port || 80) };
-}
-
 /** The request's bytes, built once for the whole run. */
 export function openaiRequestBytes(o: PerfOptions): Buffer {
-  const { host, port } = hostPort(o.url);
+  const { host, port } = splitUrl(o.url);
   const body = openaiRequestBody({ model: o.model, endpoint: o.endpoint, prompt: o.prompt, maxTokens: o.maxTokens, extra: o.extraInputs });
   return buildHttpRequest(`${host}:${port}`, `/${o.endpoint}`, { 'Content-Type': 'application/json', Accept: 'text/event-stream' }, Buffer.from(body));
 }
@@ -66,7 +62,7 @@ class Worker {
 }
 
 export async function runOpenAIPerf(o: PerfOptions, log: (line: string) => void = () => undefined): Promise<OpenAIStepResult[]> {
-  const { host, port } = hostPort(o.url);
+  const { host, port } = splitUrl(o.url);
   const request = openaiRequestBytes(o);
   const workers: Worker[] = [];
   try {

@@ -11,6 +11,7 @@ import { ServerError } from '../../core/errors';
 import { forwardPatternRegExp } from '../../core/forward-pattern';
 import { Arena } from '../../dataplane/arena';
 import type { MainToFrontend } from '../../dataplane/protocol';
+import type { RefusedRequest } from '../../core/request';
 import { applyReplyRingNotice } from '../../dataplane/reply-rings';
 import { Inbox, RingWriter } from '../../dataplane/ring';
 import { nameThisThread } from '../../dataplane/thread-name';
@@ -45,12 +46,10 @@ const consoleAssets = data.consolePath === undefined ? undefined : ConsoleAssets
 const openApi = serverOpenApi({ name: data.serverName, version: data.serverVersion, extensions: data.extensions, restricted: data.restrictedApi ?? [] });
 const arena = Arena.attach(data.arena);
 const codec = new CodecPool(data.codecOffloadBytes, { index: data.index, arena: data.arena });
-const infer = new InferHandler(arena, RingWriter.attach(data.toMain), data.maxInputSize, data.maxJsonResponseSize, () => snapshot, codec,
-  data.accessLog === true ? (entry) => post({ t: 'access', entry }) : undefined,
-  data.headerForwardPattern === undefined ? undefined : forwardPatternRegExp('http-header-forward-pattern', data.headerForwardPattern));
-const generate = new GenerateHandler(arena, infer, data.maxInputSize, data.maxJsonResponseSize, () => snapshot,
-  data.headerForwardPattern === undefined ? undefined : forwardPatternRegExp('http-header-forward-pattern', data.headerForwardPattern),
-  data.accessLog === true ? (entry) => post({ t: 'access', entry }) : undefined);
+const accessLog = data.accessLog === true ? (entry: RefusedRequest): void => post({ t: 'access', entry }) : undefined;
+const forwardPattern = data.headerForwardPattern === undefined ? undefined : forwardPatternRegExp('http-header-forward-pattern', data.headerForwardPattern);
+const infer = new InferHandler(arena, RingWriter.attach(data.toMain), data.maxInputSize, data.maxJsonResponseSize, () => snapshot, codec, accessLog, forwardPattern);
+const generate = new GenerateHandler(arena, infer, data.maxInputSize, data.maxJsonResponseSize, () => snapshot, forwardPattern, accessLog);
 const openai = new OpenAIHandler(arena, infer, data.maxInputSize, () => snapshot);
 const embeddings = new EmbeddingsHandler(arena, infer, data.maxInputSize, () => snapshot, openai.texts);
 const inbox = new Inbox(data.fromMain.bell);

@@ -15,9 +15,9 @@
  * values never pay for it.
  */
 
-const INT64_MIN = -(2n ** 63n);
+export const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
-const UINT64_MAX = 2n ** 64n - 1n;
+export const UINT64_MAX = 2n ** 64n - 1n;
 
 /** The document being read came from JSON.parse and may hold rounded integers; the decode retries exactly. */
 export class InexactInteger extends Error {

@@ -22,6 +22,7 @@
  */
 import { checkJsonDepth } from '../../core/json-depth';
 import { ServerError } from '../../core/errors';
+import { INT64_MIN, UINT64_MAX } from './json-integers';
 
 const MESSAGES = {
   empty: 'The document is empty.',
@@ -348,8 +349,6 @@ class Parser {
   }
 }
 
-const INT64_MIN = -(2n ** 63n);
-const UINT64_MAX = 2n ** 64n - 1n;
 
 /** An integer literal as rapidjson holds it: exact within int64/uint64 (a number while safe), else a double. */
 function exactInteger(literal: string): number | bigint {
