@@ -47,8 +47,6 @@ import type { ModelLocation, ScanResult } from './scan';
 
 export type { IndexEntry, TableRow } from './model-record';
 
-export type { LoadOutcome, LoadOverride } from './load-request';
-
 export class RepositoryManager {
   private readonly models = new Map<string, ModelRecord>();
   private readonly chains = new ModelChains();

@@ -9,13 +9,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ServerError } from '../core/errors';
+import { cloudScheme } from './storage/object-store';
 import { closestName } from '../core/spelling';
-
-const CLOUD = /^(s3|gs|as):\/\//;
 
 /** Why the local folder `repository` cannot serve as a model repository, or undefined when it can (or it is a cloud URL). */
 export function repositoryPathProblem(repository: string, cwd = process.cwd()): ServerError | undefined {
-  if (CLOUD.test(repository)) return undefined;
+  if (cloudScheme(repository) !== undefined) return undefined;
   const absolute = path.resolve(cwd, repository);
   const where = absolute === repository ? '' : ` (${absolute}, relative to ${cwd})`;
   let stat: fs.Stats;
@@ -81,7 +80,7 @@ function nearbyFolder(absolute: string): string | undefined {
 
 /** `nodetron lint` on a cloud root: it lints local folders only. */
 export function lintCloudRootText(repository: string): string | undefined {
-  const scheme = CLOUD.exec(repository)?.[1];
+  const scheme = cloudScheme(repository);
   if (scheme === undefined) return undefined;
   return `nodetron lint reads local folders only, and '${repository}' is in cloud storage (${scheme}://): ` +
     `copy it to a local folder (for example with ${cloudCopyCommand(scheme, repository)}) and lint that folder.`;

@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ServerError } from '../../core/errors';
+import { FIL_MODEL_FILES, type FilModelType } from '../../repository/config/backend-resolution';
 import type { Forest } from './forest';
 import { FilModelError } from './fil-model-error';
 import { forestFromLightGBMText } from './lightgbm-text';
@@ -14,16 +15,7 @@ import { decodeUbjson } from './ubjson';
 import { forestFromXGBoostBinary } from './xgboost-binary';
 import { forestFromXGBoostDocument } from './xgboost-model';
 
-export type FilModelType = 'xgboost' | 'xgboost_json' | 'xgboost_ubj' | 'lightgbm' | 'treelite_checkpoint';
-
-/** Triton FIL's default model file name of each model_type. */
-export const FIL_MODEL_FILES: Record<FilModelType, string> = {
-  xgboost: 'xgboost.model',
-  xgboost_json: 'xgboost.json',
-  xgboost_ubj: 'xgboost.ubj',
-  lightgbm: 'model.txt',
-  treelite_checkpoint: 'checkpoint.tl',
-};
+export { FIL_MODEL_FILES, type FilModelType };
 
 export const FIL_MODEL_TYPES = Object.keys(FIL_MODEL_FILES) as FilModelType[];
 

@@ -24,8 +24,10 @@ const TORCH_FILE = 'model.pt';
 const TORCH_AOTI_PLATFORM = 'torch_aoti';
 const TORCH_AOTI_FILE = 'model.pt2';
 const PYTHON_FILE = 'model.py';
+export type FilModelType = 'xgboost' | 'xgboost_json' | 'xgboost_ubj' | 'lightgbm' | 'treelite_checkpoint';
+
 /** Triton FIL's default model file of each model_type parameter (its default model_type is 'xgboost'). */
-const FIL_FILES: Record<string, string> = {
+export const FIL_MODEL_FILES: Record<FilModelType, string> = {
   xgboost: 'xgboost.model',
   xgboost_json: 'xgboost.json',
   xgboost_ubj: 'xgboost.ubj',
@@ -170,7 +172,7 @@ function fillBackendFields(
   if (c.backend === 'fil') {
     // An unknown model_type is left for the backend to refuse with the list of types.
     const type = c.parameters?.['model_type']?.string_value?.trim() ?? 'xgboost';
-    if (c.default_model_filename === '') c.default_model_filename = FIL_FILES[type] ?? '';
+    if (c.default_model_filename === '') c.default_model_filename = Object.hasOwn(FIL_MODEL_FILES, type) ? FIL_MODEL_FILES[type as FilModelType] : '';
     return;
   }
 

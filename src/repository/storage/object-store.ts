@@ -27,6 +27,13 @@ export interface StoredObject {
 
 export type CloudScheme = 's3' | 'as' | 'gs';
 
+const CLOUD = /^(s3|gs|as):\/\//;
+
+/** The URL's cloud scheme, or undefined for a local path. */
+export function cloudScheme(url: string): CloudScheme | undefined {
+  return CLOUD.exec(url)?.[1] as CloudScheme | undefined;
+}
+
 export interface ObjectStore {
   readonly scheme: CloudScheme;
   /** The root as the user wrote it (`s3://host:9000/bucket/path`). */

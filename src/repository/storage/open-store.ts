@@ -5,19 +5,14 @@
  * credential file (credential-file.ts) or its own environment variables.
  */
 import { ServerError } from '../../core/errors';
-import type { CloudScheme, ObjectStore } from './object-store';
+import { cloudScheme, type ObjectStore } from './object-store';
 import { openS3Store } from './s3-store';
 import { openAzureStore } from './azure-store';
 import { azureCredentialFromEntry } from './azure-target';
 import { gcsCredentialFromEntry, openGcsStore } from './gcs-store';
 import { credentialFor } from './credential-file';
 
-const CLOUD = /^(s3|gs|as):\/\//;
-
-/** The URL's cloud scheme, or undefined for a local path. */
-export function cloudScheme(url: string): CloudScheme | undefined {
-  return CLOUD.exec(url)?.[1] as CloudScheme | undefined;
-}
+export { cloudScheme };
 
 export function openObjectStore(url: string): ObjectStore {
   switch (cloudScheme(url)) {
