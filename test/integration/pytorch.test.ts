@@ -21,7 +21,8 @@ import path from 'node:path';
 import { infer } from '../../src/client/kserve-http-client';
 import { startServer, unwrapTables } from './server-process';
 import type { ServerProcess } from './server-process';
-import { generateTorchModels, hasNumpy, hasTorch, torchReference, type RefTensor } from './torch-kit';
+import { canImport, generateTorchModels, torchReference, type RefTensor } from './torch-kit';
+import { repoIndex } from './repo-kit';
 
 let server: ServerProcess;
 let repo: string;
@@ -85,9 +86,7 @@ function randomFloats(n: number, seed: number): number[] {
 }
 
 async function reasons(): Promise<Map<string, { state: string; reason: string }>> {
-  const res = await fetch(`${server.url}/v2/repository/index`, { method: 'POST', body: '{}' });
-  const rows = (await res.json()) as { name: string; state: string; reason?: string }[];
-  return new Map(rows.map((r) => [r.name, { state: r.state, reason: r.reason ?? '' }]));
+  return new Map((await repoIndex(server.url)).map((r) => [r.name, { state: r.state ?? '', reason: r.reason ?? '' }]));
 }
 
 test('INPUT__0/OUTPUT__0 naming: the server answers what in-process torch answers', async () => {
@@ -233,7 +232,7 @@ test('statistics count the successes and the failures', async () => {
 
 test('an interpreter without torch: the load fails with the model, the interpreter and how to install torch', async (t) => {
   const python = '/usr/bin/python3';
-  if (!fs.existsSync(python) || hasTorch(python) || !hasNumpy(python)) {
+  if (!fs.existsSync(python) || canImport(python, 'torch') || !canImport(python, 'numpy')) {
     t.skip(`${python} is missing, has torch, or lacks numpy`);
     return;
   }

@@ -74,20 +74,10 @@ export function torchReference(modelFile: string, inputs: RefTensor[]): RefOutpu
   return JSON.parse(out.toString()) as RefOutput[];
 }
 
-/** Whether `python` can import torch (a test that needs a python without it skips when there is none). */
-export function hasTorch(python: string): boolean {
+/** Whether `python` can import `module` (torch: a test that needs a python without it skips when there is none; numpy: the stub needs it). */
+export function canImport(python: string, module: string): boolean {
   try {
-    execFileSync(python, ['-c', 'import torch'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Whether `python` can run the stub (it needs numpy). */
-export function hasNumpy(python: string): boolean {
-  try {
-    execFileSync(python, ['-c', 'import numpy'], { stdio: 'ignore' });
+    execFileSync(python, ['-c', `import ${module}`], { stdio: 'ignore' });
     return true;
   } catch {
     return false;
