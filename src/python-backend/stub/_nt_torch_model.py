@@ -66,7 +66,7 @@ class TritonPythonModel:
         except ParameterError as e:
             raise TritonModelException(str(e))
         self.device = self._device(args.get("model_instance_kind", "CPU"), int(args.get("model_instance_device_id", 0)))
-        self._apply_threads()
+        self._apply_process_settings()
         for line in log_lines(self.params, self.instance):
             internal_log("INFO", line)
         for note in cpu_notes(self.params, self.instance, self.device is not None and self.device.type == "cuda"):
@@ -94,8 +94,9 @@ class TritonPythonModel:
             return None  # the model places its own tensors; inputs stay on the CPU
         return torch.device("cpu")
 
-    def _apply_threads(self):
+    def _apply_process_settings(self):
         torch, p = self.torch, self.params
+        torch.backends.cudnn.enabled = p.cudnn  # DISABLE_CUDNN (no effect on a CPU instance)
         if p.intra_op_threads > 0:
             torch.set_num_threads(p.intra_op_threads)
             internal_log("INFO", "Intra op thread count is set to %d for model instance '%s'"
@@ -119,6 +120,16 @@ class TritonPythonModel:
                 "torch.jit.trace(model, example), then .save(path)); a state_dict or a torch.save() of a module is "
                 "not one. An AOTInductor package (.pt2) needs platform: \"torch_aoti\"."
                 % (self.name, _first_line(e), self.model_path))
+        # The JIT switches are process-wide. Triton sets them before every
+        # forward() because one process holds many models; a stub holds one.
+        p = self.params
+        torch._C._set_graph_executor_optimize(p.optimized_execution)
+        if p.jit_profiling is not None:
+            torch._C._jit_set_profiling_mode(p.jit_profiling)
+        if p.jit_executor is not None:
+            torch._C._jit_set_profiling_executor(p.jit_executor)
+        if p.tensor_fuser is not None:
+            torch._C._jit_set_texpr_fuser_enabled(p.tensor_fuser)
         schema = self.model.forward.schema
         forward_args = []
         for i, a in enumerate(schema.arguments):
@@ -195,13 +206,6 @@ class TritonPythonModel:
                 if self.aoti:
                     result = self.model(*args, **kwargs)
                 else:
-                    torch._C._set_graph_executor_optimize(p.optimized_execution)
-                    if p.jit_profiling is not None:
-                        torch._C._jit_set_profiling_mode(p.jit_profiling)
-                    if p.jit_executor is not None:
-                        torch._C._jit_set_profiling_executor(p.jit_executor)
-                    if p.tensor_fuser is not None:
-                        torch._C._jit_set_texpr_fuser_enabled(p.tensor_fuser)
                     result = self.model.forward(*args)
         except Exception as e:
             if self.aoti:
