@@ -1,5 +1,5 @@
-#!/usr/bin/env -S node --max-semi-space-size=1
-// Run by `npm start` as `node --max-semi-space-size=1 scripts/start.js`: the main isolate's young generation held as src/cli.ts's shebang holds it (src/core/young-generation.ts).
+#!/usr/bin/env -S node --max-semi-space-size=4
+// Run by `npm start` as `node --max-semi-space-size=4 scripts/start.js`: the main isolate's young generation held as src/cli.ts's shebang holds it (src/core/young-generation.ts).
 // `npm start -- <tritonserver flags>`: serve model_repository/ unless the
 // flags name a repository of their own, then hand over to the CLI.
 const path = require('node:path');

@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=1
+#!/usr/bin/env -S node --max-semi-space-size=4
 /**
  * The `tritonserver`-compatible executable: parse the command line, then hand
  * the options to the server. Exit status 1 on a command-line error or when

@@ -1,6 +1,6 @@
 /**
- * Every isolate of the server keeps V8's young generation at its starting
- * size: 1 MB semi-spaces (new space 2 MB) instead of growing them up to
+ * Every isolate of the server keeps V8's young generation small and fixed:
+ * 4 MB semi-spaces (new space 8 MB) at most, instead of growing them up to
  * 16 MB each.
  *
  * Why: by default V8 doubles an isolate's semi-spaces whenever enough of the
@@ -8,12 +8,18 @@
  * (main, the HTTP threads, the instance threads) kept growing that way for
  * tens of minutes: in the 30-minute soak (bench/soak.ts) committed heaps went
  * from ~29 to ~55 MB each while the heap kept after full GCs stayed flat,
- * and RSS rose 11-17%. A request's objects die within a scavenge interval,
- * so the bigger young generation bought no measurable CPU (bench/README.md
- * "Soak": CPU per request side by side, held and not).
+ * and RSS rose 11-17%.
+ *
+ * Why 4 and not 1 (the bound until issue 17's FIL benchmark): a request's
+ * objects must die within a scavenge interval. With 1 MB semi-spaces the
+ * HTTP thread scavenged every ~3 ms at ~20k req/s, shorter than a request
+ * is in flight at 64-128 connections, so in-flight requests were copied and
+ * promoted, and old-space collections followed: GC pauses of 11-39 µs per
+ * request against 4-6 µs at 4 MB, with no more RSS (less is promoted); 8 MB
+ * was worse again (bench/README.md "Young generation at 4 MB").
  *
  * How: worker threads get `resourceLimits.maxYoungGenerationSizeMb` (node's
- * documented per-isolate limit; 3 MB of young generation is 1 MB
+ * documented per-isolate limit; 12 MB of young generation is 4 MB
  * semi-spaces). The main isolate exists before any code runs and V8 fixes
  * its limit at creation, so it needs node's flag: the executable's shebang
  * (src/cli.ts), `npm start` (package.json) and the test/bench launcher pass
@@ -24,9 +30,9 @@
 import type { ResourceLimits } from 'node:worker_threads';
 
 /** Node's flag for the main isolate; spelled the same in src/cli.ts's shebang and package.json's start script (a unit test checks). */
-export const MAIN_NODE_FLAG = '--max-semi-space-size=1';
+export const MAIN_NODE_FLAG = '--max-semi-space-size=4';
 /** A worker's young generation in MB: V8 splits it into two semi-spaces and a third for large objects. */
-export const WORKER_YOUNG_GENERATION_MB = 3;
+export const WORKER_YOUNG_GENERATION_MB = 12;
 
 const SIZES_IT = /--(max[-_]|min[-_])?semi[-_]space[-_](size|growth[-_]factor)(?![-_\w])/;
 
