@@ -16,6 +16,7 @@ export interface RingHandle {
 // Doorbell words (one cache line apart: producers write SEQ, the consumer SLEEPING).
 export const D_SEQ = 0;
 export const D_SLEEPING = 16;
+export const D_ARMED = 17; // the SEQ the consumer read when it last set SLEEPING (written with it)
 // Third cache line: words written rarely (ring creation, the safety poll).
 export const D_ID = 32; // random id, so Inbox.add can check a ring belongs to its bell
 export const D_NEXT_RING = 33; // ring id counter

@@ -6,7 +6,7 @@
  */
 import { ServerError } from '../core/errors';
 import {
-  D_ID, D_MISSED, D_RECOVERIES, D_SEQ, D_SLEEPING, Doorbell, LEN_MASK, MORE, R_BELL_ID, R_CAPACITY, R_HEAD,
+  D_ARMED, D_ID, D_MISSED, D_RECOVERIES, D_SEQ, D_SLEEPING, Doorbell, LEN_MASK, MORE, R_BELL_ID, R_CAPACITY, R_HEAD,
   R_HEADER_BYTES, R_RING_ID, R_TAIL, WRAP, align4, checkRing, type DoorbellHandle, type RingHandle,
 } from './ring-format';
 import { decodeDescriptor, isDescriptor } from './descriptor-codec';
@@ -195,6 +195,7 @@ export class Inbox {
       }
       Atomics.store(this.bell, D_SLEEPING, 1);
       const seq = Atomics.load(this.bell, D_SEQ);
+      Atomics.store(this.bell, D_ARMED, seq);
       if (!this.anyData()) this.park(seq, deadline, flushed);
       Atomics.store(this.bell, D_SLEEPING, 0);
       n = this.drain();
@@ -296,6 +297,7 @@ export class Inbox {
       if (gen !== this.generation) return;
       Atomics.store(this.bell, D_SLEEPING, 1);
       const seq = Atomics.load(this.bell, D_SEQ);
+      Atomics.store(this.bell, D_ARMED, seq);
       if (this.anyData()) {
         // More arrived while draining: let I/O run before the next round.
         Atomics.store(this.bell, D_SLEEPING, 0);

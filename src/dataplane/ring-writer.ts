@@ -7,7 +7,7 @@
 import { ServerError } from '../core/errors';
 import { encodeDescriptor } from './descriptor-codec';
 import {
-  D_SEQ, D_SLEEPING, MORE, R_CAPACITY, R_HEAD, R_HEADER_BYTES, R_TAIL, WRAP, align4, checkRing, type RingHandle,
+  D_ARMED, D_SEQ, D_SLEEPING, MORE, R_CAPACITY, R_HEAD, R_HEADER_BYTES, R_TAIL, WRAP, align4, checkRing, type RingHandle,
 } from './ring-format';
 
 interface Pending {
@@ -40,6 +40,9 @@ export class RingWriter {
   private retryImmediate: NodeJS.Immediate | null = null;
   private retries = 0;
   private closed = false;
+  /** This writer rang (SEQ += 1 and notify, both done) while the consumer slept armed with `rungArmed`. */
+  private rang = false;
+  private rungArmed = 0;
 
   private constructor(h: RingHandle) {
     this.hdr = new Int32Array(h.sab, 0, R_HEADER_BYTES / 4);
@@ -195,15 +198,24 @@ export class RingWriter {
   }
 
   /**
-   * Called after the tail store (seq-cst). Every producer that sees the
-   * consumer asleep rings for itself; none clears SLEEPING (the consumer owns
-   * it), so no producer's delay can hold back another producer's wake-up.
+   * Called after the tail store (seq-cst). A producer that sees the consumer
+   * asleep rings for itself, unless this writer already rang (SEQ += 1 and
+   * notify, both done) since the consumer armed its sleep (ARMED unchanged):
+   * then its wake-up is on its way, the consumer drains every ring when it
+   * comes, and another notify would only take V8's process-wide futex lock
+   * again (ring.ts says why no message is left behind). Only its own ring
+   * counts: another producer's may be stuck between its SEQ += 1 and its
+   * notify. None clears SLEEPING (the consumer owns it), so no producer's
+   * delay can hold back another producer's wake-up.
    */
   private ringBell(): void {
-    if (Atomics.load(this.bell, D_SLEEPING) !== 0) {
-      Atomics.add(this.bell, D_SEQ, 1);
-      Atomics.notify(this.bell, D_SEQ);
-    }
+    if (Atomics.load(this.bell, D_SLEEPING) === 0) return;
+    const armed = Atomics.load(this.bell, D_ARMED);
+    if (this.rang && armed === this.rungArmed) return;
+    Atomics.add(this.bell, D_SEQ, 1);
+    Atomics.notify(this.bell, D_SEQ);
+    this.rang = true;
+    this.rungArmed = armed;
   }
 
   private enqueue(bytes: Buffer): void {

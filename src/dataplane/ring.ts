@@ -10,20 +10,33 @@
  * into MORE-flagged chunks that the reader joins, so any size gets through.
  *
  * Wake-ups (the expensive part, 10-100 µs on this VM). The consumer owns the
- * bell's SLEEPING word: before it sleeps it stores SLEEPING = 1, reads SEQ,
- * re-checks every ring of the bell, and only if all are empty waits on SEQ
- * (with the value it read); once awake it stores SLEEPING = 0 and drains every
- * ring. A producer stores its tail, then reads SLEEPING; if it is 1 the
- * producer rings: SEQ += 1, notify. Producers never write SLEEPING, so each
- * producer that may be the one the consumer is waiting for rings for itself,
- * and a producer that is preempted or dies while ringing delays at most its
- * own message. All these accesses are seq-cst Atomics, so for any producer
- * either the consumer's re-check sees its tail, or the producer sees
- * SLEEPING = 1 and its SEQ += 1 comes after the consumer read SEQ, so the wait
- * returns at once or is notified: no lost wake-up. The price: producers that
- * publish while SLEEPING is still 1 (the consumer is waking, or about to
- * re-check) ring too; a notify with nobody waiting is cheap. One wake-up
- * drains all rings of the bell.
+ * bell's SLEEPING and ARMED words: before it sleeps it stores SLEEPING = 1,
+ * reads SEQ, stores what it read in ARMED, re-checks every ring of the bell,
+ * and only if all are empty waits on SEQ (with the value it read); once awake
+ * it stores SLEEPING = 0 and drains every ring. A producer stores its tail,
+ * then reads SLEEPING; if it is 1 the producer rings: SEQ += 1, notify.
+ * Producers never write SLEEPING, so each producer that may be the one the
+ * consumer is waiting for rings for itself, and a producer that is preempted
+ * or dies while ringing delays at most its own message. All these accesses
+ * are seq-cst Atomics, so for any producer either the consumer's re-check
+ * sees its tail, or the producer sees SLEEPING = 1 and its SEQ += 1 comes
+ * after the consumer read SEQ, so the wait returns at once or is notified:
+ * no lost wake-up.
+ *
+ * One ring per producer per sleep: a writer that already rang (SEQ += 1 and
+ * notify, both done) and reads the same ARMED as when it rang skips the
+ * ring. Its own wake-up is on its way (the consumer re-arms only with a SEQ
+ * past the writer's increment, so ARMED changes), and that wake-up drains
+ * every ring; if instead the consumer is re-arming and has not stored ARMED
+ * yet, the writer's read of ARMED comes before that store, which comes
+ * before the consumer's re-check, after the writer's tail store, so the
+ * re-check sees the message. Only its own ring counts, never another
+ * producer's, which may be stuck between its SEQ += 1 and its notify. Under
+ * load this skips most rings of a busy producer (bench/README.md "Doorbell
+ * rung once per sleep"): every notify takes V8's process-wide futex lock. A
+ * ring can still be spent on a consumer that is already waking (SLEEPING
+ * not yet 0); that notify finds nobody waiting. One wake-up drains all rings
+ * of the bell.
  *
  * The safety poll (both modes, every 50 ms, InboxOptions.safetyPollMs): data
  * that sits in the rings through a whole poll period while the consumer

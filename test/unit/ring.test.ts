@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { Doorbell, Inbox, RingWriter, createRing, doorbellCounters, type RingHandle } from '../../src/dataplane/ring';
-import { D_SEQ, D_SLEEPING } from '../../src/dataplane/ring-format';
+import { D_ARMED, D_SEQ, D_SLEEPING } from '../../src/dataplane/ring-format';
 import { ServerError } from '../../src/core/errors';
 
 const ECHO_WORKER = path.join(__dirname, 'fixtures', 'ring-echo-worker.js');
@@ -224,7 +224,7 @@ test('a wait that never returns although the bell was rung counts as a recovery,
   assert.deepEqual(doorbellCounters(bell.handle), { missedWakeups: 0, safetyPollRecoveries: 1 });
 });
 
-test('while the consumer sleeps every producer rings and none clears SLEEPING (no claim window)', { timeout: 15_000 }, async () => {
+test('while the consumer sleeps each producer rings once for itself, a second send of one does not, none clears SLEEPING (no claim window)', { timeout: 15_000 }, async () => {
   const bell = Doorbell.create();
   const h1 = createRing(bell.handle, 1024);
   const h2 = createRing(bell.handle, 1024);
@@ -235,12 +235,27 @@ test('while the consumer sleeps every producer rings and none clears SLEEPING (n
   const words = new Int32Array(bell.handle.sab);
   await until(() => Atomics.load(words, D_SLEEPING) === 1, 'the loop to park');
   const seq = Atomics.load(words, D_SEQ);
-  // Both sends run before this thread's loop can wake: each producer must ring for itself.
-  RingWriter.attach(h1).send('one');
-  RingWriter.attach(h2).send('two');
-  assert.equal(Atomics.load(words, D_SEQ), seq + 2, 'both producers rang');
+  assert.equal(Atomics.load(words, D_ARMED), seq, 'the consumer armed with the SEQ it waits on');
+  // All sends run before this thread's loop can wake: each producer rings for
+  // itself (another's ring may be stuck before its notify), but only once:
+  // its second send finds its own wake-up on its way (ARMED unchanged).
+  const w1 = RingWriter.attach(h1);
+  const w2 = RingWriter.attach(h2);
+  w1.send('one');
+  assert.equal(Atomics.load(words, D_SEQ), seq + 1, 'the first producer rang');
+  w2.send('two');
+  assert.equal(Atomics.load(words, D_SEQ), seq + 2, 'the second rang for itself');
+  w1.send('three');
+  w2.send('four');
+  assert.equal(Atomics.load(words, D_SEQ), seq + 2, 'neither rang twice in one sleep');
   assert.equal(Atomics.load(words, D_SLEEPING), 1, 'SLEEPING belongs to the consumer');
-  await until(() => got1.length === 1 && got2.length === 1, 'both messages');
+  await until(() => got1.length === 2 && got2.length === 2, 'all four messages');
+  assert.deepEqual([...got1, ...got2], ['one', 'three', 'two', 'four']);
+  // Asleep again with a new ARMED: each rings again.
+  await until(() => Atomics.load(words, D_SLEEPING) === 1 && Atomics.load(words, D_ARMED) === seq + 2, 'the loop to park again');
+  w1.send('five');
+  assert.equal(Atomics.load(words, D_SEQ), seq + 3, 'a new sleep gets a new ring');
+  await until(() => got1.length === 3, 'the fifth message');
   assert.equal(Atomics.load(words, D_SLEEPING), 1, 'the consumer parked again');
   inbox.stop();
   assert.equal(Atomics.load(words, D_SLEEPING), 0);
