@@ -39,6 +39,19 @@ export interface ConnectionLimits extends HeadLimits {
 /** How long a closing connection keeps reading (and dropping) what the client still sends. */
 const LINGER_MS = 2000;
 
+/**
+ * A body up to this size goes out in one write with its head (one buffer,
+ * one copy of the body): a socket write costs more than copying a few KB.
+ */
+const JOIN_BODY_BYTES = 16 * 1024;
+
+function joined(head: string, body: Uint8Array): Buffer {
+  const buf = Buffer.allocUnsafe(head.length + body.byteLength);
+  const at = buf.write(head, 0, 'latin1');
+  buf.set(body, at);
+  return buf;
+}
+
 interface BodyState {
   reply: Reply;
   /** Bytes still to come of a Content-Length body; unused when chunked. */
@@ -310,7 +323,9 @@ export class HttpConnection implements ReplySink {
       this.queue.shift();
       this.ready.delete(next);
       if (out.stream === undefined) {
-        if (out.body.length === 1 && typeof out.body[0] === 'string') s.write(out.head + out.body[0]);
+        const only = out.body.length === 1 ? out.body[0] : undefined;
+        if (typeof only === 'string') s.write(out.head + only);
+        else if (only !== undefined && only.byteLength <= JOIN_BODY_BYTES) s.write(joined(out.head, only));
         else {
           s.write(out.head, 'latin1');
           for (let i = 0; i < out.body.length; i++) s.write(out.body[i]);
