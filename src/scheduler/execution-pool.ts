@@ -142,19 +142,22 @@ export class ExecutionPool {
   /** Answer an admitted request that will never run (its queue timeout passed: Triton's REJECTED). */
   abandon(q: QueuedRequest, error: ErrorInfo): void {
     q.failure = 'REJECTED';
-    this.release(q, { outputs: [], error, final: true });
+    this.deliver(q, { outputs: [], error, final: true });
   }
 
   /**
    * Answer an admitted request its scheduler took out of the queue because
    * it was cancelled: CANCELLED, counted as Triton counts it (a failure,
-   * reason CANCELED). It never ran, so no instance is involved. `message`:
+   * reason CANCELED). No instance holds it now, so none is involved; the
+   * caller has counted it in flight here (admit), or this pool still counts
+   * it from the execution that released it with RESCHEDULE (its place in
+   * the dispatch order kept, so the answers behind it go out). `message`:
    * when it was not cancelled itself (the sequence batcher's later requests
    * of a cancelled sequence).
    */
   cancelQueued(q: QueuedRequest, message = cancelledMessage(q.request)): void {
     q.failure = 'CANCELED';
-    this.release(q, { outputs: [], error: { code: 'CANCELLED', message }, final: true });
+    this.deliver(q, { outputs: [], error: { code: 'CANCELLED', message }, final: true });
   }
 
   /**
@@ -320,8 +323,9 @@ export class ExecutionPool {
     }
   }
 
+  /** Through the dispatch order when the request holds a place in it (dispatched, not yet past; never a padding row). */
   private deliver(q: QueuedRequest, response: InferResponse): void {
-    if (this.order !== null && !q.padding) this.order.deliver(q, response);
+    if (this.order !== null && q.inOrder) this.order.deliver(q, response);
     else this.release(q, response);
   }
 

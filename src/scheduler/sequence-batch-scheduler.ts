@@ -85,10 +85,10 @@ export class SequenceBatchScheduler implements Scheduler {
     this.configOutputs = config.output.map((o) => o.name);
     const onResult = this.states === null ? undefined : (q: QueuedRequest, r: InferResponse): void => this.stateResult(q, r);
     const preserveOrdering = this.strategy.kind === 'oldest' && this.strategy.preserveOrdering;
-    this.pools = instances.map((instance) => new ExecutionPool({
+    this.pools = instances.map((instance, i) => new ExecutionPool({
       model: config.name, instances: [instance], hooks, onIdle: () => this.dispatchAll(), onResult, preserveOrdering,
       decoupled: config.model_transaction_policy?.decoupled === true,
-      reschedule: this.nextIterativeId === null ? undefined : (q: QueuedRequest): void => this.reschedule(q),
+      reschedule: this.nextIterativeId === null ? undefined : (q: QueuedRequest): void => this.reschedule(q, i),
     }));
   }
 
@@ -142,7 +142,9 @@ export class SequenceBatchScheduler implements Scheduler {
    * cancelled: it and the sequence's later queued requests are answered
    * CANCELLED (counted CANCELED), its earlier ones still run, and the id
    * needs a new START (sequence-slots.ts `cancel`). Its implicit state goes
-   * with the last request of it that runs.
+   * with the last request of it that runs. A rescheduled request waiting
+   * for its next step was never queued again: the pool of the execution
+   * that released it still counts it, and answers it.
    */
   cancel(request: InferRequest): void {
     const q = this.queuedRequest(request);
@@ -152,15 +154,21 @@ export class SequenceBatchScheduler implements Scheduler {
     }
     const gone = this.slots.cancel(q);
     if (gone.length === 0) return;
-    this.queued -= gone.length;
-    this.wakeQueueWaiters();
-    const pool = this.pools[0]!;
     const id = correlationIdOf(this.controls, q.request);
     for (const g of gone) {
       if (this.states !== null) this.stateOf.delete(g);
+      const message = g === q ? undefined : sequenceCancelledMessage(g.request, request, id);
+      const held = g.rescheduled ? this.iterative.get(g)?.heldBy : undefined;
+      if (held !== undefined) {
+        this.pools[held]!.cancelQueued(g, message);
+        continue;
+      }
+      this.queued--;
+      const pool = this.pools[0]!;
       pool.admit();
-      pool.cancelQueued(g, g === q ? undefined : sequenceCancelledMessage(g.request, request, id));
+      pool.cancelQueued(g, message);
     }
+    this.wakeQueueWaiters();
     if (this.states !== null) this.endStateWithLast(sequenceKey(id));
     // The slot may have gone to a sequence of the backlog.
     this.dispatchAll();
@@ -178,6 +186,12 @@ export class SequenceBatchScheduler implements Scheduler {
       await Promise.all(this.pools.map((p) => p.drained()));
       if (this.idleTimer !== null) clearTimeout(this.idleTimer);
       this.idleTimer = null;
+      // Nothing is queued any more: a pending queue-delay wake-up has nothing to run.
+      for (let i = 0; i < this.waitTimers.length; i++) {
+        const timer = this.waitTimers[i];
+        if (timer !== null && timer !== undefined) clearTimeout(timer);
+        this.waitTimers[i] = null;
+      }
       this.states?.dropAll();
     })();
     return this.stopped;
@@ -230,7 +244,7 @@ export class SequenceBatchScheduler implements Scheduler {
       if (response.final && iterative) this.dispatchAll();
     };
     q = new QueuedRequest(withExtra, wrapped, nowNs(), this.ragged === null ? '' : shapeKeyOf(request, this.ragged));
-    if (iterative) this.iterative.set(q, { key, id, request, controls: extra });
+    if (iterative) this.iterative.set(q, { key, id, request, controls: extra, heldBy: undefined });
     return q;
   }
 
@@ -238,11 +252,14 @@ export class SequenceBatchScheduler implements Scheduler {
    * iterative_sequence: the model released `q` with RESCHEDULE. It goes back
    * to the front of its sequence's slot (so it is the sequence's next step,
    * with its correlation id) with neither START nor END, as Triton's
-   * IterativeSequencer clears the flags; the pool keeps it in flight.
+   * IterativeSequencer clears the flags; pool `pool`, whose execution
+   * released it, keeps it in flight (and answers it if it is cancelled
+   * before it runs again).
    */
-  private reschedule(q: QueuedRequest): void {
+  private reschedule(q: QueuedRequest, pool: number): void {
     const it = this.iterative.get(q);
     if (it === undefined) throw new ServerError('INTERNAL', `model '${this.model}' rescheduled a request it does not know`);
+    it.heldBy = pool;
     const extra = writeControls(this.controls, this.arena, it.id, false, false);
     for (const t of it.controls) this.arena.free(t);
     it.controls = extra;
@@ -363,13 +380,26 @@ export class SequenceBatchScheduler implements Scheduler {
     this.states!.update(response, s.original, s.key, s.end, this.configOutputs);
   }
 
+  /**
+   * iterative_sequence: the sequences whose request has not had its final
+   * response. Each holds its slot however long its steps run, so a
+   * rescheduled request runs again on the instance whose pool counts it
+   * in flight. Undefined without iterative requests.
+   */
+  private heldKeys(): ((key: string) => boolean) | undefined {
+    if (this.iterative.size === 0) return undefined;
+    const keys = new Set<string>();
+    for (const it of this.iterative.values()) keys.add(it.key);
+    return (key) => keys.has(key);
+  }
+
   /** One idle check pending while any sequence holds or waits for a slot. */
   private armIdleCheck(): void {
     if (this.idleTimer !== null) return;
     const ms = Math.max(MIN_IDLE_CHECK_MS, Math.ceil(this.idleUs / 2000));
     this.idleTimer = setTimeout(() => {
       this.idleTimer = null;
-      for (const key of this.slots.expireIdle(nowUs(), this.idleUs)) this.states?.drop(key);
+      for (const key of this.slots.expireIdle(nowUs(), this.idleUs, this.heldKeys())) this.states?.drop(key);
       this.dispatchAll();
       if (this.slots.sequenceCount() > 0) this.armIdleCheck();
     }, ms);
@@ -385,6 +415,8 @@ interface IterativeRequest {
   request: InferRequest;
   /** Its control tensors in the arena (rewritten when it is rescheduled), freed with its final response. */
   controls: TensorRef[];
+  /** The pool whose execution last released it with RESCHEDULE: it counts the request in flight until its final answer. */
+  heldBy: number | undefined;
 }
 
 /** The answer to a later request of a sequence whose request `cancelled` was cancelled. */
