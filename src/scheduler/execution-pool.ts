@@ -179,6 +179,18 @@ export class ExecutionPool {
     return false;
   }
 
+  /**
+   * A request this pool counts in flight since its model released it with
+   * RESCHEDULE runs its next step on another pool (its sequence lost its
+   * slot here meanwhile: a cancel of a later request ended it), which
+   * admits it: this pool stops counting it and gives up its dispatch order
+   * place.
+   */
+  handOff(q: QueuedRequest): void {
+    if (this.order !== null && q.inOrder) this.order.leave(q);
+    this.left();
+  }
+
   /** Run a batch of admitted requests on a free instance; call only when hasIdle(). */
   run(batch: QueuedRequest[]): void {
     const slot = this.takeSlot();
@@ -344,6 +356,11 @@ export class ExecutionPool {
     const answered = response.error?.code === 'CANCELLED' && q.origin.answered === true;
     if (answered) q.failure = undefined;
     this.accounting.requestDone(q, response.error === undefined || answered, nowNs());
+    this.left();
+  }
+
+  /** An admitted request is no longer counted here (answered, or handed off). */
+  private left(): void {
     this.inflight--;
     if (this.inflight === 0 && this.drainWaiters.length > 0) {
       const waiters = this.drainWaiters;

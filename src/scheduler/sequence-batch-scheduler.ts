@@ -28,7 +28,7 @@ import { nowNs, nowUs } from '../core/clock';
 import { ExecutionPool } from './execution-pool';
 import { QueuedRequest } from './queued-request';
 import { stoppingMessage } from './scheduler-answers';
-import type { CorrelationId, InferRequest, InferResponse, Respond } from '../core/request';
+import { cancelledMessage, type CorrelationId, type InferRequest, type InferResponse, type Respond } from '../core/request';
 import type { Scheduler } from './scheduler';
 import type { SchedulerHooks } from './scheduler-hooks';
 import { checkCorridType, compileControls, correlationIdOf, writeControls, type ControlPlan } from './sequence-controls';
@@ -38,6 +38,9 @@ import { IterativeSequences } from './iterative-sequences';
 import { decideSequenceBatch, directRows, sequenceStrategyOf, type SequenceStrategy } from './sequence-batch-policy';
 import { SlotPadding } from './sequence-padding';
 import { batchKeyPlan, shapeKeyOf } from './batch-decision';
+
+/** When a rescheduled request was cancelled (cancelledMessage): it ran, but not its next step. */
+const RESCHEDULED_CANCEL = 'after its model rescheduled it, before its next step ran';
 
 /** The idle check runs at most this often. */
 const MIN_IDLE_CHECK_MS = 10;
@@ -160,7 +163,7 @@ export class SequenceBatchScheduler implements Scheduler {
       const message = g === q ? undefined : sequenceCancelledMessage(g.request, request, id);
       const held = this.iterative?.heldBy(g);
       if (held !== undefined) {
-        this.pools[held]!.cancelQueued(g, message);
+        this.pools[held]!.cancelQueued(g, message ?? cancelledMessage(g.request, RESCHEDULED_CANCEL));
         continue;
       }
       this.queued--;
@@ -287,9 +290,15 @@ export class SequenceBatchScheduler implements Scheduler {
       batch = this.slots.takeSlots(instance, rows.filter((k): k is number => k !== null), now);
     }
     for (const q of batch) {
-      // A rescheduled request is still in flight in the pool (and was never counted as queued again).
+      // A rescheduled request is still in flight in the pool that ran it (and was never counted as queued again).
       if (q.rescheduled) {
+        const held = this.iterative!.heldBy(q);
         q.rescheduled = false;
+        // Its sequence lost its slot there (a cancel ended it): the pool that runs it counts it from now on.
+        if (held !== undefined && held !== instance) {
+          pool.admit();
+          this.pools[held]!.handOff(q);
+        }
         continue;
       }
       pool.admit();

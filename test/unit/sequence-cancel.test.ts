@@ -232,7 +232,7 @@ for (const c of rescheduleCancels) {
       else assert.equal(r.error?.code, 'CANCELLED', `${id} cancelled`);
     }
     assert.equal(rec.only(c.rescheduled).error?.message,
-      `[request id: ${c.rescheduled}] request for model 'm' version 3 was cancelled before it ran (its client cancelled it or went away)`);
+      `[request id: ${c.rescheduled}] request for model 'm' version 3 was cancelled after its model rescheduled it, before its next step ran (its client cancelled it or went away)`);
     if (c.behind !== undefined) assert.match(rec.only(c.behind[0]).error!.message, new RegExp(`request '${c.rescheduled}' of its sequence 90 was cancelled`));
     assert.deepEqual(done.map((d) => d.id).sort(), c.order.map(([id]) => id).sort(), 'each request counted once');
     for (const d of done) {
@@ -244,3 +244,35 @@ for (const c of rescheduleCancels) {
     assert.equal(arena.usedBytes(), before, 'its rewritten control tensors are freed too');
   });
 }
+
+test('iterative_sequence: a cancel that ends a sequence while its request runs (a later request of it cancelled) lets that request run on elsewhere, counted by the pool that runs it', async () => {
+  const arena = Arena.create();
+  const insts = [new FakeInstance('m_0'), new FakeInstance('m_1')];
+  const cfg = config(1);
+  cfg.sequence_batching = { max_sequence_idle_microseconds: 5_000_000, iterative_sequence: true };
+  const done: Done[] = [];
+  const s = new SequenceBatchScheduler(cfg, insts, arena, {
+    requestDone: (req, st) => done.push({ id: req.id, success: st.success, failure: st.failure }),
+  });
+  const rec = new Recorder();
+  const before = arena.usedBytes();
+  const x2 = seqRequest('x2', { sequence_id: 5 });
+  s.enqueue(seqRequest('x', { sequence_id: 5, sequence_start: true }), rec.respond('x'));
+  s.enqueue(x2, rec.respond('x2'));
+  s.cancel(x2);
+  assert.equal(rec.only('x2').error?.code, 'CANCELLED');
+  // The cancel ended sequence 5 and freed its slot on m_0: y takes it and waits there for x's execution.
+  s.enqueue(seqRequest('y', {}), rec.respond('y'));
+  insts[0]!.current().finish((rs) => rs.map(() => ({ outputs: [], final: true, rescheduled: true as const })));
+  await settle();
+  assert.deepEqual(insts.map((i) => i.batches()), [[['x'], ['y']], [['x']]], 'y runs where x was; x runs its next step on m_1');
+  for (const i of insts) i.current().finish();
+  let stopped = false;
+  void s.stop().then(() => (stopped = true));
+  await until(() => stopped).catch(() => assert.fail(`stop() never ended: ${s.inflightCount()} request(s) counted in flight`));
+  assert.equal(rec.only('x').error, undefined);
+  assert.equal(rec.only('y').error, undefined);
+  assert.deepEqual(done.map((d) => d.id).sort(), ['x', 'x2', 'y']);
+  assert.equal(s.inflightCount(), 0);
+  assert.equal(arena.usedBytes(), before);
+});
