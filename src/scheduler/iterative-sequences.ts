@@ -6,8 +6,9 @@
  * released with RESCHEDULE gets new controls with neither START nor END,
  * and the execution pool that released it is remembered, since that pool
  * still counts it in flight while it waits for its next step (and answers
- * it if it is cancelled there). Its sequence holds its slot until the final
- * response, however long a step runs (`heldKeys`, for the idle check).
+ * it if it is cancelled there, or hands it off to the pool that runs its
+ * next step). Its sequence holds its slot until the final response, however
+ * long a step runs (`heldKeys`, for the idle check).
  */
 import { ServerError } from '../core/errors';
 import type { Arena } from '../dataplane/arena';
