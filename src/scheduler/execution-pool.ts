@@ -164,13 +164,16 @@ export class ExecutionPool {
    * A cancelled request that is already on an instance: tell the instance
    * (a Python model then sees `is_cancelled()`); an instance that cannot
    * stop a running request (ONNX Runtime) lets it finish. Its response comes
-   * back as usual. False when no batch of this pool holds the request.
+   * back as usual (a request its model reschedules anyway is cancelled in
+   * the queue: QueuedRequest.cancelRequested). False when no batch of this
+   * pool holds the request.
    */
   cancelRunning(request: InferRequest): boolean {
     for (const slot of this.slots) {
       for (const batch of slot.batches) {
         for (const q of batch) {
           if (q.origin !== request || q.done) continue;
+          q.cancelRequested = true;
           slot.instance.cancel?.(q.request);
           return true;
         }

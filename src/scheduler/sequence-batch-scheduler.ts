@@ -19,7 +19,7 @@
  * (Triton's IterativeSequencer; iterative-sequences.ts); its sequence ends
  * with its final response.
  */
-import { ServerError, requestIdPrefix, toErrorInfo, type ErrorInfo } from '../core/errors';
+import { ServerError, toErrorInfo } from '../core/errors';
 import type { Arena } from '../dataplane/arena';
 import type { ModelInstance } from '../instances/instance';
 import type { ModelConfig } from '../core/model-config';
@@ -27,8 +27,8 @@ import { SEQUENCE_IDLE_DEFAULT_MICROSECONDS } from '../repository/config/normali
 import { nowNs, nowUs } from '../core/clock';
 import { ExecutionPool } from './execution-pool';
 import { QueuedRequest } from './queued-request';
-import { stoppingMessage } from './scheduler-answers';
-import { cancelledMessage, type CorrelationId, type InferRequest, type InferResponse, type Respond } from '../core/request';
+import { missingStart, rescheduledCancelMessage, sequenceCancelledMessage, stoppingMessage } from './scheduler-answers';
+import type { CorrelationId, InferRequest, InferResponse, Respond } from '../core/request';
 import type { Scheduler } from './scheduler';
 import type { SchedulerHooks } from './scheduler-hooks';
 import { checkCorridType, compileControls, correlationIdOf, writeControls, type ControlPlan } from './sequence-controls';
@@ -38,9 +38,6 @@ import { IterativeSequences } from './iterative-sequences';
 import { decideSequenceBatch, directRows, sequenceStrategyOf, type SequenceStrategy } from './sequence-batch-policy';
 import { SlotPadding } from './sequence-padding';
 import { batchKeyPlan, shapeKeyOf } from './batch-decision';
-
-/** When a rescheduled request was cancelled (cancelledMessage): it ran, but not its next step. */
-const RESCHEDULED_CANCEL = 'after its model rescheduled it, before its next step ran';
 
 /** The idle check runs at most this often. */
 const MIN_IDLE_CHECK_MS = 10;
@@ -147,7 +144,9 @@ export class SequenceBatchScheduler implements Scheduler {
    * needs a new START (sequence-slots.ts `cancel`). Its implicit state goes
    * with the last request of it that runs. A rescheduled request waiting
    * for its next step was never queued again: the pool of the execution
-   * that released it still counts it, and answers it.
+   * that released it still counts it, and answers it; one whose model
+   * reschedules it after a cancel reached it running is cancelled as it
+   * comes back (reschedule).
    */
   cancel(request: InferRequest): void {
     const q = this.queuedRequest(request);
@@ -155,6 +154,11 @@ export class SequenceBatchScheduler implements Scheduler {
       for (const p of this.pools) if (p.cancelRunning(request)) return;
       return;
     }
+    this.cancelQueued(q, request);
+  }
+
+  /** `q` (as given: `request`) is queued and cancelled: it ends its sequence (cancel). */
+  private cancelQueued(q: QueuedRequest, request: InferRequest): void {
     const gone = this.slots.cancel(q);
     if (gone.length === 0) return;
     const id = correlationIdOf(this.controls, q.request);
@@ -163,7 +167,7 @@ export class SequenceBatchScheduler implements Scheduler {
       const message = g === q ? undefined : sequenceCancelledMessage(g.request, request, id);
       const held = this.iterative?.heldBy(g);
       if (held !== undefined) {
-        this.pools[held]!.cancelQueued(g, message ?? cancelledMessage(g.request, RESCHEDULED_CANCEL));
+        this.pools[held]!.cancelQueued(g, message ?? rescheduledCancelMessage(g.request));
         continue;
       }
       this.queued--;
@@ -261,6 +265,8 @@ export class SequenceBatchScheduler implements Scheduler {
     const s = this.stateOf.get(q);
     if (s !== undefined) s.start = false;
     this.slots.requeue(key, q, nowUs());
+    // A cancel reached it while it ran: it is cancelled as it comes back (as Triton's batcher finds a cancelled request), not run again.
+    if (q.cancelRequested) this.cancelQueued(q, q.origin);
   }
 
   private freeControls(withExtra: InferRequest, original: InferRequest): void {
@@ -377,18 +383,4 @@ export class SequenceBatchScheduler implements Scheduler {
     }, ms);
     this.idleTimer.unref();
   }
-}
-
-/** The answer to a later request of a sequence whose request `cancelled` was cancelled. */
-function sequenceCancelledMessage(request: InferRequest, cancelled: InferRequest, id: CorrelationId): string {
-  const which = cancelled.id === '' ? 'another request' : `request '${cancelled.id}'`;
-  return `${requestIdPrefix(request.id)}request for model '${request.model}' version ${request.version} was cancelled before it ran: ` +
-    `${which} of its sequence ${String(id)} was cancelled, which ends the sequence (send a new START to begin again)`;
-}
-
-function missingStart(id: CorrelationId, model: string): ErrorInfo {
-  return {
-    code: 'INVALID_ARG',
-    message: `inference request for sequence ${String(id)} to model '${model}' must specify the START flag on the first request of the sequence`,
-  };
 }

@@ -276,3 +276,42 @@ test('iterative_sequence: a cancel that ends a sequence while its request runs (
   assert.equal(s.inflightCount(), 0);
   assert.equal(arena.usedBytes(), before);
 });
+
+test('iterative_sequence: a request cancelled while it runs that its model reschedules anyway is cancelled as it comes back, with the later ones of its sequence, never run again', async () => {
+  const arena = Arena.create();
+  const insts = [new FakeInstance('m_0'), new FakeInstance('m_1')];
+  const cfg = config(1);
+  cfg.sequence_batching = { max_sequence_idle_microseconds: 5_000_000, iterative_sequence: true };
+  const done: Done[] = [];
+  const s = new SequenceBatchScheduler(cfg, insts, arena, {
+    requestDone: (req, st) => done.push({ id: req.id, success: st.success, failure: st.failure }),
+  });
+  const rec = new Recorder();
+  const before = arena.usedBytes();
+  const b = seqRequest('b', { sequence_id: 7, sequence_start: true });
+  s.enqueue(seqRequest('a', {}), rec.respond('a'));
+  s.enqueue(b, rec.respond('b'));
+  s.enqueue(seqRequest('b2', { sequence_id: 7 }), rec.respond('b2'));
+  assert.deepEqual(insts.map((i) => i.batches()), [[['a']], [['b']]]);
+  s.cancel(b);
+  assert.deepEqual(insts[1]!.cancelled.map((r) => r.id), ['b'], 'the running request reaches its instance');
+  assert.equal(rec.finalOrder.length, 0);
+  // The model does not stop: it releases b with RESCHEDULE.
+  insts[1]!.current().finish((rs) => rs.map(() => ({ outputs: [], final: true, rescheduled: true as const })));
+  await settle();
+  assert.equal(rec.only('b').error?.message,
+    "[request id: b] request for model 'm' version 3 was cancelled after its model rescheduled it, before its next step ran (its client cancelled it or went away)");
+  assert.match(rec.only('b2').error!.message, /request 'b' of its sequence 7 was cancelled, which ends the sequence/);
+  assert.deepEqual(insts[1]!.batches(), [['b']], 'neither runs again');
+  insts[0]!.current().finish();
+  let stopped = false;
+  void s.stop().then(() => (stopped = true));
+  await until(() => stopped).catch(() => assert.fail(`stop() never ended: ${s.inflightCount()} request(s) counted in flight`));
+  assert.deepEqual(done, [
+    { id: 'b', success: false, failure: 'CANCELED' },
+    { id: 'b2', success: false, failure: 'CANCELED' },
+    { id: 'a', success: true, failure: undefined },
+  ]);
+  assert.equal(s.inflightCount(), 0);
+  assert.equal(arena.usedBytes(), before);
+});
