@@ -10,7 +10,10 @@
  * get every response; and the instance's pool drains, so an explicit
  * unload and (on a server of its own) a stop each finish in bounded time
  * (they hung while the request stayed counted in flight by the pool that
- * ran it).
+ * ran it). A cancel that reaches a step while it runs (iterative_slow: the
+ * same model, each step 1.5 s, no queue delay), whose model never asks
+ * is_cancelled() and reschedules it anyway, ends the request as it comes
+ * back: no further step runs.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -25,6 +28,7 @@ import { REPO_ROOT, startServer, untilPending } from './server-process';
 import type { ServerProcess } from './server-process';
 
 const MODEL = 'iterative_waits';
+const SLOW = 'iterative_slow';
 const FIXTURE = path.join(REPO_ROOT, 'test/integration/fixtures/python_models', MODEL);
 /** The server's own stop budget (--exit-timeout-secs): a stop that hangs exits 1 after it. */
 const EXIT_TIMEOUT_SECS = 15;
@@ -43,6 +47,12 @@ async function serve(explicit: boolean): Promise<void> {
 before(async () => {
   repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-reschedule-cancel-'));
   fs.cpSync(FIXTURE, path.join(repo, MODEL), { recursive: true });
+  fs.cpSync(FIXTURE, path.join(repo, SLOW), { recursive: true });
+  const config = path.join(repo, SLOW, 'config.pbtxt');
+  const text = fs.readFileSync(config, 'utf8');
+  const slow = text.replace(/ {2}direct \{[^}]*\}\n/, '') + 'parameters { key: "STEP_MS" value: { string_value: "1500" } }\n';
+  assert.ok(!slow.includes('direct {'), 'the queue delay is gone');
+  fs.writeFileSync(config, slow);
   await serve(true);
 });
 
@@ -67,8 +77,8 @@ interface Countdown {
   cancel(): void;
 }
 
-/** One request (IN = n) on its own ModelStreamInfer stream; `onOut` sees each OUT as it comes. */
-function countdown(n: number, onOut?: (out: number, c: Countdown) => void): Countdown {
+/** One request (IN = n) to `model` on its own ModelStreamInfer stream; `onOut` sees each OUT as it comes. */
+function countdown(n: number, onOut?: (out: number, c: Countdown) => void, model = MODEL): Countdown {
   const s = client.inference.ModelStreamInfer() as grpc.ClientDuplexStream<object, Reply>;
   const c: Countdown = {
     outs: [],
@@ -90,7 +100,7 @@ function countdown(n: number, onOut?: (out: number, c: Countdown) => void): Coun
     if (r.error_message !== '' || r.infer_response?.parameters?.['triton_final_response']?.bool_param === true) s.end();
   });
   s.write({
-    model_name: MODEL,
+    model_name: model,
     parameters: { triton_enable_empty_final_response: { bool_param: true } },
     inputs: [{ name: 'IN', datatype: 'INT32', shape: [1, 1] }],
     raw_input_contents: [int32Bytes([n])],
@@ -114,8 +124,8 @@ interface Stats {
   inference_stats: Record<string, { count: number }>;
 }
 
-async function stats(): Promise<Stats> {
-  const res = await fetch(`${server.url}/v2/models/${MODEL}/stats`);
+async function stats(model = MODEL): Promise<Stats> {
+  const res = await fetch(`${server.url}/v2/models/${model}/stats`);
   assert.equal(res.status, 200);
   return ((await res.json()) as { model_stats: Stats[] }).model_stats[0]!;
 }
@@ -127,7 +137,7 @@ async function metric(name: string, labels: string): Promise<number> {
   return Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
-const canceled = (): Promise<number> => metric('nv_inference_request_failure', `model="${MODEL}",reason="CANCELED",version="1"`);
+const canceled = (model = MODEL): Promise<number> => metric('nv_inference_request_failure', `model="${model}",reason="CANCELED",version="1"`);
 
 /** The model's state in the repository index. */
 async function indexed(): Promise<{ state?: string; reason?: string } | undefined> {
@@ -168,10 +178,28 @@ test('explicit unload then ends within a bound: the pool that held the cancelled
   assert.deepEqual(await indexed(), { name: MODEL, version: '1', state: 'UNAVAILABLE', reason: 'unloaded' });
 });
 
-test('on a new server, after another such cancel, the server stops cleanly (exit 0) well within --exit-timeout-secs', async () => {
+test('a cancel that reaches a running step of a model that reschedules anyway ends the request as it comes back: no further step runs', async () => {
   client.close();
   if (server.child.exitCode === null) await server.stop({ checkArena: false });
   await serve(false);
+  const before = await stats(SLOW);
+  const canceledBefore = await canceled(SLOW);
+  // Step 2 starts as the 1st response arrives and runs 1.5 s: the cancel reaches it halfway.
+  const cancelled = countdown(5, (out, c) => {
+    if (out === 4) setTimeout(() => c.cancel(), 500);
+  }, SLOW);
+  assert.equal(await cancelled.ended, 1 /* CANCELLED */);
+  await waitFor('the cancelled request is answered', async () => (await canceled(SLOW)) === canceledBefore + 1, 40);
+  const next = countdown(2, undefined, SLOW);
+  assert.equal(await next.ended, 0);
+  assert.deepEqual(next.outs, [1, 0]);
+  const now = await stats(SLOW);
+  assert.equal(now.execution_count - before.execution_count, 2 + 2, 'the cancelled request ran the step the cancel reached, and no more');
+  assert.equal(now.inference_stats['success']!.count - before.inference_stats['success']!.count, 1);
+  assert.equal(now.inference_stats['fail']!.count - (before.inference_stats['fail']?.count ?? 0), 1);
+});
+
+test('on a server of its own, after another such cancel, the server stops cleanly (exit 0) well within --exit-timeout-secs', async () => {
   const canceledBefore = await canceled();
   const cancelled = cancelledAfterTwo();
   assert.equal(await cancelled.ended, 1 /* CANCELLED */);
