@@ -142,38 +142,56 @@ export class ExecutionPool {
   /** Answer an admitted request that will never run (its queue timeout passed: Triton's REJECTED). */
   abandon(q: QueuedRequest, error: ErrorInfo): void {
     q.failure = 'REJECTED';
-    this.release(q, { outputs: [], error, final: true });
+    this.deliver(q, { outputs: [], error, final: true });
   }
 
   /**
    * Answer an admitted request its scheduler took out of the queue because
    * it was cancelled: CANCELLED, counted as Triton counts it (a failure,
-   * reason CANCELED). It never ran, so no instance is involved. `message`:
+   * reason CANCELED). No instance holds it now, so none is involved; the
+   * caller has counted it in flight here (admit), or this pool still counts
+   * it from the execution that released it with RESCHEDULE (its place in
+   * the dispatch order kept, so the answers behind it go out). `message`:
    * when it was not cancelled itself (the sequence batcher's later requests
    * of a cancelled sequence).
    */
   cancelQueued(q: QueuedRequest, message = cancelledMessage(q.request)): void {
     q.failure = 'CANCELED';
-    this.release(q, { outputs: [], error: { code: 'CANCELLED', message }, final: true });
+    this.deliver(q, { outputs: [], error: { code: 'CANCELLED', message }, final: true });
   }
 
   /**
    * A cancelled request that is already on an instance: tell the instance
    * (a Python model then sees `is_cancelled()`); an instance that cannot
    * stop a running request (ONNX Runtime) lets it finish. Its response comes
-   * back as usual. False when no batch of this pool holds the request.
+   * back as usual (a request its model reschedules anyway is cancelled in
+   * the queue: QueuedRequest.cancelRequested). False when no batch of this
+   * pool holds the request.
    */
   cancelRunning(request: InferRequest): boolean {
     for (const slot of this.slots) {
       for (const batch of slot.batches) {
         for (const q of batch) {
           if (q.origin !== request || q.done) continue;
+          q.cancelRequested = true;
           slot.instance.cancel?.(q.request);
           return true;
         }
       }
     }
     return false;
+  }
+
+  /**
+   * A request this pool counts in flight since its model released it with
+   * RESCHEDULE runs its next step on another pool (its sequence lost its
+   * slot here meanwhile: a cancel of a later request ended it), which
+   * admits it: this pool stops counting it and gives up its dispatch order
+   * place.
+   */
+  handOff(q: QueuedRequest): void {
+    if (this.order !== null && q.inOrder) this.order.leave(q);
+    this.left();
   }
 
   /** Run a batch of admitted requests on a free instance; call only when hasIdle(). */
@@ -320,8 +338,9 @@ export class ExecutionPool {
     }
   }
 
+  /** Through the dispatch order when the request holds a place in it (dispatched, not yet past; never a padding row). */
   private deliver(q: QueuedRequest, response: InferResponse): void {
-    if (this.order !== null && !q.padding) this.order.deliver(q, response);
+    if (this.order !== null && q.inOrder) this.order.deliver(q, response);
     else this.release(q, response);
   }
 
@@ -340,6 +359,11 @@ export class ExecutionPool {
     const answered = response.error?.code === 'CANCELLED' && q.origin.answered === true;
     if (answered) q.failure = undefined;
     this.accounting.requestDone(q, response.error === undefined || answered, nowNs());
+    this.left();
+  }
+
+  /** An admitted request is no longer counted here (answered, or handed off). */
+  private left(): void {
     this.inflight--;
     if (this.inflight === 0 && this.drainWaiters.length > 0) {
       const waiters = this.drainWaiters;

@@ -45,6 +45,22 @@ export class OrderedRelease<S extends OrderSlot> {
     }
   }
 
+  /**
+   * `slot` gives up its place before its final response (a rescheduled
+   * request that runs on in another pool's line): what it holds goes out
+   * now, and the requests behind it move up.
+   */
+  leave(slot: S): void {
+    const at = this.slots.indexOf(slot);
+    if (at < 0) return;
+    this.slots.splice(at, 1);
+    slot.inOrder = false;
+    const held = slot.held;
+    slot.held = null;
+    if (held !== null) for (const r of held) this.release(slot, r);
+    if (at === 0) this.flush();
+  }
+
   /** Release what the new head requests hold, up to the first one still running. */
   private flush(): void {
     while (this.slots.length > 0) {

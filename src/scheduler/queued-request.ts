@@ -38,6 +38,12 @@ export class QueuedRequest implements QueuedView, OrderSlot {
    * in flight, so its next dispatch must not admit it again.
    */
   rescheduled = false;
+  /**
+   * A cancel reached it while an instance held it (`ExecutionPool.cancelRunning`):
+   * should its model reschedule it anyway, it is cancelled as it goes back
+   * to its scheduler's queue rather than run again.
+   */
+  cancelRequested = false;
 
   /** Why it failed, when not by its execution's error (statistics: scheduler-hooks.ts `failure`). */
   failure: FailureReason | undefined = undefined;

@@ -1,12 +1,14 @@
 /**
  * The schedulers' own answers to a request that no execution answers (its
  * scheduler is stopping, or its model released it with RESCHEDULE where
- * nothing can take it back), each naming the request, the model and what
- * happened. A cancelled request's text is core/request.ts cancelledMessage:
- * the instances answer it too.
+ * nothing can take it back; the sequence batcher's: a sequence without its
+ * START, a sequence ended by a cancel, a rescheduled request cancelled),
+ * each naming the request, the model and what happened. A cancelled
+ * request's text is core/request.ts cancelledMessage: the instances answer
+ * it too.
  */
 import { requestIdPrefix, type ErrorInfo } from '../core/errors';
-import type { InferRequest } from '../core/request';
+import { cancelledMessage, type CorrelationId, type InferRequest } from '../core/request';
 
 /**
  * Triton's answer to a request its model released with RESCHEDULE when the
@@ -24,4 +26,24 @@ export function rescheduleRefused(request: InferRequest): ErrorInfo {
 /** The answer to a request that arrives while its scheduler stops. */
 export function stoppingMessage(request: InferRequest): string {
   return `${requestIdPrefix(request.id)}model '${request.model}' version ${request.version} is stopping and accepts no new requests`;
+}
+
+/** The answer to a later request of a sequence whose request `cancelled` was cancelled. */
+export function sequenceCancelledMessage(request: InferRequest, cancelled: InferRequest, id: CorrelationId): string {
+  const which = cancelled.id === '' ? 'another request' : `request '${cancelled.id}'`;
+  return `${requestIdPrefix(request.id)}request for model '${request.model}' version ${request.version} was cancelled before it ran: ` +
+    `${which} of its sequence ${String(id)} was cancelled, which ends the sequence (send a new START to begin again)`;
+}
+
+/** Triton's answer to a request of a sequence that is not active and lacks START. */
+export function missingStart(id: CorrelationId, model: string): ErrorInfo {
+  return {
+    code: 'INVALID_ARG',
+    message: `inference request for sequence ${String(id)} to model '${model}' must specify the START flag on the first request of the sequence`,
+  };
+}
+
+/** A rescheduled request cancelled before its next step ran (it ran before: not "before it ran"). */
+export function rescheduledCancelMessage(request: InferRequest): string {
+  return cancelledMessage(request, 'after its model rescheduled it, before its next step ran');
 }

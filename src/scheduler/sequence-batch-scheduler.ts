@@ -16,9 +16,10 @@
  * iterative_sequence a request without a correlation id is given one and
  * START, and a request its model releases with RESCHEDULE goes back to the
  * front of its sequence's slot, with neither START nor END, to run again
- * (Triton's IterativeSequencer); its sequence ends with its final response.
+ * (Triton's IterativeSequencer; iterative-sequences.ts); its sequence ends
+ * with its final response.
  */
-import { ServerError, requestIdPrefix, toErrorInfo, type ErrorInfo } from '../core/errors';
+import { ServerError, toErrorInfo } from '../core/errors';
 import type { Arena } from '../dataplane/arena';
 import type { ModelInstance } from '../instances/instance';
 import type { ModelConfig } from '../core/model-config';
@@ -26,13 +27,14 @@ import { SEQUENCE_IDLE_DEFAULT_MICROSECONDS } from '../repository/config/normali
 import { nowNs, nowUs } from '../core/clock';
 import { ExecutionPool } from './execution-pool';
 import { QueuedRequest } from './queued-request';
-import { stoppingMessage } from './scheduler-answers';
-import type { CorrelationId, InferRequest, InferResponse, Respond, TensorRef } from '../core/request';
+import { missingStart, rescheduledCancelMessage, sequenceCancelledMessage, stoppingMessage } from './scheduler-answers';
+import type { CorrelationId, InferRequest, InferResponse, Respond } from '../core/request';
 import type { Scheduler } from './scheduler';
 import type { SchedulerHooks } from './scheduler-hooks';
 import { checkCorridType, compileControls, correlationIdOf, writeControls, type ControlPlan } from './sequence-controls';
 import { sequenceKey, SequenceSlots } from './sequence-slots';
 import { compileStates, SequenceStates } from './sequence-state';
+import { IterativeSequences } from './iterative-sequences';
 import { decideSequenceBatch, directRows, sequenceStrategyOf, type SequenceStrategy } from './sequence-batch-policy';
 import { SlotPadding } from './sequence-padding';
 import { batchKeyPlan, shapeKeyOf } from './batch-decision';
@@ -63,10 +65,8 @@ export class SequenceBatchScheduler implements Scheduler {
   private readonly padding: SlotPadding;
   /** Inputs the batch key skips (ragged), or null when every request batches with every other. */
   private readonly ragged: ReadonlySet<string> | null;
-  /** sequence_batching.iterative_sequence: the next correlation id given to a request without one. */
-  private nextIterativeId: number | null;
-  /** iterative_sequence: each request until its final response, for rescheduling. */
-  private readonly iterative = new Map<QueuedRequest, IterativeRequest>();
+  /** sequence_batching.iterative_sequence, or null without it. */
+  private readonly iterative: IterativeSequences | null;
 
   constructor(config: ModelConfig, instances: readonly ModelInstance[], private readonly arena: Arena, hooks?: SchedulerHooks, modelDir?: string) {
     if (instances.length === 0) throw new ServerError('INTERNAL', `model '${config.name}' has no instances to schedule on`);
@@ -78,17 +78,17 @@ export class SequenceBatchScheduler implements Scheduler {
     this.slots = new SequenceSlots<QueuedRequest>(instances.length, this.strategy.slots, (q) => q.shapeKey);
     this.padding = new SlotPadding(this.controls, arena);
     this.ragged = batchKeyPlan(config);
-    this.nextIterativeId = (sb as { iterative_sequence?: boolean }).iterative_sequence === true ? 1 : null;
+    this.iterative = (sb as { iterative_sequence?: boolean }).iterative_sequence === true ? new IterativeSequences(this.controls, arena, config.name) : null;
     this.waitTimers = instances.map(() => null);
     const specs = compileStates(config, modelDir);
     this.states = specs.length === 0 ? null : new SequenceStates(specs, arena);
     this.configOutputs = config.output.map((o) => o.name);
     const onResult = this.states === null ? undefined : (q: QueuedRequest, r: InferResponse): void => this.stateResult(q, r);
     const preserveOrdering = this.strategy.kind === 'oldest' && this.strategy.preserveOrdering;
-    this.pools = instances.map((instance) => new ExecutionPool({
+    this.pools = instances.map((instance, i) => new ExecutionPool({
       model: config.name, instances: [instance], hooks, onIdle: () => this.dispatchAll(), onResult, preserveOrdering,
       decoupled: config.model_transaction_policy?.decoupled === true,
-      reschedule: this.nextIterativeId === null ? undefined : (q: QueuedRequest): void => this.reschedule(q),
+      reschedule: this.iterative === null ? undefined : (q: QueuedRequest): void => this.reschedule(q, i),
     }));
   }
 
@@ -109,7 +109,7 @@ export class SequenceBatchScheduler implements Scheduler {
       if (request.batchSize > 1) {
         throw new ServerError('INVALID_ARG', `inference request to model '${this.model}' must specify batch-size 1 due to requirements of sequence batcher`);
       }
-      request = this.withIterativeId(request);
+      if (this.iterative !== null) request = this.iterative.withId(request);
       id = correlationIdOf(this.controls, request);
       start = request.parameters['sequence_start'] === true;
       end = request.parameters['sequence_end'] === true;
@@ -121,12 +121,12 @@ export class SequenceBatchScheduler implements Scheduler {
       return;
     }
     // An iterative sequence ends with its request's final response (its slot is held while it is rescheduled).
-    const iterative = this.nextIterativeId !== null;
+    const iterative = this.iterative !== null;
     const ends = end || iterative;
     const admitted = this.slots.admit(key, { start, end: end && !iterative }, q, nowUs());
     if (admitted === 'no-start') {
       this.freeControls(q.request, request);
-      this.iterative.delete(q);
+      this.iterative?.done(q);
       pool.reject(request, respond, missingStart(id, this.model));
       return;
     }
@@ -142,7 +142,11 @@ export class SequenceBatchScheduler implements Scheduler {
    * cancelled: it and the sequence's later queued requests are answered
    * CANCELLED (counted CANCELED), its earlier ones still run, and the id
    * needs a new START (sequence-slots.ts `cancel`). Its implicit state goes
-   * with the last request of it that runs.
+   * with the last request of it that runs. A rescheduled request waiting
+   * for its next step was never queued again: the pool of the execution
+   * that released it still counts it, and answers it; one whose model
+   * reschedules it after a cancel reached it running is cancelled as it
+   * comes back (reschedule).
    */
   cancel(request: InferRequest): void {
     const q = this.queuedRequest(request);
@@ -150,17 +154,28 @@ export class SequenceBatchScheduler implements Scheduler {
       for (const p of this.pools) if (p.cancelRunning(request)) return;
       return;
     }
+    this.cancelQueued(q, request);
+  }
+
+  /** `q` (as given: `request`) is queued and cancelled: it ends its sequence (cancel). */
+  private cancelQueued(q: QueuedRequest, request: InferRequest): void {
     const gone = this.slots.cancel(q);
     if (gone.length === 0) return;
-    this.queued -= gone.length;
-    this.wakeQueueWaiters();
-    const pool = this.pools[0]!;
     const id = correlationIdOf(this.controls, q.request);
     for (const g of gone) {
       if (this.states !== null) this.stateOf.delete(g);
+      const message = g === q ? undefined : sequenceCancelledMessage(g.request, request, id);
+      const held = this.iterative?.heldBy(g);
+      if (held !== undefined) {
+        this.pools[held]!.cancelQueued(g, message ?? rescheduledCancelMessage(g.request));
+        continue;
+      }
+      this.queued--;
+      const pool = this.pools[0]!;
       pool.admit();
-      pool.cancelQueued(g, g === q ? undefined : sequenceCancelledMessage(g.request, request, id));
+      pool.cancelQueued(g, message);
     }
+    this.wakeQueueWaiters();
     if (this.states !== null) this.endStateWithLast(sequenceKey(id));
     // The slot may have gone to a sequence of the backlog.
     this.dispatchAll();
@@ -178,6 +193,12 @@ export class SequenceBatchScheduler implements Scheduler {
       await Promise.all(this.pools.map((p) => p.drained()));
       if (this.idleTimer !== null) clearTimeout(this.idleTimer);
       this.idleTimer = null;
+      // Nothing is queued any more: a pending queue-delay wake-up has nothing to run.
+      for (let i = 0; i < this.waitTimers.length; i++) {
+        const timer = this.waitTimers[i];
+        if (timer !== null && timer !== undefined) clearTimeout(timer);
+        this.waitTimers[i] = null;
+      }
       this.states?.dropAll();
     })();
     return this.stopped;
@@ -215,22 +236,19 @@ export class SequenceBatchScheduler implements Scheduler {
   private withControls(request: InferRequest, respond: Respond, id: CorrelationId, key: string, start: boolean, end: boolean): QueuedRequest {
     const extra = writeControls(this.controls, this.arena, id, start, end);
     const withExtra: InferRequest = extra.length === 0 ? request : { ...request, inputs: [...request.inputs, ...extra] };
-    const iterative = this.nextIterativeId !== null;
+    const iterative = this.iterative;
     let q: QueuedRequest | undefined;
-    const wrapped: Respond = extra.length === 0 && !iterative ? respond : (response) => {
+    const wrapped: Respond = extra.length === 0 && iterative === null ? respond : (response) => {
       if (response.final) {
-        const it = q === undefined ? undefined : this.iterative.get(q);
+        const it = q === undefined ? undefined : iterative?.done(q);
         for (const t of it?.controls ?? extra) this.arena.free(t);
-        if (it !== undefined) {
-          this.iterative.delete(q!);
-          this.slots.finish(it.key);
-        }
+        if (it !== undefined) this.slots.finish(it.key);
       }
       respond(response);
-      if (response.final && iterative) this.dispatchAll();
+      if (response.final && iterative !== null) this.dispatchAll();
     };
     q = new QueuedRequest(withExtra, wrapped, nowNs(), this.ragged === null ? '' : shapeKeyOf(request, this.ragged));
-    if (iterative) this.iterative.set(q, { key, id, request, controls: extra });
+    iterative?.track(q, key, id, request, extra);
     return q;
   }
 
@@ -238,34 +256,17 @@ export class SequenceBatchScheduler implements Scheduler {
    * iterative_sequence: the model released `q` with RESCHEDULE. It goes back
    * to the front of its sequence's slot (so it is the sequence's next step,
    * with its correlation id) with neither START nor END, as Triton's
-   * IterativeSequencer clears the flags; the pool keeps it in flight.
+   * IterativeSequencer clears the flags; pool `pool`, whose execution
+   * released it, keeps it in flight (and answers it if it is cancelled
+   * before it runs again).
    */
-  private reschedule(q: QueuedRequest): void {
-    const it = this.iterative.get(q);
-    if (it === undefined) throw new ServerError('INTERNAL', `model '${this.model}' rescheduled a request it does not know`);
-    const extra = writeControls(this.controls, this.arena, it.id, false, false);
-    for (const t of it.controls) this.arena.free(t);
-    it.controls = extra;
-    const parameters = { ...it.request.parameters, sequence_start: false, sequence_end: false };
-    it.request = { ...it.request, parameters };
-    q.request = extra.length === 0 ? it.request : { ...it.request, inputs: [...it.request.inputs, ...extra] };
+  private reschedule(q: QueuedRequest, pool: number): void {
+    const key = this.iterative!.rescheduled(q, pool);
     const s = this.stateOf.get(q);
     if (s !== undefined) s.start = false;
-    this.slots.requeue(it.key, q, nowUs());
-  }
-
-  /**
-   * iterative_sequence: a request without a correlation id starts a sequence
-   * of its own, with the next id (from 1) and START, as Triton's
-   * IterativeSequencer does; the model sees both.
-   */
-  private withIterativeId(request: InferRequest): InferRequest {
-    if (this.nextIterativeId === null) return request;
-    const id = request.parameters['sequence_id'];
-    if (id !== undefined && id !== 0 && id !== '') return request;
-    const n = this.nextIterativeId++;
-    const given = this.controls.corridType === 'BYTES' ? String(n) : n;
-    return { ...request, parameters: { ...request.parameters, sequence_id: given, sequence_start: true } };
+    this.slots.requeue(key, q, nowUs());
+    // A cancel reached it while it ran: it is cancelled as it comes back (as Triton's batcher finds a cancelled request), not run again.
+    if (q.cancelRequested) this.cancelQueued(q, q.origin);
   }
 
   private freeControls(withExtra: InferRequest, original: InferRequest): void {
@@ -295,9 +296,15 @@ export class SequenceBatchScheduler implements Scheduler {
       batch = this.slots.takeSlots(instance, rows.filter((k): k is number => k !== null), now);
     }
     for (const q of batch) {
-      // A rescheduled request is still in flight in the pool (and was never counted as queued again).
+      // A rescheduled request is still in flight in the pool that ran it (and was never counted as queued again).
       if (q.rescheduled) {
+        const held = this.iterative!.heldBy(q);
         q.rescheduled = false;
+        // Its sequence lost its slot there (a cancel ended it): the pool that runs it counts it from now on.
+        if (held !== undefined && held !== instance) {
+          pool.admit();
+          this.pools[held]!.handOff(q);
+        }
         continue;
       }
       pool.admit();
@@ -369,34 +376,11 @@ export class SequenceBatchScheduler implements Scheduler {
     const ms = Math.max(MIN_IDLE_CHECK_MS, Math.ceil(this.idleUs / 2000));
     this.idleTimer = setTimeout(() => {
       this.idleTimer = null;
-      for (const key of this.slots.expireIdle(nowUs(), this.idleUs)) this.states?.drop(key);
+      // An iterative sequence keeps its slot while its request runs, so a rescheduled request runs again where its pool counts it.
+      for (const key of this.slots.expireIdle(nowUs(), this.idleUs, this.iterative?.heldKeys())) this.states?.drop(key);
       this.dispatchAll();
       if (this.slots.sequenceCount() > 0) this.armIdleCheck();
     }, ms);
     this.idleTimer.unref();
   }
-}
-
-/** An iterative_sequence request until its final response. */
-interface IterativeRequest {
-  key: string;
-  id: CorrelationId;
-  /** As admitted (with its correlation id), without the control tensors. */
-  request: InferRequest;
-  /** Its control tensors in the arena (rewritten when it is rescheduled), freed with its final response. */
-  controls: TensorRef[];
-}
-
-/** The answer to a later request of a sequence whose request `cancelled` was cancelled. */
-function sequenceCancelledMessage(request: InferRequest, cancelled: InferRequest, id: CorrelationId): string {
-  const which = cancelled.id === '' ? 'another request' : `request '${cancelled.id}'`;
-  return `${requestIdPrefix(request.id)}request for model '${request.model}' version ${request.version} was cancelled before it ran: ` +
-    `${which} of its sequence ${String(id)} was cancelled, which ends the sequence (send a new START to begin again)`;
-}
-
-function missingStart(id: CorrelationId, model: string): ErrorInfo {
-  return {
-    code: 'INVALID_ARG',
-    message: `inference request for sequence ${String(id)} to model '${model}' must specify the START flag on the first request of the sequence`,
-  };
 }

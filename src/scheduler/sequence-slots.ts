@@ -204,14 +204,17 @@ export class SequenceSlots<T> {
 
   /**
    * Releases sequences idle for at least idleUs (no queued request and none
-   * admitted or taken since); returns their keys. Their slots go to the backlog.
+   * admitted or taken since), except those `held` names (an iterative
+   * sequence whose request runs: it ends with its final response); returns
+   * their keys. Their slots go to the backlog.
    */
-  expireIdle(nowUs: number, idleUs: number): SequenceKey[] {
+  expireIdle(nowUs: number, idleUs: number, held?: (key: SequenceKey) => boolean): SequenceKey[] {
     const released: SequenceKey[] = [];
     for (let s = 0; s < this.slots.length; s++) {
       const slot = this.slots[s]!;
       const owner = slot.owner;
       if (owner === null || slot.queue.length > 0 || nowUs - owner.lastUs < idleUs) continue;
+      if (held?.(owner.key) === true) continue;
       released.push(owner.key);
       if (this.active.get(owner.key) === owner) this.active.delete(owner.key);
       this.free(s);

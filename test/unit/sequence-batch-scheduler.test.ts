@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { Arena } from '../../src/dataplane/arena';
 import type { InferRequest, ParamValue } from '../../src/core/request';
 import { SequenceBatchScheduler } from '../../src/scheduler/sequence-batch-scheduler';
-import { FakeInstance, Recorder, config, request, settle } from './scheduler-test-kit';
+import { FakeInstance, Recorder, config, request, settle, until } from './scheduler-test-kit';
 
 function seqConfig(maxBatchSize: number, corridType = 'TYPE_UINT64'): ReturnType<typeof config> {
   const c = config(maxBatchSize);
@@ -304,4 +304,31 @@ test('iterative_sequence with oldest preserve_ordering: a rescheduled request ke
   inst.current().finish();
   await s.stop();
   assert.deepEqual(rec.finalOrder, ['x', 'p', 'q'], 'p keeps its first dispatch place ahead of q');
+});
+
+test('iterative_sequence: a sequence whose request runs past max_sequence_idle keeps its slot, so the request runs again on the instance (and pool) that counts it', async () => {
+  const arena = Arena.create();
+  const insts = [new FakeInstance('m_0'), new FakeInstance('m_1')];
+  const c = seqConfig(1);
+  const sb = c.sequence_batching as Record<string, unknown>;
+  sb.iterative_sequence = true;
+  sb.max_sequence_idle_microseconds = 1000; // the idle check runs every 10 ms
+  const s = new SequenceBatchScheduler(c, insts, arena);
+  const rec = new Recorder();
+  s.enqueue(seqRequest('x', {}), rec.respond('x'));
+  assert.deepEqual(insts[0]!.batches(), [['x']]);
+  // Several idle checks pass while x runs (timers fire in order: the 10 ms check before this 60 ms one).
+  await new Promise((resolve) => setTimeout(resolve, 60));
+  s.enqueue(seqRequest('y', {}), rec.respond('y'));
+  assert.deepEqual(insts[1]!.batches(), [['y']], 'x still holds its slot on m_0: y takes the free one on m_1');
+  insts[0]!.current().finish((requests) => requests.map(() => ({ outputs: [], final: true, rescheduled: true as const })));
+  await settle();
+  assert.deepEqual(insts[0]!.batches(), [['x'], ['x']], 'x runs its next step where its sequence is');
+  for (const i of insts) i.current().finish();
+  let stopped = false;
+  void s.stop().then(() => (stopped = true));
+  await until(() => stopped).catch(() => assert.fail('stop() never ended: a pool still counts a request in flight'));
+  assert.deepEqual(rec.finalOrder.sort(), ['x', 'y']);
+  assert.equal(rec.only('x').error, undefined);
+  assert.equal(s.inflightCount(), 0);
 });

@@ -4,7 +4,10 @@
  * the later queued requests of the sequence are answered CANCELLED (counted
  * CANCELED), the earlier ones still run, the id needs a new START, and the
  * freed slot goes to the backlog; a backlogged sequence leaves whole; the
- * control tensors and the implicit state are freed.
+ * control tensors and the implicit state are freed. With iterative_sequence,
+ * a request its model rescheduled that is cancelled while it waits for its
+ * next step is answered once, by the pool that still holds it in flight
+ * (in its dispatch order place), so every pool drains and stop() ends.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,7 +15,7 @@ import { Arena } from '../../src/dataplane/arena';
 import type { InferRequest, InferResponse, ParamValue } from '../../src/core/request';
 import { SequenceBatchScheduler } from '../../src/scheduler/sequence-batch-scheduler';
 import type { RequestDoneStats } from '../../src/scheduler/scheduler-hooks';
-import { FakeInstance, Recorder, config, request, settle } from './scheduler-test-kit';
+import { FakeInstance, Recorder, config, echo, request, settle, until } from './scheduler-test-kit';
 
 function seqConfig(withState = false): ReturnType<typeof config> {
   const c = config(0);
@@ -130,4 +133,185 @@ test('implicit state: a cancel that ends a sequence frees its state with the las
   await s.stop();
   assert.equal(rec.only('a1').error, undefined);
   assert.equal(arena.usedBytes(), before, 'the state and the control tensors are all freed');
+});
+
+interface RescheduleCancelCase {
+  name: string;
+  instances: number;
+  maxBatchSize: number;
+  /** sequence_batching besides iterative_sequence: a strategy whose delay keeps a lone rescheduled request waiting in its slot. */
+  batching: Record<string, unknown>;
+  /** Enqueued first, in order; each instance then runs one execution. */
+  requests: [string, Record<string, ParamValue>][];
+  /** The instance whose execution releases `rescheduled` with RESCHEDULE (and answers the others). */
+  on: number;
+  rescheduled: string;
+  /** Enqueued once it waits again: behind it in its sequence. */
+  behind?: [string, Record<string, ParamValue>];
+  /** The final answers, in the order they go out. */
+  order: [string, 'ok' | 'CANCELLED'][];
+}
+
+/** Direct with two slots per instance: one ready head of two waits the (long) delay. */
+const DIRECT_WAITS = { direct: { max_queue_delay_microseconds: 5_000_000, minimum_slot_utilization: 1 } };
+
+const rescheduleCancels: RescheduleCancelCase[] = [
+  {
+    name: 'two instances, direct: rescheduled on the second instance, not the first pool',
+    instances: 2, maxBatchSize: 2, batching: DIRECT_WAITS,
+    // a and c share instance 0, b and d instance 1 (a new sequence takes the lowest free slot on the least busy instance).
+    requests: [['a', {}], ['b', {}], ['c', {}], ['d', {}]],
+    on: 1, rescheduled: 'b',
+    order: [['d', 'ok'], ['b', 'CANCELLED'], ['a', 'ok'], ['c', 'ok']],
+  },
+  {
+    name: 'one instance, direct',
+    instances: 1, maxBatchSize: 2, batching: DIRECT_WAITS,
+    requests: [['a', {}], ['b', {}]],
+    on: 0, rescheduled: 'a',
+    order: [['b', 'ok'], ['a', 'CANCELLED']],
+  },
+  {
+    name: 'oldest with preserve_ordering: the answer held behind it goes out after it',
+    instances: 1, maxBatchSize: 2,
+    batching: { oldest: { max_candidate_sequences: 2, preferred_batch_size: [2], max_queue_delay_microseconds: 5_000_000, preserve_ordering: true } },
+    requests: [['p', {}], ['q', {}]],
+    on: 0, rescheduled: 'p',
+    order: [['p', 'CANCELLED'], ['q', 'ok']],
+  },
+  {
+    name: 'a client sequence id with a request queued behind the rescheduled one: both leave, the later one never admitted twice',
+    instances: 2, maxBatchSize: 2, batching: DIRECT_WAITS,
+    requests: [['x', { sequence_id: 90, sequence_start: true }], ['y', {}], ['z', {}], ['w', {}]],
+    on: 0, rescheduled: 'x',
+    behind: ['x2', { sequence_id: 90 }],
+    order: [['z', 'ok'], ['x', 'CANCELLED'], ['x2', 'CANCELLED'], ['y', 'ok'], ['w', 'ok']],
+  },
+];
+
+for (const c of rescheduleCancels) {
+  test(`iterative_sequence: a rescheduled request cancelled while it waits for its next step is answered once and every pool drains: ${c.name}`, async () => {
+    const arena = Arena.create();
+    const insts = Array.from({ length: c.instances }, (_, i) => new FakeInstance(`m_${i}`));
+    const cfg = config(c.maxBatchSize);
+    cfg.sequence_batching = { max_sequence_idle_microseconds: 5_000_000, iterative_sequence: true, ...c.batching };
+    const done: Done[] = [];
+    const s = new SequenceBatchScheduler(cfg, insts, arena, {
+      requestDone: (req, st) => done.push({ id: req.id, success: st.success, failure: st.failure }),
+    });
+    const rec = new Recorder();
+    const before = arena.usedBytes();
+    const given = new Map<string, InferRequest>();
+    const enqueue = ([id, params]: [string, Record<string, ParamValue>]): void => {
+      const r = seqRequest(id, params);
+      given.set(id, r);
+      s.enqueue(r, rec.respond(id));
+    };
+    c.requests.forEach(enqueue);
+    assert.ok(insts.every((i) => i.running === 1), 'every instance runs an execution');
+    const ran = insts[c.on]!;
+    ran.current().finish((rs) => rs.map((r) => (r.id === c.rescheduled ? { outputs: [], final: true, rescheduled: true as const } : echo(r))));
+    await settle();
+    assert.equal(ran.executions.length, 1, 'the rescheduled request waits in its slot (the strategy\'s delay)');
+    if (c.behind !== undefined) enqueue(c.behind);
+
+    s.cancel(given.get(c.rescheduled)!);
+    for (let guard = 0; insts.some((i) => i.running > 0); guard++) {
+      assert.ok(guard < 10, 'the executions end');
+      for (const i of insts) if (i.running > 0) i.current().finish();
+      await settle();
+    }
+    let stopped = false;
+    void s.stop().then(() => (stopped = true));
+    await until(() => stopped).catch(() => assert.fail(`stop() never ended: ${s.inflightCount()} request(s) counted in flight`));
+
+    assert.deepEqual(rec.finalOrder, c.order.map(([id]) => id), 'every request answered once, in this order');
+    for (const [id, want] of c.order) {
+      const r = rec.only(id);
+      if (want === 'ok') assert.equal(r.error, undefined, `${id} succeeded`);
+      else assert.equal(r.error?.code, 'CANCELLED', `${id} cancelled`);
+    }
+    assert.equal(rec.only(c.rescheduled).error?.message,
+      `[request id: ${c.rescheduled}] request for model 'm' version 3 was cancelled after its model rescheduled it, before its next step ran (its client cancelled it or went away)`);
+    if (c.behind !== undefined) assert.match(rec.only(c.behind[0]).error!.message, new RegExp(`request '${c.rescheduled}' of its sequence 90 was cancelled`));
+    assert.deepEqual(done.map((d) => d.id).sort(), c.order.map(([id]) => id).sort(), 'each request counted once');
+    for (const d of done) {
+      const cancelled = c.order.find(([id]) => id === d.id)![1] === 'CANCELLED';
+      assert.deepEqual({ success: d.success, failure: d.failure }, cancelled ? { success: false, failure: 'CANCELED' } : { success: true, failure: undefined }, d.id);
+    }
+    assert.equal(s.inflightCount(), 0);
+    assert.ok(insts.every((i) => i.executions.length === 1), 'the cancelled request never ran again');
+    assert.equal(arena.usedBytes(), before, 'its rewritten control tensors are freed too');
+  });
+}
+
+test('iterative_sequence: a cancel that ends a sequence while its request runs (a later request of it cancelled) lets that request run on elsewhere, counted by the pool that runs it', async () => {
+  const arena = Arena.create();
+  const insts = [new FakeInstance('m_0'), new FakeInstance('m_1')];
+  const cfg = config(1);
+  cfg.sequence_batching = { max_sequence_idle_microseconds: 5_000_000, iterative_sequence: true };
+  const done: Done[] = [];
+  const s = new SequenceBatchScheduler(cfg, insts, arena, {
+    requestDone: (req, st) => done.push({ id: req.id, success: st.success, failure: st.failure }),
+  });
+  const rec = new Recorder();
+  const before = arena.usedBytes();
+  const x2 = seqRequest('x2', { sequence_id: 5 });
+  s.enqueue(seqRequest('x', { sequence_id: 5, sequence_start: true }), rec.respond('x'));
+  s.enqueue(x2, rec.respond('x2'));
+  s.cancel(x2);
+  assert.equal(rec.only('x2').error?.code, 'CANCELLED');
+  // The cancel ended sequence 5 and freed its slot on m_0: y takes it and waits there for x's execution.
+  s.enqueue(seqRequest('y', {}), rec.respond('y'));
+  insts[0]!.current().finish((rs) => rs.map(() => ({ outputs: [], final: true, rescheduled: true as const })));
+  await settle();
+  assert.deepEqual(insts.map((i) => i.batches()), [[['x'], ['y']], [['x']]], 'y runs where x was; x runs its next step on m_1');
+  for (const i of insts) i.current().finish();
+  let stopped = false;
+  void s.stop().then(() => (stopped = true));
+  await until(() => stopped).catch(() => assert.fail(`stop() never ended: ${s.inflightCount()} request(s) counted in flight`));
+  assert.equal(rec.only('x').error, undefined);
+  assert.equal(rec.only('y').error, undefined);
+  assert.deepEqual(done.map((d) => d.id).sort(), ['x', 'x2', 'y']);
+  assert.equal(s.inflightCount(), 0);
+  assert.equal(arena.usedBytes(), before);
+});
+
+test('iterative_sequence: a request cancelled while it runs that its model reschedules anyway is cancelled as it comes back, with the later ones of its sequence, never run again', async () => {
+  const arena = Arena.create();
+  const insts = [new FakeInstance('m_0'), new FakeInstance('m_1')];
+  const cfg = config(1);
+  cfg.sequence_batching = { max_sequence_idle_microseconds: 5_000_000, iterative_sequence: true };
+  const done: Done[] = [];
+  const s = new SequenceBatchScheduler(cfg, insts, arena, {
+    requestDone: (req, st) => done.push({ id: req.id, success: st.success, failure: st.failure }),
+  });
+  const rec = new Recorder();
+  const before = arena.usedBytes();
+  const b = seqRequest('b', { sequence_id: 7, sequence_start: true });
+  s.enqueue(seqRequest('a', {}), rec.respond('a'));
+  s.enqueue(b, rec.respond('b'));
+  s.enqueue(seqRequest('b2', { sequence_id: 7 }), rec.respond('b2'));
+  assert.deepEqual(insts.map((i) => i.batches()), [[['a']], [['b']]]);
+  s.cancel(b);
+  assert.deepEqual(insts[1]!.cancelled.map((r) => r.id), ['b'], 'the running request reaches its instance');
+  assert.equal(rec.finalOrder.length, 0);
+  // The model does not stop: it releases b with RESCHEDULE.
+  insts[1]!.current().finish((rs) => rs.map(() => ({ outputs: [], final: true, rescheduled: true as const })));
+  await settle();
+  assert.equal(rec.only('b').error?.message,
+    "[request id: b] request for model 'm' version 3 was cancelled after its model rescheduled it, before its next step ran (its client cancelled it or went away)");
+  assert.match(rec.only('b2').error!.message, /request 'b' of its sequence 7 was cancelled, which ends the sequence/);
+  assert.deepEqual(insts[1]!.batches(), [['b']], 'neither runs again');
+  insts[0]!.current().finish();
+  let stopped = false;
+  void s.stop().then(() => (stopped = true));
+  await until(() => stopped).catch(() => assert.fail(`stop() never ended: ${s.inflightCount()} request(s) counted in flight`));
+  assert.deepEqual(done, [
+    { id: 'b', success: false, failure: 'CANCELED' },
+    { id: 'b2', success: false, failure: 'CANCELED' },
+    { id: 'a', success: true, failure: undefined },
+  ]);
+  assert.equal(s.inflightCount(), 0);
+  assert.equal(arena.usedBytes(), before);
 });

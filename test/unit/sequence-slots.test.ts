@@ -6,7 +6,8 @@ import { sequenceKey, SequenceSlots } from '../../src/scheduler/sequence-slots';
 type Step =
   | { admit: string; seq: number | string; flags?: 'S' | 'E' | 'SE'; at?: number; expect?: string }
   | { take: number; at?: number; expect: string[] }
-  | { expire: number; idle: number; expect: string[] }
+  /** `held`: sequences that keep their slot however idle (an iterative sequence whose request runs). */
+  | { expire: number; idle: number; held?: (number | string)[]; expect: string[] }
   /** Put `item` back first in sequence `seq`'s queue (a rescheduled request). */
   | { requeue: string; seq: number | string; at?: number; expect?: string }
   /** End sequence `seq` (its iterative request was answered). */
@@ -103,6 +104,18 @@ const cases: { name: string; instances: number; slots: number; steps: Step[] }[]
     ],
   },
   {
+    name: 'a held sequence keeps its slot past the idle time (its iterative request runs), so its rescheduled request stays on its instance',
+    instances: 2, slots: 1,
+    steps: [
+      { admit: 'a1', seq: 1, flags: 'S', at: 0 }, { take: 0, at: 0, expect: ['a1'] },
+      { expire: 5000, idle: 1000, held: [1, 7], expect: [] },
+      // The other instance's slot is free: a new sequence takes it, not a1's.
+      { admit: 'b1', seq: 2, flags: 'S', at: 5000, expect: 'queued' }, { take: 1, at: 5000, expect: ['b1'] },
+      { requeue: 'a1', seq: 1, at: 5000, expect: 'queued' }, { take: 0, expect: ['a1'] },
+      { expire: 9000, idle: 1000, held: [2], expect: [sequenceKey(1)] },
+    ],
+  },
+  {
     name: 'a rescheduled request of a sequence in the backlog waits first in line',
     instances: 1, slots: 1,
     steps: [
@@ -171,7 +184,8 @@ for (const c of cases) {
       } else if ('cancel' in step) {
         assert.deepEqual(slots.cancel(step.cancel), step.expect, `cancel ${step.cancel}`);
       } else {
-        assert.deepEqual(slots.expireIdle(step.expire, step.idle), step.expect);
+        const held = step.held === undefined ? undefined : new Set(step.held.map(sequenceKey));
+        assert.deepEqual(slots.expireIdle(step.expire, step.idle, held === undefined ? undefined : (k) => held.has(k)), step.expect);
       }
     }
   });
