@@ -189,6 +189,8 @@ test('a start fails, in seconds and with the reason, on a missing bucket, an emp
     ['an empty path', url('nothing-here'), /Not found - failed to stat file s3:\/\/.*\/nothing-here: no model folder in it \(the listing is empty; credential from environment AWS_ACCESS_KEY_ID=NODE…\)/],
     ['an endpoint that does not answer', `s3://127.0.0.1:${await closedPort()}/${BUCKET}/repo`, /Unavailable - model repository 's3:\/\/127\.0\.0\.1:\d+\/models\/repo': the S3 endpoint http:\/\/127\.0\.0\.1:\d+ is unreachable \(ECONNREFUSED/],
     ['a cache folder it cannot write', url('repo'), /Internal - cannot cache model repository 's3:\/\/.*\/repo' in --model-cache-dir .*\/a-file\/cache \(ENOTDIR\): point --model-cache-dir at a folder the server can write\.$/, path.join(tmp, 'a-file', 'cache')],
+    // Under /proc node's recursive mkdir never returns (cloud-mirror.ts makes the folder level by level).
+    ['a cache folder that cannot be made', url('repo'), /Internal - cannot cache model repository 's3:\/\/.*\/repo' in --model-cache-dir \/proc\/nodetron-cache \(ENOENT\): point --model-cache-dir at a folder the server can write\.$/, '/proc/nodetron-cache'],
   ];
   fs.writeFileSync(path.join(tmp, 'a-file'), 'not a folder');
   for (const [name, root, want, cache] of cases) {

@@ -21,6 +21,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ServerError } from '../../core/errors';
 import type { ObjectStore, StoredObject } from './object-store';
+import { makeDirs } from './make-dirs';
 
 /** Downloads in flight at once per root. */
 const PARALLEL_DOWNLOADS = 8;
@@ -261,7 +262,7 @@ export function safeKey(key: string): boolean {
 
 /** Take `home` for this process unless another live process holds it. */
 function claim(home: string): boolean {
-  fs.mkdirSync(home, { recursive: true });
+  makeDirs(home);
   const owner = path.join(home, 'owner');
   try {
     const pid = Number(fs.readFileSync(owner, 'utf8'));
