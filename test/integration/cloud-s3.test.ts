@@ -228,8 +228,10 @@ test('explicit mode, beside a local root: the index lists the bucket, a load fet
     assert.equal((await post(server.url, '/v2/repository/models/local_simple/load')).status, 200);
     assert.equal((await inferSimple(server.url, 'local_simple')).status, 200);
     assert.deepEqual(fs.readdirSync(path.join(mirror, 'simple')), [], 'nothing is downloaded before a load');
-    // The ensemble's load loads `simple` along, each fetched from the bucket.
+    // The ensemble's load loads `simple` along, each fetched from the bucket, which is listed once for both.
+    const listedBefore = s3.listRequests();
     assert.equal((await post(server.url, '/v2/repository/models/simple_ensemble/load')).status, 200);
+    assert.equal(s3.listRequests() - listedBefore, 1, 'the bucket is listed once per load, not once per step');
     assert.deepEqual(await inferEnsemble(server.url), Array.from({ length: 16 }, (_, i) => 2 * i));
     assert.ok(fs.existsSync(path.join(mirror, 'simple', '1', 'model.onnx')));
     // A config override over the bucket's files.
@@ -254,6 +256,32 @@ test('explicit mode, beside a local root: the index lists the bucket, a load fet
     const missing = await post(server.url, '/v2/repository/models/nowhere/load');
     assert.equal(missing.status, 500, missing.text);
     assert.match(JSON.parse(missing.text).error, /^failed to load 'nowhere', failed to poll from model repository/);
+  } finally {
+    assert.equal(await server.stop(), 0);
+  }
+});
+
+test('explicit mode: a root that cannot be listed (its S3 server stopped) does not fail the index; the others are listed, the root is named in the log once; a load still fails naming it (Triton polls every root for a load)', async () => {
+  const other = await startS3();
+  await other.createBucket('gone');
+  await other.upload('gone', 'repo/add_sub', path.join(FIXTURES, 'add_sub'));
+  const local = path.join(tmp, 'index-local');
+  fs.cpSync(path.join(MODEL_REPOSITORY, 'simple'), path.join(local, 'simple'), { recursive: true });
+  const gone = `s3://${other.hostPort}/gone/repo`;
+  const server = await startServer([`--model-repository=${local}`, `--model-repository=${gone}`, '--model-control-mode=explicit', `--model-cache-dir=${cacheDir('index')}`]);
+  try {
+    assert.deepEqual((await repoIndex(server.url)).map((e) => e.name), ['add_sub', 'simple']);
+    await other.close();
+    for (let i = 0; i < 2; i++) {
+      assert.deepEqual((await repoIndex(server.url)).map((e) => e.name), ['add_sub', 'simple'], 'the names it listed last stay');
+    }
+    const lines = server.output().split('\n').filter((l) => l.includes(`failed to list model repository '${gone}': `));
+    assert.equal(lines.length, 1, server.output());
+    assert.match(lines[0], /unreachable \(ECONNREFUSED.*The index shows the models it listed last\./);
+    // A load polls every root for the model, as Triton's does: one that cannot be read fails it, naming that root.
+    const load = await post(server.url, '/v2/repository/models/simple/load');
+    assert.equal(load.status, 500, load.text);
+    assert.match(JSON.parse(load.text).error, new RegExp(`^failed to load 'simple', failed to poll from model repository.*'${gone}'.*unreachable`));
   } finally {
     assert.equal(await server.stop(), 0);
   }
