@@ -109,7 +109,8 @@ export class RepositoryRoots {
         if (done.fetched > 0) this.log.verbose(1, `model repository '${m.store.url}': ${done.fetched} changed objects downloaded`);
         this.recovered(m.dir);
       } catch (err) {
-        this.failed(m.dir, out, err);
+        out.unreadable.add(m.dir);
+        this.failed(m.dir, err);
       }
     }));
     return out;
@@ -121,11 +122,10 @@ export class RepositoryRoots {
    * are logged as back. The why is worked out only for a root that failed.
    */
   noteLocal(unreadable: readonly string[]): void {
-    const out: RefreshOutcome = { unreadable: new Set(), incomplete: new Set() };
     for (const p of this.localPaths) {
       if (this.mirrorOf(p) !== undefined) continue;
       if (!unreadable.includes(p)) this.recovered(p);
-      else this.failed(p, out, repositoryPathProblem(p) ?? `failed to open directory ${p}`);
+      else this.failed(p, repositoryPathProblem(p) ?? `failed to open directory ${p}`);
     }
   }
 
@@ -135,13 +135,12 @@ export class RepositoryRoots {
    * is logged (once per reason); the index lists the others.
    */
   async refreshNames(): Promise<void> {
-    const out: RefreshOutcome = { unreadable: new Set(), incomplete: new Set() };
     await Promise.all(this.mirrors.map(async (m) => {
       try {
         m.markNames(await m.list());
         this.recovered(m.dir);
       } catch (err) {
-        this.failed(m.dir, out, err, 'list', 'The index shows the models it listed last.');
+        this.failed(m.dir, err, 'list', 'The index shows the models it listed last.');
       }
     }));
   }
@@ -184,8 +183,8 @@ export class RepositoryRoots {
     return this.mirrors.find((m) => m.dir === localPath);
   }
 
-  private failed(localPath: string, out: RefreshOutcome, err: unknown, doing = 'poll', then = 'Its models keep serving as they are until it can be read again.'): void {
-    out.unreadable.add(localPath);
+  /** Logs a root that could not be read, once per reason (`doing`: what was tried; `then`: what happens meanwhile). */
+  private failed(localPath: string, err: unknown, doing = 'poll', then = 'Its models keep serving as they are until it can be read again.'): void {
     const reason = toErrorInfo(err).message;
     if (this.failing.get(localPath) === reason) return;
     this.failing.set(localPath, reason);
