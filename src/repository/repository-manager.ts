@@ -20,8 +20,7 @@ import { closestName } from '../core/spelling';
 import type { ServerSnapshot } from '../request/server-snapshot';
 import type { InstanceGroupContext } from '../instances/instance-group';
 import type { Logger } from '../logging/logger';
-import { removeOverrideDir } from './load-request';
-import type { LoadOutcome, LoadOverride } from './load-request';
+import { removeOverrideDir, type LoadOutcome, type LoadOverride } from './load-request';
 import { ModelChains } from './model-chains';
 import { duplicateModelText, isPollError, loadFailedText, pollFailure } from './load-texts';
 import { fingerprint } from './model-fingerprint';
@@ -30,7 +29,7 @@ import type { VersionObserver } from '../metrics/version-observer';
 import { prepareModel } from './model-loader';
 import { ensembleDependencies } from './ensemble-services';
 import { loadInDependencyOrder } from './load-order';
-import type { RepositoryRoots } from './repository-roots';
+import type { Listings, RepositoryRoots } from './repository-roots';
 import * as tallies from './version-tallies';
 import { unloadDependents } from './dependents';
 import type { InferRequest, Respond } from '../core/request';
@@ -42,8 +41,7 @@ import type { IndexEntry, ModelRecord, TableRow } from './model-record';
 import { VersionBuilder } from './version-builder';
 import { LoadSlots } from './load-slots';
 import { cancelRequest, routeRequest } from './version-resolution';
-import { scanRepositories, scanVersions } from './scan';
-import type { ModelLocation, ScanResult } from './scan';
+import { scanRepositories, scanVersions, type ModelLocation, type ScanResult } from './scan';
 
 export type { IndexEntry, TableRow } from './model-record';
 
@@ -119,7 +117,7 @@ export class RepositoryManager {
     return this.roots.localPaths;
   }
 
-  /** Explicit mode's index: the cloud roots' model names are listed again first. */
+  /** Explicit mode's index: the cloud roots' model names are listed again first (a root that cannot be is logged, not thrown). */
   async refreshNames(): Promise<void> {
     await this.roots.refreshNames();
   }
@@ -129,9 +127,9 @@ export class RepositoryManager {
    * throws Triton's poll failure when the folder cannot be found or read.
    * A no-op when nothing changed and every version is READY.
    */
-  load(name: string, override: LoadOverride = {}, loading: ReadonlySet<string> = new Set()): Promise<LoadOutcome> {
+  load(name: string, override: LoadOverride = {}, loading: ReadonlySet<string> = new Set(), listings: Listings = this.roots.newListings()): Promise<LoadOutcome> {
     return this.chains.run(name, async () => {
-      if (!override.dir) await this.fetch(name);
+      if (!override.dir) await this.fetch(name, listings);
       const scan = this.scan();
       let location = scan.models.get(name);
       if (!location && !scan.duplicates.has(name)) {
@@ -140,7 +138,7 @@ export class RepositoryManager {
       }
       if (override.dir) location = { name, repository: path.dirname(override.dir), dir: override.dir };
       if (!location) throw pollFailure(name);
-      await this.loadDependencies(location, loading);
+      await this.loadDependencies(location, loading, listings);
       return this.apply(location, override);
     });
   }
@@ -201,7 +199,9 @@ export class RepositoryManager {
    */
   async poll(settled: (dir: string) => boolean): Promise<void> {
     const refresh = await this.roots.refresh();
-    const plan = pollPlan(this.scan(), this.models, (dir) => settled(dir) && !refresh.incomplete.has(dir), refresh.unreadable);
+    const scan = this.scan();
+    this.roots.noteLocal(scan.unreadable);
+    const plan = pollPlan(scan, this.models, (dir) => settled(dir) && !refresh.incomplete.has(dir), refresh.unreadable);
     const work: Promise<unknown>[] = [];
     for (const loc of plan.apply) work.push(this.chains.run(loc.name, () => this.apply(loc)).catch(() => undefined)); // logged by apply
     for (const record of plan.remove) {
@@ -281,9 +281,9 @@ export class RepositoryManager {
   }
 
   /** An explicit load reads the model's objects from the cloud roots first; a failure is Triton's poll failure, with why. */
-  private async fetch(name: string): Promise<void> {
+  private async fetch(name: string, listings: Listings): Promise<void> {
     try {
-      await this.roots.fetchModel(name);
+      await this.roots.fetchModel(name, listings);
     } catch (err) {
       const reason = toErrorInfo(err).message;
       this.log.error(`failed to poll model '${name}': ${reason}`);
@@ -378,13 +378,13 @@ export class RepositoryManager {
   }
 
   /** An ensemble's composing models that are not serving yet load first (explicit mode loads them along). */
-  private async loadDependencies(location: ModelLocation, loading: ReadonlySet<string>): Promise<void> {
+  private async loadDependencies(location: ModelLocation, loading: ReadonlySet<string>, listings: Listings): Promise<void> {
     const chain = new Set([...loading, location.name]);
     const missing = ensembleDependencies(location, this.loader.modelConfigName).filter((d) => {
       const r = this.models.get(d);
       return !chain.has(d) && !(r && r.wanted && views.hasServing(r));
     });
-    await Promise.all(missing.map((d) => this.load(d, {}, chain).catch(() => undefined))); // their failure shows in the ensemble's reason
+    await Promise.all(missing.map((d) => this.load(d, {}, chain, listings).catch(() => undefined))); // their failure shows in the ensemble's reason
   }
 
   private dropOverrideDir(record: ModelRecord): void {

@@ -10,8 +10,13 @@
  *   objects are fetched; a root that cannot be read keeps its models
  *   serving as they are (logged once) until it can.
  * - explicit: the start and the index list each cloud root's model names
- *   (`refreshNames`); a load fetches that model (`fetchModel`), an unload
+ *   (`refreshNames`); a root that cannot be listed keeps the names it had
+ *   (logged once, as in a poll), so the index lists what it can read. A
+ *   load fetches that model (`fetchModel`; one listing per root serves
+ *   the whole load, an ensemble's steps included: `Listings`), an unload
  *   drops its files (`release`).
+ * Local roots are read by the scan alone; `noteLocal` logs the ones it
+ * could not read.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -19,6 +24,7 @@ import { ServerError, toErrorInfo } from '../core/errors';
 import type { ModelControlMode } from '../cli-options';
 import type { Logger } from '../logging/logger';
 import { CloudMirror } from './storage/cloud-mirror';
+import type { ModelObjects } from './storage/cloud-mirror';
 import { cloudScheme, openObjectStore } from './storage/open-store';
 import { repositoryPathProblem } from './repository-paths';
 
@@ -29,6 +35,9 @@ export interface RefreshOutcome {
   /** Model folders (local paths) whose files are part old, part new: not loaded now. */
   incomplete: Set<string>;
 }
+
+/** One load's listings: each cloud root is listed the first time the load asks, then reused. */
+export type Listings = Map<CloudMirror, Promise<ModelObjects>>;
 
 export class RepositoryRoots {
   /** Per root, in the order given: the folder the scan reads. */
@@ -86,16 +95,13 @@ export class RepositoryRoots {
     }));
   }
 
-  /** One poll: every root read again; what could not be is reported, not thrown. */
+  /**
+   * One poll: every cloud root mirrored again; what could not be read is
+   * reported, not thrown. Local roots are not looked at here: the scan
+   * reads them, and `noteLocal` logs what it could not read.
+   */
   async refresh(): Promise<RefreshOutcome> {
     const out: RefreshOutcome = { unreadable: new Set(), incomplete: new Set() };
-    for (const p of this.localPaths) {
-      if (this.mirrorOf(p) === undefined) {
-        const problem = repositoryPathProblem(p);
-        if (problem === undefined) this.recovered(p);
-        else this.failed(p, out, problem);
-      }
-    }
     await Promise.all(this.mirrors.map(async (m) => {
       try {
         const done = await m.sync(await m.list());
@@ -103,22 +109,58 @@ export class RepositoryRoots {
         if (done.fetched > 0) this.log.verbose(1, `model repository '${m.store.url}': ${done.fetched} changed objects downloaded`);
         this.recovered(m.dir);
       } catch (err) {
-        this.failed(m.dir, out, err);
+        out.unreadable.add(m.dir);
+        this.failed(m.dir, err);
       }
     }));
     return out;
   }
 
-  /** Explicit mode's index: each cloud root's model names, as empty folders until loaded. */
-  async refreshNames(): Promise<void> {
-    await Promise.all(this.mirrors.map(async (m) => m.markNames(await m.list())));
+  /**
+   * After a poll's scan: the local roots it could not read (`unreadable`,
+   * the scan's) are logged once with why, the others that were failing
+   * are logged as back. The why is worked out only for a root that failed.
+   */
+  noteLocal(unreadable: readonly string[]): void {
+    for (const p of this.localPaths) {
+      if (this.mirrorOf(p) !== undefined) continue;
+      if (!unreadable.includes(p)) this.recovered(p);
+      else this.failed(p, repositoryPathProblem(p) ?? `failed to open directory ${p}`);
+    }
   }
 
-  /** Explicit load: the model's objects in every cloud root that has it (a name in two roots is refused by the scan). */
-  async fetchModel(name: string): Promise<void> {
+  /**
+   * Explicit mode's index: each cloud root's model names, as empty folders
+   * until loaded. A root that cannot be listed keeps the names it had and
+   * is logged (once per reason); the index lists the others.
+   */
+  async refreshNames(): Promise<void> {
+    await Promise.all(this.mirrors.map(async (m) => {
+      try {
+        m.markNames(await m.list());
+        this.recovered(m.dir);
+      } catch (err) {
+        this.failed(m.dir, err, 'list', 'The index shows the models it listed last.');
+      }
+    }));
+  }
+
+  /** A fresh `Listings` for one load (pass the same one to the loads it makes along). */
+  newListings(): Listings {
+    return new Map();
+  }
+
+  /**
+   * Explicit load: the model's objects in every cloud root that has it (a
+   * name in two roots is refused by the scan). Each root is listed once
+   * per `listings`.
+   */
+  async fetchModel(name: string, listings: Listings = this.newListings()): Promise<void> {
     await Promise.all(this.mirrors.map(async (m) => {
       // An empty root has no such model; a bucket that is not there is its own error.
-      const listing = await m.list(true);
+      let listed = listings.get(m);
+      if (listed === undefined) listings.set(m, (listed = m.list(true)));
+      const listing = await listed;
       if (!listing.has(name)) {
         if (fs.existsSync(path.join(m.dir, name))) m.drop(name);
         return;
@@ -141,12 +183,12 @@ export class RepositoryRoots {
     return this.mirrors.find((m) => m.dir === localPath);
   }
 
-  private failed(localPath: string, out: RefreshOutcome, err: unknown): void {
-    out.unreadable.add(localPath);
+  /** Logs a root that could not be read, once per reason (`doing`: what was tried; `then`: what happens meanwhile). */
+  private failed(localPath: string, err: unknown, doing = 'poll', then = 'Its models keep serving as they are until it can be read again.'): void {
     const reason = toErrorInfo(err).message;
     if (this.failing.get(localPath) === reason) return;
     this.failing.set(localPath, reason);
-    this.log.error(`failed to poll model repository '${this.displayName(localPath)}': ${reason} Its models keep serving as they are until it can be read again.`);
+    this.log.error(`failed to ${doing} model repository '${this.displayName(localPath)}': ${reason} ${then}`);
   }
 
   private recovered(localPath: string): void {

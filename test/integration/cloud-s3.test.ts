@@ -179,15 +179,15 @@ test('a wrong secret is refused with 403 and the start fails naming the credenti
   assert.ok(s3.refusedSignatures() > refusedBefore, 's3rver saw no request with a wrong signature');
   const last = output.trim().split('\n').pop()!;
   assert.match(last, /^error: creating server: Internal - Unable to create S3 filesystem client\. Check account credentials\./);
-  assert.match(last, new RegExp(`access denied to bucket '${BUCKET}' .* with the credential from TRITON_CLOUD_CREDENTIAL_PATH ${creds} entry "s3://${s3.hostPort}/${BUCKET}" \\(key_id NODE…\\) \\(SignatureDoesNotMatch, HTTP 403`));
+  assert.match(last, new RegExp(`access denied to bucket '${BUCKET}' at .* \\(SignatureDoesNotMatch, HTTP 403.*\\(credential: TRITON_CLOUD_CREDENTIAL_PATH ${creds} entry "s3://${s3.hostPort}/${BUCKET}" \\(key_id NODE…\\)\\)\\. Give that credential`));
   assert.ok(!output.includes(wrong), 'the secret is in the output');
 });
 
 test('a start fails, in seconds and with the reason, on a missing bucket, an empty path, an endpoint that does not answer, a cache it cannot write', async () => {
   const cases: [string, string, RegExp, string?][] = [
-    ['no such bucket', `s3://${s3.hostPort}/nope/repo`, /Not found - model repository 's3:\/\/.*\/nope\/repo': bucket 'nope' not found at the S3 endpoint http:\/\/127\.0\.0\.1:\d+ \(NoSuchBucket/],
+    ['no such bucket', `s3://${s3.hostPort}/nope/repo`, /Not found - failed to list the objects of s3:\/\/.*\/nope\/repo: bucket 'nope' not found at the S3 endpoint http:\/\/127\.0\.0\.1:\d+ \(NoSuchBucket.*\(credential: environment AWS_ACCESS_KEY_ID=NODE…\)\. Check the bucket name/],
     ['an empty path', url('nothing-here'), /Not found - failed to stat file s3:\/\/.*\/nothing-here: no model folder in it \(the listing is empty; credential from environment AWS_ACCESS_KEY_ID=NODE…\)/],
-    ['an endpoint that does not answer', `s3://127.0.0.1:${await closedPort()}/${BUCKET}/repo`, /Unavailable - model repository 's3:\/\/127\.0\.0\.1:\d+\/models\/repo': the S3 endpoint http:\/\/127\.0\.0\.1:\d+ is unreachable \(ECONNREFUSED/],
+    ['an endpoint that does not answer', `s3://127.0.0.1:${await closedPort()}/${BUCKET}/repo`, /Unavailable - failed to list the objects of s3:\/\/127\.0\.0\.1:\d+\/models\/repo: the S3 endpoint http:\/\/127\.0\.0\.1:\d+ is unreachable \(ECONNREFUSED.*\(credential: .*\)\. Check the host and port/],
     ['a cache folder it cannot write', url('repo'), /Internal - cannot cache model repository 's3:\/\/.*\/repo' in --model-cache-dir .*\/a-file\/cache \(ENOTDIR\): point --model-cache-dir at a folder the server can write\.$/, path.join(tmp, 'a-file', 'cache')],
     // Under /proc node's recursive mkdir never returns (cloud-mirror.ts makes the folder level by level).
     ['a cache folder that cannot be made', url('repo'), /Internal - cannot cache model repository 's3:\/\/.*\/repo' in --model-cache-dir \/proc\/nodetron-cache \(ENOENT\): point --model-cache-dir at a folder the server can write\.$/, '/proc/nodetron-cache'],
@@ -228,8 +228,10 @@ test('explicit mode, beside a local root: the index lists the bucket, a load fet
     assert.equal((await post(server.url, '/v2/repository/models/local_simple/load')).status, 200);
     assert.equal((await inferSimple(server.url, 'local_simple')).status, 200);
     assert.deepEqual(fs.readdirSync(path.join(mirror, 'simple')), [], 'nothing is downloaded before a load');
-    // The ensemble's load loads `simple` along, each fetched from the bucket.
+    // The ensemble's load loads `simple` along, each fetched from the bucket, which is listed once for both.
+    const listedBefore = s3.listRequests();
     assert.equal((await post(server.url, '/v2/repository/models/simple_ensemble/load')).status, 200);
+    assert.equal(s3.listRequests() - listedBefore, 1, 'the bucket is listed once per load, not once per step');
     assert.deepEqual(await inferEnsemble(server.url), Array.from({ length: 16 }, (_, i) => 2 * i));
     assert.ok(fs.existsSync(path.join(mirror, 'simple', '1', 'model.onnx')));
     // A config override over the bucket's files.
@@ -254,6 +256,32 @@ test('explicit mode, beside a local root: the index lists the bucket, a load fet
     const missing = await post(server.url, '/v2/repository/models/nowhere/load');
     assert.equal(missing.status, 500, missing.text);
     assert.match(JSON.parse(missing.text).error, /^failed to load 'nowhere', failed to poll from model repository/);
+  } finally {
+    assert.equal(await server.stop(), 0);
+  }
+});
+
+test('explicit mode: a root that cannot be listed (its S3 server stopped) does not fail the index; the others are listed, the root is named in the log once; a load still fails naming it (Triton polls every root for a load)', async () => {
+  const other = await startS3();
+  await other.createBucket('gone');
+  await other.upload('gone', 'repo/add_sub', path.join(FIXTURES, 'add_sub'));
+  const local = path.join(tmp, 'index-local');
+  fs.cpSync(path.join(MODEL_REPOSITORY, 'simple'), path.join(local, 'simple'), { recursive: true });
+  const gone = `s3://${other.hostPort}/gone/repo`;
+  const server = await startServer([`--model-repository=${local}`, `--model-repository=${gone}`, '--model-control-mode=explicit', `--model-cache-dir=${cacheDir('index')}`]);
+  try {
+    assert.deepEqual((await repoIndex(server.url)).map((e) => e.name), ['add_sub', 'simple']);
+    await other.close();
+    for (let i = 0; i < 2; i++) {
+      assert.deepEqual((await repoIndex(server.url)).map((e) => e.name), ['add_sub', 'simple'], 'the names it listed last stay');
+    }
+    const lines = server.output().split('\n').filter((l) => l.includes(`failed to list model repository '${gone}': `));
+    assert.equal(lines.length, 1, server.output());
+    assert.match(lines[0], /unreachable \(ECONNREFUSED.*The index shows the models it listed last\./);
+    // A load polls every root for the model, as Triton's does: one that cannot be read fails it, naming that root.
+    const load = await post(server.url, '/v2/repository/models/simple/load');
+    assert.equal(load.status, 500, load.text);
+    assert.match(JSON.parse(load.text).error, new RegExp(`^failed to load 'simple', failed to poll from model repository.*${gone}.*unreachable`));
   } finally {
     assert.equal(await server.stop(), 0);
   }

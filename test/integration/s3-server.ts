@@ -47,6 +47,8 @@ export interface S3Server {
   upload(bucket: string, prefix: string, dir: string): Promise<void>;
   /** Requests refused for a wrong signature so far. */
   refusedSignatures(): number;
+  /** Object listings (ListObjectsV2) answered so far. */
+  listRequests(): number;
   close(): Promise<void>;
 }
 
@@ -61,9 +63,13 @@ export async function startS3(): Promise<S3Server> {
   }
   const app = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory });
   let refused = 0;
+  let listed = 0;
   app.middleware.unshift(async (ctx, next) => {
     const why = signatureProblem(ctx, S3_KEY_ID, S3_SECRET);
-    if (why === undefined) return next();
+    if (why === undefined) {
+      if (ctx.method === 'GET' && /[?&]list-type=2(&|$)/.test(ctx.url)) listed++;
+      return next();
+    }
     refused++;
     ctx.status = 403;
     ctx.type = 'application/xml';
@@ -98,6 +104,7 @@ export async function startS3(): Promise<S3Server> {
       }
     },
     refusedSignatures: () => refused,
+    listRequests: () => listed,
     close: async () => {
       client.destroy();
       await app.close();

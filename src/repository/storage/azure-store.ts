@@ -97,15 +97,13 @@ class AzureStore implements ObjectStore {
 
   async download(key: string, file: string): Promise<void> {
     await fs.promises.mkdir(path.dirname(file), { recursive: true });
-    const part = `${file}.part-${process.pid}`;
     const idle = idleAbort(DOWNLOAD_IDLE_MS);
     try {
       await this.container
         .getBlobClient(this.target.prefix + key)
-        .downloadToFile(part, 0, undefined, { abortSignal: idle.signal, onProgress: () => idle.touch() });
-      await fs.promises.rename(part, file);
+        .downloadToFile(file, 0, undefined, { abortSignal: idle.signal, onProgress: () => idle.touch() });
     } catch (err) {
-      await fs.promises.rm(part, { force: true });
+      await fs.promises.rm(file, { force: true });
       throw this.failure(`download '${key}'`, err, idle.signal.aborted, key);
     } finally {
       idle.done();

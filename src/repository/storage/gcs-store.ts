@@ -166,12 +166,10 @@ class GcsStore implements ObjectStore {
 
   async download(key: string, file: string): Promise<void> {
     await fs.promises.mkdir(path.dirname(file), { recursive: true });
-    const part = `${file}.part-${process.pid}`;
     try {
-      await this.fetcher.bucket(this.bucket).file(this.prefix + key).download({ destination: part, validation: 'crc32c' });
-      await fs.promises.rename(part, file);
+      await this.fetcher.bucket(this.bucket).file(this.prefix + key).download({ destination: file, validation: 'crc32c' });
     } catch (err) {
-      await fs.promises.rm(part, { force: true });
+      await fs.promises.rm(file, { force: true });
       throw this.failure(`download '${key}'`, err, key);
     }
   }

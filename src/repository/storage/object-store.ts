@@ -46,7 +46,12 @@ export interface ObjectStore {
   readonly credentialSource: string;
   /** Every object under the root prefix (all pages), keys relative to it. */
   list(): Promise<StoredObject[]>;
-  /** Writes the object at `key` (relative to the root) to `file`, creating its folder. */
+  /**
+   * Writes the object at `key` (relative to the root) straight to `file`,
+   * creating its folder; a failed download removes what it wrote. `file` is
+   * a temporary name: the caller (cloud-mirror.ts) renames it into place,
+   * so a provider makes no temporary file of its own.
+   */
   download(key: string, file: string): Promise<void>;
   /** Frees the client's sockets. */
   close(): void;

@@ -8,6 +8,7 @@
  * AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, else AWS_PROFILE, else the
  * SDK's default chain. Requests give up fast (a 3 s connect timeout, two
  * attempts), so a start on an unreachable endpoint fails in seconds.
+ * Every SDK error becomes one of `store-failure.ts`'s sentences here.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -15,12 +16,13 @@ import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import { GetObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import type { ListObjectsV2CommandOutput } from '@aws-sdk/client-s3';
-import { ServerError } from '../../core/errors';
+import type { ServerError } from '../../core/errors';
 import type { ObjectStore, StoredObject } from './object-store';
 import { parseS3Url } from './s3-url';
 import type { S3Location } from './s3-url';
 import { s3CredentialFor } from './s3-credential';
 import type { S3Credential } from './s3-credential';
+import { isNetworkFailure, storeFailure } from './store-failure';
 
 const CONNECT_TIMEOUT_MS = 3000;
 /** A socket idle this long aborts the request (a large download that keeps moving is not cut). */
@@ -67,7 +69,7 @@ export class S3Store implements ObjectStore {
       try {
         page = await this.client.send(new ListObjectsV2Command({ Bucket: this.where.bucket, Prefix: base, ContinuationToken: token }));
       } catch (err) {
-        throw this.failure('list', err);
+        throw this.failure('list the objects', err);
       }
       for (const o of page.Contents ?? []) {
         if (o.Key === undefined || !o.Key.startsWith(base) || o.Key.endsWith('/')) continue; // folder markers
@@ -85,13 +87,14 @@ export class S3Store implements ObjectStore {
       const got = await this.client.send(new GetObjectCommand({ Bucket: this.where.bucket, Key: full }));
       body = got.Body as Readable;
     } catch (err) {
-      throw this.failure(`download '${key}' of`, err);
+      throw this.failure(`download '${key}'`, err, key);
     }
     fs.mkdirSync(path.dirname(file), { recursive: true });
     try {
       await pipeline(body, fs.createWriteStream(file));
     } catch (err) {
-      throw this.failure(`download '${key}' of`, err);
+      fs.rmSync(file, { force: true });
+      throw this.failure(`download '${key}'`, err, key);
     }
   }
 
@@ -99,37 +102,45 @@ export class S3Store implements ObjectStore {
     this.client.destroy();
   }
 
-  /** What went wrong, for the user: which root, which credential, what to do. Never the secret. */
-  private failure(what: string, err: unknown): ServerError {
+  /**
+   * What went wrong, as one of store-failure.ts's sentences: which root,
+   * which credential (its source, never the secret), what to do. Access
+   * failures lead with Triton's own S3 sentence.
+   */
+  private failure(what: string, err: unknown, key?: string): ServerError {
     const e = err as { name?: string; code?: string; message?: string; $metadata?: { httpStatusCode?: number } };
     const name = e.name ?? 'Error';
     const status = e.$metadata?.httpStatusCode;
     const where = this.where.endpoint === undefined ? 'AWS S3' : `the S3 endpoint ${this.where.endpoint}`;
-    const detail = `${name}${status === undefined ? '' : `, HTTP ${status}`}: ${e.message ?? ''}`.trim();
-    const root = `model repository '${this.url}'`;
-    if (name === 'NoSuchBucket' || (status === 404 && what === 'list')) {
-      return new ServerError('NOT_FOUND', `${root}: bucket '${this.where.bucket}' not found at ${where} (${detail}). Check the bucket name in --model-repository, and the region (${where === 'AWS S3' ? 'AWS_DEFAULT_REGION' : 'the endpoint'}).`);
+    const raw = `${name}${status === undefined ? '' : `, HTTP ${status}`}: ${e.message ?? ''}`.trim();
+    const bucket = `bucket '${this.where.bucket}'`;
+    const f = { url: this.url, doing: what, credentialSource: this.credentialSource };
+    if (name === 'NoSuchBucket' || (status === 404 && key === undefined)) {
+      return storeFailure({ ...f, kind: 'not-found', detail: `${bucket} not found at ${where} (${raw})`,
+        hint: `Check the bucket name in --model-repository, and the region (${where === 'AWS S3' ? 'AWS_DEFAULT_REGION' : 'the endpoint'}).` });
     }
     if (name === 'NoSuchKey' || status === 404) {
-      return new ServerError('NOT_FOUND', `${root}: could not ${what} it: the object is gone (${detail}); it was removed after the listing. Retry once the upload is complete.`);
+      return storeFailure({ ...f, kind: 'object-gone', detail: `the object is gone from ${bucket} at ${where} (${raw})`,
+        hint: 'It was removed after the listing; the next poll or load reads the listing again. Retry once the upload is complete.' });
     }
     if (status === 403 || status === 401 || ACCESS_ERRORS.has(name)) {
-      return new ServerError(
-        'INTERNAL',
-        `Unable to create S3 filesystem client. Check account credentials. ${root}: access denied to bucket '${this.where.bucket}' at ${where} with the credential from ${this.credentialSource} (${detail}). ` +
-          'Give that credential s3:ListBucket and s3:GetObject on the bucket, or set the right one (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or TRITON_CLOUD_CREDENTIAL_PATH).',
-      );
+      return storeFailure({ ...f, kind: 'denied', lead: TRITON_CREDENTIAL_TEXT, detail: `access denied to ${bucket} at ${where} (${raw})`,
+        hint: 'Give that credential s3:ListBucket and s3:GetObject on the bucket, or set the right one (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or TRITON_CLOUD_CREDENTIAL_PATH).' });
     }
     if (name === 'CredentialsProviderError') {
-      return new ServerError('INTERNAL', `Unable to create S3 filesystem client. Check account credentials. ${root}: no AWS credential found (${this.credentialSource}): ${e.message ?? ''}. Set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or TRITON_CLOUD_CREDENTIAL_PATH.`);
+      return storeFailure({ ...f, kind: 'denied', lead: TRITON_CREDENTIAL_TEXT, detail: `no AWS credential found (${e.message ?? ''})`,
+        hint: 'Set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or TRITON_CLOUD_CREDENTIAL_PATH.' });
     }
-    const code = e.code ?? (name === 'TimeoutError' ? 'timeout' : undefined);
-    if (code !== undefined && (NETWORK_ERRORS.has(code) || name === 'TimeoutError')) {
-      return new ServerError('UNAVAILABLE', `${root}: ${where} is unreachable (${code}${e.message ? `: ${e.message}` : ''}) after ${MAX_ATTEMPTS} attempts. Check the host and port in --model-repository and that the server is up.`);
+    if (isNetworkFailure(err)) {
+      const code = e.code ?? name;
+      return storeFailure({ ...f, kind: 'unreachable', detail: `${where} is unreachable (${code}${e.message ? `: ${e.message}` : ''}) after ${MAX_ATTEMPTS} attempts`,
+        hint: 'Check the host and port in --model-repository and that the server is up.' });
     }
-    return new ServerError('INTERNAL', `${root}: could not ${what} it at ${where} with the credential from ${this.credentialSource} (${detail}).`);
+    return storeFailure({ ...f, kind: 'other', detail: `${raw} (${bucket} at ${where})`,
+      hint: 'Check the bucket\'s state; the server keeps its last good models while a poll fails.' });
   }
 }
 
+/** Triton's text for an S3 client its credential does not get into. */
+const TRITON_CREDENTIAL_TEXT = 'Unable to create S3 filesystem client. Check account credentials.';
 const ACCESS_ERRORS = new Set(['AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'Forbidden', 'ExpiredToken', 'InvalidToken']);
-const NETWORK_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE', 'timeout']);

@@ -42,18 +42,20 @@ export interface StoreFailure {
   detail: string;
   /** What the user can do about it, one sentence. */
   hint: string;
+  /** Triton's own sentence for this case, where it has one: it goes first, so a Triton user finds the text they know. */
+  lead?: string;
 }
 
-/** `failed to list the objects of as://acct/models: <detail> (credential: <source>). <hint>` */
+/** `[<lead> ]failed to list the objects of as://acct/models: <detail> (credential: <source>). <hint>` */
 export function storeFailure(f: StoreFailure): ServerError {
   const detail = f.detail.replace(/\s+/g, ' ').trim();
   return new ServerError(
     CODES[f.kind],
-    `failed to ${f.doing} of ${f.url}: ${detail} (credential: ${f.credentialSource}). ${f.hint}`,
+    `${f.lead === undefined ? '' : `${f.lead} `}failed to ${f.doing} of ${f.url}: ${detail} (credential: ${f.credentialSource}). ${f.hint}`,
   );
 }
 
-/** Node's network error codes that mean the endpoint did not answer at all. */
+/** Node's network error codes that mean the endpoint did not answer at all (every provider's one list). */
 const UNREACHABLE_CODES = new Set([
   'ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH',
   'EPIPE', 'ECONNABORTED', 'UND_ERR_CONNECT_TIMEOUT', 'ABORT_ERR', 'TimeoutError', 'AbortError',
