@@ -50,6 +50,8 @@ interface Choice {
   /** Answered: its text is complete (stop, final response or error). */
   done: boolean;
   failed: boolean;
+  /** Its generated text's token count, counted once it is complete (finish_reason and usage both need it). */
+  tokens?: number;
 }
 
 /** One OpenAI request between its admission and the last final response of its choices. */
@@ -223,11 +225,12 @@ export class OpenAIHandler {
 
   private finishReason(x: Exchange, c: Choice): FinishReason {
     if (c.stopped || x.req.maxTokens === undefined) return 'stop';
-    return x.text.count(this.generated(x, c)) >= x.req.maxTokens ? 'length' : 'stop';
+    return this.completionTokens(x, c) >= x.req.maxTokens ? 'length' : 'stop';
   }
 
-  private generated(x: Exchange, c: Choice): string {
-    return x.req.echo ? c.out.slice(c.prompt.length) : c.out;
+  /** The tokens of a complete choice's generated text (`echo`'s prompt not counted), tokenized once. */
+  private completionTokens(x: Exchange, c: Choice): number {
+    return c.tokens ??= x.text.count(x.req.echo ? c.out.slice(c.prompt.length) : c.out);
   }
 
   /** Choice `c`'s text is complete: streaming, its rest and its finish chunk go; the last one answers the request. */
@@ -245,7 +248,7 @@ export class OpenAIHandler {
     // An error before anything went out is the answer, with its status.
     if (x.error !== undefined && x.sse === undefined) return sendOpenAIError(x.reply, x.error);
     let completion = 0;
-    for (const c of x.choices) completion += x.text.count(this.generated(x, c));
+    for (const c of x.choices) completion += this.completionTokens(x, c);
     let prompt = 0;
     for (const p of x.prompts) prompt += x.text.count(p);
     const u = usage(prompt, completion);
