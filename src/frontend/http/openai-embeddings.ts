@@ -10,9 +10,9 @@
  */
 import { HTTP_STATUS } from '../../core/errors';
 import { nowNs } from '../../core/clock';
-import type { InferRequest, InferResponse, TensorRef } from '../../core/request';
+import type { InferResponse, TensorRef } from '../../core/request';
 import type { Arena } from '../../dataplane/arena';
-import { admitRequest, releaseInputs, releaseOutputs } from '../../request/admit-request';
+import { admitAll, releaseInputs, releaseOutputs } from '../../request/admit-request';
 import type { DecodedRequest } from '../../request/decoded-request';
 import type { Resolved } from '../../request/model-lookup';
 import type { ServerSnapshot } from '../../request/server-snapshot';
@@ -83,13 +83,7 @@ export class EmbeddingsHandler {
       const decoded = embeddingRequest(plan, s, req.dimensions, this.maxInputSize);
       return { decoded, batchSize: validateRequest(plan, decoded).batchSize };
     });
-    const requests: InferRequest[] = [];
-    try {
-      for (const p of planned) requests.push(admitRequest(this.arena, p.decoded, { model: view.name, version, latest, batchSize: p.batchSize, arrivalNs }));
-    } catch (err) {
-      for (const r of requests) releaseInputs(this.arena, r.inputs);
-      throw err;
-    }
+    const requests = admitAll(this.arena, planned, { model: view.name, version, latest, arrivalNs });
     const b: Batch = {
       reply, req, model: view.name, vectors: requests.map(() => undefined), inputs: requests.map((r) => r.inputs), keys: [], open: requests.length, promptTokens,
     };

@@ -17,9 +17,9 @@
 import { randomUUID } from 'node:crypto';
 import { HTTP_STATUS, ServerError, toErrorInfo, type ErrorCode } from '../../core/errors';
 import { nowNs } from '../../core/clock';
-import type { InferRequest, InferResponse, TensorRef } from '../../core/request';
+import type { InferResponse, TensorRef } from '../../core/request';
 import type { Arena } from '../../dataplane/arena';
-import { admitRequest, releaseInputs, releaseOutputs } from '../../request/admit-request';
+import { admitAll, releaseInputs, releaseOutputs } from '../../request/admit-request';
 import { lookupModel, type Resolved } from '../../request/model-lookup';
 import type { ServerSnapshot } from '../../request/server-snapshot';
 import { validateRequest } from '../../request/validate';
@@ -139,13 +139,7 @@ export class OpenAIHandler {
       const decoded = llmRequest(plan, prompt, req, this.maxInputSize, j);
       return { prompt, decoded, batchSize: validateRequest(plan, decoded).batchSize };
     }));
-    const requests: InferRequest[] = [];
-    try {
-      for (const p of planned) requests.push(admitRequest(this.arena, p.decoded, { model: view.name, version, latest, batchSize: p.batchSize, arrivalNs }));
-    } catch (err) {
-      for (const r of requests) releaseInputs(this.arena, r.inputs);
-      throw err;
-    }
+    const requests = admitAll(this.arena, planned, { model: view.name, version, latest, arrivalNs });
     const ids: ResponseIds = { id: `${req.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: view.name };
     const choices = planned.map((p, index): Choice => ({
       index, prompt: p.prompt, inputs: requests[index]!.inputs, key: 0, out: req.echo ? p.prompt : '', sent: 0, opened: false, stopped: false, done: false, failed: false,
