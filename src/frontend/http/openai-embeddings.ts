@@ -67,7 +67,7 @@ export class EmbeddingsHandler {
       } catch (err) {
         return sendOpenAIError(reply, asOpenAIError(err));
       }
-      this.texts.get(resolved.view.dir, resolved.view.name).then((text) => {
+      this.texts.get(resolved.view.dir, resolved.view.name, resolved.view.loads).then((text) => {
         if (!reply.aborted) this.start(reply, req, resolved, text, arrivalNs);
       }).catch((err: unknown) => sendOpenAIError(reply, asOpenAIError(err)));
     });

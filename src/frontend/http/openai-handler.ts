@@ -84,11 +84,11 @@ export class OpenAIHandler {
 
   /** A new snapshot: read the text files of the models it serves now, before their first request. */
   warm(snap: ServerSnapshot): void {
-    const models: { dir: string | undefined; name: string }[] = [];
+    const models: { dir: string | undefined; name: string; load?: number }[] = [];
     for (const name of Object.keys(snap.models)) {
       try {
         const { view } = lookupModel(snap, name, undefined, 'loaded');
-        if (view.plan !== undefined && (takesLlmContract(view.plan) || isEmbeddingModel(view.plan))) models.push({ dir: view.dir, name });
+        if (view.plan !== undefined && (takesLlmContract(view.plan) || isEmbeddingModel(view.plan))) models.push({ dir: view.dir, name, load: view.loads });
       } catch {
         // not loaded: nothing to read
       }
@@ -123,7 +123,7 @@ export class OpenAIHandler {
       } catch (err) {
         return sendOpenAIError(reply, asOpenAIError(err));
       }
-      this.texts.get(resolved.view.dir, resolved.view.name).then((text) => {
+      this.texts.get(resolved.view.dir, resolved.view.name, resolved.view.loads).then((text) => {
         if (!reply.aborted) this.start(reply, req, resolved, text, arrivalNs);
       }).catch((err: unknown) => sendOpenAIError(reply, asOpenAIError(err)));
     });
