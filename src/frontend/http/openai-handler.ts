@@ -110,23 +110,10 @@ export class OpenAIHandler {
 
   handle(reply: Reply, head: RequestHead, kind: OpenAIRequest['kind']): void {
     const arrivalNs = nowNs();
-    readBody(reply, head, this.maxInputSize, (r) => {
-      if (!r.ok) {
-        bodyTooLarge(reply, r.size, this.maxInputSize);
-        return;
-      }
-      let req: OpenAIRequest;
-      let resolved: Resolved;
-      try {
-        req = parseOpenAIRequest(r.body, kind);
-        resolved = lookupLoaded(this.snapshot(), req.model);
-      } catch (err) {
-        return sendOpenAIError(reply, asOpenAIError(err));
-      }
-      this.texts.get(resolved.view.dir, resolved.view.name, resolved.view.loads).then((text) => {
-        if (!reply.aborted) this.start(reply, req, resolved, text, arrivalNs);
-      }).catch((err: unknown) => sendOpenAIError(reply, asOpenAIError(err)));
-    });
+    takeOpenAIRequest(reply, head, this.maxInputSize, this.texts, (body) => {
+      const req = parseOpenAIRequest(body, kind);
+      return { req, resolved: lookupLoaded(this.snapshot(), req.model) };
+    }, (req, resolved, text) => this.start(reply, req, resolved, text, arrivalNs));
   }
 
   private start(reply: Reply, req: OpenAIRequest, resolved: Resolved, text: ModelText, arrivalNs: number): void {
@@ -265,6 +252,34 @@ function promptText(p: string | number[], i: number, text: ModelText, model: str
     throw new OpenAIError(400, `'prompt'${i > 0 ? `[${i}]` : ''} is token ids, but the model '${model}' has no tokenizer.json in its folder to read them with; send the prompt as text.`, 'prompt');
   }
   return decoded;
+}
+
+/**
+ * The steps every OpenAI route's POST begins with: the body read (over
+ * --http-max-input-size: the 400 that says so), then `parse`d into the
+ * request and its model (a bad body or an unknown model: answered in
+ * OpenAI's shape), the model's text files read (openai-model-text.ts), and
+ * `start`, unless the client went away meanwhile; what `start` throws is
+ * answered too.
+ */
+export function takeOpenAIRequest<R>(reply: Reply, head: RequestHead, maxInputSize: number, texts: ModelTexts,
+  parse: (body: Buffer) => { req: R; resolved: Resolved }, start: (req: R, resolved: Resolved, text: ModelText) => void): void {
+  readBody(reply, head, maxInputSize, (r) => {
+    if (!r.ok) {
+      bodyTooLarge(reply, r.size, maxInputSize);
+      return;
+    }
+    let parsed: { req: R; resolved: Resolved };
+    try {
+      parsed = parse(r.body);
+    } catch (err) {
+      return sendOpenAIError(reply, asOpenAIError(err));
+    }
+    const { req, resolved } = parsed;
+    texts.get(resolved.view.dir, resolved.view.name, resolved.view.loads).then((text) => {
+      if (!reply.aborted) start(req, resolved, text);
+    }).catch((err: unknown) => sendOpenAIError(reply, asOpenAIError(err)));
+  });
 }
 
 export function lookupLoaded(snap: ServerSnapshot, model: string): Resolved {
