@@ -34,6 +34,8 @@ export interface ModelRecord<V extends VersionRecord = VersionLifecycle> {
   wanted: boolean;
   /** Temporary folder of a load with `file:` overrides, removed when no longer used. */
   overrideDir?: string;
+  /** Loads that built a version (ModelView.loads). */
+  loads?: number;
 }
 
 export const DUPLICATE_REASON = 'model appears in two or more repositories';
@@ -156,6 +158,7 @@ export function snapshotModels(records: ReadonlyMap<string, ModelRecord<VersionR
       config: m.prepared?.config,
       configJson: m.prepared?.configJson,
       dir: m.location.dir,
+      loads: m.loads ?? 0,
       plan: m.prepared?.plan,
       labels: m.prepared?.labels ?? {},
       versions: sortedVersions(m).map((v) => {

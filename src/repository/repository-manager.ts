@@ -328,7 +328,10 @@ export class RepositoryManager {
     record.noVersionReason = undefined;
     if (!views.hasServing(record)) record.prepared = prepared;
     const results = await Promise.all(prepared.versions.map((v) => this.loadOneVersion(record!, prepared, v, changed)));
-    if (results.some((r) => r === 'loaded')) record.prepared = prepared;
+    if (results.some((r) => r === 'loaded')) {
+      record.prepared = prepared;
+      record.loads = (record.loads ?? 0) + 1;
+    }
     const errors = results.filter((r): r is { error: string } => typeof r === 'object').map((r) => r.error);
     // Retire what the version policy no longer wants, once a wanted version serves.
     if (prepared.versions.some((v) => record!.versions.get(v)?.readiness.state === 'READY')) {

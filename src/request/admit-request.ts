@@ -1,8 +1,9 @@
 /**
  * The step every frontend shares once a request is decoded and validated:
  * copy its tensors into the shared arena and describe them as an
- * InferRequest for the scheduler; and the matching release of the request's
- * arena blocks when its final response has been handled.
+ * InferRequest for the scheduler (admitAll: several together, all or
+ * none); and the matching release of the request's arena blocks when its
+ * final response has been handled.
  */
 import type { Arena } from '../dataplane/arena';
 import type { InferRequest, TensorRef } from '../core/request';
@@ -42,6 +43,22 @@ export function admitRequest(arena: Arena, decoded: DecodedRequest, target: Admi
     parameters: decoded.parameters,
     arrivalNs: target.arrivalNs,
   };
+}
+
+/**
+ * Admits several validated requests of one client request (OpenAI choices,
+ * embedding inputs) together: all of them, or, when the arena cannot take
+ * one, none (what the earlier ones took is freed) and the error is rethrown.
+ */
+export function admitAll(arena: Arena, planned: readonly { decoded: DecodedRequest; batchSize: number }[], target: Omit<AdmitTarget, 'batchSize'>): InferRequest[] {
+  const requests: InferRequest[] = [];
+  try {
+    for (const p of planned) requests.push(admitRequest(arena, p.decoded, { ...target, batchSize: p.batchSize }));
+  } catch (err) {
+    for (const r of requests) releaseInputs(arena, r.inputs);
+    throw err;
+  }
+  return requests;
 }
 
 /** Frees the arena blocks of a request's inputs (after its final response). */

@@ -29,6 +29,12 @@ export interface ModelView {
   configJson?: string;
   /** The model's folder in its repository (the OpenAI routes read its tokenizer files there). */
   dir?: string;
+  /**
+   * How many loads built a version of it (a reload beside itself included):
+   * what a frontend read from its folder itself (the OpenAI routes' chat
+   * template and tokenizer) is read again when this changes.
+   */
+  loads?: number;
   plan?: ValidationPlan;
   /** Labels per output name, from label_filename (classification). */
   labels: Record<string, string[]>;

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { matchRoute, routeMethods } from '../../src/frontend/http/routes';
+import { matchRoute, routeMethods, urlPath } from '../../src/frontend/http/routes';
 
 const CASES: [string, string, unknown][] = [
   ['GET', '/v2', { kind: 'server_metadata' }],
@@ -71,5 +71,21 @@ const METHODS: [string, readonly string[] | undefined][] = [
 for (const [url, want] of METHODS) {
   test(`routeMethods ${url}`, () => {
     assert.deepEqual(routeMethods(url), want);
+  });
+}
+
+// The one path cut every route check uses (routes, CORS, the console, the OpenAI port's health).
+const PATHS: [string, string][] = [
+  ['/v2/health/ready', '/v2/health/ready'],
+  ['/v2/health/ready?x=1', '/v2/health/ready'],
+  ['/v2/logging?a=1?b=2', '/v2/logging'],
+  ['/console/?', '/console/'],
+  ['?x', ''],
+  ['', ''],
+];
+
+for (const [url, want] of PATHS) {
+  test(`urlPath ${JSON.stringify(url)}`, () => {
+    assert.equal(urlPath(url), want);
   });
 }

@@ -8,6 +8,7 @@
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
+import { urlPath } from './routes';
 
 /** `console/` beside `dist/` (this file runs as dist/src/frontend/http/console-assets.js). */
 export const CONSOLE_DIR = path.resolve(__dirname, '../../../../console');
@@ -69,7 +70,7 @@ export class ConsoleAssets {
 
   /** Whether a URL's path is the console's. */
   owns(url: string): boolean {
-    const p = pathOf(url);
+    const p = urlPath(url);
     return p === this.base || p.startsWith(`${this.base}/`);
   }
 
@@ -77,7 +78,7 @@ export class ConsoleAssets {
   answer(method: string, url: string): AssetAnswer {
     const json = (status: number, error: string): AssetAnswer => ({ status, headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ error }) });
     if (method !== 'GET' && method !== 'HEAD') return json(405, 'Method Not Allowed');
-    const p = pathOf(url);
+    const p = urlPath(url);
     // Relative links in the page need the trailing slash.
     if (p === this.base) return { status: 302, headers: { Location: `${this.base}/` }, body: '' };
     if (this.files.size === 0) {
@@ -88,9 +89,4 @@ export class ConsoleAssets {
     if (file === undefined) return json(404, 'Not Found');
     return { status: 200, headers: { 'Content-Type': file.type, ...FILE_HEADERS }, body: file.body };
   }
-}
-
-function pathOf(url: string): string {
-  const q = url.indexOf('?');
-  return q >= 0 ? url.slice(0, q) : url;
 }

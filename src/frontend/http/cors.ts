@@ -7,7 +7,7 @@
  * the restricted-API check, since a browser never sends the API key on a
  * preflight. Pure, so it is table-tested.
  */
-import { routeMethods } from './routes';
+import { routeMethods, urlPath } from './routes';
 
 /** Response headers a browser's script may read besides the safelisted ones. */
 const EXPOSED = 'Inference-Header-Content-Length, Content-Encoding';
@@ -62,7 +62,7 @@ export function preflight(allowed: readonly string[], method: string, url: strin
   const asked = header('access-control-request-headers').trim();
   if (asked !== '') headers['Access-Control-Allow-Headers'] = asked;
   if (!methods.includes(wanted.toUpperCase())) {
-    return { status: 405, headers, error: `${url.split('?')[0]} answers ${methods.join(', ')}, not ${wanted}` };
+    return { status: 405, headers, error: `${urlPath(url)} answers ${methods.join(', ')}, not ${wanted}` };
   }
   return { status: 204, headers };
 }

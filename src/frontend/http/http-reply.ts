@@ -155,11 +155,7 @@ export class Reply {
     if (this.aborted || this.done) return { write: () => undefined, end: () => undefined };
     this.done = true;
     this.streaming = true;
-    let s = `HTTP/1.1 ${statusLine(status)}\r\n`;
-    for (const k in headers) if (k.toLowerCase() !== 'content-length') s += `${k}: ${headers[k]}\r\n`;
-    const extra = this.extraHeaders;
-    if (extra !== undefined) for (const k in extra) s += `${k}: ${extra[k]}\r\n`;
-    s += `Date: ${httpDate()}\r\n`;
+    let s = this.headStart(status, headers);
     if (chunked) s += 'Transfer-Encoding: chunked\r\n';
     if (!chunked || !this.keepAlive) s += 'Connection: close\r\n';
     this.sink.deliverStream(this, `${s}\r\n`, chunked);
@@ -237,13 +233,24 @@ export class Reply {
     f?.();
   }
 
-  private headText(status: number, headers: Record<string, string>, length: number, close: boolean): string {
+  /**
+   * What every answer's head starts with: the status line, the handler's
+   * headers (but Content-Length: the reply frames the body itself), the
+   * extra headers, Date. The framing headers follow.
+   */
+  private headStart(status: number, headers: Record<string, string>): string {
     let s = `HTTP/1.1 ${statusLine(status)}\r\n`;
     for (const k in headers) if (k.toLowerCase() !== 'content-length') s += `${k}: ${headers[k]}\r\n`;
     const extra = this.extraHeaders;
     if (extra !== undefined) for (const k in extra) s += `${k}: ${extra[k]}\r\n`;
+    return `${s}Date: ${httpDate()}\r\n`;
+  }
+
+  /** The head of a complete answer of `length` body bytes. */
+  private headText(status: number, headers: Record<string, string>, length: number, close: boolean): string {
+    let s = this.headStart(status, headers);
     // A 204 carries no body and so no Content-Length (RFC 9110 §8.6).
-    s += status === 204 ? `Date: ${httpDate()}\r\n` : `Date: ${httpDate()}\r\nContent-Length: ${length}\r\n`;
+    if (status !== 204) s += `Content-Length: ${length}\r\n`;
     if (close || !this.keepAlive) s += 'Connection: close\r\n';
     else if (this.minor === 0) s += 'Connection: keep-alive\r\n';
     return `${s}\r\n`;

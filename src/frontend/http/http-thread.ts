@@ -32,7 +32,7 @@ import { ConsoleAssets } from './console-assets';
 import { corsHeaders, preflight } from './cors';
 import { serverOpenApi } from './openapi';
 import { modelOpenApi } from './model-openapi';
-import { matchRoute } from './routes';
+import { matchRoute, urlPath } from './routes';
 import { type Reply, type RequestHead, readBody } from './http-reply';
 import { HttpServer } from './http-server';
 
@@ -182,8 +182,7 @@ function arrive(reply: Reply, head: RequestHead): boolean {
 function routeOpenAI(reply: Reply, head: RequestHead): void {
   if (!arrive(reply, head)) return;
   const r = matchRoute(head.method, head.url);
-  const q = head.url.indexOf('?');
-  const health = (q >= 0 ? head.url.slice(0, q) : head.url) === '/health/ready';
+  const health = urlPath(head.url) === '/health/ready';
   const denied = openaiRestricted(data.openaiRestrictedApi ?? [], r, health, head.header);
   if (denied !== undefined) return sendOpenAIError(reply, new OpenAIError(401, denied, null, 'restricted_api'));
   try {

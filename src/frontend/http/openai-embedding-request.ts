@@ -10,7 +10,7 @@
  * it is table-tested.
  */
 import type { ValidationPlan } from '../../request/validation-plan';
-import { OpenAIError } from './openai-request';
+import { bad, kind, notTextsOrTokenIds, OpenAIError, parseBodyObject, textsOrTokenIds } from './openai-request';
 
 /** OpenAI's bound on the inputs of one embeddings request. */
 export const MAX_EMBEDDING_INPUTS = 2048;
@@ -32,32 +32,8 @@ export function notEmbeddingModel(model: string): OpenAIError {
   return new OpenAIError(400, `The model '${model}' is not an embedding model: /v1/embeddings needs a BYTES input 'text_input' and an FP32 output 'embedding' (its vector); GET /v1/models lists the models, and /v1/completions serves the LLMs among them.`, 'model', 'model_not_embedding');
 }
 
-function bad(message: string, param: string): OpenAIError {
-  return new OpenAIError(400, message, param);
-}
-
-function kind(v: unknown): string {
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'an array';
-  return typeof v === 'object' ? 'an object' : `a ${typeof v}`;
-}
-
-function isTokenId(t: unknown): boolean {
-  return typeof t === 'number' && Number.isSafeInteger(t) && t >= 0;
-}
-
 export function parseEmbeddingRequest(body: Buffer): EmbeddingRequest {
-  let doc: unknown;
-  try {
-    doc = JSON.parse(body.toString('utf8'));
-  } catch (err) {
-    throw bad(`We could not parse the JSON body of your request (${(err as Error).message}). The body must be one JSON object.`, 'body');
-  }
-  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw bad(`The request body must be a JSON object, got ${kind(doc)}.`, 'body');
-  const d = doc as Record<string, unknown>;
-  if (typeof d.model !== 'string' || d.model === '') {
-    throw bad(`'model' is required: the name of an embedding model this server serves (GET /v1/models lists them), got ${kind(d.model)}.`, 'model');
-  }
+  const d = parseBodyObject(body, 'an embedding model');
   const req: EmbeddingRequest = { model: d.model, inputs: inputs(d.input), encoding: 'float' };
   const f = d.encoding_format;
   if (f !== undefined && f !== null) {
@@ -77,14 +53,8 @@ export function parseEmbeddingRequest(body: Buffer): EmbeddingRequest {
 /** `input`: a string, an array of strings, an array of token ids, or an array of token-id arrays; none empty. */
 function inputs(v: unknown): (string | number[])[] {
   const what = `'input' is required: a string, an array of strings, an array of token ids or an array of token-id arrays, none empty`;
-  let list: (string | number[])[] | undefined;
-  if (typeof v === 'string') list = [v];
-  else if (Array.isArray(v) && v.length > 0) {
-    if (v.every((s) => typeof s === 'string')) list = v as string[];
-    else if (v.every(isTokenId)) list = [v as number[]];
-    else if (v.every((p) => Array.isArray(p) && p.length > 0 && p.every(isTokenId))) list = v as number[][];
-  }
-  if (list === undefined) throw bad(`${what}, got ${Array.isArray(v) && v.length === 0 ? 'an empty array' : kind(v)}.`, 'input');
+  const list = textsOrTokenIds(v);
+  if (list === undefined) throw bad(`${what}, got ${notTextsOrTokenIds(v)}.`, 'input');
   const empty = list.findIndex((s) => s === '');
   if (empty >= 0) throw bad(`${what}: input[${empty}] is an empty string.`, 'input');
   if (list.length > MAX_EMBEDDING_INPUTS) throw bad(`'input' holds ${list.length} entries; one request takes at most ${MAX_EMBEDDING_INPUTS}.`, 'input');

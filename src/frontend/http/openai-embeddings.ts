@@ -10,20 +10,20 @@
  */
 import { HTTP_STATUS } from '../../core/errors';
 import { nowNs } from '../../core/clock';
-import type { InferRequest, InferResponse, TensorRef } from '../../core/request';
+import type { InferResponse, TensorRef } from '../../core/request';
 import type { Arena } from '../../dataplane/arena';
-import { admitRequest, releaseInputs, releaseOutputs } from '../../request/admit-request';
+import { admitAll, releaseInputs, releaseOutputs } from '../../request/admit-request';
 import type { DecodedRequest } from '../../request/decoded-request';
 import type { Resolved } from '../../request/model-lookup';
 import type { ServerSnapshot } from '../../request/server-snapshot';
 import type { ValidationPlan } from '../../request/validation-plan';
 import { validateRequest } from '../../request/validate';
 import { generateShape } from './generate-request-decode';
-import { JSON_HEADERS, bodyTooLarge, readBody, type Reply, type RequestHead } from './http-reply';
+import { JSON_HEADERS, type Reply, type RequestHead } from './http-reply';
 import type { InferHandler } from './infer-handler';
 import { jsonTensorBytes } from './json-tensor-data';
 import { embeddingsBody, isEmbeddingModel, notEmbeddingModel, parseEmbeddingRequest, type EmbeddingRequest } from './openai-embedding-request';
-import { asOpenAIError, lookupLoaded, sendOpenAIError } from './openai-handler';
+import { asOpenAIError, lookupLoaded, sendOpenAIError, takeOpenAIRequest } from './openai-handler';
 import type { ModelText, ModelTexts } from './openai-model-text';
 import { OpenAIError } from './openai-request';
 
@@ -51,26 +51,14 @@ export class EmbeddingsHandler {
 
   handle(reply: Reply, head: RequestHead): void {
     const arrivalNs = nowNs();
-    readBody(reply, head, this.maxInputSize, (r) => {
-      if (!r.ok) {
-        bodyTooLarge(reply, r.size, this.maxInputSize);
-        return;
-      }
-      let req: EmbeddingRequest;
-      let resolved: Resolved;
-      try {
-        req = parseEmbeddingRequest(r.body);
-        resolved = lookupLoaded(this.snapshot(), req.model);
-        const plan = resolved.view.plan;
-        if (plan === undefined) throw new OpenAIError(503, `The model '${resolved.view.name}' is not ready.`, 'model');
-        if (!isEmbeddingModel(plan)) throw notEmbeddingModel(resolved.view.name);
-      } catch (err) {
-        return sendOpenAIError(reply, asOpenAIError(err));
-      }
-      this.texts.get(resolved.view.dir, resolved.view.name).then((text) => {
-        if (!reply.aborted) this.start(reply, req, resolved, text, arrivalNs);
-      }).catch((err: unknown) => sendOpenAIError(reply, asOpenAIError(err)));
-    });
+    takeOpenAIRequest(reply, head, this.maxInputSize, this.texts, (body) => {
+      const req = parseEmbeddingRequest(body);
+      const resolved = lookupLoaded(this.snapshot(), req.model);
+      const plan = resolved.view.plan;
+      if (plan === undefined) throw new OpenAIError(503, `The model '${resolved.view.name}' is not ready.`, 'model');
+      if (!isEmbeddingModel(plan)) throw notEmbeddingModel(resolved.view.name);
+      return { req, resolved };
+    }, (req, resolved, text) => this.start(reply, req, resolved, text, arrivalNs));
   }
 
   private start(reply: Reply, req: EmbeddingRequest, resolved: Resolved, text: ModelText, arrivalNs: number): void {
@@ -83,13 +71,7 @@ export class EmbeddingsHandler {
       const decoded = embeddingRequest(plan, s, req.dimensions, this.maxInputSize);
       return { decoded, batchSize: validateRequest(plan, decoded).batchSize };
     });
-    const requests: InferRequest[] = [];
-    try {
-      for (const p of planned) requests.push(admitRequest(this.arena, p.decoded, { model: view.name, version, latest, batchSize: p.batchSize, arrivalNs }));
-    } catch (err) {
-      for (const r of requests) releaseInputs(this.arena, r.inputs);
-      throw err;
-    }
+    const requests = admitAll(this.arena, planned, { model: view.name, version, latest, arrivalNs });
     const b: Batch = {
       reply, req, model: view.name, vectors: requests.map(() => undefined), inputs: requests.map((r) => r.inputs), keys: [], open: requests.length, promptTokens,
     };

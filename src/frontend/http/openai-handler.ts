@@ -17,9 +17,9 @@
 import { randomUUID } from 'node:crypto';
 import { HTTP_STATUS, ServerError, toErrorInfo, type ErrorCode } from '../../core/errors';
 import { nowNs } from '../../core/clock';
-import type { InferRequest, InferResponse, TensorRef } from '../../core/request';
+import type { InferResponse, TensorRef } from '../../core/request';
 import type { Arena } from '../../dataplane/arena';
-import { admitRequest, releaseInputs, releaseOutputs } from '../../request/admit-request';
+import { admitAll, releaseInputs, releaseOutputs } from '../../request/admit-request';
 import { lookupModel, type Resolved } from '../../request/model-lookup';
 import type { ServerSnapshot } from '../../request/server-snapshot';
 import { validateRequest } from '../../request/validate';
@@ -50,6 +50,8 @@ interface Choice {
   /** Answered: its text is complete (stop, final response or error). */
   done: boolean;
   failed: boolean;
+  /** Its generated text's token count, counted once it is complete (finish_reason and usage both need it). */
+  tokens?: number;
 }
 
 /** One OpenAI request between its admission and the last final response of its choices. */
@@ -82,11 +84,11 @@ export class OpenAIHandler {
 
   /** A new snapshot: read the text files of the models it serves now, before their first request. */
   warm(snap: ServerSnapshot): void {
-    const models: { dir: string | undefined; name: string }[] = [];
+    const models: { dir: string | undefined; name: string; load?: number }[] = [];
     for (const name of Object.keys(snap.models)) {
       try {
         const { view } = lookupModel(snap, name, undefined, 'loaded');
-        if (view.plan !== undefined && (takesLlmContract(view.plan) || isEmbeddingModel(view.plan))) models.push({ dir: view.dir, name });
+        if (view.plan !== undefined && (takesLlmContract(view.plan) || isEmbeddingModel(view.plan))) models.push({ dir: view.dir, name, load: view.loads });
       } catch {
         // not loaded: nothing to read
       }
@@ -108,23 +110,10 @@ export class OpenAIHandler {
 
   handle(reply: Reply, head: RequestHead, kind: OpenAIRequest['kind']): void {
     const arrivalNs = nowNs();
-    readBody(reply, head, this.maxInputSize, (r) => {
-      if (!r.ok) {
-        bodyTooLarge(reply, r.size, this.maxInputSize);
-        return;
-      }
-      let req: OpenAIRequest;
-      let resolved: Resolved;
-      try {
-        req = parseOpenAIRequest(r.body, kind);
-        resolved = lookupLoaded(this.snapshot(), req.model);
-      } catch (err) {
-        return sendOpenAIError(reply, asOpenAIError(err));
-      }
-      this.texts.get(resolved.view.dir, resolved.view.name).then((text) => {
-        if (!reply.aborted) this.start(reply, req, resolved, text, arrivalNs);
-      }).catch((err: unknown) => sendOpenAIError(reply, asOpenAIError(err)));
-    });
+    takeOpenAIRequest(reply, head, this.maxInputSize, this.texts, (body) => {
+      const req = parseOpenAIRequest(body, kind);
+      return { req, resolved: lookupLoaded(this.snapshot(), req.model) };
+    }, (req, resolved, text) => this.start(reply, req, resolved, text, arrivalNs));
   }
 
   private start(reply: Reply, req: OpenAIRequest, resolved: Resolved, text: ModelText, arrivalNs: number): void {
@@ -137,13 +126,7 @@ export class OpenAIHandler {
       const decoded = llmRequest(plan, prompt, req, this.maxInputSize, j);
       return { prompt, decoded, batchSize: validateRequest(plan, decoded).batchSize };
     }));
-    const requests: InferRequest[] = [];
-    try {
-      for (const p of planned) requests.push(admitRequest(this.arena, p.decoded, { model: view.name, version, latest, batchSize: p.batchSize, arrivalNs }));
-    } catch (err) {
-      for (const r of requests) releaseInputs(this.arena, r.inputs);
-      throw err;
-    }
+    const requests = admitAll(this.arena, planned, { model: view.name, version, latest, arrivalNs });
     const ids: ResponseIds = { id: `${req.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: view.name };
     const choices = planned.map((p, index): Choice => ({
       index, prompt: p.prompt, inputs: requests[index]!.inputs, key: 0, out: req.echo ? p.prompt : '', sent: 0, opened: false, stopped: false, done: false, failed: false,
@@ -223,11 +206,12 @@ export class OpenAIHandler {
 
   private finishReason(x: Exchange, c: Choice): FinishReason {
     if (c.stopped || x.req.maxTokens === undefined) return 'stop';
-    return x.text.count(this.generated(x, c)) >= x.req.maxTokens ? 'length' : 'stop';
+    return this.completionTokens(x, c) >= x.req.maxTokens ? 'length' : 'stop';
   }
 
-  private generated(x: Exchange, c: Choice): string {
-    return x.req.echo ? c.out.slice(c.prompt.length) : c.out;
+  /** The tokens of a complete choice's generated text (`echo`'s prompt not counted), tokenized once. */
+  private completionTokens(x: Exchange, c: Choice): number {
+    return c.tokens ??= x.text.count(x.req.echo ? c.out.slice(c.prompt.length) : c.out);
   }
 
   /** Choice `c`'s text is complete: streaming, its rest and its finish chunk go; the last one answers the request. */
@@ -245,7 +229,7 @@ export class OpenAIHandler {
     // An error before anything went out is the answer, with its status.
     if (x.error !== undefined && x.sse === undefined) return sendOpenAIError(x.reply, x.error);
     let completion = 0;
-    for (const c of x.choices) completion += x.text.count(this.generated(x, c));
+    for (const c of x.choices) completion += this.completionTokens(x, c);
     let prompt = 0;
     for (const p of x.prompts) prompt += x.text.count(p);
     const u = usage(prompt, completion);
@@ -268,6 +252,34 @@ function promptText(p: string | number[], i: number, text: ModelText, model: str
     throw new OpenAIError(400, `'prompt'${i > 0 ? `[${i}]` : ''} is token ids, but the model '${model}' has no tokenizer.json in its folder to read them with; send the prompt as text.`, 'prompt');
   }
   return decoded;
+}
+
+/**
+ * The steps every OpenAI route's POST begins with: the body read (over
+ * --http-max-input-size: the 400 that says so), then `parse`d into the
+ * request and its model (a bad body or an unknown model: answered in
+ * OpenAI's shape), the model's text files read (openai-model-text.ts), and
+ * `start`, unless the client went away meanwhile; what `start` throws is
+ * answered too.
+ */
+export function takeOpenAIRequest<R>(reply: Reply, head: RequestHead, maxInputSize: number, texts: ModelTexts,
+  parse: (body: Buffer) => { req: R; resolved: Resolved }, start: (req: R, resolved: Resolved, text: ModelText) => void): void {
+  readBody(reply, head, maxInputSize, (r) => {
+    if (!r.ok) {
+      bodyTooLarge(reply, r.size, maxInputSize);
+      return;
+    }
+    let parsed: { req: R; resolved: Resolved };
+    try {
+      parsed = parse(r.body);
+    } catch (err) {
+      return sendOpenAIError(reply, asOpenAIError(err));
+    }
+    const { req, resolved } = parsed;
+    texts.get(resolved.view.dir, resolved.view.name, resolved.view.loads).then((text) => {
+      if (!reply.aborted) start(req, resolved, text);
+    }).catch((err: unknown) => sendOpenAIError(reply, asOpenAIError(err)));
+  });
 }
 
 export function lookupLoaded(snap: ServerSnapshot, model: string): Resolved {

@@ -7,8 +7,9 @@
  * Without them, documented fallbacks: the chat prompt is one
  * `<role>: <content>` line per message then `assistant:`, and a token is a
  * whitespace-separated word. Read once per model folder and HTTP thread
- * (again when a file changed), asynchronously: when a snapshot brings the
- * model (ModelTexts.warm) or at its first /v1 request, so a large
+ * (again after a reload, or when a file changed: ModelTexts),
+ * asynchronously: when a snapshot brings the model (ModelTexts.warm) or at
+ * its first /v1 request, so a large
  * tokenizer.json is not read on the thread's event loop while other
  * connections wait (the JSON parse and the tokenizer's build still run on
  * it, once).
@@ -134,33 +135,82 @@ function fileError(model: string, file: string, why: string): OpenAIError {
   return new OpenAIError(500, `model '${model}': ${file} in its folder cannot be used (${why}); fix or remove the file and reload the model`, null, null, 'server_error');
 }
 
+/** How long a model folder's files are taken as unchanged after they were last looked at (ms). */
+export const RECHECK_MS = 1000;
+
+/** A model folder's text: what it was read from (its files' mtimes and sizes, the model's load), and when they were last looked at. */
+interface Cached {
+  stamp: string;
+  load: number;
+  text: Promise<ModelText>;
+  checkedMs: number;
+}
+
 /**
- * One ModelText per model folder on this thread, read again when either
- * file changed (a model reloaded with a new template or tokenizer). A load
- * in progress is shared by the requests that wait for it.
+ * One ModelText per model folder on this thread. A request names the
+ * model's load (ModelView.loads, from its snapshot): a load other than the
+ * text's (a reload) reads the files again, whatever they look like. Within
+ * one load, a request takes the text read before without looking at the
+ * files when they were looked at less than RECHECK_MS ago; else it stats
+ * them and reads them again when either changed (mtime or size). A read or
+ * a look in progress is shared by the requests that wait for it.
  */
 export class ModelTexts {
-  private readonly byDir = new Map<string, { stamp: string; text: Promise<ModelText> }>();
+  private readonly byDir = new Map<string, Cached>();
+  /** The look at a folder's files in progress, for the load it was asked for. */
+  private readonly looking = new Map<string, { load: number; text: Promise<ModelText> }>();
 
-  async get(dir: string | undefined, model: string): Promise<ModelText> {
-    if (dir === undefined) return ModelText.NONE;
-    const stamp = (await Promise.all(['tokenizer_config.json', 'tokenizer.json'].map(async (f) => {
-      const st = await fs.stat(path.join(dir, f)).catch(() => undefined);
-      return st === undefined ? '-' : `${st.mtimeMs}:${st.size}`;
-    }))).join(' ');
+  constructor(private readonly nowMs: () => number = Date.now) {}
+
+  get(dir: string | undefined, model: string, load = 0): Promise<ModelText> {
+    if (dir === undefined) return Promise.resolve(ModelText.NONE);
     const had = this.byDir.get(dir);
-    if (had !== undefined && had.stamp === stamp) return had.text;
-    const text = ModelText.load(dir, model);
-    this.byDir.set(dir, { stamp, text });
-    // A failed load is not kept: the next request reads the files again.
-    text.catch(() => {
-      if (this.byDir.get(dir)?.text === text) this.byDir.delete(dir);
+    if (had !== undefined && had.load === load && this.nowMs() - had.checkedMs < RECHECK_MS) return had.text;
+    const look = this.looking.get(dir);
+    return look !== undefined && look.load === load ? look.text : this.look(dir, model, load);
+  }
+
+  /**
+   * A new snapshot: the text of each model it serves is read now (a model
+   * new or reloaded: before its first request); folders of models it no
+   * longer has are forgotten. Errors wait for the first request to report them.
+   */
+  warm(models: readonly { dir: string | undefined; name: string; load?: number }[]): void {
+    const dirs = new Set(models.map((m) => m.dir));
+    for (const dir of this.byDir.keys()) if (!dirs.has(dir)) this.byDir.delete(dir);
+    for (const m of models) this.get(m.dir, m.name, m.load).catch(() => undefined);
+  }
+
+  private look(dir: string, model: string, load: number): Promise<ModelText> {
+    const started = this.nowMs();
+    const text = stampOf(dir).then((stamp) => {
+      const had = this.byDir.get(dir);
+      if (had !== undefined && had.stamp === stamp && had.load === load) {
+        had.checkedMs = started;
+        return had.text;
+      }
+      const read = ModelText.load(dir, model);
+      this.byDir.set(dir, { stamp, load, text: read, checkedMs: started });
+      // A failed read is not kept: the next request reads the files again.
+      read.catch(() => {
+        if (this.byDir.get(dir)?.text === read) this.byDir.delete(dir);
+      });
+      return read;
     });
+    this.looking.set(dir, { load, text });
+    const done = (): void => {
+      if (this.looking.get(dir)?.text === text) this.looking.delete(dir);
+    };
+    text.then(done, done);
     return text;
   }
+}
 
-  /** Start reading the text files of the models a snapshot brings (errors wait for the first request to report them). */
-  warm(models: readonly { dir: string | undefined; name: string }[]): void {
-    for (const m of models) this.get(m.dir, m.name).catch(() => undefined);
-  }
+/** A folder's tokenizer_config.json and tokenizer.json as they are now: mtime and size each, or '-' when absent. */
+async function stampOf(dir: string): Promise<string> {
+  const parts = await Promise.all(['tokenizer_config.json', 'tokenizer.json'].map(async (f) => {
+    const st = await fs.stat(path.join(dir, f)).catch(() => undefined);
+    return st === undefined ? '-' : `${st.mtimeMs}:${st.size}`;
+  }));
+  return parts.join(' ');
 }

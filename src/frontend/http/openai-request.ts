@@ -6,7 +6,9 @@
  * the prompt goes to `text_input`, `stream` to the `stream` input, and the
  * sampling fields (`max_tokens`, `temperature`, `top_p`, `seed`, ...) to
  * request parameters of the same name. Errors carry OpenAI's error shape
- * (openai-response.ts errorBody). Pure, so it is table-tested.
+ * (openai-response.ts errorBody). The body's JSON object, its `model` and
+ * a list of texts or token ids are read here for `/v1/embeddings` too
+ * (openai-embedding-request.ts). Pure, so it is table-tested.
  */
 import type { ParamValue } from '../../core/request';
 
@@ -52,7 +54,7 @@ export interface OpenAIRequest {
   parameters: Record<string, ParamValue>;
 }
 
-type JsonObject = Record<string, unknown>;
+export type JsonObject = Record<string, unknown>;
 
 /** Sampling fields passed to the model as request parameters when given (Triton's OpenAI frontend passes them on). */
 const NUMBER_PARAMS = ['temperature', 'top_p', 'frequency_penalty', 'presence_penalty'] as const;
@@ -61,17 +63,20 @@ const MAX_STOPS = 4;
 /** The most choices one request may ask for (`n`, and prompts × n): OpenAI's own bound on `n`. */
 export const MAX_CHOICES = 128;
 
-function bad(message: string, param: string): OpenAIError {
+/** A 400 naming the field at fault. */
+export function bad(message: string, param: string): OpenAIError {
   return new OpenAIError(400, message, param);
 }
 
-function kind(v: unknown): string {
+/** What a JSON value is, for "got ..." in an error. */
+export function kind(v: unknown): string {
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'an array';
   return typeof v === 'object' ? 'an object' : `a ${typeof v}`;
 }
 
-export function parseOpenAIRequest(body: Buffer, which: OpenAIRequest['kind']): OpenAIRequest {
+/** The body as one JSON object with a non-empty `model` (`what`: the kind of model the route serves). */
+export function parseBodyObject(body: Buffer, what: string): JsonObject & { model: string } {
   let doc: unknown;
   try {
     doc = JSON.parse(body.toString('utf8'));
@@ -81,8 +86,13 @@ export function parseOpenAIRequest(body: Buffer, which: OpenAIRequest['kind']): 
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw bad(`The request body must be a JSON object, got ${kind(doc)}.`, 'body');
   const d = doc as JsonObject;
   if (typeof d.model !== 'string' || d.model === '') {
-    throw bad(`'model' is required: the name of a model this server serves (GET /v1/models lists them), got ${kind(d.model)}.`, 'model');
+    throw bad(`'model' is required: the name of ${what} this server serves (GET /v1/models lists them), got ${kind(d.model)}.`, 'model');
   }
+  return d as JsonObject & { model: string };
+}
+
+export function parseOpenAIRequest(body: Buffer, which: OpenAIRequest['kind']): OpenAIRequest {
+  const d = parseBodyObject(body, 'a model');
   const req: OpenAIRequest = {
     kind: which,
     model: d.model,
@@ -167,15 +177,31 @@ function optInt(d: JsonObject, key: string): number | undefined {
   return v;
 }
 
-/** `prompt`: a string, an array of strings, an array of token ids, or an array of token-id arrays. */
-function prompts(v: unknown): (string | number[])[] {
+/**
+ * A string, an array of strings, an array of token ids (one entry), or an
+ * array of non-empty token-id arrays, as a list; undefined for anything
+ * else (an empty array included).
+ */
+export function textsOrTokenIds(v: unknown): (string | number[])[] | undefined {
   if (typeof v === 'string') return [v];
   if (Array.isArray(v) && v.length > 0) {
     if (v.every((s) => typeof s === 'string')) return v as string[];
     if (v.every(isTokenId)) return [v as number[]];
     if (v.every((p) => Array.isArray(p) && p.length > 0 && p.every(isTokenId))) return v as number[][];
   }
-  throw bad(`'prompt' is required: a string, an array of strings, an array of token ids or an array of token-id arrays (none empty), got ${Array.isArray(v) && v.length === 0 ? 'an empty array' : kind(v)}.`, 'prompt');
+  return undefined;
+}
+
+/** What a value textsOrTokenIds refused is, for "got ...". */
+export function notTextsOrTokenIds(v: unknown): string {
+  return Array.isArray(v) && v.length === 0 ? 'an empty array' : kind(v);
+}
+
+/** `prompt`: a string, an array of strings, an array of token ids, or an array of token-id arrays. */
+function prompts(v: unknown): (string | number[])[] {
+  const list = textsOrTokenIds(v);
+  if (list !== undefined) return list;
+  throw bad(`'prompt' is required: a string, an array of strings, an array of token ids or an array of token-id arrays (none empty), got ${notTextsOrTokenIds(v)}.`, 'prompt');
 }
 
 function isTokenId(t: unknown): boolean {

@@ -41,19 +41,22 @@ const GET = ['GET'];
 const POST = ['POST'];
 const GET_POST = ['GET', 'POST'];
 
-export function matchRoute(method: string, url: string): Route {
+/** A request target's path: what comes before its query (`?`), the whole target when it has none. */
+export function urlPath(url: string): string {
   const q = url.indexOf('?');
-  const path = q >= 0 ? url.slice(0, q) : url;
+  return q >= 0 ? url.slice(0, q) : url;
+}
+
+export function matchRoute(method: string, url: string): Route {
   const m = method.toUpperCase();
-  const r = matchPath(path);
+  const r = matchPath(urlPath(url));
   if (r === undefined) return { kind: 'not_found' };
   return r.methods.includes(m) ? r.route : { kind: 'method_not_allowed' };
 }
 
 /** The methods a URL's path answers (a CORS preflight's Allow-Methods), or undefined for an unknown path. */
 export function routeMethods(url: string): readonly string[] | undefined {
-  const q = url.indexOf('?');
-  return matchPath(q >= 0 ? url.slice(0, q) : url)?.methods;
+  return matchPath(urlPath(url))?.methods;
 }
 
 function matchPath(path: string): { route: Route; methods: string[] } | undefined {
