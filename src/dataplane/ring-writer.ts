@@ -24,6 +24,18 @@ export function flushBackloggedWriters(): boolean {
   return backlogged.size === 0;
 }
 
+export interface RingWriterOptions {
+  /**
+   * For a producer on an event loop that sends in bursts (an HTTP thread
+   * reading many sockets in one loop turn): ring at most once per turn, in
+   * its check phase, after every message of the turn is in the ring, so the
+   * consumer wakes once for the burst instead of once per message. A
+   * consumer that sleeps meanwhile re-checks the rings before it sleeps, so
+   * nothing waits past the turn.
+   */
+  deferBell?: boolean;
+}
+
 export class RingWriter {
   private readonly hdr: Int32Array;
   private readonly data: Buffer;
@@ -43,8 +55,12 @@ export class RingWriter {
   /** This writer rang (SEQ += 1 and notify, both done) while the consumer slept armed with `rungArmed`. */
   private rang = false;
   private rungArmed = 0;
+  /** RingWriterOptions.deferBell: a ring is due at this event-loop turn's check phase. */
+  private bellDue: NodeJS.Immediate | null = null;
+  private readonly deferBell: boolean;
 
-  private constructor(h: RingHandle) {
+  private constructor(h: RingHandle, options: RingWriterOptions) {
+    this.deferBell = options.deferBell === true;
     this.hdr = new Int32Array(h.sab, 0, R_HEADER_BYTES / 4);
     this.cap = Atomics.load(this.hdr, R_CAPACITY);
     this.data = Buffer.from(h.sab, R_HEADER_BYTES, this.cap);
@@ -54,9 +70,9 @@ export class RingWriter {
     this.head = Atomics.load(this.hdr, R_HEAD);
   }
 
-  static attach(h: RingHandle): RingWriter {
+  static attach(h: RingHandle, options: RingWriterOptions = {}): RingWriter {
     checkRing(h);
-    return new RingWriter(h);
+    return new RingWriter(h, options);
   }
 
   /** Messages waiting in the JS overflow queue. */
@@ -134,6 +150,8 @@ export class RingWriter {
     this.queueStart = 0;
     backlogged.delete(this);
     this.cancelRetry();
+    if (this.bellDue !== null) clearImmediate(this.bellDue);
+    this.bellDue = null;
   }
 
   /** Fast path: UTF-8 straight into the ring when the worst case fits. */
@@ -209,6 +227,17 @@ export class RingWriter {
    * delay can hold back another producer's wake-up.
    */
   private ringBell(): void {
+    if (!this.deferBell) {
+      this.ringNow();
+      return;
+    }
+    this.bellDue ??= setImmediate(() => {
+      this.bellDue = null;
+      this.ringNow();
+    });
+  }
+
+  private ringNow(): void {
     if (Atomics.load(this.bell, D_SLEEPING) === 0) return;
     const armed = Atomics.load(this.bell, D_ARMED);
     if (this.rang && armed === this.rungArmed) return;

@@ -38,6 +38,12 @@
  * not yet 0); that notify finds nobody waiting. One wake-up drains all rings
  * of the bell.
  *
+ * A producer on an event loop that sends in bursts (the HTTP thread, one
+ * request per socket read, many sockets per loop turn) can defer its ring
+ * to the turn's check phase (RingWriterOptions.deferBell): one wake-up for
+ * the burst. Its messages are in the ring before it rings, so a consumer
+ * that was awake finds them in its re-check, and one that slept is rung.
+ *
  * The safety poll (both modes, every 50 ms, InboxOptions.safetyPollMs): data
  * that sits in the rings through a whole poll period while the consumer
  * sleeps is delivered anyway and counted in the bell's memory

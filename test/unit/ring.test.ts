@@ -262,6 +262,28 @@ test('while the consumer sleeps each producer rings once for itself, a second se
   assert.deepEqual(doorbellCounters(bell.handle), { missedWakeups: 0, safetyPollRecoveries: 0 });
 });
 
+test('deferBell: a burst of sends to a sleeping consumer rings once, in the check phase of the turn that sent them', { timeout: 15_000 }, async () => {
+  const bell = Doorbell.create();
+  const h = createRing(bell.handle, 1024);
+  const inbox = new Inbox(bell.handle);
+  const got = collect(inbox, h);
+  inbox.start();
+  const words = new Int32Array(bell.handle.sab);
+  await until(() => Atomics.load(words, D_SLEEPING) === 1, 'the loop to park');
+  const seq = Atomics.load(words, D_SEQ);
+  const w = RingWriter.attach(h, { deferBell: true });
+  w.send('a');
+  w.send('b');
+  w.send('c');
+  assert.equal(Atomics.load(words, D_SEQ), seq, 'no ring while the turn still sends');
+  await new Promise<void>((r) => setImmediate(r));
+  assert.equal(Atomics.load(words, D_SEQ), seq + 1, 'one ring for the three');
+  await until(() => got.length === 3, 'the three messages');
+  assert.deepEqual(got, ['a', 'b', 'c']);
+  inbox.stop();
+  assert.deepEqual(doorbellCounters(bell.handle), { missedWakeups: 0, safetyPollRecoveries: 0 });
+});
+
 test('drainOrWait: its safety poll delivers a message whose bell was not rung, counted where the main thread reads it', { timeout: 15_000 }, async () => {
   const { mainBell, workerBell, toMain, exited, out } = startEcho('echo');
   const inbox = new Inbox(mainBell.handle);

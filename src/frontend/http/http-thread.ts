@@ -48,7 +48,7 @@ const arena = Arena.attach(data.arena);
 const codec = new CodecPool(data.codecOffloadBytes, { index: data.index, arena: data.arena });
 const accessLog = data.accessLog === true ? (entry: RefusedRequest): void => post({ t: 'access', entry }) : undefined;
 const forwardPattern = data.headerForwardPattern === undefined ? undefined : forwardPatternRegExp('http-header-forward-pattern', data.headerForwardPattern);
-const infer = new InferHandler(arena, RingWriter.attach(data.toMain), data.maxInputSize, data.maxJsonResponseSize, () => snapshot, codec, accessLog, forwardPattern);
+const infer = new InferHandler(arena, RingWriter.attach(data.toMain, { deferBell: true }), data.maxInputSize, data.maxJsonResponseSize, () => snapshot, codec, accessLog, forwardPattern);
 const generate = new GenerateHandler(arena, infer, data.maxInputSize, data.maxJsonResponseSize, () => snapshot, forwardPattern, accessLog);
 const openai = new OpenAIHandler(arena, infer, data.maxInputSize, () => snapshot);
 const embeddings = new EmbeddingsHandler(arena, infer, data.maxInputSize, () => snapshot, openai.texts);
