@@ -14,6 +14,18 @@ function collect(inbox: Inbox, h: RingHandle): unknown[] {
   return got;
 }
 
+/** An event-loop inbox on a fresh doorbell with one ring, once its loop has parked (SLEEPING is 1). */
+async function parkedInbox(): Promise<{ bell: Doorbell; h: RingHandle; inbox: Inbox; got: unknown[]; words: Int32Array }> {
+  const bell = Doorbell.create();
+  const h = createRing(bell.handle, 1024);
+  const inbox = new Inbox(bell.handle);
+  const got = collect(inbox, h);
+  inbox.start();
+  const words = new Int32Array(bell.handle.sab);
+  await until(() => Atomics.load(words, D_SLEEPING) === 1, 'the loop to park');
+  return { bell, h, inbox, got, words };
+}
+
 /** A ring echo worker (fixtures/ring-echo-worker.ts) on its own doorbell, with a ring each way. */
 function startEcho(mode: string, capacity = 4096) {
   const mainBell = Doorbell.create();
@@ -208,13 +220,7 @@ test('a lost wake-up is made up for by the safety poll and counted', { timeout: 
 });
 
 test('a wait that never returns although the bell was rung counts as a recovery, not a missed wake-up', { timeout: 15_000 }, async () => {
-  const bell = Doorbell.create();
-  const h = createRing(bell.handle, 1024);
-  const inbox = new Inbox(bell.handle);
-  const got = collect(inbox, h);
-  inbox.start();
-  const words = new Int32Array(bell.handle.sab);
-  await until(() => Atomics.load(words, D_SLEEPING) === 1, 'the loop to park');
+  const { bell, h, inbox, got, words } = await parkedInbox();
   // A producer that stops between SEQ += 1 and notify: hide SLEEPING, send, move SEQ, never notify.
   Atomics.store(words, D_SLEEPING, 0);
   RingWriter.attach(h).send('late');
@@ -263,13 +269,7 @@ test('while the consumer sleeps each producer rings once for itself, a second se
 });
 
 test('deferBell: a burst of sends to a sleeping consumer rings once, in the check phase of the turn that sent them', { timeout: 15_000 }, async () => {
-  const bell = Doorbell.create();
-  const h = createRing(bell.handle, 1024);
-  const inbox = new Inbox(bell.handle);
-  const got = collect(inbox, h);
-  inbox.start();
-  const words = new Int32Array(bell.handle.sab);
-  await until(() => Atomics.load(words, D_SLEEPING) === 1, 'the loop to park');
+  const { bell, h, inbox, got, words } = await parkedInbox();
   const seq = Atomics.load(words, D_SEQ);
   const w = RingWriter.attach(h, { deferBell: true });
   w.send('a');
