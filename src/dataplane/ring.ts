@@ -38,8 +38,8 @@
  * not yet 0); that notify finds nobody waiting. One wake-up drains all rings
  * of the bell.
  *
- * A producer on an event loop that sends in bursts (the HTTP thread, one
- * request per socket read, many sockets per loop turn) can defer its ring
+ * A producer on an event loop that sends in bursts (the HTTP and gRPC
+ * threads, one request per socket read or stream, many per loop turn) can defer its ring
  * to the turn's check phase (RingWriterOptions.deferBell): one wake-up for
  * the burst. Its messages are in the ring before it rings, so a consumer
  * that was awake finds them in its re-check, and one that slept is rung.

@@ -27,7 +27,7 @@ nameThisThread('nt:grpc');
 const port = parentPort!;
 let snapshot: ServerSnapshot = emptySnapshot();
 const arena = Arena.attach(data.arena);
-const ring = new RingRoute(arena, RingWriter.attach(data.toMain));
+const ring = new RingRoute(arena, RingWriter.attach(data.toMain, { deferBell: true }));
 const inbox = new Inbox(data.fromMain.bell);
 const onResponse = (msg: MainToFrontend): void => ring.onResponse(msg);
 inbox.add(data.fromMain, onResponse);
