@@ -245,7 +245,8 @@ for (const c of rescheduleCancels) {
   });
 }
 
-test('iterative_sequence: a cancel that ends a sequence while its request runs (a later request of it cancelled) lets that request run on elsewhere, counted by the pool that runs it', async () => {
+/** An iterative_sequence scheduler on two fake instances, recording answers and requestDone; `before`: the arena's used bytes at the start. */
+function iterativeOnTwo() {
   const arena = Arena.create();
   const insts = [new FakeInstance('m_0'), new FakeInstance('m_1')];
   const cfg = config(1);
@@ -254,8 +255,11 @@ test('iterative_sequence: a cancel that ends a sequence while its request runs (
   const s = new SequenceBatchScheduler(cfg, insts, arena, {
     requestDone: (req, st) => done.push({ id: req.id, success: st.success, failure: st.failure }),
   });
-  const rec = new Recorder();
-  const before = arena.usedBytes();
+  return { arena, insts, done, s, rec: new Recorder(), before: arena.usedBytes() };
+}
+
+test('iterative_sequence: a cancel that ends a sequence while its request runs (a later request of it cancelled) lets that request run on elsewhere, counted by the pool that runs it', async () => {
+  const { arena, insts, done, s, rec, before } = iterativeOnTwo();
   const x2 = seqRequest('x2', { sequence_id: 5 });
   s.enqueue(seqRequest('x', { sequence_id: 5, sequence_start: true }), rec.respond('x'));
   s.enqueue(x2, rec.respond('x2'));
@@ -278,16 +282,7 @@ test('iterative_sequence: a cancel that ends a sequence while its request runs (
 });
 
 test('iterative_sequence: a request cancelled while it runs that its model reschedules anyway is cancelled as it comes back, with the later ones of its sequence, never run again', async () => {
-  const arena = Arena.create();
-  const insts = [new FakeInstance('m_0'), new FakeInstance('m_1')];
-  const cfg = config(1);
-  cfg.sequence_batching = { max_sequence_idle_microseconds: 5_000_000, iterative_sequence: true };
-  const done: Done[] = [];
-  const s = new SequenceBatchScheduler(cfg, insts, arena, {
-    requestDone: (req, st) => done.push({ id: req.id, success: st.success, failure: st.failure }),
-  });
-  const rec = new Recorder();
-  const before = arena.usedBytes();
+  const { arena, insts, done, s, rec, before } = iterativeOnTwo();
   const b = seqRequest('b', { sequence_id: 7, sequence_start: true });
   s.enqueue(seqRequest('a', {}), rec.respond('a'));
   s.enqueue(b, rec.respond('b'));
