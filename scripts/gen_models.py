@@ -114,16 +114,25 @@ def config_text(name, max_batch_size, inputs, outputs, tail=()):
     return '\n'.join(lines) + '\n'
 
 
-def write_model(out, name, model, config, extra_files=None):
+def random_init(rng):
+    """initializer(name, shape, scale): normal weights from `rng`, times scale, as FP32."""
+    return lambda name, shape, scale: numpy_helper.from_array(
+        (rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+
+def write_onnx(out, name, model, files=None):
+    """<out>/<name>/1/model.onnx, and each of `files` (file name -> text) beside the version folder."""
     version_dir = os.path.join(out, name, '1')
     os.makedirs(version_dir, exist_ok=True)
     with open(os.path.join(version_dir, 'model.onnx'), 'wb') as f:
         f.write(model.SerializeToString())
-    with open(os.path.join(out, name, 'config.pbtxt'), 'w') as f:
-        f.write(config)
-    for fname, text in (extra_files or {}).items():
+    for fname, text in (files or {}).items():
         with open(os.path.join(out, name, fname), 'w') as f:
             f.write(text)
+
+
+def write_model(out, name, model, config, extra_files=None):
+    write_onnx(out, name, model, {'config.pbtxt': config, **(extra_files or {})})
 
 
 def gen_simple(out):
@@ -263,8 +272,7 @@ def gen_tiny_llm(out, corpus=TINY_LLM_CORPUS):
 
     rng = np.random.default_rng(20240618)
     d = TINY_LLM_DIM
-    init = lambda name, shape, scale: numpy_helper.from_array(
-        (rng.standard_normal(shape) * scale).astype(np.float32), name)
+    init = random_init(rng)
     weights = [
         init('embedding', (vocab, d), 1.0),
         init('mix_w', (d, d), 1.0 / np.sqrt(d)),
@@ -300,15 +308,10 @@ def gen_tiny_llm(out, corpus=TINY_LLM_CORPUS):
         [helper.make_tensor_value_info('logits', TensorProto.FLOAT, [1, 'sequence', vocab])],
         initializer=weights,
     )
-    version_dir = os.path.join(out, 'tiny_llm', '1')
-    os.makedirs(version_dir, exist_ok=True)
-    with open(os.path.join(version_dir, 'model.onnx'), 'wb') as f:
-        f.write(make_model(graph).SerializeToString())
-    with open(os.path.join(out, 'tiny_llm', 'tokenizer.json'), 'w') as f:
-        f.write(tok.to_str())
-    with open(os.path.join(out, 'tiny_llm', 'tokenizer_config.json'), 'w') as f:
-        json.dump({'chat_template': TINY_LLM_CHAT_TEMPLATE, 'eos_token': TINY_LLM_EOS}, f, indent=2)
-        f.write('\n')
+    write_onnx(out, 'tiny_llm', make_model(graph), {
+        'tokenizer.json': tok.to_str(),
+        'tokenizer_config.json': json.dumps({'chat_template': TINY_LLM_CHAT_TEMPLATE, 'eos_token': TINY_LLM_EOS}, indent=2) + '\n',
+    })
 
 
 TINY_EMBEDDER_DIM = 32
@@ -324,8 +327,7 @@ def gen_tiny_embedder(out, corpus=TINY_LLM_CORPUS):
 
     rng = np.random.default_rng(20251201)
     d = TINY_EMBEDDER_DIM
-    init = lambda name, shape, scale: numpy_helper.from_array(
-        (rng.standard_normal(shape) * scale).astype(np.float32), name)
+    init = random_init(rng)
     weights = [
         init('embedding', (vocab, d), 1.0),
         init('proj_w', (d, d), 1.0 / np.sqrt(d)),
@@ -344,12 +346,7 @@ def gen_tiny_embedder(out, corpus=TINY_LLM_CORPUS):
         [helper.make_tensor_value_info('embedding_out', TensorProto.FLOAT, [1, d])],
         initializer=weights,
     )
-    version_dir = os.path.join(out, 'tiny_embedder', '1')
-    os.makedirs(version_dir, exist_ok=True)
-    with open(os.path.join(version_dir, 'model.onnx'), 'wb') as f:
-        f.write(make_model(graph).SerializeToString())
-    with open(os.path.join(out, 'tiny_embedder', 'tokenizer.json'), 'w') as f:
-        f.write(tok.to_str())
+    write_onnx(out, 'tiny_embedder', make_model(graph), {'tokenizer.json': tok.to_str()})
 
 
 def check(out):
