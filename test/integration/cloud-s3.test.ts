@@ -27,6 +27,7 @@ import type { ServerProcess } from './server-process';
 import { SIMPLE_BODY, inferSimple, post, repoIndex, waitFor } from './repo-kit';
 import { S3_KEY_ID, S3_REGION, S3_SECRET, startS3 } from './s3-server';
 import type { S3Server } from './s3-server';
+import { makeNumpyVenv } from './venv-kit';
 
 const FIXTURES = path.join(REPO_ROOT, 'test/integration/fixtures/python_models');
 const BUCKET = 'models';
@@ -83,17 +84,7 @@ async function inferEnsemble(base: string): Promise<number[]> {
 function addEnvModel(repo: string): void {
   const venv = path.join(tmp, 'venv');
   try {
-    execFileSync('python3', ['-m', 'venv', '--system-site-packages', '--without-pip', venv], { stdio: 'pipe', timeout: 60_000 });
-    const py = path.join(venv, 'bin', 'python3');
-    try {
-      execFileSync(py, ['-c', 'import numpy'], { stdio: 'pipe', timeout: 60_000 });
-    } catch {
-      // python3 is itself a venv: let the new one see the packages python3 sees.
-      const sitePkgs = execFileSync('python3', ['-c', 'import numpy, os; print(os.path.dirname(os.path.dirname(numpy.__file__)))']).toString().trim();
-      const purelib = execFileSync(py, ['-c', "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).toString().trim();
-      fs.writeFileSync(path.join(purelib, 'nodetron_parent_site.pth'), `${sitePkgs}\n`);
-    }
-    fs.writeFileSync(path.join(venv, 'nodetron-test-marker'), `${process.pid} ${Date.now()}`);
+    makeNumpyVenv(venv);
     fs.mkdirSync(path.join(repo, 'env_tar', '1'), { recursive: true });
     execFileSync('tar', ['-czf', path.join(repo, 'env_tar', 'venv.tar.gz'), '-C', venv, '.'], { stdio: 'pipe', timeout: 60_000 });
   } catch (err) {

@@ -20,6 +20,7 @@ import { createClient, int32Bytes, int32Values } from './grpc-test-client';
 import type { GrpcTestClient } from './grpc-test-client';
 import { MODEL_REPOSITORY, REPO_ROOT, startServer } from './server-process';
 import type { ServerProcess } from './server-process';
+import { makeNumpyVenv } from './venv-kit';
 
 const FIXTURES = path.join(REPO_ROOT, 'test/integration/fixtures/python_models');
 const MODELS = ['add_sub', 'auto_complete', 'square', 'repeat', 'bls', 'bls_decoupled', 'custom_metrics'];
@@ -55,19 +56,7 @@ function envModel(repo: string, name: string, envPath: string): void {
 function makeVenvs(repo: string): void {
   const venv = path.join(tmp, 'venv');
   try {
-    execFileSync('python3', ['-m', 'venv', '--system-site-packages', '--without-pip', venv], { stdio: 'pipe', timeout: 60_000 });
-    if (!fs.existsSync(path.join(venv, 'bin', 'activate'))) throw new Error('the venv has no bin/activate');
-    const py = path.join(venv, 'bin', 'python3');
-    try {
-      execFileSync(py, ['-c', 'import numpy'], { stdio: 'pipe', timeout: 60_000 });
-    } catch {
-      // python3 is itself a venv (system site-packages lack numpy): let the new one see the packages python3 sees.
-      const sitePkgs = execFileSync('python3', ['-c', 'import numpy, os; print(os.path.dirname(os.path.dirname(numpy.__file__)))']).toString().trim();
-      const purelib = execFileSync(py, ['-c', "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).toString().trim();
-      fs.writeFileSync(path.join(purelib, 'nodetron_parent_site.pth'), `${sitePkgs}\n`);
-    }
-    // A marker makes each archive's content (so its cache folder) new to this run.
-    fs.writeFileSync(path.join(venv, 'nodetron-test-marker'), `${process.pid} ${Date.now()}`);
+    makeNumpyVenv(venv); // its marker makes each archive's content (so its cache folder) new to this run
     execFileSync('tar', ['-czf', path.join(tmp, 'venv.tar.gz'), '-C', venv, '.'], { stdio: 'pipe', timeout: 60_000 });
   } catch (err) {
     noVenv = `python3 -m venv failed: ${(err as Error).message.split('\n')[0]}`;
