@@ -1,8 +1,9 @@
 /**
  * Process plumbing of the side-by-side bench: free ports, start a server and
  * time it until /v2/health/ready answers 200, RSS of a process tree, stop by
- * PID, CPU of a process tree and of each of its threads (by name), and wrk
- * as an independent generator when it is installed.
+ * PID, CPU of a process tree and of each of its threads (by name), a
+ * model's success count from its statistics, and wrk as an independent
+ * generator when it is installed.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -21,6 +22,13 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** Requests a server answered with success for `model`, over all its versions (its statistics); `url` is `http://host:port`. */
+export async function successCount(url: string, model: string): Promise<number> {
+  const res = await fetch(`${url}/v2/models/${model}/stats`);
+  const body = (await res.json()) as { model_stats: { inference_stats: { success: { count: number } } }[] };
+  return body.model_stats.reduce((n, s) => n + s.inference_stats.success.count, 0);
+}
+
 export interface Proc {
   child: ChildProcess;
   port: number;
@@ -29,11 +37,15 @@ export interface Proc {
   stop(): Promise<void>;
 }
 
-export async function startProc(cmd: string, args: string[], port: number, timeoutMs = 120_000): Promise<Proc> {
+/** `onStdout`: every chunk of its standard output, for a caller that reads more than output()'s last 20,000 characters. */
+export async function startProc(cmd: string, args: string[], port: number, timeoutMs = 120_000, onStdout?: (chunk: Buffer) => void): Promise<Proc> {
   const t0 = performance.now();
   const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-20_000)));
+  child.stdout!.on('data', (d: Buffer) => {
+    onStdout?.(d);
+    out = (out + d.toString()).slice(-20_000);
+  });
   child.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-20_000)));
   const stop = async (): Promise<void> => {
     if (child.exitCode !== null || child.signalCode !== null) return;

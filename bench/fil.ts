@@ -23,7 +23,8 @@ import path from 'node:path';
 import { parsePerfOptions } from '../src/perf/perf-options';
 import { runPerf } from '../src/perf/perf-runner';
 import { REPO_ROOT, startServer } from '../test/integration/server-process';
-import { treeCpuSeconds } from './bench-procs';
+import { successCount, treeCpuSeconds } from './bench-procs';
+import { median } from './soak-verdict';
 
 const SECONDS = Number(process.argv[2] ?? 3);
 const SCRIPT = path.join(REPO_ROOT, 'bench/fil_bench_models.py');
@@ -31,11 +32,6 @@ const CORES = os.availableParallelism();
 const ROUNDS = 3;
 /** Seconds of load on each model before its first round: V8 compiles the hot path in the first seconds. */
 const WARM_S = 3;
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
-}
 
 interface Model {
   name: string;
@@ -48,13 +44,6 @@ function nativeRowsPerSec(m: Model, dir: string, batch: number, threads: number)
   const r = spawnSync(m.python, [SCRIPT, 'native', m.lib, path.join(dir, m.name, '1', m.file), String(batch), String(SECONDS), String(threads)], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`native ${m.lib}: ${r.stderr}`);
   return (JSON.parse(r.stdout.trim().split('\n').pop()!) as { rows_per_s: number }).rows_per_s;
-}
-
-/** Requests the server answered with success, over all versions (its statistics). */
-async function successCount(url: string, model: string): Promise<number> {
-  const res = await fetch(`${url}/v2/models/${model}/stats`);
-  const body = (await res.json()) as { model_stats: { inference_stats: { success: { count: number } } }[] };
-  return body.model_stats.reduce((n, s) => n + s.inference_stats.success.count, 0);
 }
 
 interface ServerStep {

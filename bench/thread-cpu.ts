@@ -17,13 +17,7 @@ import path from 'node:path';
 import { parsePerfOptions } from '../src/perf/perf-options';
 import { runPerf } from '../src/perf/perf-runner';
 import { MAIN_NODE_FLAG, userSizesYoungGeneration } from '../src/core/young-generation';
-import { TICK_US, freePort, sampleThreads, startProc } from './bench-procs';
-
-async function successCount(port: number, model: string): Promise<number> {
-  const res = await fetch(`http://127.0.0.1:${port}/v2/models/${model}/stats`);
-  const body = (await res.json()) as { model_stats: { inference_stats: { success: { count: number } } }[] };
-  return body.model_stats.reduce((n, s) => n + s.inference_stats.success.count, 0);
-}
+import { TICK_US, freePort, sampleThreads, startProc, successCount } from './bench-procs';
 
 async function main(): Promise<void> {
   const [model = 'simple', concText = '1,32', secondsText = '4', format = 'json', ...extra] = process.argv.slice(2);
@@ -44,12 +38,12 @@ async function main(): Promise<void> {
       if (format === 'grpc') args.push('-i', 'grpc');
       if (format === 'json') args.push('--input-tensor-format=json', '--output-tensor-format=json');
       const before = sampleThreads(pid);
-      const n0 = await successCount(hp, model);
+      const n0 = await successCount(`http://127.0.0.1:${hp}`, model);
       const gen0 = process.cpuUsage();
       const run = await runPerf(parsePerfOptions(args));
       const gen = process.cpuUsage(gen0);
       const after = sampleThreads(pid);
-      const n = (await successCount(hp, model)) - n0;
+      const n = (await successCount(`http://127.0.0.1:${hp}`, model)) - n0;
       const r = run.results[0]!;
       const groups = new Map<string, { user: number; sys: number; switches: number; threads: number }>();
       for (const [tid, a] of after) {

@@ -10,11 +10,11 @@
  * steadier figure, throughput swings with what else runs.
  *   node dist/bench/young-generation.js [model=simple] [concurrency=32] [seconds=4] [sizes=1,2,4,8] [--model-repository=DIR] [--perf-shape=NAME:DIMS]
  */
-import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { parsePerfOptions } from '../src/perf/perf-options';
 import { runPerf } from '../src/perf/perf-runner';
-import { freePort, rssMb, treeCpuSeconds } from './bench-procs';
+import { freePort, rssMb, startProc, successCount, treeCpuSeconds } from './bench-procs';
+import { median } from './soak-verdict';
 
 const ROUNDS = 3;
 const ROOT = path.resolve(__dirname, '../..');
@@ -29,20 +29,13 @@ interface Step {
 /** `[pid:isolate]  1234 ms: Scavenge 13.0 (24.7) -> 12.3 (24.7) MB, 0.57 / 0.00 ms ...`: the pause in ms. */
 const GC_LINE = /: (?:Scavenge|Mark-Compact|Mark-sweep)[^,]*, ([\d.]+) \/ [\d.]+ ms/;
 
-async function successCount(url: string, model: string): Promise<number> {
-  const res = await fetch(`${url}/v2/models/${model}/stats`);
-  const body = (await res.json()) as { model_stats: { inference_stats: { success: { count: number } } }[] };
-  return body.model_stats.reduce((n, s) => n + s.inference_stats.success.count, 0);
-}
-
 async function step(semi: number, model: string, concurrency: number, seconds: number, repo: string, perfFlags: string[]): Promise<Step> {
   const [hp, gp] = [await freePort(), await freePort()];
-  const child = spawn(process.execPath, [`--max-semi-space-size=${semi}`, '--trace-gc', path.join(ROOT, 'dist/src/cli.js'), `--model-repository=${repo}`,
-    `--http-port=${hp}`, `--grpc-port=${gp}`, '--allow-metrics=false'], { stdio: ['ignore', 'pipe', 'inherit'] });
   let counting = false;
   let pausesMs = 0;
   let partial = '';
-  child.stdout!.on('data', (d: Buffer) => {
+  const server = await startProc(process.execPath, [`--max-semi-space-size=${semi}`, '--trace-gc', path.join(ROOT, 'dist/src/cli.js'), `--model-repository=${repo}`,
+    `--http-port=${hp}`, `--grpc-port=${gp}`, '--allow-metrics=false'], hp, 60_000, (d) => {
     const lines = (partial + d.toString('latin1')).split('\n');
     partial = lines.pop()!;
     if (!counting) return;
@@ -51,33 +44,22 @@ async function step(semi: number, model: string, concurrency: number, seconds: n
       if (m !== null) pausesMs += Number(m[1]);
     }
   });
+  const pid = server.child.pid!;
   const url = `http://127.0.0.1:${hp}`;
   try {
-    for (let t0 = Date.now(); ; await new Promise((r) => setTimeout(r, 50))) {
-      if (child.exitCode !== null) throw new Error(`the server exited ${child.exitCode}`);
-      if (Date.now() - t0 > 60_000) throw new Error('the server was not ready within 60 s');
-      if ((await fetch(`${url}/v2/health/ready`).catch(() => undefined))?.status === 200) break;
-    }
     const args = ['-m', model, '-u', url, `--concurrency-range=${concurrency}`, '-r', '1', ...perfFlags];
     await runPerf(parsePerfOptions([...args, '-p', '3000']), () => undefined); // warm-up: V8 compiles the hot path
     const n0 = await successCount(url, model);
-    const cpu0 = treeCpuSeconds(child.pid!);
+    const cpu0 = treeCpuSeconds(pid);
     counting = true;
     const run = await runPerf(parsePerfOptions([...args, '-p', String(seconds * 1000)]), () => undefined);
     counting = false;
-    const cpu = treeCpuSeconds(child.pid!) - cpu0;
+    const cpu = treeCpuSeconds(pid) - cpu0;
     const n = (await successCount(url, model)) - n0;
-    return { reqPerSec: run.results[0]!.inferencesPerSec, serverUs: (cpu * 1e6) / n, gcUs: (pausesMs * 1000) / n, rssMb: rssMb(child.pid!) };
+    return { reqPerSec: run.results[0]!.inferencesPerSec, serverUs: (cpu * 1e6) / n, gcUs: (pausesMs * 1000) / n, rssMb: rssMb(pid) };
   } finally {
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGTERM');
-    await exited;
+    await server.stop();
   }
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
 }
 
 async function main(): Promise<void> {
