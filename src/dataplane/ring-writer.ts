@@ -26,8 +26,8 @@ export function flushBackloggedWriters(): boolean {
 
 export interface RingWriterOptions {
   /**
-   * For a producer on an event loop that sends in bursts (an HTTP thread
-   * reading many sockets in one loop turn): ring at most once per turn, in
+   * For a producer on an event loop that sends in bursts (the HTTP and gRPC
+   * threads, many requests in one loop turn): ring at most once per turn, in
    * its check phase, after every message of the turn is in the ring, so the
    * consumer wakes once for the burst instead of once per message. A
    * consumer that sleeps meanwhile re-checks the rings before it sleeps, so

@@ -32,16 +32,16 @@
  * before the consumer's re-check, after the writer's tail store, so the
  * re-check sees the message. Only its own ring counts, never another
  * producer's, which may be stuck between its SEQ += 1 and its notify. Under
- * load this skips most rings of a busy producer (bench/README.md "Doorbell
- * rung once per sleep"): every notify takes V8's process-wide futex lock. A
+ * load this skips most rings of a busy producer (bench/README.md "A cheaper
+ * request", item 2): every notify takes V8's process-wide futex lock. A
  * ring can still be spent on a consumer that is already waking (SLEEPING
  * not yet 0); that notify finds nobody waiting. One wake-up drains all rings
  * of the bell.
  *
  * A producer on an event loop that sends in bursts (the HTTP and gRPC
- * threads, one request per socket read or stream, many per loop turn) can defer its ring
- * to the turn's check phase (RingWriterOptions.deferBell): one wake-up for
- * the burst. Its messages are in the ring before it rings, so a consumer
+ * threads: one request per socket read or stream, many per loop turn) can
+ * defer its ring to the turn's check phase (RingWriterOptions.deferBell):
+ * one wake-up for the burst. Its messages are in the ring before it rings, so a consumer
  * that was awake finds them in its re-check, and one that slept is rung.
  *
  * The safety poll (both modes, every 50 ms, InboxOptions.safetyPollMs): data
