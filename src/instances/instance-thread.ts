@@ -6,13 +6,13 @@
 import { workerData } from 'node:worker_threads';
 import { toErrorInfo } from '../core/errors';
 import type { BackendInstance, CreateBackendInstance } from '../backends/backend';
-import { nowNs } from '../core/clock';
 import { Arena } from '../dataplane/arena';
 import type { ExecuteMessage, InstanceToMain, MainToInstance } from '../dataplane/protocol';
 import type { InferResponse } from '../core/request';
 import { ReplyRoutes } from '../dataplane/reply-routes';
 import { Inbox, RingWriter } from '../dataplane/ring';
 import { nameThisThread } from '../dataplane/thread-name';
+import { runBatch } from './instance-runner';
 import type { InstanceThreadData } from './worker-instance';
 
 const data = workerData as InstanceThreadData;
@@ -68,34 +68,13 @@ async function main(): Promise<void> {
 
 async function execute(backend: BackendInstance, msg: ExecuteMessage): Promise<void> {
   const { batchId, requests, replyTo } = msg;
-  const computeStartNs = nowNs();
-  const marks = { inputEndNs: 0, inferEndNs: 0 };
-  try {
-    const responses = await backend.execute(requests, arena, marks);
-    const end = nowNs();
-    if (replyTo !== undefined) deliverDirect(requests, responses, replyTo);
-    // The backend does gather, run and scatter in one call; the split of the
-    // compute time into input/infer/output is refined by backends that report it.
-    send({
-      t: 'executed',
-      batchId,
-      responses,
-      timings: {
-        computeStartNs,
-        computeInputEndNs: marks.inputEndNs || computeStartNs,
-        computeInferEndNs: marks.inferEndNs || end,
-        computeEndNs: end,
-      },
-    });
-  } catch (err) {
-    const end = nowNs();
-    send({
-      t: 'execute_failed',
-      batchId,
-      error: toErrorInfo(err),
-      timings: { computeStartNs, computeInputEndNs: computeStartNs, computeInferEndNs: end, computeEndNs: end },
-    });
+  const outcome = await runBatch(backend, requests, arena);
+  if (outcome.responses === undefined) {
+    send({ t: 'execute_failed', batchId, error: outcome.error!, timings: outcome.timings });
+    return;
   }
+  if (replyTo !== undefined) deliverDirect(requests, outcome.responses, replyTo);
+  send({ t: 'executed', batchId, responses: outcome.responses, timings: outcome.timings });
 }
 
 /** Sends each response whose request has a reply address to its frontend thread; main gets it without outputs. */
