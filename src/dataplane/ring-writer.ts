@@ -57,6 +57,10 @@ export class RingWriter {
   private rungArmed = 0;
   /** RingWriterOptions.deferBell: a ring is due at this event-loop turn's check phase. */
   private bellDue: NodeJS.Immediate | null = null;
+  /** sendLazy: a ring is due when this timer fires, unless another ring comes first. */
+  private lazyDue: NodeJS.Timeout | null = null;
+  private lazyNext = false;
+  private lazyMs = 0;
   private readonly deferBell: boolean;
 
   private constructor(h: RingHandle, options: RingWriterOptions) {
@@ -116,6 +120,24 @@ export class RingWriter {
     this.flush();
   }
 
+  /**
+   * As send, but the consumer is rung within `ms` rather than now (or at
+   * the turn's end): for messages it needs only before it next reads what
+   * they feed, when it drains its rings first (the statistics of inline
+   * runs, hosted-instances.ts). A ring for any other message takes them
+   * along. `ms` stays well under the consumer's safety poll, which would
+   * otherwise count them as a missed wake-up.
+   */
+  sendLazy(msg: unknown, ms: number): void {
+    this.lazyNext = true;
+    this.lazyMs = ms;
+    try {
+      this.send(msg);
+    } finally {
+      this.lazyNext = false;
+    }
+  }
+
   /** Writes what the queue holds while there is room; true when the queue is empty. */
   flush(): boolean {
     let wrote = false;
@@ -152,6 +174,8 @@ export class RingWriter {
     this.cancelRetry();
     if (this.bellDue !== null) clearImmediate(this.bellDue);
     this.bellDue = null;
+    if (this.lazyDue !== null) clearTimeout(this.lazyDue);
+    this.lazyDue = null;
   }
 
   /** Fast path: UTF-8 straight into the ring when the worst case fits. */
@@ -227,6 +251,13 @@ export class RingWriter {
    * delay can hold back another producer's wake-up.
    */
   private ringBell(): void {
+    if (this.lazyNext) {
+      if (this.bellDue === null) this.lazyDue ??= setTimeout(() => {
+        this.lazyDue = null;
+        this.ringNow();
+      }, this.lazyMs);
+      return;
+    }
     if (!this.deferBell) {
       this.ringNow();
       return;
@@ -238,6 +269,10 @@ export class RingWriter {
   }
 
   private ringNow(): void {
+    if (this.lazyDue !== null) {
+      clearTimeout(this.lazyDue);
+      this.lazyDue = null;
+    }
     if (Atomics.load(this.bell, D_SLEEPING) === 0) return;
     const armed = Atomics.load(this.bell, D_ARMED);
     if (this.rang && armed === this.rungArmed) return;

@@ -284,6 +284,28 @@ test('deferBell: a burst of sends to a sleeping consumer rings once, in the chec
   assert.deepEqual(doorbellCounters(bell.handle), { missedWakeups: 0, safetyPollRecoveries: 0 });
 });
 
+test('sendLazy: a sleeping consumer is rung once when the delay is over, or at once by another send; nothing counts as missed', { timeout: 15_000 }, async () => {
+  const { bell, h, inbox, got, words } = await parkedInbox();
+  const seq = Atomics.load(words, D_SEQ);
+  const w = RingWriter.attach(h, { deferBell: true });
+  const sentAt = performance.now();
+  w.sendLazy('a', 20);
+  w.sendLazy('b', 20);
+  assert.equal(Atomics.load(words, D_SEQ), seq, 'no ring as they are sent');
+  await until(() => got.length === 2, 'both, after the delay');
+  assert.ok(performance.now() - sentAt >= 15, 'not before the delay');
+  assert.equal(Atomics.load(words, D_SEQ), seq + 1, 'one ring for the two');
+  await until(() => Atomics.load(words, D_SLEEPING) === 1, 'the loop to park again');
+  const seq2 = Atomics.load(words, D_SEQ);
+  w.sendLazy('c', 5000);
+  w.send('d'); // a prompt message takes the lazy one along, and cancels its timer
+  await until(() => got.length === 4, 'c and d at the turn\'s end');
+  assert.deepEqual(got, ['a', 'b', 'c', 'd']);
+  assert.equal(Atomics.load(words, D_SEQ), seq2 + 1);
+  inbox.stop();
+  assert.deepEqual(doorbellCounters(bell.handle), { missedWakeups: 0, safetyPollRecoveries: 0 });
+});
+
 test('drainOrWait: its safety poll delivers a message whose bell was not rung, counted where the main thread reads it', { timeout: 15_000 }, async () => {
   const { mainBell, workerBell, toMain, exited, out } = startEcho('echo');
   const inbox = new Inbox(mainBell.handle);
