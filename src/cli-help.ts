@@ -80,7 +80,9 @@ export const FLAG_DOCS: Readonly<Record<string, FlagDoc>> = {
     "the HTTP port is shared only among this server's own HTTP threads; give each server its own --http-port", 'false'),
   'http-header-forward-pattern': d('HTTP', 'Regex of HTTP headers to forward to the model as request parameters '
     + '(case-insensitive unless it starts with (?-i)).', 'none'),
-  'http-thread-count': d('HTTP', 'Threads serving HTTP; Triton\'s default is 8.', 'cores - 1, 1 to 8'),
+  'http-thread-count': d('HTTP', 'Threads serving HTTP; Triton\'s default is 8. Without this flag one more '
+    + 'thread (up to the core count) starts and stays when the models loaded at start put instances on it '
+    + '(--inline-execution-max-us).', 'cores - 1, 1 to 8'),
   'http-restricted-api': d('HTTP', 'Restrict APIs to requests carrying a header: '
     + `<api>[,<api>...]:<header>=<value>; apis: ${RESTRICTED_CATEGORIES.join(', ')}.`, 'none'),
   'openai-port': d('HTTP', 'Also serve the OpenAI-compatible routes (/v1/models, /v1/completions, /v1/chat/completions) '
@@ -187,6 +189,10 @@ export const FLAG_DOCS: Readonly<Record<string, FlagDoc>> = {
 
   'http-codec-offload-bytes': d("nodetron's own", 'Request JSON from this size (a compressed body counts 16x, '
     + 'a JSON output byte 8x) is decoded/encoded off the HTTP thread; 0 = never.', '65536'),
+  'inline-execution-max-us': d("nodetron's own", 'Instances of small ONNX and FIL models (fixed input shapes, '
+    + 'no sequence batching, cache or queue delay) live on the HTTP threads and run the requests those threads '
+    + 'admit without a thread hop, when a probe run at full batch takes at most this many microseconds; '
+    + '0 = every instance on a thread of its own.', '500'),
   'max-queued-requests': d("nodetron's own", 'Most inference requests clients may have in the server at once '
     + '(waiting in a queue or running, over all models); one more gets HTTP 429 / gRPC RESOURCE_EXHAUSTED '
     + '"Exceeds maximum queue size" with a Retry-After hint instead of waiting. The default keeps a burst from '

@@ -33,6 +33,15 @@ export const DEFAULT_EXIT_QUIET_MS = 1000;
 
 /** --http-codec-offload-bytes default: a JSON body this size takes ~1 ms to decode inline, ~10x the pool hand-off (bench/codec-cost.ts). */
 export const DEFAULT_CODEC_OFFLOAD_BYTES = 64 * 1024;
+/**
+ * --inline-execution-max-us default: a probe run at full batch longer than
+ * this keeps its instance on a thread of its own. `simple` at batch 8 probed
+ * at 100-300 µs on a loaded 2-core VM while the other models loaded, the
+ * FIL examples at 0.9-1.1 ms and image_classifier at 7 ms; 500 µs of a
+ * frontend's event loop stays well under a health check's 2 ms budget
+ * (bench/README.md, "No hop for tiny models").
+ */
+export const DEFAULT_INLINE_MAX_US = 500;
 const INT32_MAX = 2147483647;
 /** --max-queued-requests default: deep enough for any client concurrency a replica serves, shallow enough that a burst cannot exhaust memory. */
 export const DEFAULT_MAX_QUEUED_REQUESTS = 4096;
@@ -83,6 +92,8 @@ export function parseServerOptions(argv: string[]): ServerOptions {
 
   const httpCodecOffloadBytes = r.int('http-codec-offload-bytes', DEFAULT_CODEC_OFFLOAD_BYTES, true);
   if (httpCodecOffloadBytes < 0) throw new CliError('Error: --http-codec-offload-bytes must be 0 (never) or greater.');
+  const inlineExecutionMaxUs = r.int('inline-execution-max-us', DEFAULT_INLINE_MAX_US);
+  if (inlineExecutionMaxUs < 0) throw new CliError('Error: --inline-execution-max-us must be 0 (never) or greater.');
   const maxQueuedRequests = r.int('max-queued-requests', DEFAULT_MAX_QUEUED_REQUESTS);
   if (maxQueuedRequests < 0) throw new CliError('Error: --max-queued-requests must be 0 (no bound) or greater.');
 
@@ -156,10 +167,13 @@ export function parseServerOptions(argv: string[]): ServerOptions {
     httpAddress,
     reuseHttpPort: r.bool('reuse-http-port', false),
     httpThreadCount: r.int('http-thread-count', defaultHttpThreadCount(os.availableParallelism())),
+    httpSpareThreads: r.has('http-thread-count') || inlineExecutionMaxUs === 0
+      ? 0 : Math.max(0, Math.min(8, os.availableParallelism()) - defaultHttpThreadCount(os.availableParallelism())),
     httpHeaderForwardPattern: forwardPattern('http-header-forward-pattern', r.str('http-header-forward-pattern')),
     httpMaxInputSize,
     httpMaxJsonResponseSize,
     httpCodecOffloadBytes,
+    inlineExecutionMaxUs,
     maxQueuedRequests,
     httpRestrictedApi: parseRestricted('http-restricted-api', r.all('http-restricted-api')),
     httpCorsOrigins: r.all('http-cors-origin').map(parseCorsOrigin),

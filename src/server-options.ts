@@ -49,6 +49,14 @@ export interface ServerOptions {
   httpAddress: string;
   reuseHttpPort: boolean;
   httpThreadCount: number;
+  /**
+   * HTTP threads started beyond httpThreadCount before the models load, kept
+   * only when the models loaded at start put instances on them (inline
+   * execution): one when --http-thread-count is not given and
+   * --inline-execution-max-us is not 0, so a 2-core machine serves small
+   * models on 2 HTTP threads and everything else on 1 (bench/README.md).
+   */
+  httpSpareThreads: number;
   /** As given; Triton matches it case-insensitively (prefixes `(?i)`). */
   httpHeaderForwardPattern?: string;
   httpMaxInputSize: number;
@@ -56,6 +64,13 @@ export interface ServerOptions {
   httpMaxJsonResponseSize: number;
   /** nodetron's own: request bodies (JSON part) and response work from this many bytes are coded in the HTTP thread's codec pool; 0 = never. */
   httpCodecOffloadBytes: number;
+  /**
+   * nodetron's own --inline-execution-max-us: instances of small in-process
+   * models live on the HTTP threads and run the requests those threads admit
+   * without a hop, when a probe run at full batch takes at most this long;
+   * 0 = every instance on a thread of its own (instances/inline-placement.ts).
+   */
+  inlineExecutionMaxUs: number;
   /** nodetron's own --max-queued-requests: client inference requests the server holds at once; 0 = no bound (scheduler/queue-bound.ts). */
   maxQueuedRequests: number;
   httpRestrictedApi: RestrictedGroup[];

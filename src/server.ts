@@ -98,7 +98,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       loadThreads: options.modelLoadThreadCount,
       loadRetries: options.modelLoadRetryCount,
     },
-    { port, arena, gpuIds, processServices: { log, gateway, customMetrics, modelControl } },
+    { port, arena, gpuIds, processServices: { log, gateway, customMetrics, modelControl }, inlineMaxUs: options.inlineExecutionMaxUs },
     log,
   );
   repo.setResponseCache(responseCacheFromOptions(options.cacheConfig));
@@ -108,6 +108,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     wakeups: () => port.bells.totals(),
     arenaUsedBytes: () => arena.usedBytes(),
     directResponses: () => port.replies.delivered,
+    settle: () => port.settle(),
   });
   observability.addExposition(() => customMetrics.text());
   // --log-access: one line per client request, from the frontends' route and the scheduler hooks.
@@ -191,7 +192,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       broadcast();
     },
     inflight: () => repo.inflightVersions(),
-    lastArrivalMs: () => lastArrivalMs,
+    // Requests run inline on an HTTP thread never pass clientRoute (MainPort.lastInlineMs).
+    lastArrivalMs: () => Math.max(lastArrivalMs, port.lastInlineMs),
     closeFrontends: async (graceMs) => {
       const [g, h] = await Promise.all([grpc?.stop(graceMs) ?? 0, http?.stop(graceMs) ?? 0]);
       return g + h;
@@ -212,7 +214,45 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // A start that fails stops what it started: nothing is serving yet.
   const stop = (): Promise<StopOutcome> => serverStop.stop(false);
 
-  repoStartup = await startRepository(repo, options, log);
+  // The HTTP threads start before the models load, so that instances can be
+  // placed on them (instances/hosted-instance.ts); they listen once the models are in.
+  if (options.allowHttp) {
+    http = new HttpFrontend(
+      {
+        threadCount: options.httpThreadCount,
+        spareThreads: options.httpSpareThreads,
+        address: options.httpAddress,
+        port: options.httpPort,
+        maxInputSize: options.httpMaxInputSize,
+        maxJsonResponseSize: options.httpMaxJsonResponseSize,
+        codecOffloadBytes: options.httpCodecOffloadBytes,
+        serverName: options.id,
+        serverVersion: SERVER_VERSION,
+        extensions: SERVER_EXTENSIONS,
+        restrictedApi: options.httpRestrictedApi,
+        ...(options.httpHeaderForwardPattern !== undefined ? { headerForwardPattern: options.httpHeaderForwardPattern } : {}),
+        corsOrigins: options.httpCorsOrigins,
+        ...(options.httpConsolePath !== undefined ? { consolePath: options.httpConsolePath } : {}),
+        ...(options.openaiPort !== undefined ? { openaiPort: options.openaiPort, openaiRestrictedApi: options.openaiRestrictedApi } : {}),
+        faults: testFaults(),
+        log,
+        control: (m) => control.http(m),
+        ...(access ? { onRefused: (r: RefusedRequest) => access.refused(r) } : {}),
+      },
+      port,
+      arena,
+      access ? access.route('HTTP', clientRoute) : clientRoute,
+      cancel,
+    );
+    http.spawnThreads(snapshot());
+  }
+
+  try {
+    repoStartup = await startRepository(repo, options, log);
+  } catch (err) {
+    await stop(); // the HTTP threads would keep the process alive
+    throw err;
+  }
   log.table(backendTable(backendNames().map((name) => ({
     name, path: `built in (${name === 'python' ? 'src/python-backend' : `src/backends/${name}`})`,
     config: JSON.stringify({ cmdline: backendCmdline(options, name) }).replace(/,"/g, ', "'),
@@ -258,33 +298,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   }
 
   let httpPort = 0;
-  if (options.allowHttp) {
-    http = new HttpFrontend(
-      {
-        threadCount: options.httpThreadCount,
-        address: options.httpAddress,
-        port: options.httpPort,
-        maxInputSize: options.httpMaxInputSize,
-        maxJsonResponseSize: options.httpMaxJsonResponseSize,
-        codecOffloadBytes: options.httpCodecOffloadBytes,
-        serverName: options.id,
-        serverVersion: SERVER_VERSION,
-        extensions: SERVER_EXTENSIONS,
-        restrictedApi: options.httpRestrictedApi,
-        ...(options.httpHeaderForwardPattern !== undefined ? { headerForwardPattern: options.httpHeaderForwardPattern } : {}),
-        corsOrigins: options.httpCorsOrigins,
-        ...(options.httpConsolePath !== undefined ? { consolePath: options.httpConsolePath } : {}),
-        ...(options.openaiPort !== undefined ? { openaiPort: options.openaiPort, openaiRestrictedApi: options.openaiRestrictedApi } : {}),
-        faults: testFaults(),
-        log,
-        control: (m) => control.http(m),
-        ...(access ? { onRefused: (r: RefusedRequest) => access.refused(r) } : {}),
-      },
-      port,
-      arena,
-      access ? access.route('HTTP', clientRoute) : clientRoute,
-      cancel,
-    );
+  if (http !== undefined) {
     try {
       httpPort = await http.start(snapshot());
     } catch (err) {

@@ -27,6 +27,8 @@ export interface BackendInstanceArgs {
   backendConfig: Record<string, string>;
   /** Instances of this model on the machine, for sizing thread pools. */
   instanceCountHint: number;
+  /** The instance runs on a frontend thread's event loop (instances/hosted-instance.ts): no thread pool of its own. */
+  hosted?: boolean;
 }
 
 /** Runs inside an instance thread/process. One execution at a time. */

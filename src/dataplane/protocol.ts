@@ -20,6 +20,9 @@
  *   main → instance  `peers`             (no reply: read the reply-ring updates on the MessagePort)
  *   main → instance  `stop`              ⇄  instance → main  `stopped`
  *   (thread start)                       ⇄  instance → main  `ready` | `init_failed`
+ *                                           | `declined` (a hosted instance whose probe run was too long)
+ *   instance → main  `inline`            (no reply: a hosted instance ran one request on its
+ *                                           frontend thread; main counts it in the statistics)
  *
  * Arena ownership: every allocated block names the thread that owns it (the
  * one that allocated it, until it changes hands) and a generation that the
@@ -151,10 +154,40 @@ export interface StoppedMessage {
   t: 'stopped';
 }
 
+/**
+ * A hosted instance (instances/hosted-instance.ts) will not run on its
+ * frontend thread: its probe run took longer than --inline-execution-max-us.
+ * The backend is finalized there; main starts the instance on a thread of its own.
+ */
+export interface DeclinedMessage {
+  t: 'declined';
+  /** The probe's run, µs (the shortest of its runs). */
+  probeUs: number;
+}
+
+/**
+ * One request a hosted instance ran inline on its frontend thread (never
+ * queued on main): what the statistics hooks need of it (request-accounting.ts).
+ * The frontend answered it already.
+ */
+export interface InlineMessage {
+  t: 'inline';
+  id: string;
+  batchSize: number;
+  /** Its arrival on the frontend thread, which stands for its admission (queue time ~0). */
+  queueStartNs: number;
+  endNs: number;
+  /** False: the backend failed it (the response was an error). */
+  ok: boolean;
+  timings: ExecuteTimings;
+}
+
 export type MainToInstance = ExecuteMessage | PeersMessage | StopMessage;
 export type InstanceToMain =
   | ReadyMessage
   | InitFailedMessage
   | ExecutedMessage
   | ExecuteFailedMessage
-  | StoppedMessage;
+  | StoppedMessage
+  | DeclinedMessage
+  | InlineMessage;

@@ -3,6 +3,7 @@
  * instance_group entries: `count` instances per entry, per GPU for KIND_GPU.
  * In-process backends run each instance in a worker thread.
  */
+import fs from 'node:fs';
 import { ServerError } from '../core/errors';
 import type { Backend, BackendInstanceArgs, ProcessHostServices } from '../backends/backend';
 import type { ModelConfig } from '../core/model-config';
@@ -11,6 +12,8 @@ import type { ModelInstance } from './instance';
 import type { MainPort } from '../dataplane/main-port';
 import { ProcessInstance } from './process-instance';
 import { WorkerInstance } from './worker-instance';
+import { HostedInstance } from './hosted-instance';
+import { inlineRefusal } from './inline-placement';
 
 export interface InstanceGroupContext {
   port: MainPort;
@@ -19,6 +22,8 @@ export interface InstanceGroupContext {
   backendConfig: Record<string, string>;
   /** What child-process instances (Backend.instanceKind 'process') get from the server. */
   processServices?: Omit<ProcessHostServices, 'arena' | 'port'>;
+  /** --inline-execution-max-us: instances may be hosted on the frontend threads (MainPort.hosts); absent or 0 = never. */
+  inlineMaxUs?: number;
 }
 
 interface InstancePlan {
@@ -59,8 +64,11 @@ export async function createInstances(
   modelPath: string,
 ): Promise<ModelInstance[]> {
   const plans = planInstances(config, ctx.gpuIds);
+  const maxUs = ctx.inlineMaxUs ?? 0;
+  const hostable = backend.instanceKind !== 'process'
+    && inlineRefusal({ config, backend: backend.name, maxUs, modelBytes: fileBytes(modelPath) }) === undefined;
   const started = await Promise.allSettled(
-    plans.map((p): Promise<ModelInstance> => {
+    plans.map((p, k): Promise<ModelInstance> => {
       const args: BackendInstanceArgs = {
         config,
         modelDir,
@@ -73,6 +81,12 @@ export async function createInstances(
         instanceCountHint: plans.length,
       };
       if (backend.instanceKind === 'process') return startProcessInstance(ctx, backend, args);
+      // Instance k on HTTP thread k, while there is one: it runs the requests that thread admits without a hop.
+      const host = hostable && p.kind === 'KIND_CPU' ? ctx.port.hosts.get(k) : undefined;
+      if (host !== undefined) {
+        const oneATurn = plans.length > ctx.port.hosts.count;
+        return HostedInstance.start(ctx.port, ctx.arena, backend.instanceModule, args, host, maxUs, oneATurn, ctx.processServices?.log);
+      }
       return WorkerInstance.start(ctx.port, ctx.arena, backend.instanceModule, args, ctx.processServices?.log);
     }),
   );
@@ -83,6 +97,15 @@ export async function createInstances(
     throw failed.reason;
   }
   return ok;
+}
+
+function fileBytes(p: string): number | undefined {
+  try {
+    const st = fs.statSync(p);
+    return st.isFile() ? st.size : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function startProcessInstance(ctx: InstanceGroupContext, backend: Backend, args: BackendInstanceArgs): Promise<ModelInstance> {

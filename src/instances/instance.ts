@@ -5,6 +5,19 @@
  * (a child-process backend: the Python stubs, each with its host thread).
  */
 import type { ExecuteResult, InferRequest, ReplyAddress, StreamResponse } from '../core/request';
+import type { InlineMessage } from '../dataplane/protocol';
+
+/**
+ * What an instance hosted on a frontend thread (hosted-instance.ts) adds:
+ * that thread runs a request itself, unqueued, when the instance is idle
+ * there and its gate is open. The execution pool owns the gate.
+ */
+export interface InlineRuns {
+  /** Open while the version serves and nothing waits in its scheduler's queue. */
+  setOpen(open: boolean): void;
+  /** `listener` hears of each request the frontend thread ran inline (for the statistics): a stand-in request and what it took. */
+  onRun(listener: (request: InferRequest, run: InlineMessage) => void): void;
+}
 
 export interface ModelInstance {
   /** `<group name>_<index>` as Triton names instances. */
@@ -56,4 +69,6 @@ export interface ModelInstance {
    * holds fail. Idempotent, also after or during stop().
    */
   kill(): Promise<void>;
+  /** Present on an instance a frontend thread hosts. */
+  readonly inline?: InlineRuns;
 }

@@ -256,7 +256,7 @@ export class WorkerInstance implements ModelInstance {
   }
 }
 
-function failedResult(requests: InferRequest[], err: ServerError): ExecuteResult {
+export function failedResult(requests: InferRequest[], err: ServerError): ExecuteResult {
   const t = nowNs();
   const error = toErrorInfo(err);
   return {

@@ -18,6 +18,12 @@ export interface DataplaneSource {
   wakeups(): { missedWakeups: number; safetyPollRecoveries: number };
   arenaUsedBytes(): number;
   directResponses(): number;
+  /**
+   * Deliver what the rings into main hold now (the statistics of requests
+   * run inline on the HTTP threads come on rings rung lazily): called before
+   * the statistics are read.
+   */
+  settle(): void;
 }
 
 export function registerDataplaneMetrics(registry: Registry, source: DataplaneSource): void {

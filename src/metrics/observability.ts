@@ -27,7 +27,7 @@ export class Observability {
   /** Whether the latency summaries (p50/p99 ...) are on (--metrics-config summary_latencies=true). */
   readonly summaries: boolean = false;
 
-  constructor(private readonly options: ServerOptions, private readonly log: Logger, dataplane: DataplaneSource) {
+  constructor(private readonly options: ServerOptions, private readonly log: Logger, private readonly dataplane: DataplaneSource) {
     this.tracer = new Tracer(options.traceConfig, (msg) => log.error(msg));
     if (options.allowMetrics) {
       const { settings, warnings } = resolveMetricsSettings(options.metricsConfig);
@@ -46,6 +46,7 @@ export class Observability {
 
   /** The metrics endpoint's text ('' with --allow-metrics=false). */
   async exposition(): Promise<string> {
+    this.dataplane.settle();
     return (await this.telemetry.metricsText()) + this.extraText.map((f) => f()).join('');
   }
 

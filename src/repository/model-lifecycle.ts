@@ -111,6 +111,7 @@ export class VersionLifecycle {
       this.serving = loaded;
       this.watchInstances(loaded);
       this.move('READY', '');
+      loaded.scheduler.serve?.(true);
       this.unreadyChanged();
       this.hooks.changed();
       return 'loaded';
@@ -141,7 +142,9 @@ export class VersionLifecycle {
       return { error: `version ${this.version} is at UNAVAILABLE state: ${this.note};` };
     }
     const old = this.serving;
+    old.scheduler.serve?.(false);
     this.serving = fresh;
+    fresh.scheduler.serve?.(true);
     this.watchInstances(fresh);
     this.note = undefined;
     this.unreadyChanged();
@@ -167,6 +170,7 @@ export class VersionLifecycle {
     const loaded = this.serving;
     if (this.current.state !== 'READY' || loaded === undefined) return;
     this.move('UNLOADING', '');
+    loaded.scheduler.serve?.(false);
     this.note = undefined;
     this.hooks.changed();
     await drain(loaded);

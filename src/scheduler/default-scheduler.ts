@@ -44,6 +44,10 @@ export class DefaultScheduler implements Scheduler {
     return this.pool.inflightCount();
   }
 
+  serve(on: boolean): void {
+    this.pool.serve(on);
+  }
+
   stop(): Promise<void> {
     // Queued requests still run: the queue drains as instances free up.
     this.stopped ??= this.pool.drained();

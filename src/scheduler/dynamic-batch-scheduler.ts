@@ -108,6 +108,10 @@ export class DynamicBatchScheduler implements Scheduler {
     return this.pool.inflightCount();
   }
 
+  serve(on: boolean): void {
+    this.pool.serve(on);
+  }
+
   stop(): Promise<void> {
     if (this.stopped === null) {
       this.stopped = this.pool.drained();

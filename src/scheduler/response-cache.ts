@@ -183,6 +183,10 @@ export class CachingScheduler implements Scheduler {
     return this.inner.stop();
   }
 
+  serve(on: boolean): void {
+    this.inner.serve?.(on);
+  }
+
   private answerHit(request: InferRequest, respond: Respond, hit: InferResponse, startNs: number, lookupNs: number): void {
     this.hitsInFlight++;
     try {

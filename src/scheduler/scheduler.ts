@@ -26,4 +26,11 @@ export interface Scheduler {
   inflightCount(): number;
   /** Stop admitting (later enqueues get UNAVAILABLE), resolve when in-flight work is done. Idempotent. */
   stop(): Promise<void>;
+  /**
+   * This build now takes its version's requests (true), or no longer does
+   * (a reload swapped another in, an unload began). Only what runs requests
+   * outside enqueue cares: instances on frontend threads run inline only
+   * while it serves (ExecutionPool.serve). Absent: nothing to do.
+   */
+  serve?(on: boolean): void;
 }

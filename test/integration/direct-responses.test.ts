@@ -4,7 +4,9 @@
  * nodetron_dataplane_direct_responses_total: HTTP and gRPC requests to ONNX
  * models with the default or dynamic scheduler do; a response-cache model, a
  * preserve_ordering batcher and a Python model do not (main needs their
- * outputs, or runs the instance). Every answer is checked.
+ * outputs, or runs the instance). Every answer is checked. Nothing is hosted
+ * on the HTTP thread here (--inline-execution-max-us=0): those requests take
+ * no ring at all (inline-execution.test.ts).
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -34,7 +36,7 @@ before(async () => {
   simpleCopy('simple_cached', 'response_cache { enable: true }');
   fs.cpSync(path.join(MODEL_REPOSITORY, 'add_vectors'), path.join(repo, 'add_vectors'), { recursive: true });
   server = await startServer([
-    `--model-repository=${repo}`, '--cache-config=local,size=1048576',
+    `--model-repository=${repo}`, '--cache-config=local,size=1048576', '--inline-execution-max-us=0',
     '--allow-metrics=true', '--metrics-port=0', '--allow-grpc=true', '--grpc-port=0',
   ]);
   grpc = createClient(server.grpcPort);

@@ -22,7 +22,7 @@ import type { BackendInstanceArgs } from '../backend';
 export const ALLOW_SPINNING_KEY = 'session.intra_op.allow_spinning';
 
 export function sessionOptionsFor(
-  args: Pick<BackendInstanceArgs, 'config' | 'instanceCountHint'>,
+  args: Pick<BackendInstanceArgs, 'config' | 'instanceCountHint' | 'hosted'>,
   availableParallelism: number,
 ): InferenceSession.SessionOptions {
   const { config } = args;
@@ -50,7 +50,8 @@ export function sessionOptionsFor(
 
   const instances = Math.max(1, args.instanceCountHint);
   const options: InferenceSession.SessionOptions = {
-    intraOpNumThreads: intParam('intra_op_thread_count') ?? Math.max(1, Math.floor(availableParallelism / instances)),
+    // An instance on a frontend thread (BackendInstanceArgs.hosted) runs on that thread alone: a pool of its own would wake for every run.
+    intraOpNumThreads: intParam('intra_op_thread_count') ?? (args.hosted === true ? 1 : Math.max(1, Math.floor(availableParallelism / instances))),
     executionMode: executionMode(config.name, param('execution_mode')),
     graphOptimizationLevel: graphLevel(config.optimization),
     // Errors only: ORT's warnings would go to stderr around the server's own log lines.

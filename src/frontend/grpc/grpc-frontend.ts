@@ -157,6 +157,7 @@ export class GrpcFrontend {
       // one setImmediate so the snapshot broadcast the load queued
       // (server.ts) reaches the thread first: a client sees what it loaded.
       if (m.t === 'control_call') {
+        this.port.settle(); // inline runs' statistics, rung lazily, in before the answer reads them
         void this.control.answer(m).then((a) => setImmediate(() => worker.postMessage(a satisfies MainToGrpc)));
       }
     });

@@ -5,6 +5,7 @@
  */
 import type { RefusedRequest } from '../../core/request';
 import type { ReplyRingNotice } from '../../dataplane/reply-rings';
+import type { HostInstanceMessage } from '../../dataplane/instance-hosts';
 import type { RestrictedGroup } from '../../cli-values';
 import type { ArenaHandle } from '../../dataplane/arena';
 import type { RingHandle } from '../../dataplane/ring';
@@ -80,6 +81,8 @@ export type MainToHttp =
   /** A ring from an instance thread, for responses sent straight here (dataplane/reply-rings.ts). */
   | ReplyRingNotice
   | ControlReply
+  /** Host this model instance on the thread's event loop (hosted-instances.ts). */
+  | HostInstanceMessage
   /** Listen on this descriptor of the HTTP port (listen-socket.ts), or of --openai-port's when `openai`: the thread's server owns and closes it. */
   | { t: 'listen'; fd: number; openai?: boolean }
   /**

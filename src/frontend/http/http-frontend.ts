@@ -10,6 +10,7 @@ import type { RestrictedGroup } from '../../cli-values';
 import { toErrorInfo } from '../../core/errors';
 import type { Arena } from '../../dataplane/arena';
 import type { MainPort } from '../../dataplane/main-port';
+import type { InstanceHost } from '../../dataplane/instance-hosts';
 import type { FrontendToMain } from '../../dataplane/protocol';
 import { routeFromFrontend, type FrontendCanceller } from '../../dataplane/frontend-requests';
 import { RingWriter, createRing } from '../../dataplane/ring';
@@ -27,6 +28,8 @@ export type InferRouter = (request: InferRequest, respond: Respond) => void;
 
 export interface HttpFrontendOptions {
   threadCount: number;
+  /** Threads spawned beyond threadCount that listen only if an instance was placed on them by then (ServerOptions.httpSpareThreads). */
+  spareThreads?: number;
   address: string;
   port: number;
   maxInputSize: number;
@@ -73,6 +76,8 @@ interface HttpThread {
   inflight: Map<number, InferRequest>;
   /** Its port in the reply-ring table: instance threads answer it directly there (dataplane/reply-rings.ts). */
   replyPort: number;
+  /** Its entry in the table of threads that host instances (MainPort.hosts). */
+  host: InstanceHost;
   /** Why it died (its uncaught error), when it said so before exiting. */
   fatal?: string;
 }
@@ -95,14 +100,42 @@ export class HttpFrontend {
     private readonly canceller: FrontendCanceller,
   ) {}
 
-  /** Start the threads and listen; resolves with the bound port. */
-  async start(snapshot: ServerSnapshot): Promise<number> {
+  /**
+   * Start the threads, not yet listening: before the models load, so that
+   * instances can be placed on them (MainPort.hosts, instances/hosted-instance.ts).
+   */
+  spawnThreads(snapshot: ServerSnapshot): void {
+    if (this.threads.length > 0) return;
     this.snapshot = snapshot;
-    const count = Math.max(1, this.opts.threadCount);
+    const count = Math.max(1, this.opts.threadCount) + Math.max(0, this.opts.spareThreads ?? 0);
+    for (let i = 0; i < count; i++) this.threads.push(this.spawn(i, snapshot));
+  }
+
+  /** Spare threads at the end that host no instance now are ended before they listen. */
+  private dropIdleSpares(): void {
+    const base = Math.max(1, this.opts.threadCount);
+    while (this.threads.length > base) {
+      const t = this.threads[this.threads.length - 1]!;
+      if (this.port.hosts.hosting(t.host)) break;
+      this.threads.pop();
+      t.alive = false; // not restarted
+      this.port.inbox.remove(t.toMain);
+      t.out.close();
+      this.port.replies.removeFrontend(t.replyPort);
+      this.port.hosts.remove(t.host, true);
+      void t.worker.terminate();
+    }
+  }
+
+  /** Start the threads (unless spawnThreads did) and listen; resolves with the bound port. */
+  async start(snapshot: ServerSnapshot): Promise<number> {
+    this.spawnThreads(snapshot);
+    this.dropIdleSpares();
+    this.broadcast(snapshot);
+    const count = this.threads.length;
     // One socket, bound here; each thread listens on its own descriptor of it (listen-socket.ts).
     this.socket = await ListenSocket.open(this.opts.address, this.opts.port);
     const fds = await this.socket.descriptors(count);
-    for (let i = 0; i < count; i++) this.threads.push(this.spawn(i, snapshot));
     await Promise.all(this.threads.map((t, i) => this.listen(t, fds[i])));
     if (this.opts.openaiPort !== undefined) {
       this.openaiSocket = await ListenSocket.open(this.opts.address, this.opts.openaiPort);
@@ -142,6 +175,7 @@ export class HttpFrontend {
             t.worker.on('message', (m: HttpToMain) => {
               if (m.t !== 'closed') return;
               cut = m.cut;
+              this.port.hosts.remove(t.host, true); // its instances finalized there
               this.port.inbox.remove(t.toMain);
               this.port.replies.removeFrontend(t.replyPort);
               void t.worker.terminate(); // its sockets are closed: it may end now
@@ -181,12 +215,18 @@ export class HttpFrontend {
     if (this.opts.consolePath !== undefined) data.consolePath = this.opts.consolePath;
     if (this.opts.openaiRestrictedApi !== undefined && this.opts.openaiRestrictedApi.length > 0) data.openaiRestrictedApi = this.opts.openaiRestrictedApi;
     const worker = new Worker(path.join(__dirname, 'http-thread.js'), { workerData: data, name: `http-${index}`, resourceLimits: workerResourceLimits() });
+    const host: InstanceHost = { index, threadId: worker.threadId, bell: fromMain.bell, post: (m) => worker.postMessage(m) };
     const t: HttpThread = {
       index, worker, threadId: worker.threadId, toMain, fromMain, out: RingWriter.attach(fromMain), alive: true, inflight: new Map(),
       replyPort: this.port.replies.addFrontend(worker.threadId, fromMain.bell, (notice) => worker.postMessage(notice satisfies MainToHttp)),
+      host,
     };
+    this.port.hosts.add(host);
     // Its wake-up counters stay in the server's totals once the thread is gone.
-    worker.once('exit', () => this.port.bells.retire(fromMain.bell));
+    worker.once('exit', () => {
+      this.port.bells.retire(fromMain.bell);
+      this.port.hosts.remove(host, this.stopping !== undefined);
+    });
     worker.postMessage({ t: 'snapshot', snapshot } satisfies MainToHttp);
     this.port.inbox.add(toMain, (msg: FrontendToMain) => this.onRequest(t, msg));
     worker.on('exit', () => {
@@ -223,6 +263,7 @@ export class HttpFrontend {
     this.port.inbox.remove(t.toMain);
     t.out.close();
     this.port.replies.removeFrontend(t.replyPort);
+    this.port.hosts.remove(t.host, false); // its instances take what it sent first, then go on threads of their own
     this.arena.threadDied(t.threadId);
     const reason = t.fatal ?? 'it exited without saying why';
     const delay = this.restarts.next();
@@ -248,6 +289,8 @@ export class HttpFrontend {
   }
 
   private answerControl(m: ControlRequest): ControlReply | Promise<ControlReply> {
+    // Statistics of inline runs may sit in the rings, rung lazily (hosted-instances.ts): in before any answer reads them.
+    this.port.settle();
     if (this.opts.control) return this.opts.control(m);
     return { t: 'control_reply', id: m.id, status: 501, body: JSON.stringify({ error: `${m.route.kind}: this endpoint is not available` }) };
   }

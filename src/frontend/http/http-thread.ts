@@ -4,7 +4,9 @@
  * answers health, metadata, config and ready from its copy of the server
  * snapshot, and sends inference requests to the main thread over its ring.
  * Responses come back on that ring's partner from main, or straight from the
- * instance thread that ran the request, on a ring of that pair.
+ * instance thread that ran the request, on a ring of that pair. Instances
+ * main places here (hosted-instances.ts) run requests that arrive here
+ * without either hop.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { ServerError } from '../../core/errors';
@@ -35,6 +37,7 @@ import { modelOpenApi } from './model-openapi';
 import { matchRoute, urlPath } from './routes';
 import { type Reply, type RequestHead, readBody } from './http-reply';
 import { HttpServer } from './http-server';
+import { HostedInstances } from './hosted-instances';
 
 const data = workerData as HttpThreadData;
 nameThisThread(`nt:http-${data.index}`);
@@ -56,6 +59,10 @@ const inbox = new Inbox(data.fromMain.bell);
 const onResponse = (msg: MainToFrontend): void => infer.onResponse(msg.key, msg.response, msg.version);
 inbox.add(data.fromMain, onResponse);
 inbox.start();
+// Instances main places on this thread (hosted-instances.ts). With --log-access
+// every request goes through main, whose route writes its access line.
+const hosted = new HostedInstances(arena, inbox);
+if (data.accessLog !== true) infer.hosted = hosted;
 
 /** Requests between arrival and their response (or abort), body uploads included. */
 let active = 0;
@@ -117,6 +124,9 @@ port.on('message', (msg: MainToHttp) => {
       snapshot = msg.snapshot;
       openai.warm(snapshot);
       return;
+    case 'host_instance':
+      hosted.host(msg);
+      return;
     case 'control_reply':
       control.onReply(msg);
       return;
@@ -147,7 +157,7 @@ port.on('message', (msg: MainToHttp) => {
         server.close();
         openaiServer.close();
         inbox.stop();
-        await codec.close();
+        await Promise.all([codec.close(), hosted.closeAll()]);
         post({ t: 'closed', cut });
       });
       return;

@@ -24,6 +24,7 @@ import { writeShmOutputs } from '../../request/shm-regions';
 import { validateRequest } from '../../request/validate';
 import { forwardHeaders } from '../../request/header-forward';
 import type { CodecPool } from './codec-pool';
+import type { HostedInstances } from './hosted-instances';
 import { decodeRequestBody, type BodyDecodeTask } from './request-body-decode';
 import { encodeResponseBody, type ResponseBody, type ResponseEncodeTask } from './response-body';
 import { bodyTooLarge, readBody } from './http-reply';
@@ -47,6 +48,8 @@ export class InferHandler {
   private readonly pending = new Map<number, PendingInfer>();
   /** Requests of other routes on this thread's ring (generate-handler.ts), by key: one key space with `pending`. */
   private readonly listeners = new Map<number, ResponseListener>();
+  /** The instances this thread hosts: a request that finds one idle runs here (absent: every request goes to main). */
+  hosted: HostedInstances | undefined;
 
   constructor(
     private readonly arena: Arena,
@@ -146,6 +149,12 @@ export class InferHandler {
     const inputs = request.inputs;
     const key = this.nextKey++;
     this.pending.set(key, { reply, head, decoded, view, version, inputs });
+    // No hop: an idle instance hosted here runs it now (its client cannot be gone before the answer, so no cancel).
+    const inline = this.hosted?.tryRun(request);
+    if (inline !== undefined) {
+      inline.then((r) => this.onResponse(key, r.response, version), (err: unknown) => this.onResponse(key, failedInline(err), version));
+      return;
+    }
     const msg: FrontendToMain = { t: 'infer', key, request };
     this.toMain.send(msg);
     if (reply.aborted) this.onClientGone(key); // gone while the request was being admitted
@@ -264,6 +273,10 @@ export class InferHandler {
     this.codec.encode(task).then(send).catch((err: unknown) => sendError(p.reply, err)).finally(() => this.release(p, response));
     return true;
   }
+}
+
+function failedInline(err: unknown): InferResponse {
+  return { outputs: [], error: toErrorInfo(err), final: true };
 }
 
 export function sendError(reply: Reply, err: unknown): void {
