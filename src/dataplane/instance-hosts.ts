@@ -6,6 +6,8 @@
  * goes on as a worker-thread instance, unless the host closed because the
  * server stops (`closing`).
  */
+import type { MessagePort } from 'node:worker_threads';
+import type { ReplyPeer } from './reply-rings';
 import type { DoorbellHandle, RingHandle } from './ring';
 
 /**
@@ -26,6 +28,9 @@ export interface HostInstanceMessage {
   args: { config: { name: string }; version: number; instanceName: string; hosted?: boolean };
   /** --inline-execution-max-us: the probe run's limit. */
   maxUs: number;
+  /** Its rings to the frontend threads (responses straight to them, reply-rings.ts), and where changes wait (read on a `peers` ring message). */
+  peers: ReplyPeer[];
+  peersPort: MessagePort;
   /**
    * The version has instances on threads of their own too: the host runs at
    * most one request inline per event-loop turn, and the turn's others go
@@ -41,8 +46,8 @@ export interface InstanceHost {
   readonly threadId: number;
   /** Its inbox's doorbell: rings to the instances it hosts are made on it. */
   readonly bell: DoorbellHandle;
-  /** Sends a control message (the instance to start) by postMessage. */
-  post(msg: unknown): void;
+  /** Sends a control message (the instance to start) by postMessage, with what it transfers. */
+  post(msg: unknown, transfer?: MessagePort[]): void;
 }
 
 export type HostGone = (closing: boolean) => void;

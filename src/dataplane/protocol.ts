@@ -128,6 +128,8 @@ export interface StopMessage {
 
 export interface ReadyMessage {
   t: 'ready';
+  /** A hosted instance's probe run, µs (hosted-instance.ts logs where it runs). */
+  probeUs?: number;
 }
 
 export interface InitFailedMessage {

@@ -7,7 +7,8 @@
  * in its queue); it then tells main only what the statistics need
  * (`inline`). Every other request (gRPC, BLS, ensembles, a backlog) goes
  * through the scheduler as usual and reaches the instance as `execute` on
- * its ring, as for a worker-thread instance. One thread runs both, so the
+ * its ring, as for a worker-thread instance, responses straight to their
+ * frontend thread where the pool offers it (reply-rings.ts). One thread runs both, so the
  * instance never runs two executions at once: instance_group.count keeps
  * its meaning.
  *
@@ -19,6 +20,7 @@
  * instance goes on as a worker-thread instance; if it closes for the
  * server's stop, the instance is stopped with it.
  */
+import { MessageChannel } from 'node:worker_threads';
 import { ServerError, fromErrorInfo } from '../core/errors';
 import type { BackendInstanceArgs } from '../backends/backend';
 import type { ExecuteResult, InferRequest, ReplyAddress, StreamResponse } from '../core/request';
@@ -26,16 +28,12 @@ import type { Arena } from '../dataplane/arena';
 import type { HostInstanceMessage, InstanceHost } from '../dataplane/instance-hosts';
 import type { MainPort } from '../dataplane/main-port';
 import type { InlineMessage, InstanceToMain, MainToInstance } from '../dataplane/protocol';
-import { adoptOutputs } from '../dataplane/adopt-outputs';
+import { PendingBatches } from './pending-batches';
+import { failedResult } from './failed-result';
 import { RingWriter, createRing } from '../dataplane/ring';
 import type { RingHandle } from '../dataplane/ring';
 import type { InlineRuns, ModelInstance } from './instance';
-import { WorkerInstance, failedResult, type InstanceLog } from './worker-instance';
-
-interface Pending {
-  requests: InferRequest[];
-  resolve: (r: ExecuteResult) => void;
-}
+import { WorkerInstance, type InstanceLog } from './worker-instance';
 
 type Started = 'ready' | 'declined' | 'gone';
 
@@ -52,15 +50,17 @@ export class HostedInstance implements ModelInstance, InlineRuns {
   private listener: ((request: InferRequest, run: InlineMessage) => void) | undefined;
   private out: RingWriter | undefined;
   private toMain: RingHandle | undefined;
-  private readonly pending = new Map<number, Pending>();
-  private nextBatchId = 1;
+  private readonly pending: PendingBatches;
   private unavailable: ServerError | undefined;
   /** The worker-thread instance it became when its host died. */
   private fallback: ModelInstance | undefined;
   private stopping: Promise<void> | undefined;
   private onStopped: (() => void) | undefined;
   private unwatch: (() => void) | undefined;
+  /** Its entry in the reply-ring table and the channel its updates go by, while hosted. */
+  private replies: { id: number; channel: MessageChannel } | undefined;
   private onStart: ((s: Started) => void) | undefined;
+  private hostIndex = -1;
 
   private constructor(
     private readonly port: MainPort,
@@ -70,6 +70,7 @@ export class HostedInstance implements ModelInstance, InlineRuns {
     private readonly log: InstanceLog | undefined,
   ) {
     this.name = args.instanceName;
+    this.pending = new PendingBatches(arena, args.instanceName);
   }
 
   /**
@@ -97,18 +98,15 @@ export class HostedInstance implements ModelInstance, InlineRuns {
     this.listener = listener;
   }
 
-  /** Responses always come back through main (`replyTo` is not used: the host has no reply rings). */
+  /** `replyTo`: the host sends those responses straight to their frontend threads (protocol.ts), as an instance thread does. */
   execute(requests: InferRequest[], stream?: StreamResponse, replyTo?: (ReplyAddress | null)[]): Promise<ExecuteResult> {
     if (this.fallback !== undefined) return this.fallback.execute(requests, stream, replyTo);
     const out = this.out;
     if (this.unavailable !== undefined || out === undefined) {
       return Promise.resolve(failedResult(requests, this.unavailable ?? new ServerError('UNAVAILABLE', `instance ${this.name} is not running`)));
     }
-    const batchId = this.nextBatchId++;
-    return new Promise((resolve) => {
-      this.pending.set(batchId, { requests, resolve });
-      out.send({ t: 'execute', batchId, requests } satisfies MainToInstance);
-    });
+    return this.pending.add(requests, (batchId) => out.send((replyTo === undefined
+      ? { t: 'execute', batchId, requests } : { t: 'execute', batchId, requests, replyTo }) satisfies MainToInstance));
   }
 
   stop(): Promise<void> {
@@ -140,6 +138,7 @@ export class HostedInstance implements ModelInstance, InlineRuns {
   }
 
   private launch(host: InstanceHost, maxUs: number, oneATurn: boolean): Promise<Started> {
+    this.hostIndex = host.index;
     const toInstance = createRing(host.bell);
     const toMain = createRing(this.port.bell);
     this.out = RingWriter.attach(toInstance);
@@ -150,11 +149,20 @@ export class HostedInstance implements ModelInstance, InlineRuns {
     });
     this.port.inbox.add(toMain, (msg: InstanceToMain) => this.onMessage(msg));
     this.unwatch = this.port.hosts.watch(host, (closing) => this.hostGone(closing));
+    // Reply-ring changes: posted first, then announced on the ring, as for an instance thread (worker-instance.ts).
+    const channel = new MessageChannel();
+    const out = this.out;
+    const replies = this.port.replies.addInstance((update) => {
+      channel.port1.postMessage(update);
+      out.send({ t: 'peers' } satisfies MainToInstance);
+    });
+    this.replies = { id: replies.id, channel };
     const msg: HostInstanceMessage = {
       t: 'host_instance', id: nextHostedId++, toInstance, toMain, gate: this.gate.buffer as SharedArrayBuffer,
       backendModule: this.backendModule, args: { ...this.args, hosted: true }, maxUs, oneATurn,
+      peers: replies.peers, peersPort: channel.port2,
     };
-    host.post(msg);
+    host.post(msg, [channel.port2]);
     return started.then((s) => {
       if (s !== 'ready') this.detach(new ServerError('UNAVAILABLE', `instance ${this.name} is not hosted`));
       return s;
@@ -183,23 +191,13 @@ export class HostedInstance implements ModelInstance, InlineRuns {
         this.port.lastInlineMs = Date.now();
         inlineLedger(this.port).push({ instance: this, run: msg });
         return;
-      case 'executed': {
-        const p = this.pending.get(msg.batchId);
-        if (p === undefined) return;
-        this.pending.delete(msg.batchId);
-        p.resolve({ responses: adoptOutputs(this.arena, msg.responses, this.name), timings: msg.timings });
+      case 'executed':
+      case 'execute_failed':
+        this.pending.settle(msg);
         return;
-      }
-      case 'execute_failed': {
-        const p = this.pending.get(msg.batchId);
-        if (p === undefined) return;
-        this.pending.delete(msg.batchId);
-        const result = failedResult(p.requests, fromErrorInfo(msg.error));
-        if (msg.timings) result.timings = msg.timings;
-        p.resolve(result);
-        return;
-      }
       case 'ready':
+        this.log?.info(`instance ${this.name} of model '${this.args.config.name}' runs on HTTP thread ${this.hostIndex}: ` +
+          `its probe run took ${msg.probeUs ?? 0} us (--inline-execution-max-us)`);
         this.started('ready');
         return;
       case 'declined':
@@ -260,8 +258,7 @@ export class HostedInstance implements ModelInstance, InlineRuns {
   }
 
   private failPending(err: ServerError): void {
-    for (const p of this.pending.values()) p.resolve(failedResult(p.requests, err));
-    this.pending.clear();
+    this.pending.failAll(err);
   }
 
   /** No more ring traffic either way. */
@@ -274,6 +271,11 @@ export class HostedInstance implements ModelInstance, InlineRuns {
     this.toMain = undefined;
     this.unwatch?.();
     this.unwatch = undefined;
+    if (this.replies !== undefined) {
+      this.port.replies.removeInstance(this.replies.id);
+      this.replies.channel.port1.close();
+      this.replies = undefined;
+    }
   }
 }
 

@@ -8,11 +8,10 @@ import { toErrorInfo } from '../core/errors';
 import type { BackendInstance, CreateBackendInstance } from '../backends/backend';
 import { Arena } from '../dataplane/arena';
 import type { ExecuteMessage, InstanceToMain, MainToInstance } from '../dataplane/protocol';
-import type { InferResponse } from '../core/request';
 import { ReplyRoutes } from '../dataplane/reply-routes';
 import { Inbox, RingWriter } from '../dataplane/ring';
 import { nameThisThread } from '../dataplane/thread-name';
-import { runBatch } from './instance-runner';
+import { deliverDirect, runBatch } from './instance-runner';
 import type { InstanceThreadData } from './worker-instance';
 
 const data = workerData as InstanceThreadData;
@@ -73,19 +72,8 @@ async function execute(backend: BackendInstance, msg: ExecuteMessage): Promise<v
     send({ t: 'execute_failed', batchId, error: outcome.error!, timings: outcome.timings });
     return;
   }
-  if (replyTo !== undefined) deliverDirect(requests, outcome.responses, replyTo);
+  if (replyTo !== undefined) deliverDirect(replies, requests, outcome.responses, replyTo);
   send({ t: 'executed', batchId, responses: outcome.responses, timings: outcome.timings });
-}
-
-/** Sends each response whose request has a reply address to its frontend thread; main gets it without outputs. */
-function deliverDirect(requests: ExecuteMessage['requests'], responses: InferResponse[], replyTo: NonNullable<ExecuteMessage['replyTo']>): void {
-  for (let i = 0; i < responses.length; i++) {
-    const to = replyTo[i];
-    const r = responses[i];
-    if (to === null || to === undefined || r === undefined) continue;
-    const lean = replies.deliver(to, requests[i]!.version, r);
-    if (lean !== undefined) responses[i] = lean;
-  }
 }
 
 void main();

@@ -15,13 +15,13 @@ import type { MessagePort } from 'node:worker_threads';
 import { ServerError, fromErrorInfo, toErrorInfo } from '../core/errors';
 import type { BackendInstanceArgs } from '../backends/backend';
 import type { ExecuteResult, InferRequest, ReplyAddress, StreamResponse } from '../core/request';
-import { nowNs } from '../core/clock';
 import type { Arena } from '../dataplane/arena';
 import type { ModelInstance } from './instance';
 import type { MainPort } from '../dataplane/main-port';
 import type { InstanceToMain, MainToInstance } from '../dataplane/protocol';
 import type { ReplyPeer } from '../dataplane/reply-rings';
-import { adoptOutputs } from '../dataplane/adopt-outputs';
+import { PendingBatches } from './pending-batches';
+import { failedResult } from './failed-result';
 import { RingWriter, createRing } from '../dataplane/ring';
 import type { RingHandle } from '../dataplane/ring';
 import { workerResourceLimits } from '../core/young-generation';
@@ -36,11 +36,6 @@ export interface InstanceThreadData {
   peers: ReplyPeer[];
   /** ... and where later changes wait (read on a `peers` ring message). */
   peersPort: MessagePort;
-}
-
-interface Pending {
-  requests: InferRequest[];
-  resolve: (r: ExecuteResult) => void;
 }
 
 /** One running thread of the instance; replaced when the thread dies. */
@@ -65,8 +60,7 @@ export class WorkerInstance implements ModelInstance {
   /** Deaths of the thread that began a restart (ModelInstance.restarts). */
   restarts = 0;
   private link: ThreadLink | undefined;
-  private readonly pending = new Map<number, Pending>();
-  private nextBatchId = 1;
+  private readonly pending: PendingBatches;
   /** Why batches cannot run now: starting, restarting, failed to restart, or stopped. */
   private unavailable: ServerError | undefined;
   private stopping: Promise<void> | undefined;
@@ -81,6 +75,7 @@ export class WorkerInstance implements ModelInstance {
     private readonly log: InstanceLog | undefined,
   ) {
     this.name = args.instanceName;
+    this.pending = new PendingBatches(arena, args.instanceName);
   }
 
   /** Start the thread and wait until the backend instance is initialized (or failed). */
@@ -96,9 +91,7 @@ export class WorkerInstance implements ModelInstance {
     if (this.unavailable || link === undefined) {
       return Promise.resolve(failedResult(requests, this.unavailable ?? new ServerError('UNAVAILABLE', `instance ${this.name} is not running`)));
     }
-    const batchId = this.nextBatchId++;
-    return new Promise((resolve) => {
-      this.pending.set(batchId, { requests, resolve });
+    return this.pending.add(requests, (batchId) => {
       const msg: MainToInstance = replyTo === undefined ? { t: 'execute', batchId, requests } : { t: 'execute', batchId, requests, replyTo };
       link.out.send(msg);
     });
@@ -122,8 +115,7 @@ export class WorkerInstance implements ModelInstance {
     this.killing ??= (async () => {
       this.stopping ??= Promise.resolve(); // a thread that dies from here on is not restarted
       const err = new ServerError('UNAVAILABLE', `instance ${this.name} of model '${this.args.config.name}' was killed: the server is exiting`);
-      for (const p of this.pending.values()) p.resolve(failedResult(p.requests, err));
-      this.pending.clear();
+      this.pending.failAll(err);
       this.onStopped?.();
       await this.terminate();
     })();
@@ -198,22 +190,10 @@ export class WorkerInstance implements ModelInstance {
 
   private onMessage(msg: InstanceToMain): void {
     switch (msg.t) {
-      case 'executed': {
-        const p = this.pending.get(msg.batchId);
-        if (!p) return;
-        this.pending.delete(msg.batchId);
-        p.resolve({ responses: adoptOutputs(this.arena, msg.responses, this.name), timings: msg.timings });
+      case 'executed':
+      case 'execute_failed':
+        this.pending.settle(msg);
         return;
-      }
-      case 'execute_failed': {
-        const p = this.pending.get(msg.batchId);
-        if (!p) return;
-        this.pending.delete(msg.batchId);
-        const result = failedResult(p.requests, fromErrorInfo(msg.error));
-        if (msg.timings) result.timings = msg.timings;
-        p.resolve(result);
-        return;
-      }
       case 'stopped':
         this.onStopped?.();
         return;
@@ -230,8 +210,7 @@ export class WorkerInstance implements ModelInstance {
     if (this.link !== link) return;
     this.link = undefined;
     this.port.inbox.remove(link.fromInstance);
-    for (const p of this.pending.values()) p.resolve(failedResult(p.requests, err));
-    this.pending.clear();
+    this.pending.failAll(err);
     if (this.stopping) {
       this.onStopped?.();
       return;
@@ -254,13 +233,4 @@ export class WorkerInstance implements ModelInstance {
     this.port.inbox.remove(link.fromInstance);
     await link.worker.terminate();
   }
-}
-
-export function failedResult(requests: InferRequest[], err: ServerError): ExecuteResult {
-  const t = nowNs();
-  const error = toErrorInfo(err);
-  return {
-    responses: requests.map(() => ({ outputs: [], error, final: true })),
-    timings: { computeStartNs: t, computeInputEndNs: t, computeInferEndNs: t, computeEndNs: t },
-  };
 }

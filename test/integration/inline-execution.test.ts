@@ -83,6 +83,7 @@ test('simple_0 lives on the HTTP thread, simple_1 and image_classifier on thread
   assert.ok(names.includes('nt:simple_1'), `simple_1 keeps its thread (one HTTP thread hosts one instance): ${names.join(', ')}`);
   assert.ok(names.includes('nt:image_classi'), `image_classifier's probe is too long to host: ${names.join(', ')}`);
   assert.match(server.output(), /instance image_classifier_0 of model 'image_classifier' runs on a thread of its own: its probe run took \d+ us, over --inline-execution-max-us/);
+  assert.match(server.output(), /instance simple_0 of model 'simple' runs on HTTP thread 0: its probe run took \d+ us \(--inline-execution-max-us\)/);
 });
 
 test('HTTP requests run inline with the right answers, counted once each in the statistics and metrics', async () => {
@@ -103,7 +104,13 @@ test('HTTP requests run inline with the right answers, counted once each in the 
   assert.match(metrics, new RegExp(`nv_inference_request_success\\{model="simple",version="1"\\} ${after.success}\\b`));
 });
 
-test('gRPC requests reach the hosted instance through the scheduler', async () => {
+async function directResponses(): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text();
+  return Number(/^nodetron_dataplane_direct_responses_total (\d+)$/m.exec(text)?.[1]);
+}
+
+test('gRPC requests reach the hosted instance through the scheduler, and its responses go straight to the gRPC thread', async () => {
+  const direct = await directResponses();
   for (let k = 0; k < 20; k++) {
     const res = await grpc.call<{ raw_output_contents: Buffer[]; outputs: { name: string }[] }>('ModelInfer', {
       model_name: 'simple',
@@ -116,6 +123,8 @@ test('gRPC requests reach the hosted instance through the scheduler', async () =
     const i = res.outputs.findIndex((o) => o.name === 'OUTPUT0');
     assert.deepEqual(int32Values(res.raw_output_contents[i]!), A.map((v) => v * k + 2));
   }
+  // simple_0 (on the HTTP thread) and simple_1 (its own thread) both answer the gRPC thread directly.
+  assert.equal(await directResponses() - direct, 20);
 });
 
 test('an unload while requests arrive answers every request once, and a load serves inline again', async () => {

@@ -21,7 +21,8 @@ import type { Arena } from '../../dataplane/arena';
 import type { HostInstanceMessage } from '../../dataplane/instance-hosts';
 import type { ExecuteMessage, InlineMessage, InstanceToMain, MainToInstance } from '../../dataplane/protocol';
 import { type Inbox, RingWriter } from '../../dataplane/ring';
-import { runBatch, type BatchOutcome } from '../../instances/instance-runner';
+import { deliverDirect, runBatch, type BatchOutcome } from '../../instances/instance-runner';
+import { ReplyRoutes } from '../../dataplane/reply-routes';
 import { releaseOutputs } from '../../request/admit-request';
 
 interface Hosted {
@@ -40,6 +41,8 @@ interface Hosted {
   stopping: boolean;
   /** HostInstanceMessage.oneATurn. */
   oneATurn: boolean;
+  /** Its rings to the frontend threads: responses of the batches main sent go straight to theirs. */
+  routes: ReplyRoutes;
   /** It ran a request inline in this event-loop turn (reset in the turn's check phase). */
   ranThisTurn: boolean;
 }
@@ -57,8 +60,10 @@ export interface InlineOutcome {
  * at start) from deciding either way.
  */
 const PROBE_UNDER = 3;
-const PROBE_OVER = 5;
-const PROBE_MAX = 25;
+const PROBE_OVER = 10;
+const PROBE_MAX = 40;
+/** Between probe runs: a busy moment of the cores passes, and the thread serves what came meanwhile. */
+const PROBE_GAP_MS = 2;
 
 /**
  * The ring to main for an inline run's statistics rings within this many ms
@@ -90,7 +95,7 @@ export class HostedInstances {
           return backend.finalize();
         }
         this.serve(msg, backend, toMain);
-        send({ t: 'ready' });
+        send({ t: 'ready', probeUs: Math.round(probeUs) });
         return undefined;
       }),
       (err: unknown) => {
@@ -188,7 +193,7 @@ export class HostedInstances {
           }
           best = Math.min(best, us);
         }
-        await new Promise((r) => setImmediate(r));
+        await new Promise((r) => setTimeout(r, PROBE_GAP_MS));
       }
       // Declined: the shortest of the runs over the limit (main logs it).
       return under >= PROBE_UNDER ? best : bestOver;
@@ -202,7 +207,7 @@ export class HostedInstances {
     const h: Hosted = {
       name: msg.args.instanceName, model, key: versionKey(model, msg.args.version), backend,
       gate: new Int32Array(msg.gate), toMain, ring: msg.toInstance, busy: false, queue: [], stopping: false,
-      oneATurn: msg.oneATurn, ranThisTurn: false,
+      oneATurn: msg.oneATurn, ranThisTurn: false, routes: new ReplyRoutes(this.arena, msg.peers, msg.peersPort),
     };
     let list = this.byVersion.get(h.key);
     if (list === undefined) this.byVersion.set(h.key, (list = []));
@@ -210,6 +215,7 @@ export class HostedInstances {
     this.inbox.add(msg.toInstance, (m: MainToInstance) => {
       if (m.t === 'execute') h.queue.push(m);
       else if (m.t === 'stop') h.stopping = true;
+      else if (m.t === 'peers') h.routes.refresh();
       this.pump(h);
     });
   }
@@ -222,6 +228,7 @@ export class HostedInstances {
       h.busy = true;
       void runBatch(h.backend, next.requests, this.arena).then((outcome) => {
         h.busy = false;
+        if (outcome.responses !== undefined && next.replyTo !== undefined) deliverDirect(h.routes, next.requests, outcome.responses, next.replyTo);
         h.toMain.send(outcome.responses === undefined
           ? { t: 'execute_failed', batchId: next.batchId, error: outcome.error!, timings: outcome.timings }
           : { t: 'executed', batchId: next.batchId, responses: outcome.responses, timings: outcome.timings });

@@ -215,7 +215,7 @@ export class HttpFrontend {
     if (this.opts.consolePath !== undefined) data.consolePath = this.opts.consolePath;
     if (this.opts.openaiRestrictedApi !== undefined && this.opts.openaiRestrictedApi.length > 0) data.openaiRestrictedApi = this.opts.openaiRestrictedApi;
     const worker = new Worker(path.join(__dirname, 'http-thread.js'), { workerData: data, name: `http-${index}`, resourceLimits: workerResourceLimits() });
-    const host: InstanceHost = { index, threadId: worker.threadId, bell: fromMain.bell, post: (m) => worker.postMessage(m) };
+    const host: InstanceHost = { index, threadId: worker.threadId, bell: fromMain.bell, post: (m, transfer) => worker.postMessage(m, transfer) };
     const t: HttpThread = {
       index, worker, threadId: worker.threadId, toMain, fromMain, out: RingWriter.attach(fromMain), alive: true, inflight: new Map(),
       replyPort: this.port.replies.addFrontend(worker.threadId, fromMain.bell, (notice) => worker.postMessage(notice satisfies MainToHttp)),

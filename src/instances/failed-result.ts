@@ -1,0 +1,13 @@
+/** Every request of a batch answered with the same error (the instance could not run it). */
+import { toErrorInfo, type ServerError } from '../core/errors';
+import { nowNs } from '../core/clock';
+import type { ExecuteResult, InferRequest } from '../core/request';
+
+export function failedResult(requests: InferRequest[], err: ServerError): ExecuteResult {
+  const t = nowNs();
+  const error = toErrorInfo(err);
+  return {
+    responses: requests.map(() => ({ outputs: [], error, final: true })),
+    timings: { computeStartNs: t, computeInputEndNs: t, computeInferEndNs: t, computeEndNs: t },
+  };
+}
