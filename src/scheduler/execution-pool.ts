@@ -9,8 +9,8 @@
  */
 import { ServerError, requestIdPrefix, type ErrorInfo } from '../core/errors';
 import { rescheduleRefused } from './scheduler-answers';
-import type { InlineRuns, ModelInstance } from '../instances/instance';
-import type { InlineMessage } from '../dataplane/protocol';
+import type { ModelInstance } from '../instances/instance';
+import { InlineGates } from './inline-gates';
 import { nowNs } from '../core/clock';
 import { OrderedRelease } from './ordered-release';
 import { cancelledMessage, type ExecuteResult, type InferRequest, type InferResponse, type ReplyAddress, type Respond } from '../core/request';
@@ -91,15 +91,8 @@ export class ExecutionPool {
   private readonly decoupled: boolean;
   private readonly reschedule: ((q: QueuedRequest) => void) | undefined;
   private readonly accounting: RequestAccounting;
-  /**
-   * Instances a frontend thread hosts (hosted-instance.ts): their gates are
-   * open while the version serves and no admitted request waits here
-   * (`inflight` ≤ `inBatches`), so a request run inline never passes one
-   * that queued first.
-   */
-  private readonly inline: InlineRuns[];
-  private serving = false;
-  private gatesOpen = false;
+  /** Gates of the instances a frontend thread hosts (inline-gates.ts). */
+  private readonly gates: InlineGates;
   /** Admitted requests in the batches the instances hold. */
   private inBatches = 0;
 
@@ -121,14 +114,12 @@ export class ExecutionPool {
     this.order = opts.preserveOrdering === true
       ? new OrderedRelease<QueuedRequest>((q, r) => this.release(q, r))
       : null;
-    this.inline = opts.instances.flatMap((i) => (i.inline === undefined ? [] : [i.inline]));
-    for (const r of this.inline) r.onRun((request, run) => this.ranInline(request, run));
+    this.gates = new InlineGates(opts.instances, opts.hooks, this.accounting);
   }
 
   /** The version serves (its lifecycle says READY and this build takes its requests), or no longer does. */
   serve(on: boolean): void {
-    this.serving = on;
-    this.updateGates();
+    this.gates.serve(on, this.inflight, this.inBatches);
   }
 
   hasIdle(): boolean {
@@ -142,7 +133,7 @@ export class ExecutionPool {
   /** Count a request from the moment it is queued. */
   admit(): void {
     this.inflight++;
-    this.updateGates();
+    this.gates.update(this.inflight, this.inBatches);
   }
 
   /** Resolves once every admitted request has had its final response. Closes the inline gates: the scheduler stops. */
@@ -238,7 +229,7 @@ export class ExecutionPool {
     }
     slot.batches.push(batch);
     this.inBatches += batch.length - padding;
-    this.updateGates();
+    this.gates.update(this.inflight, this.inBatches);
     let pending: Promise<ExecuteResult>;
     try {
       // Non-final responses (decoupled models) go out as they come.
@@ -391,39 +382,14 @@ export class ExecutionPool {
   /** An admitted request is no longer counted here (answered, or handed off). */
   private left(): void {
     this.inflight--;
-    this.updateGates();
+    this.gates.update(this.inflight, this.inBatches);
     if (this.inflight === 0 && this.drainWaiters.length > 0) {
       const waiters = this.drainWaiters;
       this.drainWaiters = [];
       for (const resolve of waiters) resolve();
     }
   }
-
-  private updateGates(): void {
-    if (this.inline.length === 0) return;
-    const open = this.serving && this.inflight <= this.inBatches;
-    if (open === this.gatesOpen) return;
-    this.gatesOpen = open;
-    for (const r of this.inline) r.setOpen(open);
-  }
-
-  /** A request a frontend thread ran on a hosted instance: counted as if it had run here at once. */
-  private ranInline(request: InferRequest, run: InlineMessage): void {
-    if (this.hooks === undefined) return;
-    if (this.hooks.executionDone !== undefined) {
-      try {
-        this.hooks.executionDone(run.batchSize, 1, run.timings, 0);
-      } catch (err) {
-        warn('executionDone hook', err);
-      }
-    }
-    const q = new QueuedRequest(request, noRespond, run.queueStartNs, '');
-    q.timings = run.timings;
-    this.accounting.requestDone(q, run.ok, run.endNs);
-  }
 }
-
-const noRespond: Respond = () => undefined;
 
 /** A batch the instance finished (or failed) leaves the slot's list. */
 function forget(slot: Slot, batch: QueuedRequest[]): void {
