@@ -236,7 +236,9 @@ function get(port: number, p: string, agent: http.Agent | false): Promise<{ stat
 }
 
 test('a request held through the whole grace period is still answered; meanwhile, once the endpoints close, a new connection is refused and a kept-alive one gets 503 + Connection: close', async () => {
-  const server = await startServer([`--model-repository=${repo}`, '--exit-timeout-secs=6']);
+  // One HTTP thread: each thread closes its idle connections as soon as it has nothing in flight, so the
+  // kept-alive connection must share the thread of the held request (simple's instances would otherwise keep a second one).
+  const server = await startServer([`--model-repository=${repo}`, '--exit-timeout-secs=6', '--http-thread-count=1']);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   fs.writeFileSync(gate, '');
   try {
