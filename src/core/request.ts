@@ -140,6 +140,11 @@ export function cancelledMessage(request: InferRequest, when = 'before it ran'):
     '(its client cancelled it or went away)';
 }
 
+/** The INTERNAL text of a request whose batch failed on `instance` (the execution pool's, and an inline run's on a frontend thread). */
+export function executionFailedMessage(request: InferRequest, instance: string, why: string): string {
+  return `${requestIdPrefix(request.id)}instance '${instance}' of model '${request.model}' version ${request.version} failed to execute the batch: ${why}`;
+}
+
 /** A request cancelled before its execution began, answered by the instance that held it. */
 export function skippedResponse(request: InferRequest): InferResponse {
   return { outputs: [], error: { code: 'CANCELLED', message: cancelledMessage(request) }, final: true, skipped: true };

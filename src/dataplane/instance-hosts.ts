@@ -18,7 +18,6 @@ import type { DoorbellHandle, RingHandle } from './ring';
  */
 export interface HostInstanceMessage {
   t: 'host_instance';
-  id: number;
   toInstance: RingHandle;
   toMain: RingHandle;
   /** Int32 word 0: 1 while requests may run inline (main writes it). */

@@ -37,8 +37,6 @@ import { WorkerInstance, type InstanceLog } from './worker-instance';
 
 type Started = 'ready' | 'declined' | 'gone';
 
-let nextHostedId = 1;
-
 export class HostedInstance implements ModelInstance, InlineRuns {
   readonly name: string;
   /** Its host drains the ring in order, so one batch can wait there. */
@@ -59,7 +57,8 @@ export class HostedInstance implements ModelInstance, InlineRuns {
   private unwatch: (() => void) | undefined;
   /** Its entry in the reply-ring table and the channel its updates go by, while hosted. */
   private replies: { id: number; channel: MessageChannel } | undefined;
-  private onStart: ((s: Started) => void) | undefined;
+  /** Settles launch: how it started, or the backend's load error. */
+  private onStart: { resolve: (s: Started) => void; reject: (err: ServerError) => void } | undefined;
   private hostIndex = -1;
 
   private constructor(
@@ -81,7 +80,6 @@ export class HostedInstance implements ModelInstance, InlineRuns {
     host: InstanceHost, maxUs: number, oneATurn: boolean, log?: InstanceLog): Promise<ModelInstance> {
     const h = new HostedInstance(port, arena, backendModule, args, log);
     const started = await h.launch(host, maxUs, oneATurn);
-    if (h.startFailed !== undefined) throw h.startFailed;
     if (started === 'ready') return h;
     return WorkerInstance.start(port, arena, backendModule, args, log);
   }
@@ -144,8 +142,8 @@ export class HostedInstance implements ModelInstance, InlineRuns {
     this.out = RingWriter.attach(toInstance);
     this.toMain = toMain;
     this.unavailable = new ServerError('UNAVAILABLE', `instance ${this.name} of model '${this.args.config.name}' is starting`);
-    const started = new Promise<Started>((resolve) => {
-      this.onStart = resolve;
+    const started = new Promise<Started>((resolve, reject) => {
+      this.onStart = { resolve, reject };
     });
     this.port.inbox.add(toMain, (msg: InstanceToMain) => this.onMessage(msg));
     this.unwatch = this.port.hosts.watch(host, (closing) => this.hostGone(closing));
@@ -158,32 +156,32 @@ export class HostedInstance implements ModelInstance, InlineRuns {
     });
     this.replies = { id: replies.id, channel };
     const msg: HostInstanceMessage = {
-      t: 'host_instance', id: nextHostedId++, toInstance, toMain, gate: this.gate.buffer as SharedArrayBuffer,
+      t: 'host_instance', toInstance, toMain, gate: this.gate.buffer as SharedArrayBuffer,
       backendModule: this.backendModule, args: { ...this.args, hosted: true }, maxUs, oneATurn,
       peers: replies.peers, peersPort: channel.port2,
     };
     host.post(msg, [channel.port2]);
-    return started.then((s) => {
-      if (s !== 'ready') this.detach(new ServerError('UNAVAILABLE', `instance ${this.name} is not hosted`));
-      return s;
-    });
+    return started.then(
+      (s) => {
+        if (s === 'ready') this.unavailable = undefined;
+        else this.detach(new ServerError('UNAVAILABLE', `instance ${this.name} is not hosted`));
+        return s;
+      },
+      (err: ServerError) => {
+        this.detach(err);
+        throw err;
+      },
+    );
   }
 
+  /** The host said how the instance started (once; later calls are ignored). */
   private started(s: Started, err?: ServerError): void {
     const settle = this.onStart;
     if (settle === undefined) return;
     this.onStart = undefined;
-    if (err !== undefined) {
-      this.detach(err);
-      this.startFailed = err;
-    } else if (s === 'ready') {
-      this.unavailable = undefined;
-    }
-    settle(s);
+    if (err !== undefined) settle.reject(err);
+    else settle.resolve(s);
   }
-
-  /** Set when the backend failed to load on the host: launch's caller rethrows it. */
-  private startFailed: ServerError | undefined;
 
   private onMessage(msg: InstanceToMain): void {
     switch (msg.t) {

@@ -13,7 +13,7 @@ import type { ModelInstance } from '../instances/instance';
 import { InlineGates } from './inline-gates';
 import { nowNs } from '../core/clock';
 import { OrderedRelease } from './ordered-release';
-import { cancelledMessage, type ExecuteResult, type InferRequest, type InferResponse, type ReplyAddress, type Respond } from '../core/request';
+import { cancelledMessage, executionFailedMessage, type ExecuteResult, type InferRequest, type InferResponse, type ReplyAddress, type Respond } from '../core/request';
 import type { SchedulerHooks } from './scheduler-hooks';
 import { RequestAccounting, schedulerWarning as warn } from './request-accounting';
 import { QueuedRequest } from './queued-request';
@@ -325,7 +325,7 @@ export class ExecutionPool {
     this.free(slot);
     const why = err instanceof Error ? err.message : String(err);
     for (const q of batch) {
-      this.deliver(q, errorResponse(q.request, `instance '${instance.name}' of model '${q.request.model}' version ${q.request.version} failed to execute the batch: ${why}`));
+      this.deliver(q, { outputs: [], error: { code: 'INTERNAL', message: executionFailedMessage(q.request, instance.name, why) }, final: true });
     }
   }
 

@@ -7,16 +7,16 @@
  *   once (`tryRun`) while it is idle, nothing it was sent waits, and main
  *   keeps its gate open. The handler answers that request itself; main is
  *   told only what the statistics need (`inline`, on the same ring as
- *   `executed`, rung once per event-loop turn).
- * Before it serves, a probe run at the model's full batch is timed; one
- * over --inline-execution-max-us is `declined` (main starts the instance on
- * a thread of its own), so a long run never holds this event loop.
+ *   `executed`, rung lazily: RingWriter.sendLazy).
+ * Before it serves, probe runs at the model's full batch are timed; one
+ * that is over --inline-execution-max-us is `declined` (main starts the
+ * instance on a thread of its own), so a long run never holds this event loop.
  */
 import type { BackendInstance, BackendInstanceArgs, CreateBackendInstance } from '../../backends/backend';
 import { nowNs } from '../../core/clock';
 import { fixedByteSize, configTypeToDataType } from '../../core/datatypes';
-import { requestIdPrefix, toErrorInfo } from '../../core/errors';
-import type { InferRequest, InferResponse, TensorRef } from '../../core/request';
+import { toErrorInfo } from '../../core/errors';
+import { executionFailedMessage, type InferRequest, type InferResponse, type TensorRef } from '../../core/request';
 import type { Arena } from '../../dataplane/arena';
 import type { HostInstanceMessage } from '../../dataplane/instance-hosts';
 import type { ExecuteMessage, InlineMessage, InstanceToMain, MainToInstance } from '../../dataplane/protocol';
@@ -47,13 +47,8 @@ interface Hosted {
   ranThisTurn: boolean;
 }
 
-/** What an inline run gives its handler. */
-export interface InlineOutcome {
-  response: InferResponse;
-}
-
 /**
- * Probe runs, a turn apart, after one that warms the session up: the model
+ * Probe runs, PROBE_GAP_MS apart, after one that warms the session up: the model
  * qualifies once PROBE_UNDER runs took at most the limit, and is declined
  * once PROBE_OVER took longer (or after PROBE_MAX runs). Counting runs, not
  * averaging them, keeps a busy moment (other models load on the same cores
@@ -77,19 +72,12 @@ export class HostedInstances {
 
   constructor(private readonly arena: Arena, private readonly inbox: Inbox) {}
 
-  /** Instances hosted here now. */
-  get size(): number {
-    let n = 0;
-    for (const list of this.byVersion.values()) n += list.length;
-    return n;
-  }
-
   /** main's `host_instance`: load the backend, probe it, then serve (or decline). */
   host(msg: HostInstanceMessage): void {
     const toMain = RingWriter.attach(msg.toMain, { deferBell: true });
     const send = (m: InstanceToMain): void => toMain.send(m);
-    void this.load(msg).then(
-      (backend) => this.probe(backend, msg).then((probeUs) => {
+    void this.load(msg)
+      .then((backend) => this.probe(backend, msg).then((probeUs) => {
         if (probeUs > msg.maxUs) {
           send({ t: 'declined', probeUs: Math.round(probeUs) });
           return backend.finalize();
@@ -97,11 +85,8 @@ export class HostedInstances {
         this.serve(msg, backend, toMain);
         send({ t: 'ready', probeUs: Math.round(probeUs) });
         return undefined;
-      }),
-      (err: unknown) => {
-        send({ t: 'init_failed', error: toErrorInfo(err) });
-      },
-    ).catch((err: unknown) => send({ t: 'init_failed', error: toErrorInfo(err) }));
+      }))
+      .catch((err: unknown) => send({ t: 'init_failed', error: toErrorInfo(err) }));
   }
 
   /**
@@ -109,7 +94,7 @@ export class HostedInstances {
    * open instance of its version, or returns undefined: then it takes the
    * ring to main like any other.
    */
-  tryRun(request: InferRequest): Promise<InlineOutcome> | undefined {
+  tryRun(request: InferRequest): Promise<InferResponse> | undefined {
     const list = this.byVersion.get(versionKey(request.model, request.version));
     if (list === undefined) return undefined;
     for (const h of list) {
@@ -131,7 +116,7 @@ export class HostedInstances {
         // Main needs it only when it reads statistics, and drains its rings first then (http-frontend.ts answerControl, grpc-frontend.ts, Observability.settle).
         h.toMain.sendLazy(run, INLINE_STATS_RING_MS);
         this.pump(h);
-        return { response };
+        return response;
       });
     }
     return undefined;
@@ -260,9 +245,5 @@ function inlineResponse(h: Hosted, request: InferRequest, outcome: BatchOutcome)
   const r = outcome.responses?.[0];
   if (r !== undefined) return r;
   const why = outcome.error?.message ?? `returned ${outcome.responses?.length ?? 0} responses for a batch of 1 request`;
-  return {
-    outputs: [],
-    error: { code: 'INTERNAL', message: `${requestIdPrefix(request.id)}instance '${h.name}' of model '${h.model}' version ${request.version} failed to execute the batch: ${why}` },
-    final: true,
-  };
+  return { outputs: [], error: { code: 'INTERNAL', message: executionFailedMessage(request, h.name, why) }, final: true };
 }

@@ -152,7 +152,7 @@ export class InferHandler {
     // No hop: an idle instance hosted here runs it now (its client cannot be gone before the answer, so no cancel).
     const inline = this.hosted?.tryRun(request);
     if (inline !== undefined) {
-      inline.then((r) => this.onResponse(key, r.response, version), (err: unknown) => this.onResponse(key, failedInline(err), version));
+      inline.then((r) => this.onResponse(key, r, version), (err: unknown) => this.onResponse(key, failedInline(err), version));
       return;
     }
     const msg: FrontendToMain = { t: 'infer', key, request };
