@@ -93,6 +93,7 @@ export function parseServerOptions(argv: string[]): ServerOptions {
   const httpCodecOffloadBytes = r.int('http-codec-offload-bytes', DEFAULT_CODEC_OFFLOAD_BYTES, true);
   if (httpCodecOffloadBytes < 0) throw new CliError('Error: --http-codec-offload-bytes must be 0 (never) or greater.');
   const inlineExecutionMaxUs = r.int('inline-execution-max-us', DEFAULT_INLINE_MAX_US);
+  const cores = os.availableParallelism();
   if (inlineExecutionMaxUs < 0) throw new CliError('Error: --inline-execution-max-us must be 0 (never) or greater.');
   const maxQueuedRequests = r.int('max-queued-requests', DEFAULT_MAX_QUEUED_REQUESTS);
   if (maxQueuedRequests < 0) throw new CliError('Error: --max-queued-requests must be 0 (no bound) or greater.');
@@ -166,9 +167,8 @@ export function parseServerOptions(argv: string[]): ServerOptions {
     openaiRestrictedApi: parseOpenAIRestricted(r.all('openai-restricted-api')),
     httpAddress,
     reuseHttpPort: r.bool('reuse-http-port', false),
-    httpThreadCount: r.int('http-thread-count', defaultHttpThreadCount(os.availableParallelism())),
-    httpSpareThreads: r.has('http-thread-count') || inlineExecutionMaxUs === 0
-      ? 0 : Math.max(0, Math.min(8, os.availableParallelism()) - defaultHttpThreadCount(os.availableParallelism())),
+    httpThreadCount: r.int('http-thread-count', defaultHttpThreadCount(cores)),
+    httpSpareThreads: r.has('http-thread-count') || inlineExecutionMaxUs === 0 ? 0 : Math.max(0, Math.min(8, cores) - defaultHttpThreadCount(cores)),
     httpHeaderForwardPattern: forwardPattern('http-header-forward-pattern', r.str('http-header-forward-pattern')),
     httpMaxInputSize,
     httpMaxJsonResponseSize,

@@ -119,12 +119,21 @@ export class HttpFrontend {
       if (this.port.hosts.hosting(t.host)) break;
       this.threads.pop();
       t.alive = false; // not restarted
-      this.port.inbox.remove(t.toMain);
-      t.out.close();
-      this.port.replies.removeFrontend(t.replyPort);
-      this.port.hosts.remove(t.host, true);
+      this.unlink(t, true);
       void t.worker.terminate();
     }
+  }
+
+  /**
+   * Main stops reading and writing the thread's rings and forgets it as a
+   * reply port and as a host (`closing`: the server stops or it was never
+   * needed, so its instances are not moved to threads of their own).
+   */
+  private unlink(t: HttpThread, closing: boolean): void {
+    this.port.hosts.remove(t.host, closing);
+    this.port.inbox.remove(t.toMain);
+    t.out.close();
+    this.port.replies.removeFrontend(t.replyPort);
   }
 
   /** Start the threads (unless spawnThreads did) and listen; resolves with the bound port. */
@@ -260,10 +269,7 @@ export class HttpFrontend {
   private onDeath(t: HttpThread): void {
     t.alive = false;
     this.port.inbox.drain(); // what it sent before dying: dropped (onRequest)
-    this.port.inbox.remove(t.toMain);
-    t.out.close();
-    this.port.replies.removeFrontend(t.replyPort);
-    this.port.hosts.remove(t.host, false); // its instances take what it sent first, then go on threads of their own
+    this.unlink(t, false); // its instances take what it sent first, then go on threads of their own
     this.arena.threadDied(t.threadId);
     const reason = t.fatal ?? 'it exited without saying why';
     const delay = this.restarts.next();
