@@ -5,7 +5,7 @@
  * worker thread or process and executes batches.
  */
 import type { ModelConfig } from '../core/model-config';
-import type { ExecuteResult, InferRequest, InferResponse, ParamValue, Respond, StreamResponse, TensorRef } from '../core/request';
+import type { ExecuteResult, InferRequest, InferResponse, ParamValue, ReplyAddress, Respond, StreamResponse, TensorRef } from '../core/request';
 import type { Arena } from '../dataplane/arena';
 import type { MainPort } from '../dataplane/main-port';
 import type { Logger } from '../logging/logger';
@@ -145,8 +145,12 @@ export type CancelInfer = () => void;
 /** A backend instance living in a child process, as started by Backend.startProcess. */
 export interface ProcessChild {
   readonly pid: number;
-  /** Run one batch; never rejects (failures are error responses). */
-  execute(requests: InferRequest[], stream?: StreamResponse): Promise<ExecuteResult>;
+  /**
+   * Run one batch; never rejects (failures are error responses). `replyTo`:
+   * the host sends those final responses straight to their frontend threads
+   * (dataplane/reply-routes.ts) and resolves with what main gets instead.
+   */
+  execute(requests: InferRequest[], stream?: StreamResponse, replyTo?: (ReplyAddress | null)[]): Promise<ExecuteResult>;
   /**
    * `request` (of a batch given to execute) was cancelled: the model sees it
    * (`is_cancelled()`). False when no batch of this child holds it (yet).

@@ -11,7 +11,7 @@
  * without outputs, in `executed`, for its bookkeeping.
  */
 import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
-import type { InferResponse, ReplyAddress } from '../core/request';
+import type { InferRequest, InferResponse, ReplyAddress } from '../core/request';
 import type { Arena } from './arena';
 import type { ResponseMessage } from './protocol';
 import type { PeersUpdate, ReplyPeer } from './reply-rings';
@@ -61,6 +61,21 @@ export class ReplyRoutes {
     const msg: ResponseMessage = { t: 'response', key: to.key, version, response };
     route.out.send(msg);
     return lean;
+  }
+
+  /**
+   * Sends each final response whose request offered a reply address straight
+   * to its frontend thread, replacing it in `responses` with what main gets
+   * (deliver). A rescheduled request's response stays: main runs it again.
+   */
+  deliverAll(requests: readonly InferRequest[], responses: InferResponse[], replyTo: readonly (ReplyAddress | null)[]): void {
+    for (let i = 0; i < responses.length; i++) {
+      const to = replyTo[i];
+      const r = responses[i];
+      if (to === null || to === undefined || r === undefined || r.rescheduled === true) continue;
+      const lean = this.deliver(to, requests[i]!.version, r);
+      if (lean !== undefined) responses[i] = lean;
+    }
   }
 
   private add(p: ReplyPeer): void {

@@ -3,14 +3,14 @@
  * worker thread (instance-thread.ts) or on a frontend thread that hosts it
  * (frontend/http/hosted-instances.ts). Runs the backend, times it, and
  * returns the message for main: `executed` with the responses (outputs in
- * the arena, owned by the running thread) or `execute_failed`.
+ * the arena, owned by the running thread) or `execute_failed`. Responses
+ * with a reply address go on from there (ReplyRoutes.deliverAll).
  */
 import { toErrorInfo } from '../core/errors';
 import type { BackendInstance } from '../backends/backend';
 import { nowNs } from '../core/clock';
 import type { Arena } from '../dataplane/arena';
-import type { ExecuteTimings, InferRequest, InferResponse, ReplyAddress } from '../core/request';
-import type { ReplyRoutes } from '../dataplane/reply-routes';
+import type { ExecuteTimings, InferRequest, InferResponse } from '../core/request';
 
 export interface BatchOutcome {
   /** One per request; undefined when the whole batch failed (`error`). */
@@ -40,16 +40,5 @@ export async function runBatch(backend: BackendInstance, requests: InferRequest[
   } catch (err) {
     const end = nowNs();
     return { error: toErrorInfo(err), timings: { computeStartNs, computeInputEndNs: computeStartNs, computeInferEndNs: end, computeEndNs: end } };
-  }
-}
-
-/** Sends each response whose request has a reply address to its frontend thread; main gets it without outputs. */
-export function deliverDirect(routes: ReplyRoutes, requests: InferRequest[], responses: InferResponse[], replyTo: readonly (ReplyAddress | null)[]): void {
-  for (let i = 0; i < responses.length; i++) {
-    const to = replyTo[i];
-    const r = responses[i];
-    if (to === null || to === undefined || r === undefined) continue;
-    const lean = routes.deliver(to, requests[i]!.version, r);
-    if (lean !== undefined) responses[i] = lean;
   }
 }

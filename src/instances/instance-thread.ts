@@ -11,7 +11,7 @@ import type { ExecuteMessage, InstanceToMain, MainToInstance } from '../dataplan
 import { ReplyRoutes } from '../dataplane/reply-routes';
 import { Inbox, RingWriter } from '../dataplane/ring';
 import { nameThisThread } from '../dataplane/thread-name';
-import { deliverDirect, runBatch } from './instance-runner';
+import { runBatch } from './instance-runner';
 import type { InstanceThreadData } from './worker-instance';
 
 const data = workerData as InstanceThreadData;
@@ -72,7 +72,7 @@ async function execute(backend: BackendInstance, msg: ExecuteMessage): Promise<v
     send({ t: 'execute_failed', batchId, error: outcome.error!, timings: outcome.timings });
     return;
   }
-  if (replyTo !== undefined) deliverDirect(replies, requests, outcome.responses, replyTo);
+  if (replyTo !== undefined) replies.deliverAll(requests, outcome.responses, replyTo);
   send({ t: 'executed', batchId, responses: outcome.responses, timings: outcome.timings });
 }
 

@@ -15,8 +15,8 @@
  */
 import type { BackendInstanceArgs, ProcessChild, ProcessHostServices, StartProcessChild } from '../backends/backend';
 import { ServerError, toErrorInfo } from '../core/errors';
-import type { ExecuteResult, InferRequest, StreamResponse } from '../core/request';
-import { nowNs } from '../core/clock';
+import type { ExecuteResult, InferRequest, ReplyAddress, StreamResponse } from '../core/request';
+import { failedResult } from './failed-result';
 import type { ModelInstance } from './instance';
 
 /**
@@ -46,6 +46,7 @@ export class ProcessInstance implements ModelInstance {
   readonly pipelineDepth: number;
   /** Deaths of the process that began a restart (ModelInstance.restarts). */
   restarts = 0;
+  private readonly decoupled: boolean;
   private child: ProcessChild | undefined;
   /** Set while a restart runs; batches wait on it. */
   private restarting: Promise<ProcessChild> | undefined;
@@ -72,7 +73,8 @@ export class ProcessInstance implements ModelInstance {
     private readonly services: ProcessHostServices,
   ) {
     this.name = args.instanceName;
-    this.pipelineDepth = args.config.model_transaction_policy?.decoupled === true ? 1 : PROCESS_PIPELINE_DEPTH;
+    this.decoupled = args.config.model_transaction_policy?.decoupled === true;
+    this.pipelineDepth = this.decoupled ? 1 : PROCESS_PIPELINE_DEPTH;
   }
 
   /** Start the process and wait until the model is initialized (or failed: the load fails). */
@@ -82,7 +84,12 @@ export class ProcessInstance implements ModelInstance {
     return instance;
   }
 
-  async execute(requests: InferRequest[], stream?: StreamResponse): Promise<ExecuteResult> {
+  /**
+   * `replyTo` (the pool's direct path): the host thread sends those final
+   * responses straight to their frontend threads. Not for decoupled models,
+   * whose non-final responses go through main and must not be overtaken.
+   */
+  async execute(requests: InferRequest[], stream?: StreamResponse, replyTo?: (ReplyAddress | null)[]): Promise<ExecuteResult> {
     let child = this.child;
     if (child === undefined) {
       try {
@@ -91,7 +98,7 @@ export class ProcessInstance implements ModelInstance {
         return failedResult(requests, err);
       }
     }
-    const result = child.execute(requests, stream);
+    const result = child.execute(requests, stream, this.decoupled ? undefined : replyTo);
     if (this.anyCancelledEarly) {
       for (const r of requests) if (this.cancelledEarly.has(r)) child.cancel?.(r);
     }
@@ -202,13 +209,4 @@ export class ProcessInstance implements ModelInstance {
     })();
     return this.restarting;
   }
-}
-
-function failedResult(requests: InferRequest[], err: unknown): ExecuteResult {
-  const t = nowNs();
-  const error = toErrorInfo(err);
-  return {
-    responses: requests.map(() => ({ outputs: [], error, final: true })),
-    timings: { computeStartNs: t, computeInputEndNs: t, computeInferEndNs: t, computeEndNs: t },
-  };
 }

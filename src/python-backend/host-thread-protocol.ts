@@ -18,6 +18,7 @@
  *                                              non-final responses), then `executed` (same batchId)
  *   ring  main → host `cancel_in_batch` (batchId, index: a request of that batch was
  *                                              cancelled; no reply, the batch answers as usual)
+ *   ring  main → host `peers` (no reply: read the reply-ring updates on peersPort)
  *   ring  main → host `stop`                ⇄ host → main `stopped`
  *   ring  (thread start)                    ⇄ host → main `ready` | `init_failed`
  *   ring  host → main `stub_exited` (the stub died on its own; after it, nothing more)
@@ -32,6 +33,9 @@
  * Arena ownership (the rules of dataplane/protocol.ts):
  *   `execute`: inputs lent, read by the host thread (copied into the stub's region).
  *   `streamed`, `executed`: outputs allocated by the host thread; main adopts them.
+ *   `executed` after a direct reply: the response went to its frontend thread
+ *     (`execute`'s replyTo, ReplyRoutes.deliverAll: the outputs given to that
+ *     thread), and main gets it without outputs, `delivered`.
  *   `bls`: the BLS inputs, allocated by the host thread (copied out of the
  *     stub's region), lent to main as a frontend lends a request's inputs:
  *     the host thread frees them after the final `bls_response` (or its
@@ -43,7 +47,9 @@ import type { BackendInstanceArgs, GatewayRequest } from '../backends/backend';
 import type { ErrorInfo } from '../core/errors';
 import type { ExecuteTimings, InferResponse } from '../core/request';
 import type { ArenaHandle } from '../dataplane/arena';
+import type { MessagePort } from 'node:worker_threads';
 import type { RingHandle } from '../dataplane/ring';
+import type { ReplyPeer } from '../dataplane/reply-rings';
 import type { ExecuteMessage } from '../dataplane/protocol';
 import type { MetricMsg } from './ipc-protocol';
 import type { ModelControlCall } from './model-control';
@@ -55,6 +61,10 @@ export interface PyHostThreadData {
   toHost: RingHandle;
   toMain: RingHandle;
   args: BackendInstanceArgs;
+  /** Its rings to the frontend threads there are now (dataplane/reply-rings.ts) ... */
+  peers: ReplyPeer[];
+  /** ... and where later changes wait (read on a `peers` ring message). */
+  peersPort: MessagePort;
   /** The stub runs this model nodetron ships (stub-process.ts BuiltinModel) on args.modelPath, not a model.py. */
   builtin?: BuiltinModel;
 }
@@ -74,7 +84,9 @@ export interface PyStop { t: 'stop' }
  * descriptor is the frontends' message, by request key).
  */
 export interface PyCancel { t: 'cancel_in_batch'; batchId: number; index: number }
-export type MainToPyHost = PyExecute | PyStop | PyCancel;
+/** Reply-ring changes wait on the thread's peersPort: read them before the next execute. */
+export interface PyPeers { t: 'peers' }
+export type MainToPyHost = PyExecute | PyStop | PyCancel | PyPeers;
 
 // ---- ring, host → main ----
 /** `unready`: the model's is_ready() said no at start (readiness-checks.ts); absent: ready. */

@@ -13,6 +13,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { toErrorInfo } from '../core/errors';
 import type { InferRequest, StreamResponse } from '../core/request';
 import { Arena } from '../dataplane/arena';
+import { ReplyRoutes } from '../dataplane/reply-routes';
 import { Inbox, RingWriter } from '../dataplane/ring';
 import { nameThisThread } from '../dataplane/thread-name';
 import type { MainToPyHost, PyHostThreadData, PyHostToMain } from './host-thread-protocol';
@@ -27,6 +28,8 @@ const toMain = RingWriter.attach(data.toMain);
 // handle); the rings' safety poll runs once a second, as in instance threads.
 const inbox = new Inbox(data.toHost.bell, { safetyPollMs: 1000 });
 const port = new HostThreadPort(parentPort!, arena);
+// Final responses whose requester offered a reply address go straight to its frontend thread.
+const replies = new ReplyRoutes(arena, data.peers, data.peersPort);
 
 function send(msg: PyHostToMain): void {
   toMain.send(msg);
@@ -43,18 +46,23 @@ function onRing(instance: PythonStubInstance, msg: MainToPyHost): void {
     });
     return;
   }
+  if (msg.t === 'peers') {
+    replies.refresh();
+    return;
+  }
   if (msg.t === 'cancel_in_batch') {
     const requests = running.get(msg.batchId);
     if (requests !== undefined) instance.cancel(requests, msg.index);
     return;
   }
-  const { batchId } = msg;
+  const { batchId, replyTo } = msg;
   const stream: StreamResponse | undefined = msg.stream
     ? (index, response) => send({ t: 'streamed', batchId, index, response })
     : undefined;
   running.set(batchId, msg.requests);
   void instance.execute(msg.requests, stream).then((result) => {
     running.delete(batchId);
+    if (replyTo !== undefined) replies.deliverAll(msg.requests, result.responses, replyTo);
     send({ t: 'executed', batchId, responses: result.responses, timings: result.timings });
   });
 }

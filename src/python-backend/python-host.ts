@@ -17,11 +17,11 @@
  * says comes from the thread as `unready` (readiness-checks.ts).
  */
 import path from 'node:path';
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, Worker } from 'node:worker_threads';
 import type { BackendInstanceArgs, CancelInfer, ProcessChild, ProcessHostServices } from '../backends/backend';
 import { fromErrorInfo, toErrorInfo, type ErrorInfo } from '../core/errors';
 import { nowNs } from '../core/clock';
-import type { ExecuteResult, InferRequest, InferResponse, StreamResponse } from '../core/request';
+import type { ExecuteResult, InferRequest, InferResponse, ReplyAddress, StreamResponse } from '../core/request';
 import { adoptOutputs } from '../dataplane/adopt-outputs';
 import { RingWriter, createRing, type RingHandle } from '../dataplane/ring';
 import type { CustomMetricsOwner } from '../metrics/custom-metrics';
@@ -65,14 +65,31 @@ export class PythonHost implements ProcessChild {
     const { port } = services;
     const toHost = createRing(port.bells.create());
     const toMain = createRing(port.bell);
-    const data: PyHostThreadData = { arena: services.arena.handle, toHost, toMain, args, ...(builtin !== undefined ? { builtin } : {}) };
-    this.worker = new Worker(path.join(__dirname, 'python-host-thread.js'), { workerData: data, name: `py-${args.instanceName}`, resourceLimits: workerResourceLimits() });
-    this.threadId = this.worker.threadId;
     this.out = RingWriter.attach(toHost);
+    // Reply-ring changes: posted first, then announced on the ring, so the
+    // thread reads them before any execute that names a new frontend.
+    const peersChannel = new MessageChannel();
+    const replies = port.replies.addInstance((update) => {
+      peersChannel.port1.postMessage(update);
+      this.out.send({ t: 'peers' } satisfies MainToPyHost);
+    });
+    const data: PyHostThreadData = {
+      arena: services.arena.handle, toHost, toMain, args, peers: replies.peers, peersPort: peersChannel.port2,
+      ...(builtin !== undefined ? { builtin } : {}),
+    };
+    this.worker = new Worker(path.join(__dirname, 'python-host-thread.js'), {
+      workerData: data, name: `py-${args.instanceName}`, transferList: [peersChannel.port2], resourceLimits: workerResourceLimits(),
+    });
+    this.threadId = this.worker.threadId;
     this.fromHost = toMain;
     this.exited = new Promise((resolve) => this.worker.once('exit', () => resolve()));
     // A new host gets a new bell; the old one's wake-up counters stay in the server's totals.
-    this.worker.once('exit', () => port.bells.retire(toHost.bell));
+    // Its reply rings go too: each frontend drains what it sent and drops them.
+    this.worker.once('exit', () => {
+      port.bells.retire(toHost.bell);
+      port.replies.removeInstance(replies.id);
+      peersChannel.port1.close();
+    });
     this.worker.on('message', (m: PyHostPortOut) => this.onPort(m));
     this.worker.on('error', (err) => services.log.error(`python host thread of instance ${args.instanceName} failed: ${err.message}`));
     this.worker.on('exit', (code) => this.onThreadExit(code));
@@ -127,12 +144,14 @@ export class PythonHost implements ProcessChild {
     this.unreadyListeners.push(listener);
   }
 
-  execute(requests: InferRequest[], stream?: StreamResponse): Promise<ExecuteResult> {
+  execute(requests: InferRequest[], stream?: StreamResponse, replyTo?: (ReplyAddress | null)[]): Promise<ExecuteResult> {
     if (this.gone !== undefined || this.stopping) return Promise.resolve(failAll(requests, toErrorInfo(notHealthy(this.args.instanceName))));
     const batchId = this.nextBatchId++;
     return new Promise((resolve) => {
       this.pending.set(batchId, { requests, stream, resolve });
-      const msg: MainToPyHost = { t: 'execute', batchId, requests, stream: stream !== undefined };
+      const msg: MainToPyHost = replyTo === undefined
+        ? { t: 'execute', batchId, requests, stream: stream !== undefined }
+        : { t: 'execute', batchId, requests, stream: stream !== undefined, replyTo };
       this.out.send(msg);
     });
   }

@@ -21,7 +21,7 @@ import type { Arena } from '../../dataplane/arena';
 import type { HostInstanceMessage } from '../../dataplane/instance-hosts';
 import type { ExecuteMessage, InlineMessage, InstanceToMain, MainToInstance } from '../../dataplane/protocol';
 import { type Inbox, RingWriter } from '../../dataplane/ring';
-import { deliverDirect, runBatch, type BatchOutcome } from '../../instances/instance-runner';
+import { runBatch, type BatchOutcome } from '../../instances/instance-runner';
 import { ReplyRoutes } from '../../dataplane/reply-routes';
 import { releaseOutputs } from '../../request/admit-request';
 
@@ -213,7 +213,7 @@ export class HostedInstances {
       h.busy = true;
       void runBatch(h.backend, next.requests, this.arena).then((outcome) => {
         h.busy = false;
-        if (outcome.responses !== undefined && next.replyTo !== undefined) deliverDirect(h.routes, next.requests, outcome.responses, next.replyTo);
+        if (outcome.responses !== undefined && next.replyTo !== undefined) h.routes.deliverAll(next.requests, outcome.responses, next.replyTo);
         h.toMain.send(outcome.responses === undefined
           ? { t: 'execute_failed', batchId: next.batchId, error: outcome.error!, timings: outcome.timings }
           : { t: 'executed', batchId: next.batchId, responses: outcome.responses, timings: outcome.timings });
