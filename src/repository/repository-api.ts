@@ -29,14 +29,15 @@ export function checkRepositoryName(repository: string | undefined): void {
 
 /**
  * Load and unload need --model-control-mode=explicit. Triton answers "...
- * if polling is enabled" in none mode too, where no polling is on: in none
- * mode the text says which mode it is instead. Both name the flag.
+ * if polling is enabled" in none mode too, where no polling is on, and
+ * clients match that text: it comes first in both modes, then which mode
+ * this is and the flag that allows it.
  */
 export function modelControlRefusal(mode: ModelControlMode): ServerError {
-  const why = mode === 'poll' ? 'if polling is enabled' : `in model control mode '${mode}'`;
+  const which = mode === 'poll' ? '' : ` The server runs in model control mode '${mode}'.`;
   return new ServerError(
     'UNAVAILABLE',
-    `explicit model load / unload is not allowed ${why}. Start the server with --model-control-mode=explicit to load and unload models through the repository API.`,
+    `explicit model load / unload is not allowed if polling is enabled.${which} Start the server with --model-control-mode=explicit to load and unload models through the repository API.`,
   );
 }
 

@@ -81,11 +81,11 @@ test('ServerMetadata and ModelMetadata', async () => {
   });
 });
 
-test('ModelReady: ready, or an error status for a failed lookup', async () => {
+test('ModelReady: ready, ready: false with status OK for a failed lookup (as Triton), an error for a bad version text', async () => {
   assert.deepEqual(await client.call('ModelReady', { name: 'simple', version: '' }), { ready: true });
   assert.deepEqual(await client.call('ModelReady', { name: 'simple', version: '1' }), { ready: true });
-  await rejects(client.call('ModelReady', { name: 'nope' }), grpc.status.NOT_FOUND, "Request for unknown model: 'nope' is not found");
-  await rejects(client.call('ModelReady', { name: 'simple', version: '7' }), grpc.status.NOT_FOUND, "Request for unknown model: 'simple' version 7 is not found");
+  assert.deepEqual(await client.call('ModelReady', { name: 'nope' }), { ready: false });
+  assert.deepEqual(await client.call('ModelReady', { name: 'simple', version: '7' }), { ready: false });
   await rejects(
     client.call('ModelReady', { name: 'simple', version: 'x' }),
     grpc.status.INVALID_ARGUMENT,
@@ -241,7 +241,7 @@ test('repository, statistics, trace, log and shared-memory rpcs', async () => {
   await rejects(
     client.call('RepositoryModelLoad', { model_name: 'simple' }),
     grpc.status.UNAVAILABLE,
-    "explicit model load / unload is not allowed in model control mode 'none'. Start the server with --model-control-mode=explicit to load and unload models through the repository API.",
+    "explicit model load / unload is not allowed if polling is enabled. The server runs in model control mode 'none'. Start the server with --model-control-mode=explicit to load and unload models through the repository API.",
   );
   await rejects(
     client.call('RepositoryModelUnload', { model_name: 'simple', parameters: { unload_dependents: { string_param: 'x' } } }),

@@ -50,7 +50,18 @@ export function healthHandlers(ctx: GrpcContext): grpc.UntypedServiceImplementat
     ModelReady: unary(ctx, 'health', (req: ModelRefMsg) => {
       const s = ctx.snapshot();
       if (!s.live || s.exiting) throw new ServerError('UNAVAILABLE', 'Server not ready');
-      resolveModel(s, req.name, req.version, 'ready');
+      const version = parseGrpcVersion(req.version);
+      // Triton's ModelIsReady succeeds whenever the lookup fails (a model
+      // never loaded, unloaded, or no READY version): `ready: false`, status OK.
+      // A name that tries to leave the repository stays an error (checkModelName).
+      try {
+        lookupModel(s, req.name, version, 'loaded');
+      } catch (err) {
+        if (err instanceof ServerError && (err.code === 'NOT_FOUND' || err.code === 'UNAVAILABLE')) return { ready: false };
+        throw err;
+      }
+      // A READY version whose instances cannot serve says why (a model's is_ready(), a stub restarting).
+      lookupModel(s, req.name, version, 'ready');
       return { ready: true };
     }),
     ServerMetadata: unary(ctx, 'metadata', () => ({
