@@ -36,7 +36,7 @@ export interface ModelView {
    */
   loads?: number;
   plan?: ValidationPlan;
-  /** Labels per output name, from label_filename (classification). */
+  /** Labels per output name, from label_filename (classification); an ensemble output without one has its composing model's (repository/ensemble-labels.ts). */
   labels: Record<string, string[]>;
   versions: VersionView[];
 }
