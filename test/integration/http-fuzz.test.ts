@@ -93,7 +93,12 @@ function makeCase(rand: () => number): FuzzCase {
       const pieces = [0, ...cuts].map((c, i, all) => whole.slice(c, all[i + 1] ?? whole.length)).filter((p) => p !== '');
       return { kind: 'valid infer in pieces', pieces, want: [200], gapMs: int(0, 3) };
     },
-    () => ({ kind: 'LF-only line ends', pieces: [`GET /v2/health/live HTTP/1.1\nHost: x\n\n`], want: [200] }),
+    // Bare LF line ends are refused (request-head-parser.ts: a proxy that reads them otherwise would see another head).
+    () => ({ kind: 'LF-only line ends', pieces: [`GET /v2/health/live HTTP/1.1\nHost: x\n\n`], want: [400], says: 'must end with CRLF', waitClose: true }),
+    () => ({ kind: 'repeated Host', pieces: [`GET /v2/health/live HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n`], want: [400], says: 'exactly one Host header', waitClose: true }),
+    () => ({ kind: 'two Content-Lengths', pieces: [`POST ${INFER} HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}`], want: [400], says: 'at most one Content-Length', waitClose: true }),
+    () => ({ kind: 'lower-case method', pieces: [`${pick(['get', 'Get', 'gET'])} /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n`], want: [400], says: 'methods are case-sensitive', waitClose: true }),
+    () => ({ kind: 'bare LF in chunk framing', pieces: [`POST ${INFER} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\n{}\r\n0\r\n\r\n`], want: [400], says: 'must end with CRLF', waitClose: true }),
     () => ({ kind: 'unknown path', pieces: [`GET /${letters(int(1, 10), 'abcdefgh/')} HTTP/1.1\r\nHost: x\r\n\r\n`], want: [404], says: 'Not Found' }),
   ];
   const c = pick(kinds)();

@@ -4,11 +4,21 @@
  * fed whatever bytes a connection has and says how many it used; the data of
  * each chunk goes to `onData` as views of the fed buffer (copy to keep).
  *
+ * Strict, as request smuggling demands (the class Go closed as
+ * CVE-2025-22871): every framing line ends with CRLF (a bare LF or CR is an
+ * error, as in the head, request-head-parser.ts), the size is hex digits with
+ * nothing around them, and chunk extensions must follow RFC 9112 §7.1.1
+ * (`;name`, `;name=token` or `;name="quoted"`, optional whitespace around
+ * `;` and `=`); trailer fields must be `name: value` without control
+ * characters. Extensions and trailers are then ignored.
+ *
  * Bounded: a chunk-size line longer than 1 KiB (extensions included), a
  * trailer section larger than 16 KiB and more than `maxChunks` chunks end
  * the body with an error, so a client cannot keep a connection busy with
  * endless tiny chunks or an endless size line.
  */
+
+import { printable } from './request-head-parser';
 
 export type ChunkedStep =
   | { kind: 'more'; used: number }
@@ -16,6 +26,11 @@ export type ChunkedStep =
   | { kind: 'error'; message: string };
 
 const MAX_SIZE_LINE = 1024;
+/** RFC 9112 §7.1: chunk-size [chunk-ext], the line end taken off. BWS is spaces and tabs. */
+const TOKEN = "[!#$%&'*+\\-.^_`|~0-9A-Za-z]+";
+const QUOTED = '"(?:[\\t !#-\\[\\]-~\\x80-\\xff]|\\\\[\\t -~\\x80-\\xff])*"';
+const SIZE_LINE = new RegExp(`^([0-9a-fA-F]+)(?:[ \\t]*;[ \\t]*${TOKEN}(?:[ \\t]*=[ \\t]*(?:${TOKEN}|${QUOTED}))?)*$`);
+const TRAILER_FIELD = new RegExp(`^${TOKEN}:[\\t\\x20-\\x7e\\x80-\\xff]*$`);
 const MAX_TRAILERS = 16 * 1024;
 /** Hex digits of the largest chunk size read (15 = just under 2^60). */
 const MAX_SIZE_DIGITS = 15;
@@ -39,11 +54,15 @@ export class ChunkedBody {
             return { kind: 'more', used: at - from };
           }
           if (nl - at > MAX_SIZE_LINE) return { kind: 'error', message: `chunk size line longer than ${MAX_SIZE_LINE} bytes` };
-          let line = buf.toString('latin1', at, nl);
-          if (line.endsWith('\r')) line = line.slice(0, -1);
-          const semi = line.indexOf(';');
-          const hex = (semi < 0 ? line : line.slice(0, semi)).trim();
-          if (!/^[0-9a-fA-F]+$/.test(hex)) return { kind: 'error', message: `invalid chunk size '${hex.slice(0, 40)}': expected hexadecimal digits` };
+          if (nl === at || buf[nl - 1] !== 13) return { kind: 'error', message: 'chunk size line ends with a bare LF: it must end with CRLF (RFC 9112 §7.1)' };
+          const line = buf.toString('latin1', at, nl - 1);
+          const m = SIZE_LINE.exec(line);
+          if (m === null) {
+            const hex = /^[0-9a-fA-F]*/.exec(line)![0];
+            if (hex === '') return { kind: 'error', message: `invalid chunk size '${printable(line)}': expected hexadecimal digits` };
+            return { kind: 'error', message: `invalid chunk extension in '${printable(line)}': expected ';name' or ';name=value' after the size (RFC 9112 §7.1.1)` };
+          }
+          const hex = m[1]!;
           if (hex.replace(/^0+/, '').length > MAX_SIZE_DIGITS) return { kind: 'error', message: `chunk size '${hex.slice(0, 40)}' is too large` };
           const size = parseInt(hex, 16);
           at = nl + 1;
@@ -69,11 +88,12 @@ export class ChunkedBody {
         }
         case 'data_end': {
           if (at >= buf.length) return { kind: 'more', used: at - from };
-          if (buf[at] === 10) at += 1;
-          else if (buf[at] === 13) {
+          if (buf[at] === 13) {
             if (at + 1 >= buf.length) return { kind: 'more', used: at - from };
             if (buf[at + 1] !== 10) return { kind: 'error', message: 'missing CRLF after chunk data' };
             at += 2;
+          } else if (buf[at] === 10) {
+            return { kind: 'error', message: 'chunk data ends with a bare LF: it must end with CRLF (RFC 9112 §7.1)' };
           } else return { kind: 'error', message: 'chunk data longer than its declared size (missing CRLF after chunk data)' };
           this.state = 'size';
           break;
@@ -84,9 +104,14 @@ export class ChunkedBody {
             if (this.trailerBytes + buf.length - at > MAX_TRAILERS) return { kind: 'error', message: `trailer section larger than ${MAX_TRAILERS} bytes` };
             return { kind: 'more', used: at - from };
           }
-          const empty = nl === at || (nl === at + 1 && buf[at] === 13);
+          if (nl === at || buf[nl - 1] !== 13) return { kind: 'error', message: 'trailer line ends with a bare LF: it must end with CRLF (RFC 9112 §7.1.2)' };
+          const empty = nl === at + 1;
           this.trailerBytes += nl + 1 - at;
           if (this.trailerBytes > MAX_TRAILERS) return { kind: 'error', message: `trailer section larger than ${MAX_TRAILERS} bytes` };
+          if (!empty) {
+            const field = buf.toString('latin1', at, nl - 1);
+            if (!TRAILER_FIELD.test(field)) return { kind: 'error', message: `malformed trailer field '${printable(field)}': expected 'Name: value' without control characters` };
+          }
           at = nl + 1;
           if (empty) return { kind: 'done', used: at - from };
           break;

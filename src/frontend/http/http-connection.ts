@@ -83,7 +83,19 @@ interface StreamState {
 }
 
 export class HttpConnection implements ReplySink {
+  /** Bytes read and not consumed yet: a view of the last read, or of `spill`. */
   private buf: Buffer | undefined;
+  /**
+   * Where a head (or chunk-size line) that comes in pieces is gathered: its
+   * bytes are appended after the ones before, the buffer doubling when full,
+   * so a head that trickles in byte by byte costs its length in copies, not
+   * its length squared. `spillUsed` bytes of it are taken; views of them
+   * given out (bodies) are never written over.
+   */
+  private spill: Buffer | undefined;
+  private spillUsed = 0;
+  /** How far the head at the start of `buf` was scanned without finding its end (request-head-parser.ts). */
+  private headScanned = 0;
   private body: BodyState | undefined;
   /** Requests read, in order, whose answers are not written yet. */
   private readonly queue: Reply[] = [];
@@ -140,8 +152,25 @@ export class HttpConnection implements ReplySink {
   private onData(d: Buffer): void {
     this.lastInput = this.clock.now;
     if (this.closing) return; // lingering: dropped
-    this.buf = this.buf === undefined ? d : Buffer.concat([this.buf, d]);
+    this.buf = this.buf === undefined ? d : this.append(this.buf, d);
     this.pump();
+  }
+
+  /** `buf` followed by `d`, in `spill`: in place when `buf` ends where spill's taken bytes do and there is room. */
+  private append(buf: Buffer, d: Buffer): Buffer {
+    const spill = this.spill;
+    if (spill !== undefined && buf.buffer === spill.buffer && buf.byteOffset + buf.length === spill.byteOffset + this.spillUsed
+      && this.spillUsed + d.length <= spill.length) {
+      spill.set(d, this.spillUsed);
+      this.spillUsed += d.length;
+      return spill.subarray(buf.byteOffset - spill.byteOffset, this.spillUsed);
+    }
+    const grown = Buffer.allocUnsafe(Math.max(2 * (buf.length + d.length), 4096));
+    buf.copy(grown, 0);
+    grown.set(d, buf.length);
+    this.spill = grown;
+    this.spillUsed = buf.length + d.length;
+    return grown.subarray(0, this.spillUsed);
   }
 
   /** Read every complete request head and body in the buffer. */
@@ -159,12 +188,16 @@ export class HttpConnection implements ReplySink {
         this.socket.pause();
         break;
       }
-      const r = parseRequestHead(buf, at, this.limits);
-      if (r.kind === 'incomplete') break;
+      const r = parseRequestHead(buf, at, this.limits, this.headScanned);
+      if (r.kind === 'incomplete') {
+        this.headScanned = r.scanned;
+        break;
+      }
       if (r.kind === 'error') {
         this.fail(r.status, r.message);
         return;
       }
+      this.headScanned = 0;
       at += r.consumed;
       const fields = r.head;
       const reply = new Reply(this, this.client, fields.minor, fields.method === 'HEAD', fields.keepAlive);
@@ -186,6 +219,7 @@ export class HttpConnection implements ReplySink {
     }
     if (this.closing && this.body === undefined) buf = undefined;
     this.buf = buf === undefined || at >= buf.length ? undefined : at === 0 ? buf : buf.subarray(at);
+    if (this.buf === undefined) this.spill = undefined; // nothing is gathered: the next read starts afresh
   }
 
   /** Feed body bytes from `at`; returns where the next request starts. */
@@ -231,6 +265,7 @@ export class HttpConnection implements ReplySink {
     if (this.ended) return;
     this.closing = true;
     this.buf = undefined;
+    this.spill = undefined;
     this.body = undefined;
     for (const r of this.queue.splice(index < 0 ? this.queue.length : index)) this.drop(r);
     const r = new Reply(this, this.client, 1, false, false);

@@ -74,9 +74,15 @@ export interface ReplySink {
   chunk(reply: Reply, data: string, end: boolean): void;
 }
 
+/** A body's first buffer when it does not come in one read (it grows by doubling, up to the declared length). */
+const FIRST_BODY_BYTES = 64 * 1024;
+const NO_BYTES = Buffer.alloc(0);
+
 /** A handler's reader of the request body (readBody): bytes in, one `done` out. */
 interface BodyReader {
   limit: number;
+  /** The Content-Length (0: chunked): the buffer never grows past it. */
+  declared: number;
   buf: Buffer;
   used: number;
   refused: boolean;
@@ -206,7 +212,11 @@ export class Reply {
       return;
     }
     if (r.used + bytes.length > r.buf.length) {
-      const grown = Buffer.allocUnsafe(Math.max(r.used + bytes.length, r.buf.length * 2, 4096));
+      // Memory follows the bytes that came, not the length declared: a head
+      // that declares 64 MiB and sends nothing costs nothing. Doubling keeps
+      // the copies of a large body under one more pass over it.
+      const cap = r.declared > 0 ? r.declared : r.limit;
+      const grown = Buffer.allocUnsafe(Math.min(cap, Math.max(r.used + bytes.length, r.buf.length * 2, FIRST_BODY_BYTES)));
       r.buf.copy(grown, 0, 0, r.used);
       r.buf = grown;
     }
@@ -260,7 +270,7 @@ export class Reply {
 /**
  * Collect the request body, refusing it as soon as it passes `limit` bytes
  * (by Content-Length up front, or while a chunked body streams in) so an
- * oversized upload is never buffered whole. Call it before the handler
+ * oversized upload is never buffered whole; the buffer grows as bytes come. Call it before the handler
  * returns: a body nobody reads is discarded.
  */
 export function readBody(reply: Reply, head: RequestHead, limit: number, done: (r: BodyResult) => void): void {
@@ -269,7 +279,7 @@ export function readBody(reply: Reply, head: RequestHead, limit: number, done: (
     done({ ok: false, size: declared });
     return;
   }
-  reply.setReader({ limit, buf: Buffer.allocUnsafe(declared), used: 0, refused: false, done });
+  reply.setReader({ limit, declared, buf: NO_BYTES, used: 0, refused: false, done });
 }
 
 /** The answer to a body over --http-max-input-size (readBody's `ok: false`); the connection closes after it. */

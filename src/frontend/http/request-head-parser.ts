@@ -4,10 +4,18 @@
  * connection has buffered, so every malformed input has a table test.
  *
  * Strict where a lax reading could let two parties disagree about where a
- * request ends (request smuggling): one Content-Length (duplicates must agree),
- * never together with Transfer-Encoding, only the `chunked` coding, no
- * whitespace before a field's colon, no obsolete line folding. Lax where
- * nothing can go wrong: bare LF line ends are accepted (RFC 9112 §2.2).
+ * request ends (request smuggling): one Content-Length, never together with
+ * Transfer-Encoding, only the `chunked` coding, one Host, no whitespace
+ * before a field's colon, no obsolete line folding, and CRLF line ends only.
+ * RFC 9112 §2.2 lets a server take a bare LF as a line end, but a proxy in
+ * front that does not (or one that takes a bare CR) then sees a different
+ * head than we do; llhttp (node), Envoy and Go refuse it, and so do we, the
+ * same rule as in chunk framing (chunked-body.ts). Methods are
+ * case-sensitive (RFC 9110 §9.1): `get` is not GET.
+ *
+ * Incremental: a caller that buffers a head as it trickles in passes
+ * `scanned`, how far an earlier call looked without finding the head's end
+ * (`incomplete.scanned`), so each byte of a head is scanned about once.
  */
 
 export interface RequestHeadFields {
@@ -28,7 +36,8 @@ export interface RequestHeadFields {
 }
 
 export type HeadParse =
-  | { kind: 'incomplete' }
+  /** `scanned`: bytes from `from` known to hold no head end (pass it back with more bytes). */
+  | { kind: 'incomplete'; scanned: number }
   | { kind: 'head'; head: RequestHeadFields; /** Bytes of the head, its blank line included. */ consumed: number }
   | { kind: 'error'; status: number; message: string };
 
@@ -73,38 +82,43 @@ function hasBadValueChar(s: string): boolean {
 
 const bad = (message: string, status = 400): { kind: 'error'; status: number; message: string } => ({ kind: 'error', status, message });
 
-/** Index of the end of the head (the byte after its blank line), or -1. */
-function headEnd(buf: Buffer, from: number, limit: number): number {
+/** The head's end (the byte after its blank line), -1 while none came, -2 at a bare LF. */
+function headEnd(buf: Buffer, from: number, scanFrom: number, limit: number): number {
   const stop = Math.min(buf.length, from + limit + 4);
-  let i = buf.indexOf(10, from);
+  let i = buf.indexOf(10, Math.max(from, scanFrom));
   while (i >= 0 && i < stop) {
-    if (buf[i + 1] === 10) return i + 2;
-    if (buf[i + 1] === 13 && buf[i + 2] === 10) return i + 3;
+    if (i === from || buf[i - 1] !== 13) return -2;
+    if (i - 3 >= from && buf[i - 2] === 10 && buf[i - 3] === 13) return i + 1;
     i = buf.indexOf(10, i + 1);
   }
   return -1;
 }
 
-/** Parse the head that starts at `from` (leading empty lines before a request line are skipped, RFC 9112 §2.2). */
-export function parseRequestHead(buf: Buffer, from = 0, limits: HeadLimits = DEFAULT_HEAD_LIMITS): HeadParse {
+const BARE_LF = 'malformed request head: a line ends with a bare LF; every line of the request line and headers must end with CRLF (RFC 9112 §2.2)';
+
+/**
+ * Parse the head that starts at `from` (empty lines, CRLF each, before a
+ * request line are skipped, RFC 9112 §2.2). `scanned`: the previous
+ * `incomplete.scanned` for the same `from`.
+ */
+export function parseRequestHead(buf: Buffer, from = 0, limits: HeadLimits = DEFAULT_HEAD_LIMITS, scanned = 0): HeadParse {
   let start = from;
-  while (start < buf.length && (buf[start] === 13 || buf[start] === 10)) start++;
-  const end = headEnd(buf, start, limits.maxHeadBytes);
+  while (start + 1 < buf.length && buf[start] === 13 && buf[start + 1] === 10) start += 2;
+  if (start + 1 === buf.length && buf[start] === 13) return { kind: 'incomplete', scanned: 0 };
+  // Go back 3 bytes: the blank line's CRLFCRLF may straddle what was scanned.
+  const end = headEnd(buf, start, Math.max(start, from + scanned - 3), limits.maxHeadBytes);
+  if (end === -2) return bad(BARE_LF);
   if (end < 0) {
     if (buf.length - start > limits.maxHeadBytes) {
       return bad(`request header fields too large: the request line and headers exceed ${limits.maxHeadBytes} bytes`, 431);
     }
-    return { kind: 'incomplete' };
+    return { kind: 'incomplete', scanned: buf.length - from };
   }
   if (end - start > limits.maxHeadBytes + 4) {
     return bad(`request header fields too large: the request line and headers exceed ${limits.maxHeadBytes} bytes`, 431);
   }
-  const text = buf.toString('latin1', start, end);
-  const lines = text.split('\n');
-  // The last two entries are the blank line's '' (or '\r') and the '' after it.
-  lines.length -= 2;
-  for (let i = 0; i < lines.length; i++) if (lines[i].endsWith('\r')) lines[i] = lines[i].slice(0, -1);
-  const parsed = parseLines(lines, limits);
+  const text = buf.toString('latin1', start, end - 4);
+  const parsed = parseLines(text.split('\r\n'), limits);
   if ('kind' in parsed) return parsed;
   return { kind: 'head', head: parsed, consumed: end - from };
 }
@@ -121,6 +135,9 @@ function parseLines(lines: string[], limits: HeadLimits): RequestHeadFields | He
   const target = line.slice(sp1 + 1, sp2);
   const version = line.slice(sp2 + 1);
   if (!isToken(method)) return bad(`malformed request line '${printable(line)}': the method '${printable(method)}' is not a token`);
+  if (/[a-z]/.test(method)) {
+    return bad(`unknown method '${printable(method)}': methods are case-sensitive (RFC 9110 §9.1); send '${printable(method.toUpperCase())}'`);
+  }
   if (!isTarget(target)) {
     return bad(`malformed request line '${printable(line)}': the request target must not contain spaces or control characters (percent-encode them)`);
   }
@@ -146,30 +163,34 @@ function parseLines(lines: string[], limits: HeadLimits): RequestHeadFields | He
     const value = field.slice(colon + 1).trimStart();
     if (hasBadValueChar(value)) return bad(`malformed value of header '${name}': control characters are not allowed`);
     const key = name.toLowerCase();
-    if (key === 'content-length') lengths++;
+    if (key === 'content-length' && ++lengths > 1) {
+      return bad('a request must have at most one Content-Length header: send the body\'s length once');
+    }
     const had = headers.get(key);
+    if (key === 'host' && had !== undefined) return bad('a request must have exactly one Host header (RFC 9112 §3.2), this one has several');
     headers.set(key, had === undefined ? value : `${had}, ${value}`);
   }
-  return framing(method, target, minor, headers, lengths);
+  return framing(method, target, minor, headers);
 }
 
-function framing(method: string, target: string, minor: 0 | 1, headers: Map<string, string>, lengths: number): RequestHeadFields | HeadError {
+function framing(method: string, target: string, minor: 0 | 1, headers: Map<string, string>): RequestHeadFields | HeadError {
   const te = headers.get('transfer-encoding');
   const cl = headers.get('content-length');
   let contentLength = 0;
   let chunked = false;
   if (te !== undefined) {
     if (cl !== undefined) return bad('a request must not have both Transfer-Encoding and Content-Length');
+    // RFC 9112 §6.1 lets a server answer an unknown coding with 501; a request
+    // whose framing we cannot read is refused as any other bad framing (400, and the connection closes).
     if (te.trim().toLowerCase() !== 'chunked') {
-      return bad(`Transfer-Encoding '${printable(te)}' is not supported: send 'chunked' or a Content-Length`, 501);
+      return bad(`Transfer-Encoding '${printable(te)}' is not supported: send 'chunked' or a Content-Length`);
     }
     if (minor === 0) return bad('Transfer-Encoding is not allowed in an HTTP/1.0 request: send a Content-Length');
     chunked = true;
   } else if (cl !== undefined) {
-    const values = lengths > 1 ? cl.split(',').map((v) => v.trim()) : [cl.trim()];
-    if (values.some((v) => v !== values[0])) return bad(`conflicting Content-Length values '${printable(cl)}'`);
-    if (!/^\d{1,15}$/.test(values[0])) return bad(`invalid Content-Length '${printable(values[0])}': expected a decimal byte count`);
-    contentLength = Number(values[0]);
+    const value = cl.trim();
+    if (!/^\d{1,15}$/.test(value)) return bad(`invalid Content-Length '${printable(value)}': expected a decimal byte count`);
+    contentLength = Number(value);
   }
   if (minor === 1 && !headers.has('host')) return bad('an HTTP/1.1 request must have a Host header');
   const connection = (headers.get('connection') ?? '').toLowerCase();
