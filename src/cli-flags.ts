@@ -73,7 +73,8 @@ export const FLAGS: readonly FlagSpec[] = [
   f('http-codec-offload-bytes', 'int64'), f('log-access', 'bool'), f('max-queued-requests', 'int'),
   f('http-cors-origin', 'string', '<origin|*>', true), f('http-console', 'string', '<path|false>'),
   f('http-max-json-response-size', 'int64'), f('exit-quiet-ms', 'int'), f('model-cache-dir', 'string', '<path>'),
-  f('inline-execution-max-us', 'int'),
+  f('inline-execution-max-us', 'int'), f('http-header-timeout-ms', 'int'), f('http-body-min-rate', 'int'),
+  f('http-keepalive-timeout-ms', 'int'), f('http-max-connections', 'int'),
 ];
 
 const PLACEHOLDER: Record<FlagKind, string> = {

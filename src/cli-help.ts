@@ -193,6 +193,13 @@ export const FLAG_DOCS: Readonly<Record<string, FlagDoc>> = {
     + 'no sequence batching, cache or queue delay) live on the HTTP threads and run the requests those threads '
     + 'admit without a thread hop, when a probe run at full batch takes at most this many microseconds; '
     + '0 = every instance on a thread of its own.', '500'),
+  'http-header-timeout-ms': d("nodetron's own", 'A request head (request line and headers) must arrive whole within this '
+    + 'many milliseconds of its first byte, however it trickles in; past it, 408 and the connection closes.', '30000'),
+  'http-body-min-rate': d("nodetron's own", 'After its first 10 seconds a request body must have come at this many bytes a '
+    + 'second at least; a slower one gets 408 and the connection closes; 0 = no rate (a body quiet for 10 s still gets 408).', '4096'),
+  'http-keepalive-timeout-ms': d("nodetron's own", 'A kept-alive connection with no request for this many milliseconds is closed.', '65000'),
+  'http-max-connections': d("nodetron's own", 'Most open client connections over all HTTP threads and ports; one more is '
+    + 'answered 503 and closed, while the open ones keep being served; 0 = no bound.', '10000'),
   'max-queued-requests': d("nodetron's own", 'Most inference requests clients may have in the server at once '
     + '(waiting in a queue or running, over all models); one more gets HTTP 429 / gRPC RESOURCE_EXHAUSTED '
     + '"Exceeds maximum queue size" with a Retry-After hint instead of waiting. The default keeps a burst from '

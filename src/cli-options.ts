@@ -13,7 +13,7 @@ import {
 } from './cli-values';
 import { resolveTraceConfig } from './cli-trace-config';
 import { ignoredFlagWarnings } from './cli-ignored';
-import type { ServerOptions } from './server-options';
+import { DEFAULT_HTTP_EDGE, type HttpEdgeLimits, type ServerOptions } from './server-options';
 
 export { CliError, CliExit } from './cli-values';
 export { FLAGS, formatCliError, usageText } from './cli-flags';
@@ -95,6 +95,17 @@ export function parseServerOptions(argv: string[]): ServerOptions {
   const inlineExecutionMaxUs = r.int('inline-execution-max-us', DEFAULT_INLINE_MAX_US);
   const cores = os.availableParallelism();
   if (inlineExecutionMaxUs < 0) throw new CliError('Error: --inline-execution-max-us must be 0 (never) or greater.');
+  const httpEdge: HttpEdgeLimits = {
+    requestMs: DEFAULT_HTTP_EDGE.requestMs,
+    headMs: r.int('http-header-timeout-ms', DEFAULT_HTTP_EDGE.headMs),
+    bodyMinRate: r.int('http-body-min-rate', DEFAULT_HTTP_EDGE.bodyMinRate),
+    idleMs: r.int('http-keepalive-timeout-ms', DEFAULT_HTTP_EDGE.idleMs),
+    maxConnections: r.int('http-max-connections', DEFAULT_HTTP_EDGE.maxConnections),
+  };
+  if (httpEdge.headMs <= 0) throw new CliError('Error: --http-header-timeout-ms must be greater than 0.');
+  if (httpEdge.bodyMinRate < 0) throw new CliError('Error: --http-body-min-rate must be 0 (no rate) or greater.');
+  if (httpEdge.idleMs <= 0) throw new CliError('Error: --http-keepalive-timeout-ms must be greater than 0.');
+  if (httpEdge.maxConnections < 0) throw new CliError('Error: --http-max-connections must be 0 (no bound) or greater.');
   const maxQueuedRequests = r.int('max-queued-requests', DEFAULT_MAX_QUEUED_REQUESTS);
   if (maxQueuedRequests < 0) throw new CliError('Error: --max-queued-requests must be 0 (no bound) or greater.');
 
@@ -171,6 +182,7 @@ export function parseServerOptions(argv: string[]): ServerOptions {
     httpSpareThreads: r.has('http-thread-count') || inlineExecutionMaxUs === 0 ? 0 : Math.max(0, Math.min(8, cores) - defaultHttpThreadCount(cores)),
     httpHeaderForwardPattern: forwardPattern('http-header-forward-pattern', r.str('http-header-forward-pattern')),
     httpMaxInputSize,
+    httpEdge,
     httpMaxJsonResponseSize,
     httpCodecOffloadBytes,
     inlineExecutionMaxUs,

@@ -42,6 +42,7 @@ async function main(): Promise<void> {
   // Loaded only after the command line is valid: --help and usage errors stay
   // fast and do not load native addons.
   const { startServer } = require('./server') as typeof import('./server');
+  (require('./backends/onnxruntime/ort-leftovers') as typeof import('./backends/onnxruntime/ort-leftovers')).removeOrtLeftoversAtExit();
   // SIGINT/SIGTERM: the graceful stop (server-stop.ts): readiness non-200 at
   // once, requests served through the grace period, endpoints closed, models
   // unloaded, exit 0 within --exit-timeout-secs; 1 with Triton's text when

@@ -60,6 +60,8 @@ export interface ServerOptions {
   /** As given; Triton matches it case-insensitively (prefixes `(?i)`). */
   httpHeaderForwardPattern?: string;
   httpMaxInputSize: number;
+  /** nodetron's own deadlines and caps of the HTTP edge (--http-header-timeout-ms and the rest). */
+  httpEdge: HttpEdgeLimits;
   /** nodetron's own --http-max-json-response-size: the most JSON text of one HTTP inference response (infer-response-encode.ts). */
   httpMaxJsonResponseSize: number;
   /** nodetron's own: request bodies (JSON part) and response work from this many bytes are coded in the HTTP thread's codec pool; 0 = never. */
@@ -153,3 +155,23 @@ export interface ServerOptions {
   /** Deprecated and ignored flags, to log as warnings before starting. */
   warnings: string[];
 }
+
+/**
+ * The HTTP edge's deadlines and caps (frontend/http/http-server.ts applies
+ * them): what keeps a slow or idle client from holding the server's
+ * connections and memory.
+ */
+export interface HttpEdgeLimits {
+  /** A request (head or body) that stops arriving for this long gets 408. */
+  requestMs: number;
+  /** --http-header-timeout-ms: a head must arrive whole within this from its first byte (slowloris), else 408. */
+  headMs: number;
+  /** --http-body-min-rate: after requestMs of it, a body must have come at this many bytes a second, else 408; 0 = no rate. */
+  bodyMinRate: number;
+  /** --http-keepalive-timeout-ms: a kept-alive connection with nothing to do for this long is closed. */
+  idleMs: number;
+  /** --http-max-connections: open connections over every HTTP thread and port; past it 503 and close; 0 = no bound. */
+  maxConnections: number;
+}
+
+export const DEFAULT_HTTP_EDGE: HttpEdgeLimits = { requestMs: 10_000, headMs: 30_000, bodyMinRate: 4096, idleMs: 65_000, maxConnections: 10_000 };

@@ -224,6 +224,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         address: options.httpAddress,
         port: options.httpPort,
         maxInputSize: options.httpMaxInputSize,
+        edge: options.httpEdge,
         maxJsonResponseSize: options.httpMaxJsonResponseSize,
         codecOffloadBytes: options.httpCodecOffloadBytes,
         serverName: options.id,

@@ -24,6 +24,7 @@ import type net from 'node:net';
 import { ChunkedBody } from './chunked-body';
 import { type RequestHead, Reply, type ReplySink, requestHead } from './http-reply';
 import { type HeadLimits, parseRequestHead } from './request-head-parser';
+import type { HttpEdgeLimits } from '../../server-options';
 
 export type RequestHandler = (reply: Reply, head: RequestHead) => void;
 
@@ -111,7 +112,14 @@ export class HttpConnection implements ReplySink {
   private continueFor: Reply | undefined;
   /** The server's coarse clock when bytes last came in (http-server.ts sweeps). */
   lastInput: number;
+  /** When the first byte of the head being read came (-1: none is being read): the head deadline counts from it. */
+  private headSince = -1;
+  /** When the body being read began, and its bytes so far: the minimum rate is checked on them. */
+  private bodySince = 0;
+  private bodyBytes = 0;
   readonly client: string;
+  /** The client's IP address (a refusal is logged once per address). */
+  readonly address: string;
 
   constructor(
     private readonly socket: net.Socket,
@@ -125,6 +133,7 @@ export class HttpConnection implements ReplySink {
   ) {
     this.lastInput = clock.now;
     const ip = socket.remoteAddress ?? '';
+    this.address = ip;
     this.client = ip.includes(':') ? `[${ip}]:${socket.remotePort}` : `${ip}:${socket.remotePort}`;
     socket.on('data', (d: Buffer) => this.onData(d));
     socket.on('end', () => this.onPeerEnd());
@@ -138,10 +147,36 @@ export class HttpConnection implements ReplySink {
     return this.queue.length > 0 ? 'answering' : 'idle';
   }
 
-  /** Answer 408 to a request that stopped arriving half-way, and close. */
-  timeOut(): void {
+  /**
+   * Whether the request being read broke a deadline (http-server.ts sweeps):
+   * quiet for requestMs, a head not whole within headMs of its first byte,
+   * or a body slower than bodyMinRate after its first requestMs. Not while
+   * reading is paused or a 100 Continue is still owed: then we are the slow one.
+   */
+  overdue(now: number, edge: HttpEdgeLimits): { reason: string; message: string } | undefined {
+    if (this.ended || this.closing || this.paused || this.continueFor !== undefined) return undefined;
+    if (this.body === undefined && this.buf === undefined) return undefined;
+    if (now - this.lastInput >= edge.requestMs) {
+      return { reason: 'quiet', message: 'request timed out: the client stopped sending the request before it was complete' };
+    }
+    if (this.body === undefined) {
+      if (this.headSince >= 0 && now - this.headSince >= edge.headMs) {
+        return { reason: 'head', message: `request timed out: the request head did not arrive whole within ${edge.headMs} ms of its first byte (--http-header-timeout-ms)` };
+      }
+      return undefined;
+    }
+    const slowFor = now - this.bodySince - edge.requestMs;
+    if (edge.bodyMinRate > 0 && slowFor > 0 && this.bodyBytes < (edge.bodyMinRate * slowFor) / 1000) {
+      const rate = Math.round((this.bodyBytes * 1000) / Math.max(1, now - this.bodySince));
+      return { reason: 'body', message: `request timed out: the request body came at ${rate} bytes/s, slower than --http-body-min-rate=${edge.bodyMinRate}` };
+    }
+    return undefined;
+  }
+
+  /** Answer 408 to a request that broke a deadline (`message` says which), and close. */
+  timeOut(message: string): void {
     const at = this.body === undefined ? this.queue.length : this.queue.indexOf(this.body.reply);
-    this.failAt(at, 408, 'request timed out: the client stopped sending the request before it was complete');
+    this.failAt(at, 408, message);
   }
 
   /** Close now: every unanswered request is aborted. */
@@ -152,6 +187,7 @@ export class HttpConnection implements ReplySink {
   private onData(d: Buffer): void {
     this.lastInput = this.clock.now;
     if (this.closing) return; // lingering: dropped
+    if (this.buf === undefined && this.body === undefined) this.headSince = this.clock.now;
     this.buf = this.buf === undefined ? d : this.append(this.buf, d);
     this.pump();
   }
@@ -198,6 +234,7 @@ export class HttpConnection implements ReplySink {
         return;
       }
       this.headScanned = 0;
+      this.headSince = -1;
       at += r.consumed;
       const fields = r.head;
       const reply = new Reply(this, this.client, fields.minor, fields.method === 'HEAD', fields.keepAlive);
@@ -212,6 +249,8 @@ export class HttpConnection implements ReplySink {
       }
       const chunked = fields.chunked ? new ChunkedBody(this.limits.maxChunks, (b) => reply.takeBody(b, false)) : undefined;
       this.body = { reply, remaining: fields.contentLength, chunked, last: !fields.keepAlive };
+      this.bodySince = this.clock.now;
+      this.bodyBytes = 0;
       if (fields.expectContinue) {
         this.continueFor = reply;
         this.flush();
@@ -220,6 +259,7 @@ export class HttpConnection implements ReplySink {
     if (this.closing && this.body === undefined) buf = undefined;
     this.buf = buf === undefined || at >= buf.length ? undefined : at === 0 ? buf : buf.subarray(at);
     if (this.buf === undefined) this.spill = undefined; // nothing is gathered: the next read starts afresh
+    else if (this.body === undefined && this.headSince < 0) this.headSince = this.clock.now; // a pipelined head's start came with this read
   }
 
   /** Feed body bytes from `at`; returns where the next request starts. */
@@ -230,6 +270,7 @@ export class HttpConnection implements ReplySink {
       // The whole body in this buffer: a view of it, not a copy.
       b.reply.takeBody(buf.subarray(at, at + take), take === b.remaining);
       b.remaining -= take;
+      this.bodyBytes += take;
       at += take;
       if (b.remaining === 0) this.bodyDone(b);
       return at;
@@ -240,6 +281,7 @@ export class HttpConnection implements ReplySink {
       return buf.length;
     }
     at += step.used;
+    this.bodyBytes += step.used;
     if (step.kind === 'done') this.bodyDone(b);
     return at;
   }

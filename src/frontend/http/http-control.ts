@@ -4,6 +4,7 @@
  * the SharedArrayBuffer rings declared in src/dataplane/protocol.ts.
  */
 import type { RefusedRequest } from '../../core/request';
+import type { HttpEdgeLimits } from '../../server-options';
 import type { ReplyRingNotice } from '../../dataplane/reply-rings';
 import type { HostInstanceMessage } from '../../dataplane/instance-hosts';
 import type { RestrictedGroup } from '../../cli-values';
@@ -20,6 +21,10 @@ export interface HttpThreadData {
   /** Responses from the main thread (this thread's own doorbell). */
   fromMain: RingHandle;
   maxInputSize: number;
+  /** Deadlines and caps of the edge (http-server.ts). */
+  edge: HttpEdgeLimits;
+  /** One Int32 shared by every HTTP thread: the client connections open now (--http-max-connections). */
+  connections: SharedArrayBuffer;
   /** --http-max-json-response-size. */
   maxJsonResponseSize: number;
   /** --http-codec-offload-bytes: bodies from this size are decoded/encoded in the codec pool; 0 = never. */

@@ -22,6 +22,7 @@ import type { ControlReply, ControlRequest, HttpThreadData, HttpToMain, MainToHt
 import { RestartBackoff, whenListening } from '../thread-restarts';
 import { ListenSocket } from './listen-socket';
 import { workerResourceLimits } from '../../core/young-generation';
+import type { HttpEdgeLimits } from '../../server-options';
 
 /** Where a frontend hands a decoded, validated request: the scheduler of its model version. */
 export type InferRouter = (request: InferRequest, respond: Respond) => void;
@@ -33,6 +34,8 @@ export interface HttpFrontendOptions {
   address: string;
   port: number;
   maxInputSize: number;
+  /** The edge's deadlines and caps (http-server.ts); --http-max-connections is counted over every thread. */
+  edge: HttpEdgeLimits;
   /** --http-max-json-response-size (infer-response-encode.ts). */
   maxJsonResponseSize: number;
   /** --http-codec-offload-bytes (codec-pool.ts); 0 = decode and encode inline always. */
@@ -90,6 +93,13 @@ export class HttpFrontend {
   private stopping: Promise<number> | undefined;
   private snapshot: ServerSnapshot | undefined;
   private readonly restarts = new RestartBackoff();
+  /**
+   * Client connections open now, one Int32 per thread index, which the
+   * thread keeps (http-server.ts) and every thread sums against
+   * --http-max-connections; a dead thread's connections die with it, so its
+   * count is zeroed here.
+   */
+  private readonly connections: SharedArrayBuffer;
 
   constructor(
     private readonly opts: HttpFrontendOptions,
@@ -98,7 +108,9 @@ export class HttpFrontend {
     private readonly router: InferRouter,
     /** Where a request whose client went away is cancelled (server.ts: the repository's cancel). */
     private readonly canceller: FrontendCanceller,
-  ) {}
+  ) {
+    this.connections = new SharedArrayBuffer(4 * (opts.threadCount + (opts.spareThreads ?? 0)));
+  }
 
   /**
    * Start the threads, not yet listening: before the models load, so that
@@ -210,6 +222,8 @@ export class HttpFrontend {
       toMain,
       fromMain,
       maxInputSize: this.opts.maxInputSize,
+      edge: this.opts.edge,
+      connections: this.connections,
       maxJsonResponseSize: this.opts.maxJsonResponseSize,
       codecOffloadBytes: this.opts.codecOffloadBytes,
       serverName: this.opts.serverName,
@@ -233,6 +247,7 @@ export class HttpFrontend {
     this.port.hosts.add(host);
     // Its wake-up counters stay in the server's totals once the thread is gone.
     worker.once('exit', () => {
+      Atomics.store(new Int32Array(this.connections), index, 0);
       this.port.bells.retire(fromMain.bell);
       this.port.hosts.remove(host, this.stopping !== undefined);
     });

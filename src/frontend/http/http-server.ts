@@ -2,24 +2,30 @@
  * The HTTP thread's own HTTP/1.1 server on node:net: it listens on a socket
  * the main thread opened (listen-socket.ts hands each thread its own
  * descriptor of it), keeps its connections (http-connection.ts), and once a
- * second sweeps them: 408 to a request that stopped arriving half-way, a
- * quiet close of keep-alive connections idle for too long.
+ * second sweeps them against the edge's deadlines (HttpEdgeLimits): 408 to a
+ * request that stopped arriving, a head not whole within the head deadline
+ * (however slowly it trickles), a body slower than the minimum rate; a quiet
+ * close of keep-alive connections idle for too long. Past
+ * --http-max-connections (counted over every thread, `connections`) a new
+ * connection is answered 503 and closed at once, and the open ones go on.
+ * Each refusal is logged once per client address.
  */
 import net from 'node:net';
 import { type ConnectionLimits, HttpConnection, type RequestHandler } from './http-connection';
 import { DEFAULT_HEAD_LIMITS } from './request-head-parser';
+import { DEFAULT_HTTP_EDGE, type HttpEdgeLimits } from '../../server-options';
 
 /** 4 MiB of a stream waiting for its client: thousands of events of any LLM (a token's event is some 100-200 bytes). */
 export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = { ...DEFAULT_HEAD_LIMITS, maxPipelined: 32, maxChunks: 100_000, maxStreamBuffered: 4 << 20 };
 
-export interface ServerTimeouts {
-  /** A request (head or body) that stops arriving for this long gets 408. */
-  requestMs: number;
-  /** A keep-alive connection with nothing to do for this long is closed. */
-  idleMs: number;
+/** The open-connection count: one Int32 per HTTP thread (summed against the cap), and this thread's index in it. */
+export interface ConnectionCount {
+  slots: Int32Array;
+  index: number;
 }
 
-export const DEFAULT_TIMEOUTS: ServerTimeouts = { requestMs: 10_000, idleMs: 65_000 };
+/** Client addresses a refusal was logged for (once each); forgotten in one go when this many. */
+const LOGGED_CLIENTS = 1000;
 
 export class HttpServer {
   private readonly connections = new Set<HttpConnection>();
@@ -28,13 +34,18 @@ export class HttpServer {
   private readonly clock = { now: Date.now() };
   private readonly sweeper: NodeJS.Timeout;
 
+  private readonly logged = new Map<string, Set<string>>();
+  private readonly count: ConnectionCount;
+
   constructor(
     private readonly handler: RequestHandler,
     private readonly limits: ConnectionLimits = DEFAULT_CONNECTION_LIMITS,
-    private readonly timeouts: ServerTimeouts = DEFAULT_TIMEOUTS,
-    /** A line for the server's log (a streaming client dropped). */
+    private readonly edge: HttpEdgeLimits = DEFAULT_HTTP_EDGE,
+    /** A line for the server's log (a streaming client dropped, a refusal). */
     private readonly warn: (message: string) => void = () => undefined,
+    count?: ConnectionCount,
   ) {
+    this.count = count ?? { slots: new Int32Array(1), index: 0 };
     this.sweeper = setInterval(() => this.sweep(), 1000);
     this.sweeper.unref();
   }
@@ -68,17 +79,53 @@ export class HttpServer {
   }
 
   private accept(socket: net.Socket): void {
-    const c = new HttpConnection(socket, this.handler, this.limits, this.clock, (gone) => this.connections.delete(gone), this.warn);
+    const { slots, index } = this.count;
+    const max = this.edge.maxConnections;
+    if (max > 0) {
+      let open = 0;
+      for (let i = 0; i < slots.length; i++) open += Atomics.load(slots, i);
+      if (open >= max) {
+        this.refuse(socket, open);
+        return;
+      }
+    }
+    Atomics.add(slots, index, 1);
+    const c = new HttpConnection(socket, this.handler, this.limits, this.clock, (gone) => {
+      if (this.connections.delete(gone)) Atomics.sub(slots, index, 1);
+    }, this.warn);
     this.connections.add(c);
+  }
+
+  /** Past --http-max-connections: 503 with a KServe error body, and close; nothing the client sends is read. */
+  private refuse(socket: net.Socket, open: number): void {
+    const body = JSON.stringify({
+      error: `the server has too many open connections (${open}; --http-max-connections=${this.edge.maxConnections}): try again later, or reuse a kept-alive connection`,
+    });
+    socket.on('error', () => undefined);
+    socket.end(`HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n`
+      + `Retry-After: 1\r\nConnection: close\r\n\r\n${body}`);
+    setTimeout(() => socket.destroy(), 2000).unref();
+    this.logOnce('connections', socket.remoteAddress ?? '', () =>
+      `refused connections from ${socket.remoteAddress}: ${open} are open, the most --http-max-connections allows; answered 503 (said once per client)`);
+  }
+
+  private logOnce(reason: string, client: string, message: () => string): void {
+    let seen = this.logged.get(reason);
+    if (seen === undefined) this.logged.set(reason, (seen = new Set()));
+    if (seen.has(client)) return;
+    if (seen.size >= LOGGED_CLIENTS) seen.clear();
+    seen.add(client);
+    this.warn(message());
   }
 
   private sweep(): void {
     const now = (this.clock.now = Date.now());
     for (const c of this.connections) {
-      const quiet = now - c.lastInput;
-      const phase = c.phase();
-      if (phase === 'reading' && quiet >= this.timeouts.requestMs) c.timeOut();
-      else if (phase === 'idle' && quiet >= this.timeouts.idleMs) c.destroy();
+      const late = c.overdue(now, this.edge);
+      if (late !== undefined) {
+        c.timeOut(late.message);
+        this.logOnce(late.reason, c.address, () => `closed a connection of ${c.client}: ${late.message}; answered 408 (said once per client)`);
+      } else if (c.phase() === 'idle' && now - c.lastInput >= this.edge.idleMs) c.destroy();
     }
   }
 }

@@ -92,9 +92,11 @@ async function whenQuiet(deadline: () => number): Promise<number> {
  */
 let closeBy: number | undefined;
 const warn = (message: string): void => post({ t: 'warn', message: `HTTP thread ${data.index}: ${message}` });
-const server = new HttpServer((reply, head) => route(reply, head), undefined, undefined, warn);
+// Both ports' connections count against --http-max-connections, in this thread's slot of the shared count.
+const connections = { slots: new Int32Array(data.connections), index: data.index };
+const server = new HttpServer((reply, head) => route(reply, head), undefined, data.edge, warn, connections);
 /** --openai-port's server: the OpenAI-compatible routes only (openai-port-routes). */
-const openaiServer = new HttpServer((reply, head) => routeOpenAI(reply, head), undefined, undefined, warn);
+const openaiServer = new HttpServer((reply, head) => routeOpenAI(reply, head), undefined, data.edge, warn, connections);
 
 // An uncaught error closes the listen socket and every connection (their
 // clients see a reset), says why, and exits; the main thread starts a
