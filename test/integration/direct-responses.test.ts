@@ -2,9 +2,9 @@
  * Which responses take the direct path (instance thread → HTTP thread, not
  * through main), through the real server, read from
  * nodetron_dataplane_direct_responses_total: HTTP and gRPC requests to ONNX
- * models with the default or dynamic scheduler do; a response-cache model, a
- * preserve_ordering batcher and a Python model do not (main needs their
- * outputs, or runs the instance). Every answer is checked. Nothing is hosted
+ * models with the default or dynamic scheduler do, and so does a Python
+ * model (from its host thread); a response-cache model and a
+ * preserve_ordering batcher do not (main needs their outputs). Every answer is checked. Nothing is hosted
  * on the HTTP thread here (--inline-execution-max-us=0): those requests take
  * no ring at all (inline-execution.test.ts).
  */
@@ -76,7 +76,7 @@ for (const c of cases) {
   });
 }
 
-test('HTTP to a Python model: through the main thread', async () => {
+test('HTTP to a Python model: straight from its host thread (python-direct-replies.test.ts has the rest)', async () => {
   const before = await directCount();
   const body = JSON.stringify({ inputs: [
     { name: 'INPUT0', datatype: 'FP32', shape: [4], data: [1, 2, 3, 4] },
@@ -86,7 +86,7 @@ test('HTTP to a Python model: through the main thread', async () => {
   const text = await res.text();
   assert.equal(res.status, 200, text);
   assert.deepEqual((JSON.parse(text) as { outputs: { data: number[] }[] }).outputs[0]!.data, [11, 22, 33, 44]);
-  assert.equal(await directCount() - before, 0);
+  assert.equal(await directCount() - before, 1);
 });
 
 test('gRPC to simple: straight from the instance thread to the gRPC thread', async () => {
