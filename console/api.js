@@ -2,7 +2,9 @@
 // Error texts are the server's own (its `error` field), shown as they come:
 // the console words no state reason or error of its own.
 // A 403 "This API is restricted, expecting header '<key>'" (--http-restricted-api)
-// asks for that header's value once and sends it with every later request.
+// asks for that header's value once and sends it with every later request; a
+// 401 with WWW-Authenticate: Bearer (--http-auth-token-file) asks for the
+// token and sends it as "Authorization: Bearer <token>".
 
 const STORE = 'nodetron-console-keys';
 const keys = new Map(JSON.parse(sessionStorage.getItem(STORE) ?? '[]'));
@@ -25,19 +27,19 @@ async function errorText(res) {
   return text !== '' ? text : `HTTP ${res.status}`;
 }
 
-function askKey(header, message) {
+function askKey(header, message, value = (v) => v, what = `value of ${header}`) {
   if (asking?.header === header) return asking.promise;
   const box = document.getElementById('key-form');
   const form = box.querySelector('form');
   const input = document.getElementById('key-value');
-  document.getElementById('key-text').textContent = `${message}: value of ${header}`;
+  document.getElementById('key-text').textContent = `${message}: ${what}`;
   box.hidden = false;
   input.value = '';
   input.focus();
   const promise = new Promise((resolve) => {
     form.onsubmit = (ev) => {
       ev.preventDefault();
-      keys.set(header, input.value);
+      keys.set(header, value(input.value.trim()));
       sessionStorage.setItem(STORE, JSON.stringify([...keys]));
       box.hidden = true;
       asking = undefined;
@@ -66,6 +68,10 @@ export async function api(method, path, body, as = 'json') {
     const restricted = res.status === 403 ? /expecting header '([^']+)'/.exec(message) : null;
     if (restricted !== null) {
       await askKey(restricted[1], message);
+      continue;
+    }
+    if (res.status === 401 && /^Bearer/i.test(res.headers.get('WWW-Authenticate') ?? '')) {
+      await askKey('Authorization', message, (v) => `Bearer ${v}`, 'the token');
       continue;
     }
     throw new ApiError(res.status, message);

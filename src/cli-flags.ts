@@ -75,6 +75,8 @@ export const FLAGS: readonly FlagSpec[] = [
   f('http-max-json-response-size', 'int64'), f('exit-quiet-ms', 'int'), f('model-cache-dir', 'string', '<path>'),
   f('inline-execution-max-us', 'int'), f('http-header-timeout-ms', 'int'), f('http-body-min-rate', 'int'),
   f('http-keepalive-timeout-ms', 'int'), f('http-max-connections', 'int'),
+  f('http-auth-token-file', 'string', '<path>'), f('grpc-auth-token-file', 'string', '<path>'),
+  f('openai-auth-token-file', 'string', '<path>'), f('auth-exempt-health', 'bool'),
 ];
 
 const PLACEHOLDER: Record<FlagKind, string> = {

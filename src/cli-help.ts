@@ -200,6 +200,14 @@ export const FLAG_DOCS: Readonly<Record<string, FlagDoc>> = {
   'http-keepalive-timeout-ms': d("nodetron's own", 'A kept-alive connection with no request for this many milliseconds is closed.', '65000'),
   'http-max-connections': d("nodetron's own", 'Most open client connections over all HTTP threads and ports; one more is '
     + 'answered 503 and closed, while the open ones keep being served; 0 = no bound.', '10000'),
+  'http-auth-token-file': d("nodetron's own", 'A file of tokens, one per line (# comments): every request on the HTTP port '
+    + 'must send "Authorization: Bearer <one of them>", checked before anything else; others get 401. Also the OpenAI '
+    + "port's unless --openai-auth-token-file is given."),
+  'grpc-auth-token-file': d("nodetron's own", 'The same for gRPC: every call must send the metadata "authorization: Bearer '
+    + '<token>"; others end UNAUTHENTICATED.'),
+  'openai-auth-token-file': d("nodetron's own", "The same for --openai-port's routes (default: --http-auth-token-file's tokens)."),
+  'auth-exempt-health': d("nodetron's own", 'Health checks need no token: /v2/health/*, the OpenAI port\'s /health/ready, '
+    + "gRPC ServerLive, ServerReady and grpc.health.v1 (for a load balancer's probes).", 'false'),
   'max-queued-requests': d("nodetron's own", 'Most inference requests clients may have in the server at once '
     + '(waiting in a queue or running, over all models); one more gets HTTP 429 / gRPC RESOURCE_EXHAUSTED '
     + '"Exceeds maximum queue size" with a Retry-After hint instead of waiting. The default keeps a burst from '

@@ -3,9 +3,11 @@
  * ServerOptions: Triton's defaults, value checks and cross-flag rules, with
  * Triton's error texts. The flag table and tokeniser live in cli-flags.ts.
  */
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { forwardPatternRegExp } from './core/forward-pattern';
+import { parseTokenFile } from './core/bearer-tokens';
 import { FLAGS, Reader, tokenize } from './cli-flags';
 import {
   CliError, parseBoolValue, parseChoice, parseFloatValue, parseGpuValues, parseGroupSetting,
@@ -106,6 +108,9 @@ export function parseServerOptions(argv: string[]): ServerOptions {
   if (httpEdge.bodyMinRate < 0) throw new CliError('Error: --http-body-min-rate must be 0 (no rate) or greater.');
   if (httpEdge.idleMs <= 0) throw new CliError('Error: --http-keepalive-timeout-ms must be greater than 0.');
   if (httpEdge.maxConnections < 0) throw new CliError('Error: --http-max-connections must be 0 (no bound) or greater.');
+  const httpAuthTokens = readTokenFile('http-auth-token-file', r.str('http-auth-token-file'));
+  const grpcAuthTokens = readTokenFile('grpc-auth-token-file', r.str('grpc-auth-token-file'));
+  const openaiAuthTokens = readTokenFile('openai-auth-token-file', r.str('openai-auth-token-file')) ?? httpAuthTokens;
   const maxQueuedRequests = r.int('max-queued-requests', DEFAULT_MAX_QUEUED_REQUESTS);
   if (maxQueuedRequests < 0) throw new CliError('Error: --max-queued-requests must be 0 (no bound) or greater.');
 
@@ -183,6 +188,10 @@ export function parseServerOptions(argv: string[]): ServerOptions {
     httpHeaderForwardPattern: forwardPattern('http-header-forward-pattern', r.str('http-header-forward-pattern')),
     httpMaxInputSize,
     httpEdge,
+    ...(httpAuthTokens !== undefined ? { httpAuthTokens } : {}),
+    ...(grpcAuthTokens !== undefined ? { grpcAuthTokens } : {}),
+    ...(openaiAuthTokens !== undefined ? { openaiAuthTokens } : {}),
+    authExemptHealth: r.bool('auth-exempt-health', false),
     httpMaxJsonResponseSize,
     httpCodecOffloadBytes,
     inlineExecutionMaxUs,
@@ -341,4 +350,20 @@ function parseConsolePath(value: string): string | undefined {
 export function defaultModelCacheDir(): string {
   const uid = typeof process.getuid === 'function' ? `-${process.getuid()}` : '';
   return path.join(os.tmpdir(), `nodetron-model-cache${uid}`);
+}
+
+/** A token file's tokens (core/bearer-tokens.ts), read at start; undefined when the flag is not given. */
+function readTokenFile(flag: string, file: string | undefined): string[] | undefined {
+  if (file === undefined) return undefined;
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new CliError(`Error: --${flag}: cannot read '${file}': ${(err as Error).message}`);
+  }
+  const tokens = parseTokenFile(text);
+  if (tokens.length === 0) {
+    throw new CliError(`Error: --${flag}: '${file}' has no token; write one token per line (blank lines and lines starting with # are skipped).`);
+  }
+  return tokens;
 }

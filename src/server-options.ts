@@ -60,6 +60,14 @@ export interface ServerOptions {
   /** As given; Triton matches it case-insensitively (prefixes `(?i)`). */
   httpHeaderForwardPattern?: string;
   httpMaxInputSize: number;
+  /** --http-auth-token-file's tokens: every HTTP request must carry one (core/bearer-tokens.ts); absent = none asked. Never logged. */
+  httpAuthTokens?: string[];
+  /** --grpc-auth-token-file's tokens, for every gRPC call. */
+  grpcAuthTokens?: string[];
+  /** --openai-auth-token-file's tokens (default: httpAuthTokens), for --openai-port. */
+  openaiAuthTokens?: string[];
+  /** --auth-exempt-health: the health checks need no token. */
+  authExemptHealth: boolean;
   /** nodetron's own deadlines and caps of the HTTP edge (--http-header-timeout-ms and the rest). */
   httpEdge: HttpEdgeLimits;
   /** nodetron's own --http-max-json-response-size: the most JSON text of one HTTP inference response (infer-response-encode.ts). */

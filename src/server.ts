@@ -225,6 +225,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         port: options.httpPort,
         maxInputSize: options.httpMaxInputSize,
         edge: options.httpEdge,
+        auth: {
+          ...(options.httpAuthTokens !== undefined ? { http: options.httpAuthTokens } : {}),
+          ...(options.openaiAuthTokens !== undefined ? { openai: options.openaiAuthTokens } : {}),
+          openaiFlag: options.openaiAuthTokens !== undefined && options.openaiAuthTokens !== options.httpAuthTokens ? '--openai-auth-token-file' : '--http-auth-token-file',
+          exemptHealth: options.authExemptHealth,
+        },
         maxJsonResponseSize: options.httpMaxJsonResponseSize,
         codecOffloadBytes: options.httpCodecOffloadBytes,
         serverName: options.id,

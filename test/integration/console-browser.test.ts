@@ -168,3 +168,38 @@ describe('console in headless chromium', { skip }, () => {
     }
   });
 });
+
+describe('console in headless chromium, with --http-auth-token-file', { skip }, () => {
+  let server: ServerProcess;
+  let repo: string;
+  let browser: Browser;
+
+  before(async () => {
+    repo = makeRepo(['simple']);
+    fs.writeFileSync(path.join(repo, 'tokens.txt'), 'console-token-1\n');
+    server = await startServer([`--model-repository=${repo}`, `--http-auth-token-file=${path.join(repo, 'tokens.txt')}`]);
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+    if (repo !== undefined) fs.rmSync(repo, { recursive: true, force: true });
+  });
+
+  test('the page asks for the token the server wants, a wrong one is asked again, the right one opens the table', async () => {
+    const page = await browser.newPage();
+    await page.goto(`${server.url}/console/`);
+    const form = page.locator('#key-form');
+    await form.waitFor({ state: 'visible' });
+    assert.equal(await page.locator('#key-text').textContent(),
+      "missing bearer token: this server requires the header 'Authorization: Bearer <token>' on every request (--http-auth-token-file): the token");
+    await page.fill('#key-value', 'wrong');
+    await page.click('#key-form button');
+    await form.waitFor({ state: 'visible' });
+    await page.locator('#key-text', { hasText: 'invalid bearer token' }).waitFor();
+    assert.equal(await page.locator('#models tbody tr').count(), 0, 'nothing shown without the token');
+    await page.fill('#key-value', 'console-token-1');
+    await page.click('#key-form button');
+    await page.locator('tr[data-model="simple"][data-state="READY"]').waitFor();
+  });
+});

@@ -24,6 +24,8 @@
  * - A unary call that half-closes without a message, or sends a second one:
  *   INVALID_ARGUMENT (grpc-js says UNIMPLEMENTED, naming a "server
  *   streaming method").
+ * - Bearer tokens (--grpc-auth-token-file): a call without the right one
+ *   ends UNAUTHENTICATED before its handler hears of it.
  * - Response compression of the inference rpcs
  *   (--grpc-infer-response-compression-level, response-compression.ts),
  *   which grpc-js does not do: set up on each call it applies to.
@@ -37,6 +39,7 @@
 import { gunzipSync, inflateSync } from 'node:zlib';
 import * as grpc from '@grpc/grpc-js';
 import { MalformedRequest, GRPC_PREFIX_BYTES, undecompressableMessage } from './malformed-request';
+import { type BearerTokens, tokenRefusal } from '../../core/bearer-tokens';
 import { compressResponses, responseEncoding, type AcceptedEncodings, type CompressionLevel } from './response-compression';
 
 /** Metadata gRPC core (Triton's server) refuses above: its default hard limit, GRPC_ARG_ABSOLUTE_MAX_METADATA_SIZE. */
@@ -51,6 +54,12 @@ export interface CallGuardOptions {
   requestTypes: ReadonlyMap<string, string>;
   /** Told of each call the guard ends itself with its status (the access log of refused inferences). */
   onRefused?: (path: string, status: grpc.StatusObject, call: grpc.ServerInterceptingCallInterface, malformed?: MalformedRequest) => void;
+  /**
+   * --grpc-auth-token-file: every call's metadata must carry
+   * `authorization: Bearer <token>` (core/bearer-tokens.ts), else it ends
+   * UNAUTHENTICATED before any handler runs; `exempt`: method paths that need none.
+   */
+  auth?: { tokens: BearerTokens; exempt: ReadonlySet<string> };
   /** Compress the responses of the calls to `paths` at `level`, in an encoding the client accepts. */
   responseCompression?: { level: CompressionLevel; paths: ReadonlySet<string>; accepted: AcceptedEncodings };
 }
@@ -175,6 +184,12 @@ class GuardedCall extends grpc.ServerInterceptingCall {
         const size = metadataSize(md);
         if (size.bytes > this.opts.maxMetadataBytes) {
           return this.refuse(grpc.status.RESOURCE_EXHAUSTED, metadataTooLargeText(size, this.opts.maxMetadataBytes));
+        }
+        const auth = this.opts.auth;
+        if (auth !== undefined && !auth.exempt.has(this.method.path)) {
+          const value = md.get('authorization')[0];
+          const check = auth.tokens.check(typeof value === 'string' ? value : '');
+          if (check !== 'ok') return this.refuse(grpc.status.UNAUTHENTICATED, tokenRefusal(check, '--grpc-auth-token-file', 'metadata'));
         }
         listener.onReceiveMetadata(md);
       },

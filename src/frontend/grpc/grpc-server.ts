@@ -20,8 +20,14 @@ import { grpcHealthHandlers, healthHandlers } from './health-handlers';
 import { modelInferHandler, modelStreamInferHandler } from './infer-handlers';
 import type { StreamRegistry } from './infer-handlers';
 import { reportRefused } from './infer-runner';
+import { BearerTokens } from '../../core/bearer-tokens';
 
 const INT32_MAX = 2147483647;
+/** The health rpcs --auth-exempt-health lets through without a token (a load balancer's probes). */
+const HEALTH_PATHS: ReadonlySet<string> = new Set([
+  '/inference.GRPCInferenceService/ServerLive', '/inference.GRPCInferenceService/ServerReady',
+  '/grpc.health.v1.Health/Check', '/grpc.health.v1.Health/Watch',
+]);
 const INFER_PATHS = new Set(['/inference.GRPCInferenceService/ModelInfer', '/inference.GRPCInferenceService/ModelStreamInfer']);
 
 /** Channel arguments from the flags. grpc-js servers honour keepalive time/timeout and connection age; the rest are passed as Triton sets them. */
@@ -87,6 +93,9 @@ export class GrpcServer {
       maxMetadataBytes: MAX_METADATA_BYTES,
       responseCompression: level === 'none' ? undefined : { level, paths: INFER_PATHS, accepted: this.accepted },
       requestTypes: protos.requestTypes,
+      ...(deps.options.grpcAuthTokens !== undefined
+        ? { auth: { tokens: new BearerTokens(deps.options.grpcAuthTokens), exempt: deps.options.authExemptHealth ? HEALTH_PATHS : new Set<string>() } }
+        : {}),
       // --log-access: an inference the guard refuses is logged like one the handlers refuse.
       onRefused: (path, status, call, malformed) => {
         if (this.ctx.access === undefined || !INFER_PATHS.has(path)) return;

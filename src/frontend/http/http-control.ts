@@ -50,6 +50,13 @@ export interface HttpThreadData {
   corsOrigins?: readonly string[];
   /** --http-console: where the console's files are served (console-assets.ts); absent = no console. */
   consolePath?: string;
+  /** --http-auth-token-file's tokens (bearer-auth.ts); absent = none asked. */
+  authTokens?: string[];
+  /** The tokens of --openai-port, and the flag that gave them (its refusals name it). */
+  openaiAuthTokens?: string[];
+  openaiAuthFlag?: string;
+  /** --auth-exempt-health. */
+  authExemptHealth?: boolean;
 }
 
 /** Non-data-plane routes an HTTP thread forwards to the main thread (control-api.ts). */

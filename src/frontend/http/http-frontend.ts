@@ -63,6 +63,8 @@ export interface HttpFrontendOptions {
   openaiPort?: number;
   /** --openai-restricted-api groups. */
   openaiRestrictedApi?: RestrictedGroup[];
+  /** Bearer tokens (bearer-auth.ts): of the HTTP port, of --openai-port (and the flag that gave them), and whether health checks are exempt. */
+  auth?: { http?: string[]; openai?: string[]; openaiFlag: string; exemptHealth: boolean };
 }
 
 interface HttpThread {
@@ -236,6 +238,13 @@ export class HttpFrontend {
     if (this.opts.headerForwardPattern !== undefined) data.headerForwardPattern = this.opts.headerForwardPattern;
     if (this.opts.corsOrigins !== undefined && this.opts.corsOrigins.length > 0) data.corsOrigins = this.opts.corsOrigins;
     if (this.opts.consolePath !== undefined) data.consolePath = this.opts.consolePath;
+    const auth = this.opts.auth;
+    if (auth?.http !== undefined) data.authTokens = auth.http;
+    if (auth?.openai !== undefined) {
+      data.openaiAuthTokens = auth.openai;
+      data.openaiAuthFlag = auth.openaiFlag;
+    }
+    if (auth?.exemptHealth === true) data.authExemptHealth = true;
     if (this.opts.openaiRestrictedApi !== undefined && this.opts.openaiRestrictedApi.length > 0) data.openaiRestrictedApi = this.opts.openaiRestrictedApi;
     const worker = new Worker(path.join(__dirname, 'http-thread.js'), { workerData: data, name: `http-${index}`, resourceLimits: workerResourceLimits() });
     const host: InstanceHost = { index, threadId: worker.threadId, bell: fromMain.bell, post: (m, transfer) => worker.postMessage(m, transfer) };

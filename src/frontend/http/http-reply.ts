@@ -13,6 +13,7 @@ const STATUS_TEXT: Record<number, string> = {
   302: 'Found',
   204: 'No Content',
   400: 'Bad Request',
+  401: 'Unauthorized',
   403: 'Forbidden',
   404: 'Not Found',
   405: 'Method Not Allowed',

@@ -38,6 +38,7 @@ import { matchRoute, urlPath } from './routes';
 import { type Reply, type RequestHead, readBody } from './http-reply';
 import { HttpServer } from './http-server';
 import { HostedInstances } from './hosted-instances';
+import { BearerAuth } from './bearer-auth';
 
 const data = workerData as HttpThreadData;
 nameThisThread(`nt:http-${data.index}`);
@@ -46,6 +47,10 @@ let snapshot: ServerSnapshot = emptySnapshot();
 const serverMetadata = JSON.stringify({ name: data.serverName, version: data.serverVersion, extensions: data.extensions });
 const corsOrigins = data.corsOrigins ?? [];
 const consoleAssets = data.consolePath === undefined ? undefined : ConsoleAssets.load(data.consolePath);
+// Bearer tokens of each port (bearer-auth.ts); absent: no token asked.
+const httpAuth = data.authTokens === undefined ? undefined : new BearerAuth(data.authTokens, '--http-auth-token-file', data.authExemptHealth === true);
+const openaiAuth = data.openaiAuthTokens === undefined ? undefined
+  : new BearerAuth(data.openaiAuthTokens, data.openaiAuthFlag ?? '--http-auth-token-file', data.authExemptHealth === true);
 const openApi = serverOpenApi({ name: data.serverName, version: data.serverVersion, extensions: data.extensions, restricted: data.restrictedApi ?? [] });
 const arena = Arena.attach(data.arena);
 const codec = new CodecPool(data.codecOffloadBytes, { index: data.index, arena: data.arena });
@@ -195,6 +200,7 @@ function routeOpenAI(reply: Reply, head: RequestHead): void {
   if (!arrive(reply, head)) return;
   const r = matchRoute(head.method, head.url);
   const health = urlPath(head.url) === '/health/ready';
+  if (openaiAuth?.refused(reply, head, health) === true) return;
   const denied = openaiRestricted(data.openaiRestrictedApi ?? [], r, health, head.header);
   if (denied !== undefined) return sendOpenAIError(reply, new OpenAIError(401, denied, null, 'restricted_api'));
   try {
@@ -231,6 +237,7 @@ function route(reply: Reply, head: RequestHead): void {
     reply.send(a.status, a.headers, a.body);
     return;
   }
+  if (httpAuth?.refused(reply, head, urlPath(head.url).startsWith('/v2/health/')) === true) return;
   // Restricted API before the method check (protocol.md §1.1).
   const denied = restrictedError(data.restrictedApi ?? [], head.url, head.header);
   if (denied !== undefined) return reply.error(403, denied);
