@@ -50,6 +50,8 @@ export interface RequestHead {
   header(name: string): string;
   /** Every header, lower-case names (repeated ones joined with ", "). */
   headers: ReadonlyMap<string, string>;
+  /** Header field lines as sent (repeated ones each counted). */
+  fieldCount: number;
 }
 
 export function requestHead(fields: RequestHeadFields): RequestHead {
@@ -64,6 +66,7 @@ export function requestHead(fields: RequestHeadFields): RequestHead {
     acceptEncoding: (h.get('accept-encoding') ?? '').trim(),
     header: (name) => h.get(name) ?? '',
     headers: h,
+    fieldCount: fields.fieldCount,
   };
 }
 

@@ -50,12 +50,12 @@ export class HttpServer {
     this.sweeper.unref();
   }
 
-  /** Listen on the descriptor `fd` (an open listening socket); resolves with its port. */
-  listen(fd: number): Promise<number> {
+  /** Listen on the descriptor `fd` (an open listening socket), or on a port of its own (tests); resolves with its port. */
+  listen(fd: number | { port: number; host: string }): Promise<number> {
     return new Promise((resolve, reject) => {
       const server = net.createServer({ noDelay: true, allowHalfOpen: true }, (socket) => this.accept(socket));
       server.once('error', reject);
-      server.listen({ fd }, () => {
+      server.listen(typeof fd === 'number' ? { fd } : fd, () => {
         server.off('error', reject);
         server.on('error', () => undefined);
         resolve((server.address() as net.AddressInfo).port);

@@ -26,6 +26,8 @@ export interface RequestHeadFields {
   minor: 0 | 1;
   /** Lower-cased field names; repeated fields joined with ", " (RFC 9110 §5.3). */
   headers: Map<string, string>;
+  /** Header field lines as sent (repeated ones each counted). */
+  fieldCount: number;
   /** Body framing: a length (0 = none), or chunked. */
   contentLength: number;
   chunked: boolean;
@@ -170,10 +172,10 @@ function parseLines(lines: string[], limits: HeadLimits): RequestHeadFields | He
     if (key === 'host' && had !== undefined) return bad('a request must have exactly one Host header (RFC 9112 §3.2), this one has several');
     headers.set(key, had === undefined ? value : `${had}, ${value}`);
   }
-  return framing(method, target, minor, headers);
+  return framing(method, target, minor, headers, lines.length - 1);
 }
 
-function framing(method: string, target: string, minor: 0 | 1, headers: Map<string, string>): RequestHeadFields | HeadError {
+function framing(method: string, target: string, minor: 0 | 1, headers: Map<string, string>, fieldCount: number): RequestHeadFields | HeadError {
   const te = headers.get('transfer-encoding');
   const cl = headers.get('content-length');
   let contentLength = 0;
@@ -199,7 +201,7 @@ function framing(method: string, target: string, minor: 0 | 1, headers: Map<stri
   if (expect !== undefined && expect.toLowerCase() !== '100-continue') {
     return bad(`Expect '${printable(expect)}' is not supported (only '100-continue')`, 417);
   }
-  return { method, target, minor, headers, contentLength, chunked, keepAlive, expectContinue: expect !== undefined && minor === 1 };
+  return { method, target, minor, headers, fieldCount, contentLength, chunked, keepAlive, expectContinue: expect !== undefined && minor === 1 };
 }
 
 /** Text of client bytes fit for an error message: control characters escaped, cut at 80 characters. */
