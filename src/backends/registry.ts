@@ -7,6 +7,7 @@ import type { Backend } from './backend';
 import { onnxruntimeBackend } from './onnxruntime';
 import { filBackend } from './fil';
 import { pytorchBackend } from './pytorch';
+import { identityBackend } from './identity';
 import { pythonBackend } from '../python-backend';
 
 const BACKENDS: Record<string, Backend> = {
@@ -14,6 +15,7 @@ const BACKENDS: Record<string, Backend> = {
   python: pythonBackend,
   fil: filBackend,
   pytorch: pytorchBackend,
+  identity: identityBackend,
 };
 
 export function findBackend(name: string): Backend {
@@ -42,7 +44,7 @@ const OTHER_WAYS: Record<string, string> = {
 };
 
 /** Triton backends that exist but not in nodetron (an unknown name is more likely a typo). */
-const TRITON_BACKENDS = new Set([...Object.keys(CONVERSIONS), ...Object.keys(OTHER_WAYS), 'identity', 'repeat', 'square']);
+const TRITON_BACKENDS = new Set([...Object.keys(CONVERSIONS), ...Object.keys(OTHER_WAYS), 'repeat', 'square']);
 
 export function missingBackend(name: string): ServerError {
   const have = `nodetron has the backends ${listText(backendNames())}`;
