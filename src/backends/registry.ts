@@ -8,6 +8,7 @@ import { onnxruntimeBackend } from './onnxruntime';
 import { filBackend } from './fil';
 import { pytorchBackend } from './pytorch';
 import { identityBackend } from './identity';
+import { repeatBackend, squareBackend } from './decoupled-test';
 import { pythonBackend } from '../python-backend';
 
 const BACKENDS: Record<string, Backend> = {
@@ -16,6 +17,8 @@ const BACKENDS: Record<string, Backend> = {
   fil: filBackend,
   pytorch: pytorchBackend,
   identity: identityBackend,
+  repeat: repeatBackend,
+  square: squareBackend,
 };
 
 export function findBackend(name: string): Backend {
@@ -44,7 +47,7 @@ const OTHER_WAYS: Record<string, string> = {
 };
 
 /** Triton backends that exist but not in nodetron (an unknown name is more likely a typo). */
-const TRITON_BACKENDS = new Set([...Object.keys(CONVERSIONS), ...Object.keys(OTHER_WAYS), 'repeat', 'square']);
+const TRITON_BACKENDS = new Set([...Object.keys(CONVERSIONS), ...Object.keys(OTHER_WAYS)]);
 
 export function missingBackend(name: string): ServerError {
   const have = `nodetron has the backends ${listText(backendNames())}`;

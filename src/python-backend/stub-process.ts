@@ -37,9 +37,10 @@ export interface StubSpawnOptions {
 
 /**
  * The models the stub ships (stub/_nt_runner.py BUILTIN_MODELS): 'pytorch'
- * runs a TorchScript model.pt or an AOTInductor model.pt2 (stub/_nt_torch_model.py).
+ * runs a TorchScript model.pt or an AOTInductor model.pt2 (stub/_nt_torch_model.py);
+ * 'repeat' and 'square' are Triton's decoupled test backends (backends/decoupled-test/).
  */
-export type BuiltinModel = 'pytorch';
+export type BuiltinModel = 'pytorch' | 'repeat' | 'square';
 
 /** The directory holding stub_main.py and triton_python_backend_utils.py. */
 export function stubDir(): string {

@@ -13,7 +13,6 @@ const MISSING: [string, string, RegExp][] = [
   ['dali', 'UNSUPPORTED', /preprocessing in a Python model \(backend: "python".*ensemble/],
   ['vllm', 'UNSUPPORTED', /Serve the LLM from a Python model \(backend: "python"\).*decoupled/],
   ['tensorrtllm', 'UNSUPPORTED', /Python model \(backend: "python"\) as a decoupled model/],
-  ['repeat', 'UNSUPPORTED', /Convert the model to ONNX and serve it with backend: "onnxruntime"/],
   ['onnx', 'INVALID_ARG', /did you mean backend: "onnxruntime"\?$/],
   ['pyhton', 'INVALID_ARG', /did you mean backend: "python"\?$/],
   ['fill', 'INVALID_ARG', /did you mean backend: "fil"\?$/],
@@ -31,8 +30,8 @@ for (const [name, code, way] of MISSING) {
   });
 }
 
-test('the backend list is the registry\'s: onnxruntime, python, fil, pytorch and identity are there and load', () => {
-  for (const name of ['onnxruntime', 'python', 'fil', 'pytorch', 'identity']) {
+test('the backend list is the registry\'s: onnxruntime, python, fil, pytorch and the test backends are there and load', () => {
+  for (const name of ['onnxruntime', 'python', 'fil', 'pytorch', 'identity', 'repeat', 'square']) {
     assert.ok(backendNames().includes(name), name);
     assert.equal(findBackend(name).name, name);
   }

@@ -21,7 +21,7 @@ from _nt_tensor import Tensor
 _STUB_DIR = os.path.dirname(os.path.abspath(__file__))
 # Models nodetron ships for backends that are not Python (the model author writes no model.py):
 # the module whose TritonPythonModel(model_path) runs the version's model file.
-BUILTIN_MODELS = {"pytorch": "_nt_torch_model"}
+BUILTIN_MODELS = {"pytorch": "_nt_torch_model", "repeat": "_nt_repeat_model", "square": "_nt_square_model"}
 RELEASE_RESCHEDULE = 2  # pb_utils.TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
 SEQUENCE_START = 1  # pb_utils.TRITONSERVER_REQUEST_FLAG_SEQUENCE_START
 # Triton's text when the scheduler cannot take the request back, and what to do.
