@@ -26,6 +26,14 @@ async function main(): Promise<void> {
     const { lintMain } = require('./lint/lint-cli') as typeof import('./lint/lint-cli');
     process.exit(await lintMain(process.argv.slice(3), (text) => fs.writeSync(1, text)));
   }
+  // `nodetron infer -m <model> ...`: one request, to a running server or to one started here (src/client/infer-cli.ts).
+  if (process.argv[2] === 'infer') {
+    const { inferMain } = require('./client/infer-cli') as typeof import('./client/infer-cli');
+    process.exit(await inferMain(process.argv.slice(3), startForOneRequest, {
+      stdout: (text) => fs.writeSync(1, text),
+      stderr: (text) => fs.writeSync(2, text),
+    }));
+  }
   let options: ServerOptions;
   try {
     options = parseServerOptions(process.argv.slice(2));
@@ -90,3 +98,20 @@ const HARD_EXIT_GRACE_SECS = 10;
 main().catch((err: unknown) => {
   fail(`error: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
 });
+
+/** `nodetron infer --model-repository`: a quiet server on free loopback ports with the one model loaded. */
+async function startForOneRequest(repository: string, model: string): Promise<{ url: string; stop(): Promise<void> }> {
+  const { startServer } = require('./server') as typeof import('./server');
+  const options = parseServerOptions([
+    `--model-repository=${repository}`, '--model-control-mode=explicit', `--load-model=${model}`,
+    '--http-address=127.0.0.1', '--http-port=0', '--http-thread-count=1', '--allow-grpc=false', '--allow-metrics=false',
+    '--log-info=false', '--log-warning=false',
+  ]);
+  const server = await startServer(options);
+  return {
+    url: `http://127.0.0.1:${server.httpPort}`,
+    stop: async () => {
+      await server.stop();
+    },
+  };
+}
