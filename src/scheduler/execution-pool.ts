@@ -325,7 +325,16 @@ export class ExecutionPool {
     this.free(slot);
     const why = err instanceof Error ? err.message : String(err);
     for (const q of batch) {
-      this.deliver(q, { outputs: [], error: { code: 'INTERNAL', message: executionFailedMessage(q.request, instance.name, why) }, final: true });
+      const r: InferResponse = { outputs: [], error: { code: 'INTERNAL', message: executionFailedMessage(q.request, instance.name, why) }, final: true };
+      // As a response with an error from a batch that ran: the sequence batcher forgets the request's implicit state.
+      if (this.onResult !== undefined && !q.padding) {
+        try {
+          this.onResult(q, r);
+        } catch (e) {
+          warn('onResult hook', e);
+        }
+      }
+      this.deliver(q, r);
     }
   }
 

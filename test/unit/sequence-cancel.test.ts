@@ -135,6 +135,27 @@ test('implicit state: a cancel that ends a sequence frees its state with the las
   assert.equal(arena.usedBytes(), before, 'the state and the control tensors are all freed');
 });
 
+test('implicit state: an execution that fails outright (its promise rejects) forgets its requests\' state, as an error response does', async () => {
+  const arena = Arena.create();
+  const inst = new FakeInstance('m_0');
+  const s = new SequenceBatchScheduler(seqConfig(true), [inst], arena);
+  const rec = new Recorder();
+  const before = arena.usedBytes();
+  const withState = (rs: InferRequest[]): InferResponse[] => rs.map(() => {
+    const { offset, gen } = arena.alloc(4);
+    return { outputs: [{ name: 'S_OUT', datatype: 'FP32', shape: [1], offset, gen, byteSize: 4 }], final: true };
+  });
+  s.enqueue(seqRequest('a1', { sequence_id: 9, sequence_start: true }), rec.respond('a1'));
+  inst.current().finish(withState);
+  await settle();
+  s.enqueue(seqRequest('a2', { sequence_id: 9 }), rec.respond('a2'));
+  inst.current().fail(new Error('the instance broke'));
+  await settle();
+  assert.equal(rec.only('a2').error?.code, 'INTERNAL');
+  assert.equal(arena.usedBytes(), before, 'the sequence\'s state is freed with the failed request, not held until the scheduler stops');
+  await s.stop();
+});
+
 interface RescheduleCancelCase {
   name: string;
   instances: number;
