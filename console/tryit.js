@@ -43,17 +43,19 @@ async function totals(model) {
 }
 
 export function tryItForm(root, metadata) {
-  const fields = metadata.inputs.map((input) => {
+  // Each label is tied to its field (ids by position: a tensor name may hold any character),
+  // so a screen reader, or a test finding a field by its label, lands on the input's data.
+  const fields = metadata.inputs.map((input, i) => {
     const shape = input.shape.map((d) => (d < 0 ? 1 : d));
-    const shapeField = h('input', { type: 'text', value: shape.join(', '), name: `${input.name}.shape` });
-    const dataField = h('textarea', { rows: input.datatype === 'BYTES' ? 3 : 2, name: `${input.name}.data` }, defaultData(input.datatype, count(shape)));
-    return { input, shapeField, dataField };
+    const shapeField = h('input', { type: 'text', value: shape.join(', '), name: `${input.name}.shape`, id: `tryit-shape-${i}` });
+    const dataField = h('textarea', { rows: input.datatype === 'BYTES' ? 3 : 2, name: `${input.name}.data`, id: `tryit-data-${i}` }, defaultData(input.datatype, count(shape)));
+    return { input, shapeField, dataField, i };
   });
   const result = h('div', { id: 'tryit-result' });
   const form = h('form', { className: 'tryit card', id: 'tryit' },
-    ...fields.map(({ input, shapeField, dataField }) => h('div', null,
-      h('label', null, `${input.name} `, h('span', { className: 'muted' }, `${input.datatype} [${input.shape.join(', ')}]`)),
-      'shape ', shapeField, dataField)),
+    ...fields.map(({ input, shapeField, dataField, i }) => h('div', null,
+      h('label', { htmlFor: `tryit-data-${i}` }, `${input.name} `, h('span', { className: 'muted' }, `${input.datatype} [${input.shape.join(', ')}]`)),
+      h('label', { htmlFor: `tryit-shape-${i}` }, `${input.name} shape `), shapeField, dataField)),
     h('p', null, h('button', { type: 'submit' }, 'Infer')),
     result);
   form.addEventListener('submit', (ev) => {

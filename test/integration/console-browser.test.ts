@@ -109,6 +109,9 @@ describe('console in headless chromium', { skip }, () => {
 
   test('the try-it form infers simple and shows its outputs and the time split', async () => {
     await page.goto(`${server.url}/console/#/models/simple`);
+    // Labels are tied to their fields: INPUT0's label finds INPUT0's data, and its shape box its shape.
+    assert.equal(await page.getByLabel('INPUT0 INT32').getAttribute('name'), 'INPUT0.data');
+    assert.equal(await page.getByLabel('INPUT0 shape').getAttribute('name'), 'INPUT0.shape');
     await page.click('#tryit button[type="submit"]');
     const out0 = page.locator('#tryit-outputs tr[data-output="OUTPUT0"] td');
     await out0.first().waitFor();
