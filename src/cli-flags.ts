@@ -77,6 +77,7 @@ export const FLAGS: readonly FlagSpec[] = [
   f('http-keepalive-timeout-ms', 'int'), f('http-max-connections', 'int'),
   f('http-auth-token-file', 'string', '<path>'), f('grpc-auth-token-file', 'string', '<path>'),
   f('openai-auth-token-file', 'string', '<path>'), f('auth-exempt-health', 'bool'),
+  f('grpc-max-concurrent-streams', 'int'), f('grpc-max-connection-idle', 'int'),
 ];
 
 const PLACEHOLDER: Record<FlagKind, string> = {

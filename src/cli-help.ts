@@ -208,6 +208,10 @@ export const FLAG_DOCS: Readonly<Record<string, FlagDoc>> = {
   'openai-auth-token-file': d("nodetron's own", "The same for --openai-port's routes (default: --http-auth-token-file's tokens)."),
   'auth-exempt-health': d("nodetron's own", 'Health checks need no token: /v2/health/*, the OpenAI port\'s /health/ready, '
     + "gRPC ServerLive, ServerReady and grpc.health.v1 (for a load balancer's probes).", 'false'),
+  'grpc-max-concurrent-streams': d("nodetron's own", 'Most streams (calls) at once on one gRPC connection (HTTP/2 '
+    + 'SETTINGS_MAX_CONCURRENT_STREAMS); a client queues the next ones until one ends; 0 = no bound.', '128'),
+  'grpc-max-connection-idle': d("nodetron's own", 'A gRPC connection with no call for this many milliseconds is sent GOAWAY '
+    + 'and closed; 0 = never.', '0'),
   'max-queued-requests': d("nodetron's own", 'Most inference requests clients may have in the server at once '
     + '(waiting in a queue or running, over all models); one more gets HTTP 429 / gRPC RESOURCE_EXHAUSTED '
     + '"Exceeds maximum queue size" with a Retry-After hint instead of waiting. The default keeps a burst from '

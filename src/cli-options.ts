@@ -223,6 +223,8 @@ export function parseServerOptions(argv: string[]): ServerOptions {
     grpcHttp2MaxPingStrikes: r.int('grpc-http2-max-ping-strikes', 2),
     grpcMaxConnectionAgeMs: r.int('grpc-max-connection-age', 0),
     grpcMaxConnectionAgeGraceMs: r.int('grpc-max-connection-age-grace', 0),
+    grpcMaxConcurrentStreams: nonNegative('grpc-max-concurrent-streams', r.int('grpc-max-concurrent-streams', DEFAULT_GRPC_MAX_CONCURRENT_STREAMS)),
+    grpcMaxConnectionIdleMs: nonNegative('grpc-max-connection-idle', r.int('grpc-max-connection-idle', 0)),
     grpcRestrictedProtocol: parseRestricted('grpc-restricted-protocol', r.all('grpc-restricted-protocol')),
 
     allowMetrics,
@@ -366,4 +368,16 @@ function readTokenFile(flag: string, file: string | undefined): string[] | undef
     throw new CliError(`Error: --${flag}: '${file}' has no token; write one token per line (blank lines and lines starting with # are skipped).`);
   }
   return tokens;
+}
+
+/**
+ * --grpc-max-concurrent-streams default: nginx's http2_max_concurrent_streams
+ * (128); gRPC core leaves it unbounded, which lets one connection open
+ * streams without end.
+ */
+const DEFAULT_GRPC_MAX_CONCURRENT_STREAMS = 128;
+
+function nonNegative(flag: string, n: number): number {
+  if (n < 0) throw new CliError(`Error: --${flag} must be 0 (no bound) or greater.`);
+  return n;
 }

@@ -112,6 +112,10 @@ export interface ServerOptions {
   grpcHttp2MaxPingStrikes: number;
   /** 0 = unset. */
   grpcMaxConnectionAgeMs: number;
+  /** nodetron's own --grpc-max-concurrent-streams: HTTP/2 streams at once per connection; 0 = no bound. */
+  grpcMaxConcurrentStreams: number;
+  /** nodetron's own --grpc-max-connection-idle (ms): an idle connection gets GOAWAY; 0 = never. */
+  grpcMaxConnectionIdleMs: number;
   grpcMaxConnectionAgeGraceMs: number;
   /** Like httpRestrictedApi; the metadata key checked is `triton-grpc-protocol-<key>`. */
   grpcRestrictedProtocol: RestrictedGroup[];

@@ -46,6 +46,8 @@ export function channelOptions(o: ServerOptions): grpc.ChannelOptions {
   };
   if (o.grpcMaxConnectionAgeMs > 0) opts['grpc.max_connection_age_ms'] = o.grpcMaxConnectionAgeMs;
   if (o.grpcMaxConnectionAgeGraceMs > 0) opts['grpc.max_connection_age_grace_ms'] = o.grpcMaxConnectionAgeGraceMs;
+  if (o.grpcMaxConcurrentStreams > 0) opts['grpc.max_concurrent_streams'] = o.grpcMaxConcurrentStreams;
+  if (o.grpcMaxConnectionIdleMs > 0) opts['grpc.max_connection_idle_ms'] = o.grpcMaxConnectionIdleMs;
   return opts;
 }
 
