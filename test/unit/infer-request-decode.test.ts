@@ -102,6 +102,15 @@ for (const row of dataRows) {
   });
 }
 
+test('doubles are fine where they belong: FP32 data 1.0 and 1e2 beside INT32 data, a "1.5" in a BYTES element, 2.5 in a parameter', () => {
+  const r = decodeJson('{"id":"1.0e5","parameters":{"p":2.5},"inputs":[{"name":"A","datatype":"FP32","shape":[2],"data":[1.0,1e2]},'
+    + '{"name":"B","datatype":"INT32","shape":[2],"data":[7,-8]},{"name":"C","datatype":"BYTES","shape":[1],"data":["1.5"]}]}');
+  assert.deepEqual([...new Float32Array(r.inputs[0].data.slice().buffer)], [1, 100]);
+  assert.deepEqual([...new Int32Array(r.inputs[1].data.slice().buffer)], [7, -8]);
+  assert.equal(Buffer.from(r.inputs[2].data).subarray(4).toString(), '1.5');
+  assert.equal(r.parameters.p, 2.5);
+});
+
 test('bare NaN / Infinity in FP32 data (rapidjson accepts them)', () => {
   const r = decodeJson('{"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[4],"data":[NaN,Infinity,-Infinity,-Inf]}]}');
   const f = new Float32Array(r.inputs[0].data.buffer, r.inputs[0].data.byteOffset, 4);
@@ -246,6 +255,10 @@ const errorRows: ErrorRow[] = [
   { name: 'too many elements', body: J(oneInput('INT32', [2], [1, 2, 3])), code: 'INTERNAL', message: "Unable to parse 'data': Shape does not match true shape of 'data' field" },
   { name: 'too few elements', body: J(oneInput('INT32', [2, 2], [[1, 2], [3]])), code: 'INTERNAL', message: "Failed to parse 'data' field: shape does not match true shape" },
   { name: 'INT32 element 1.5', body: J(oneInput('INT32', [1], [1.5])), code: 'INTERNAL', message: "Unable to parse 'data': attempt to access JSON non-signed-integer as signed-integer" },
+  // Written as doubles (Triton's rapidjson holds them so): no integer, whatever their value.
+  { name: 'INT32 element 1.0', body: '{"inputs":[{"name":"INPUT0","datatype":"INT32","shape":[2],"data":[3,1.0]}]}', code: 'INTERNAL', message: "Unable to parse 'data': attempt to access JSON non-signed-integer as signed-integer" },
+  { name: 'INT64 element 1e2', body: '{"inputs":[{"name":"INPUT0","datatype":"INT64","shape":[1],"data":[[1e2]]}]}', code: 'INTERNAL', message: "Unable to parse 'data': attempt to access JSON non-signed-integer as signed-integer" },
+  { name: 'UINT16 element 2E0', body: '{"inputs":[{"name":"INPUT0","datatype":"UINT16","shape":[1],"data":[2E0]}]}', code: 'INTERNAL', message: "Unable to parse 'data': attempt to access JSON non-unsigned-integer as unsigned-integer" },
   { name: 'UINT8 element -1', body: J(oneInput('UINT8', [1], [-1])), code: 'INTERNAL', message: "Unable to parse 'data': attempt to access JSON non-unsigned-integer as unsigned-integer" },
   { name: 'BOOL element 1', body: J(oneInput('BOOL', [1], [1])), code: 'INTERNAL', message: "Unable to parse 'data': attempt to access JSON non-boolean as boolean" },
   { name: 'FP32 element string', body: J(oneInput('FP32', [1], ['1'])), code: 'INTERNAL', message: "Unable to parse 'data': attempt to access JSON non-number as double" },

@@ -17,7 +17,7 @@ import { readShm, resolveShm, type ShmRef, type ShmRegionTable } from '../../req
 import { checkExactNumber, InexactInteger, isJsonInteger, isJsonUInt, readingExact, uintSize } from './json-integers';
 import { jsonTensorBytes } from './json-tensor-data';
 import { decodeRawRequest } from './raw-request-decode';
-import { parseRequestJson } from './request-json';
+import { mayHoldDoubleLiterals, parseLikeRapidjson, parseRequestJson } from './request-json';
 
 type JsonObject = Record<string, unknown>;
 
@@ -93,6 +93,7 @@ export function decodeInferRequest(
   }
   let parsed = parseRequestJson(body, jsonLength);
   readingExact(parsed.exact);
+  markDoubleLiterals(parsed.doc, body, jsonLength);
   try {
     return decodeJsonRequest(parsed.doc, body, jsonLength, plan, maxInputSize, regions);
   } catch (err) {
@@ -101,7 +102,32 @@ export function decodeInferRequest(
   // An integer past 2^53 where an integer belongs: JSON.parse may have rounded it (json-integers.ts).
   parsed = parseRequestJson(body, jsonLength, true);
   readingExact(true);
+  markDoubleLiterals(parsed.doc, body, jsonLength);
   return decodeJsonRequest(parsed.doc, body, jsonLength, plan, maxInputSize, regions);
+}
+
+const INTEGER_TYPES = new Set(['INT8', 'INT16', 'INT32', 'INT64', 'UINT8', 'UINT16', 'UINT32', 'UINT64']);
+
+/**
+ * Triton refuses `1.0` or `1e2` for an integer tensor (rapidjson holds them
+ * as doubles); a parsed number does not say how it was written. When the
+ * document has an integer input with JSON data and its text may hold such a
+ * literal, those inputs' data are taken from a parse that marks them
+ * (DoubleLiteral, which the integer fill refuses with Triton's text). Other
+ * inputs and fields keep the first parse. Requests without integer JSON
+ * data, or without a `.`/`e` after a digit, pay one check.
+ */
+function markDoubleLiterals(doc: unknown, body: Buffer, jsonLength: number): void {
+  const inputs = isObject(doc) && Array.isArray(doc.inputs) ? doc.inputs : undefined;
+  if (inputs === undefined) return;
+  const integral = inputs.map((t) => isObject(t) && typeof t.datatype === 'string' && INTEGER_TYPES.has(t.datatype) && Array.isArray(t.data));
+  if (!integral.includes(true) || !mayHoldDoubleLiterals(body, jsonLength)) return;
+  const marked = parseLikeRapidjson(body.subarray(0, jsonLength), true, true);
+  const markedInputs = isObject(marked) && Array.isArray(marked.inputs) ? marked.inputs : [];
+  integral.forEach((yes, i) => {
+    const m = markedInputs[i];
+    if (yes && isObject(m) && Array.isArray(m.data)) (inputs[i] as JsonObject).data = m.data;
+  });
 }
 
 function decodeJsonRequest(

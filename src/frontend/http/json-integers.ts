@@ -26,6 +26,17 @@ export class InexactInteger extends Error {
   }
 }
 
+/**
+ * A number written with a fraction or an exponent (`1.0`, `1e2`): a double
+ * to rapidjson, so no integer, however integral its value. JSON.parse gives
+ * such a literal as the number it equals; where an integer tensor's data
+ * may hold one, the decode parses again marking them (request-json.ts
+ * `markDoubles`, infer-request-decode.ts), and isJsonInteger refuses it.
+ */
+export class DoubleLiteral {
+  constructor(readonly value: number) {}
+}
+
 /** One instance, thrown each time: a new Error would capture a stack trace per retry. */
 const INEXACT = new InexactInteger();
 

@@ -11,10 +11,11 @@
  * gives an integer literal that a double cannot hold as a bigint, so an
  * integer element is a safe-integer number or a bigint, as rapidjson's
  * IsInt64 / IsUint64 see it (json-integers.ts); any other value for an
- * integer datatype is refused with Triton's text. One difference remains: a
- * small integral value written with a fraction or exponent (`1.0`, `1e2`)
- * reaches us as the number 1 or 100 and is accepted (rapidjson holds it as
- * a double and refuses it).
+ * integer datatype is refused with Triton's text. An integral value written
+ * with a fraction or exponent (`1.0`, `1e2`), which JSON.parse gives as the
+ * number it equals, reaches the integer fill as a DoubleLiteral and is
+ * refused too (infer-request-decode.ts markDoubleLiterals), as rapidjson
+ * holds it as a double.
  */
 import { ELEMENT_SIZE, isDataType, wireDataTypeHint } from '../../core/datatypes';
 import type { DataType } from '../../core/datatypes';

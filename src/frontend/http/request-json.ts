@@ -22,7 +22,7 @@
  */
 import { checkJsonDepth } from '../../core/json-depth';
 import { ServerError } from '../../core/errors';
-import { INT64_MIN, UINT64_MAX } from './json-integers';
+import { DoubleLiteral, INT64_MIN, UINT64_MAX } from './json-integers';
 
 const MESSAGES = {
   empty: 'The document is empty.',
@@ -97,8 +97,8 @@ type Open = { array: unknown[] } | { object: Record<string, unknown>; key: strin
  * rapidjson keeps it an int64/uint64; one outside that range is a double, as
  * in rapidjson.
  */
-export function parseLikeRapidjson(bytes: Buffer, exactIntegers = false): unknown {
-  const p = new Parser(bytes, exactIntegers);
+export function parseLikeRapidjson(bytes: Buffer, exactIntegers = false, markDoubles = false): unknown {
+  const p = new Parser(bytes, exactIntegers, markDoubles);
   try {
     return p.document();
   } catch (e) {
@@ -114,6 +114,8 @@ class Parser {
   constructor(
     private readonly b: Buffer,
     private readonly exactIntegers: boolean,
+    /** A number with a fraction or an exponent becomes a DoubleLiteral (json-integers.ts). */
+    private readonly markDoubles = false,
   ) {}
 
   document(): unknown {
@@ -340,6 +342,7 @@ class Parser {
     }
     const v = Number(this.b.toString('latin1', start, this.pos));
     if (!Number.isFinite(v)) throw new ParseFailure(MESSAGES.tooBig, start);
+    if (this.markDoubles && fractionOrExponentIn(this.b, start, this.pos)) return new DoubleLiteral(v) as unknown as number;
     return v;
   }
 
@@ -349,6 +352,35 @@ class Parser {
   }
 }
 
+
+function fractionOrExponentIn(b: Buffer, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) {
+    const c = b[i];
+    if (c === 0x2e || c === 0x65 || c === 0x45) return true;
+  }
+  return false;
+}
+
+/**
+ * Whether the JSON text may hold a number written with a fraction or an
+ * exponent: a `.`, `e` or `E` right after a digit, outside strings. Cheap
+ * (one pass, no allocation); false means JSON.parse's numbers are exactly
+ * the literals' integers.
+ */
+export function mayHoldDoubleLiterals(b: Buffer, length: number): boolean {
+  let inString = false;
+  for (let i = 0; i < length; i++) {
+    const c = b[i]!;
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+      continue;
+    }
+    if (c === 0x22) inString = true;
+    else if ((c === 0x2e || c === 0x65 || c === 0x45) && i > 0 && b[i - 1]! >= 0x30 && b[i - 1]! <= 0x39) return true;
+  }
+  return false;
+}
 
 /** An integer literal as rapidjson holds it: exact within int64/uint64 (a number while safe), else a double. */
 function exactInteger(literal: string): number | bigint {
