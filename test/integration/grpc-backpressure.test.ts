@@ -135,3 +135,39 @@ test('a ModelStreamInfer client that does not read: the server stops reading its
   assert.deepEqual(simpleOutputs(messages[REQUESTS - 1]!.infer_response!), expectedOutputs(last));
   assert.equal(trailers?.['grpc-status'], '0');
 });
+
+test('a client that streams 1,000,000 small requests and never reads: the server stays bounded, serves others, and lets go of it all when the client goes', async () => {
+  const rng = new Rng(29);
+  const frame = grpcFrame(requestBytes(simpleRequest(rng, 'many')));
+  const before = await executed();
+  const rssBefore = rssBytes(server.child.pid!);
+  const session = http2.connect(`http://127.0.0.1:${server.grpcPort}`, { settings: { initialWindowSize: 4096 } });
+  session.on('error', () => {});
+  const stream = session.request({
+    ':method': 'POST', ':path': '/inference.GRPCInferenceService/ModelStreamInfer', 'content-type': 'application/grpc', te: 'trailers',
+  });
+  stream.on('error', () => {});
+  stream.pause();
+  // The same frame a million times: the client's own queue holds references, not copies.
+  for (let i = 0; i < 1_000_000; i++) stream.write(frame);
+  let ran = (await executed()) - before;
+  for (let stable = 0, i = 0; stable < 5 && i < 200; i++) {
+    await sleep(100);
+    const now = (await executed()) - before;
+    stable = now === ran ? stable + 1 : 0;
+    ran = now;
+  }
+  assert.ok(ran < BOUND, `the server ran ${ran} of 1,000,000 requests for a client that reads nothing (bound ${BOUND})`);
+  const rssGrowth = rssBytes(server.child.pid!) - rssBefore;
+  assert.ok(rssGrowth < 64 * 1024 * 1024, `server RSS grew by ${rssGrowth} bytes`);
+  await knownGood(rng);
+  session.destroy();
+  // Its requests cancelled and their blocks freed once it is gone.
+  let arena = Infinity;
+  for (let i = 0; i < 100 && arena - server.arenaBaseline! >= 1 << 16; i++) {
+    await sleep(50);
+    arena = Number(/^nodetron_arena_used_bytes (\d+)$/m.exec(await metrics())![1]);
+  }
+  assert.ok(arena - server.arenaBaseline! < 1 << 16, `arena in use ${arena - server.arenaBaseline!} bytes above its baseline after the client went`);
+  await knownGood(rng);
+});
