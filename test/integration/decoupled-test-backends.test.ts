@@ -10,8 +10,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type * as grpc from '@grpc/grpc-js';
-import { createClient, int32Bytes, int32Values, type GrpcTestClient } from './grpc-test-client';
+import { createClient, int32Bytes, int32Values, streamAll, type GrpcTestClient } from './grpc-test-client';
 import { startServer, type ServerProcess } from './server-process';
 
 let repo: string;
@@ -54,19 +53,7 @@ after(async () => {
 
 interface Reply { error_message: string; infer_response?: { id: string; outputs: { name: string }[]; raw_output_contents: Buffer[] } }
 
-async function stream(requests: object[]): Promise<Reply[]> {
-  const s = client.inference.ModelStreamInfer() as grpc.ClientDuplexStream<object, Reply>;
-  const replies: Reply[] = [];
-  const ended = new Promise<void>((resolve, reject) => {
-    s.on('data', (r: Reply) => replies.push(r));
-    s.on('end', resolve);
-    s.on('error', reject);
-  });
-  for (const r of requests) s.write(r);
-  s.end();
-  await ended;
-  return replies;
-}
+const stream = (requests: object[]): Promise<Reply[]> => streamAll<Reply>(client, requests);
 
 const uint32 = (xs: number[]): Buffer => Buffer.from(new Uint32Array(xs).buffer);
 const output = (r: Reply, name: string): Buffer => r.infer_response!.raw_output_contents[r.infer_response!.outputs.findIndex((o) => o.name === name)]!;

@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createClient, int32Bytes, int32Values, type GrpcTestClient } from './grpc-test-client';
 import { inferSimple } from './repo-kit';
-import { MODEL_REPOSITORY, startServer, type ServerProcess } from './server-process';
+import { MODEL_REPOSITORY, directResponses, directResponsesReaching, startServer, type ServerProcess } from './server-process';
 
 let server: ServerProcess;
 let grpc: GrpcTestClient;
@@ -48,28 +48,6 @@ after(async () => {
   fs.rmSync(repo, { recursive: true, force: true });
 });
 
-async function directCount(): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text();
-  const m = /^nodetron_dataplane_direct_responses_total (\d+)$/m.exec(text);
-  assert.ok(m, 'the counter is exported');
-  return Number(m[1]);
-}
-
-/**
- * The count once it reached `want` (or what it is after 5 s): a response
- * reaches its client straight from the instance thread, which tells main
- * right after, so the client may read /metrics before main has heard.
- */
-async function directCountReaching(want: number): Promise<number> {
-  const end = Date.now() + 5000;
-  let n = await directCount();
-  while (n < want && Date.now() < end) {
-    await new Promise((r) => setTimeout(r, 20));
-    n = await directCount();
-  }
-  return n;
-}
-
 /** `n` concurrent HTTP inferences on `model`, each answered correctly. */
 async function httpInfers(model: string, n: number): Promise<void> {
   const answers = await Promise.all(Array.from({ length: n }, () => inferSimple(server.url, model)));
@@ -85,15 +63,15 @@ const cases: { model: string; direct: boolean }[] = [
 
 for (const c of cases) {
   test(`HTTP ${c.model}: ${c.direct ? 'straight from the instance thread' : 'through the main thread'}`, async () => {
-    const before = await directCount();
+    const before = await directResponses(server);
     await httpInfers(c.model, 12);
     if (!c.direct) await new Promise((r) => setTimeout(r, 200)); // as long as a direct one could take to be counted
-    assert.equal(await directCountReaching(before + (c.direct ? 12 : 0)) - before, c.direct ? 12 : 0);
+    assert.equal(await directResponsesReaching(server, before + (c.direct ? 12 : 0)) - before, c.direct ? 12 : 0);
   });
 }
 
 test('HTTP to a Python model: straight from its host thread (python-direct-replies.test.ts has the rest)', async () => {
-  const before = await directCount();
+  const before = await directResponses(server);
   const body = JSON.stringify({ inputs: [
     { name: 'INPUT0', datatype: 'FP32', shape: [4], data: [1, 2, 3, 4] },
     { name: 'INPUT1', datatype: 'FP32', shape: [4], data: [10, 20, 30, 40] },
@@ -102,11 +80,11 @@ test('HTTP to a Python model: straight from its host thread (python-direct-repli
   const text = await res.text();
   assert.equal(res.status, 200, text);
   assert.deepEqual((JSON.parse(text) as { outputs: { data: number[] }[] }).outputs[0]!.data, [11, 22, 33, 44]);
-  assert.equal(await directCountReaching(before + 1) - before, 1);
+  assert.equal(await directResponsesReaching(server, before + 1) - before, 1);
 });
 
 test('gRPC to simple: straight from the instance thread to the gRPC thread', async () => {
-  const before = await directCount();
+  const before = await directResponses(server);
   const a = Array.from({ length: 16 }, (_, i) => i);
   const b = Array(16).fill(2) as number[];
   const res = await grpc.call<{ raw_output_contents: Buffer[] }>('ModelInfer', {
@@ -118,5 +96,5 @@ test('gRPC to simple: straight from the instance thread to the gRPC thread', asy
     raw_input_contents: [int32Bytes(a), int32Bytes(b)],
   });
   assert.deepEqual(int32Values(res.raw_output_contents[0]!), a.map((v) => v + 2));
-  assert.equal(await directCountReaching(before + 1) - before, 1);
+  assert.equal(await directResponsesReaching(server, before + 1) - before, 1);
 });

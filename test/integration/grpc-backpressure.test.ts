@@ -67,6 +67,18 @@ function rssBytes(pid: number): number {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** Requests run since `before`, once the count has not moved for 0.5 s (at most 20 s). */
+async function ranUntilStable(before: number): Promise<number> {
+  let ran = (await executed()) - before;
+  for (let stable = 0, i = 0; stable < 5 && i < 200; i++) {
+    await sleep(100);
+    const now = (await executed()) - before;
+    stable = now === ran ? stable + 1 : 0;
+    ran = now;
+  }
+  return ran;
+}
+
 /** A ModelInfer on `simple` through the grpc-js client: the server answers others while one stream is held back. */
 async function knownGood(rng: Rng): Promise<void> {
   const in0 = Array.from({ length: 16 }, () => rng.int(-1000, 1000));
@@ -100,13 +112,7 @@ test('a ModelStreamInfer client that does not read: the server stops reading its
   stream.end();
 
   // Until the server stops taking requests: an unbounded one runs all of them.
-  let ran = (await executed()) - before;
-  for (let stable = 0, i = 0; stable < 5 && i < 200; i++) {
-    await sleep(100);
-    const now = (await executed()) - before;
-    stable = now === ran ? stable + 1 : 0;
-    ran = now;
-  }
+  const ran = await ranUntilStable(before);
   assert.ok(ran < BOUND, `the server ran ${ran} of ${REQUESTS} requests for a client that reads nothing (bound ${BOUND})`);
   const text = await metrics();
   assert.equal(series(text, 'nv_inference_pending_request_count', 'model="simple",version="1"'), 0, 'nothing queued');
@@ -150,13 +156,7 @@ test('a client that streams 1,000,000 small requests and never reads: the server
   stream.pause();
   // The same frame a million times: the client's own queue holds references, not copies.
   for (let i = 0; i < 1_000_000; i++) stream.write(frame);
-  let ran = (await executed()) - before;
-  for (let stable = 0, i = 0; stable < 5 && i < 200; i++) {
-    await sleep(100);
-    const now = (await executed()) - before;
-    stable = now === ran ? stable + 1 : 0;
-    ran = now;
-  }
+  const ran = await ranUntilStable(before);
   assert.ok(ran < BOUND, `the server ran ${ran} of 1,000,000 requests for a client that reads nothing (bound ${BOUND})`);
   const rssGrowth = rssBytes(server.child.pid!) - rssBefore;
   assert.ok(rssGrowth < 64 * 1024 * 1024, `server RSS grew by ${rssGrowth} bytes`);

@@ -52,6 +52,24 @@ export function createClient(port: number, credentials = grpc.credentials.create
   };
 }
 
+/**
+ * `requests` on one ModelStreamInfer stream, which is then half-closed:
+ * every reply until the server ends the stream (rejects on its error status).
+ */
+export async function streamAll<R>(client: GrpcTestClient, requests: readonly object[]): Promise<R[]> {
+  const s = client.inference.ModelStreamInfer() as grpc.ClientDuplexStream<object, R>;
+  const replies: R[] = [];
+  const ended = new Promise<void>((resolve, reject) => {
+    s.on('data', (r: R) => replies.push(r));
+    s.on('end', resolve);
+    s.on('error', reject);
+  });
+  for (const r of requests) s.write(r);
+  s.end();
+  await ended;
+  return replies;
+}
+
 /** INT32 little-endian bytes of a list. */
 export function int32Bytes(values: number[]): Buffer {
   const b = Buffer.alloc(values.length * 4);

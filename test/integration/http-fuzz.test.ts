@@ -10,21 +10,10 @@ import assert from 'node:assert/strict';
 import { startServer, type ServerProcess } from './server-process';
 import { SIMPLE_BODY, inferSimple } from './repo-kit';
 import { rawExchange, type RawExchange } from './raw-http';
+import { Rng } from './grpc-fuzz-kit';
 
 const SEED = Number(process.env.NODETRON_FUZZ_SEED ?? 20261201);
 const CASES = Number(process.env.NODETRON_FUZZ_CASES ?? 3000);
-
-/** mulberry32: a small seeded PRNG. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface FuzzCase {
   kind: string;
@@ -136,7 +125,9 @@ function check(c: FuzzCase, r: RawExchange, index: number): void {
 }
 
 test(`HTTP fuzz: ${CASES} seeded cases each get their status and message, and the server keeps serving`, { timeout: 180_000 }, async () => {
-  const rand = prng(SEED);
+  // The seeded PRNG the fuzz kits share (mulberry32, grpc-fuzz-kit.ts).
+  const rng = new Rng(SEED);
+  const rand = (): number => rng.next();
   const cases = Array.from({ length: CASES }, () => makeCase(rand));
   const seen = new Map<string, number>();
   // A few connections at a time, as a client pool would.

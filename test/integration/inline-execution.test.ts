@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { infer } from '../../src/client/kserve-http-client';
 import { createClient, int32Bytes, int32Values, type GrpcTestClient } from './grpc-test-client';
-import { MODEL_REPOSITORY, startServer, waitForOutput, type ServerProcess } from './server-process';
+import { MODEL_REPOSITORY, directResponses, startServer, waitForOutput, type ServerProcess } from './server-process';
 
 let repo: string;
 let server: ServerProcess;
@@ -104,13 +104,8 @@ test('HTTP requests run inline with the right answers, counted once each in the 
   assert.match(metrics, new RegExp(`nv_inference_request_success\\{model="simple",version="1"\\} ${after.success}\\b`));
 });
 
-async function directResponses(): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text();
-  return Number(/^nodetron_dataplane_direct_responses_total (\d+)$/m.exec(text)?.[1]);
-}
-
 test('gRPC requests reach the hosted instance through the scheduler, and its responses go straight to the gRPC thread', async () => {
-  const direct = await directResponses();
+  const direct = await directResponses(server);
   for (let k = 0; k < 20; k++) {
     const res = await grpc.call<{ raw_output_contents: Buffer[]; outputs: { name: string }[] }>('ModelInfer', {
       model_name: 'simple',
@@ -124,7 +119,7 @@ test('gRPC requests reach the hosted instance through the scheduler, and its res
     assert.deepEqual(int32Values(res.raw_output_contents[i]!), A.map((v) => v * k + 2));
   }
   // simple_0 (on the HTTP thread) and simple_1 (its own thread) both answer the gRPC thread directly.
-  assert.equal(await directResponses() - direct, 20);
+  assert.equal(await directResponses(server) - direct, 20);
 });
 
 test('an unload while requests arrive answers every request once, and a load serves inline again', async () => {

@@ -13,10 +13,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type * as grpc from '@grpc/grpc-js';
 import { infer } from '../../src/client/kserve-http-client';
-import { createClient, int32Bytes, int32Values, type GrpcTestClient } from './grpc-test-client';
-import { REPO_ROOT, startServer, waitForOutput, type ServerProcess } from './server-process';
+import { createClient, int32Bytes, int32Values, streamAll, type GrpcTestClient } from './grpc-test-client';
+import { REPO_ROOT, directResponses, directResponsesReaching, startServer, waitForOutput, type ServerProcess } from './server-process';
 
 const FIXTURES = path.join(REPO_ROOT, 'test/integration/fixtures/python_models');
 
@@ -37,45 +36,23 @@ after(async () => {
   fs.rmSync(repo, { recursive: true, force: true });
 });
 
-async function directResponses(): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text();
-  const m = /^nodetron_dataplane_direct_responses_total (\d+)$/m.exec(text);
-  assert.ok(m !== null, 'nodetron_dataplane_direct_responses_total is on /metrics');
-  return Number(m[1]);
-}
-
-/**
- * The count once it reached `want` (or what it is after 5 s). A response
- * reaches its client straight from the host thread, which tells main right
- * after: the client may read /metrics before main has heard.
- */
-async function directResponsesReaching(want: number): Promise<number> {
-  const end = Date.now() + 5000;
-  let n = await directResponses();
-  while (n < want && Date.now() < end) {
-    await new Promise((r) => setTimeout(r, 20));
-    n = await directResponses();
-  }
-  return n;
-}
-
 /** crash echoes INPUT0 (FP32) unless it starts with 1, which kills its stub. */
 const echo = (values: number[]) => infer(server.url, 'crash', [{ name: 'INPUT0', datatype: 'FP32', shape: [values.length], data: values }]);
 const echoed = (r: Awaited<ReturnType<typeof echo>>): number[] => (r.json as { outputs: { data: number[] }[] }).outputs[0]!.data;
 
 test('HTTP responses of a Python model go from its host thread straight to the HTTP thread, right and once each', async () => {
-  const before = await directResponses();
+  const before = await directResponses(server);
   const n = 100;
   const results = await Promise.all(Array.from({ length: n }, (_, k) => echo([k + 2, k + 3, 0.5])));
   for (const [k, r] of results.entries()) {
     assert.equal(r.status, 200, JSON.stringify(r.json));
     assert.deepEqual(echoed(r), [k + 2, k + 3, 0.5]);
   }
-  assert.equal(await directResponsesReaching(before + n) - before, n, 'every response went directly');
+  assert.equal(await directResponsesReaching(server, before + n) - before, n, 'every response went directly');
 });
 
 test('gRPC responses of a Python model go straight to the gRPC thread', async () => {
-  const before = await directResponses();
+  const before = await directResponses(server);
   for (let k = 0; k < 20; k++) {
     const input = Buffer.from(new Float32Array([k + 2, -k]).buffer);
     const res = await client.call<{ raw_output_contents: Buffer[] }>('ModelInfer', {
@@ -85,25 +62,15 @@ test('gRPC responses of a Python model go straight to the gRPC thread', async ()
     });
     assert.deepEqual([...new Float32Array(new Uint8Array(res.raw_output_contents[0]!).slice().buffer)], [k + 2, -k]);
   }
-  assert.equal(await directResponsesReaching(before + 20) - before, 20);
+  assert.equal(await directResponsesReaching(server, before + 20) - before, 20);
 });
 
 interface StreamReply { error_message: string; infer_response?: { id: string; outputs: { name: string }[]; raw_output_contents: Buffer[] } }
 
 test('a decoupled Python model answers through main: all its responses, none directly', async () => {
-  const before = await directResponses();
-  const s = client.inference.ModelStreamInfer() as grpc.ClientDuplexStream<object, StreamReply>;
-  const replies: StreamReply[] = [];
-  const ended = new Promise<void>((resolve, reject) => {
-    s.on('data', (r: StreamReply) => replies.push(r));
-    s.on('end', resolve);
-    s.on('error', reject);
-  });
-  for (const n of [3, 2]) {
-    s.write({ model_name: 'square', id: `sq${n}`, inputs: [{ name: 'IN', datatype: 'INT32', shape: [1] }], raw_input_contents: [int32Bytes([n])] });
-  }
-  s.end();
-  await ended;
+  const before = await directResponses(server);
+  const replies = await streamAll<StreamReply>(client, [3, 2].map((n) => (
+    { model_name: 'square', id: `sq${n}`, inputs: [{ name: 'IN', datatype: 'INT32', shape: [1] }], raw_input_contents: [int32Bytes([n])] })));
   assert.deepEqual(replies.filter((r) => r.error_message !== ''), []);
   for (const n of [3, 2]) {
     const mine = replies.filter((r) => r.infer_response?.id === `sq${n}`);
@@ -113,7 +80,7 @@ test('a decoupled Python model answers through main: all its responses, none dir
   }
   // Given the same time a direct response would need to be counted.
   await new Promise((r) => setTimeout(r, 200));
-  assert.equal(await directResponses() - before, 0, 'no response of a decoupled model goes directly');
+  assert.equal(await directResponses(server) - before, 0, 'no response of a decoupled model goes directly');
 });
 
 test('a stub killed with requests in flight answers each once; its replacement replies directly again', async () => {
@@ -129,9 +96,9 @@ test('a stub killed with requests in flight answers each once; its replacement r
     else assert.match(JSON.stringify(r.json), /Stub process 'crash_0' is not healthy\./);
   }
   await waitForOutput(server, /instance crash_0 of model 'crash' restarted/, 60_000);
-  const before = await directResponses();
+  const before = await directResponses(server);
   const again = await echo([7, 8]);
   assert.equal(again.status, 200, JSON.stringify(again.json));
   assert.deepEqual(echoed(again), [7, 8]);
-  assert.equal(await directResponsesReaching(before + 1) - before, 1, 'the new host thread has its own reply rings');
+  assert.equal(await directResponsesReaching(server, before + 1) - before, 1, 'the new host thread has its own reply rings');
 });

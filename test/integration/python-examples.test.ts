@@ -14,9 +14,8 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type * as grpc from '@grpc/grpc-js';
 import { infer } from '../../src/client/kserve-http-client';
-import { createClient, int32Bytes, int32Values } from './grpc-test-client';
+import { createClient, int32Bytes, int32Values, streamAll } from './grpc-test-client';
 import type { GrpcTestClient } from './grpc-test-client';
 import { MODEL_REPOSITORY, REPO_ROOT, startServer } from './server-process';
 import type { ServerProcess } from './server-process';
@@ -117,19 +116,7 @@ test('auto_complete: the config comes from auto_complete_config, and the model s
 type StreamReply = { error_message: string; infer_response?: { id: string; outputs: { name: string }[]; raw_output_contents: Buffer[]; parameters?: Record<string, { bool_param?: boolean }> } };
 
 /** Send requests on one ModelStreamInfer stream, half-close, collect every reply. */
-async function stream(requests: object[]): Promise<StreamReply[]> {
-  const s = client.inference.ModelStreamInfer() as grpc.ClientDuplexStream<object, StreamReply>;
-  const replies: StreamReply[] = [];
-  const ended = new Promise<void>((resolve, reject) => {
-    s.on('data', (r: StreamReply) => replies.push(r));
-    s.on('end', resolve);
-    s.on('error', reject);
-  });
-  for (const r of requests) s.write(r);
-  s.end();
-  await ended;
-  return replies;
-}
+const stream = (requests: object[]): Promise<StreamReply[]> => streamAll<StreamReply>(client, requests);
 
 const dataReplies = (replies: StreamReply[]) => replies.filter((r) => (r.infer_response?.outputs.length ?? 0) > 0);
 const raw = (r: StreamReply, name: string): Buffer => {

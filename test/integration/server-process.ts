@@ -87,6 +87,29 @@ export async function untilPending(server: { metricsPort: number }, model: strin
   throw new Error(`pending requests of ${model} never reached ${n} (now ${await pendingRequests(server, model)})`);
 }
 
+/** The server's `nodetron_dataplane_direct_responses_total` (metrics on): responses sent straight from an instance or host thread. */
+export async function directResponses(server: { metricsPort: number }): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text();
+  const m = /^nodetron_dataplane_direct_responses_total (\d+)$/m.exec(text);
+  if (!m) throw new Error(`nodetron_dataplane_direct_responses_total is not on /metrics:\n${text.slice(0, 2000)}`);
+  return Number(m[1]);
+}
+
+/**
+ * The direct-response count once it reached `want` (or what it is after
+ * 5 s). A response reaches its client straight from the instance or host
+ * thread, which tells main right after: the client may read /metrics first.
+ */
+export async function directResponsesReaching(server: { metricsPort: number }, want: number): Promise<number> {
+  const end = Date.now() + 5000;
+  let n = await directResponses(server);
+  while (n < want && Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 20));
+    n = await directResponses(server);
+  }
+  return n;
+}
+
 function launch(args: string[]): { child: ChildProcess; output: () => string } {
   // A default the args set themselves is left out (metrics off, for one).
   const defaults = ['--http-port=0', '--allow-grpc=false', '--allow-metrics=true', '--metrics-port=0', '--metrics-address=127.0.0.1']
