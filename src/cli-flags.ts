@@ -78,6 +78,7 @@ export const FLAGS: readonly FlagSpec[] = [
   f('http-auth-token-file', 'string', '<path>'), f('grpc-auth-token-file', 'string', '<path>'),
   f('openai-auth-token-file', 'string', '<path>'), f('auth-exempt-health', 'bool'),
   f('grpc-max-concurrent-streams', 'int'), f('grpc-max-connection-idle', 'int'),
+  f('python-env-cache-dir', 'string', '<path>'), f('python-env-pip-args', 'string', '<args>'),
 ];
 
 const PLACEHOLDER: Record<FlagKind, string> = {

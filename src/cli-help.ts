@@ -234,6 +234,12 @@ export const FLAG_DOCS: Readonly<Record<string, FlagDoc>> = {
   'model-cache-dir': d("nodetron's own", 'Where cloud repository roots (s3://, as://, gs://) are mirrored, one folder '
     + 'per root: only objects whose ETag changed are downloaded again, also at the next start; an unloaded model\'s '
     + 'files are removed (explicit mode). Default: nodetron-model-cache-<uid> in the OS temp folder.'),
+  'python-env-cache-dir': d("nodetron's own", 'Where a Python model\'s requirements.txt is built into a virtual '
+    + 'environment (python3 -m venv + pip install -r), once per file content and interpreter: models with the same '
+    + 'file share one, and servers sharing the folder never build one twice at once.', '<--model-cache-dir>/python-envs'),
+  'python-env-pip-args': d("nodetron's own", 'More arguments for pip when it builds a requirements.txt environment, split '
+    + 'on spaces; pip\'s own configuration (pip.conf, PIP_* variables) applies as well. Offline: '
+    + '--python-env-pip-args="--no-index --find-links <wheelhouse folder>".'),
 };
 
 /** --help's width: readable in an 80-column terminal. */

@@ -173,8 +173,10 @@ export function parseServerOptions(argv: string[]): ServerOptions {
     exitQuietMs,
     enablePeerAccess: r.bool('enable-peer-access', true),
     backendDirectory: r.string('backend-directory', '/opt/tritonserver/backends'),
-    backendConfig: parseGroupSettings(r.all('backend-config'),
+    backendConfig: withPythonEnvFlags(parseGroupSettings(r.all('backend-config'),
       "--backend-config option format is '<backend name>,<setting>=<value>'"),
+      r.string('python-env-cache-dir', path.join(r.string('model-cache-dir', defaultModelCacheDir()), 'python-envs')),
+      r.str('python-env-pip-args')),
     repoagentDirectory: r.string('repoagent-directory', '/opt/tritonserver/repoagents'),
 
     allowHttp: r.bool('allow-http', true),
@@ -346,6 +348,12 @@ function parseConsolePath(value: string): string | undefined {
     throw new CliError(`invalid argument for --http-console: '${value}'; give a path such as /console (not under /v2), or false for no console`);
   }
   return path;
+}
+
+/** --python-env-cache-dir and --python-env-pip-args reach the Python backend as its settings env-cache-dir and env-pip-args. */
+function withPythonEnvFlags(cfg: Record<string, Record<string, string>>, cacheDir: string, pipArgs: string | undefined): Record<string, Record<string, string>> {
+  const python = { 'env-cache-dir': cacheDir, ...(pipArgs === undefined ? {} : { 'env-pip-args': pipArgs }), ...(cfg['python'] ?? {}) };
+  return { ...cfg, python };
 }
 
 /** --model-cache-dir's default: one folder per user under the OS temp folder. */

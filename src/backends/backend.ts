@@ -69,6 +69,13 @@ export interface Backend {
    */
   completeConfig(config: ModelConfig, modelPath: string, autoComplete: boolean, backendConfig: Record<string, string>): Promise<ModelConfig>;
   /**
+   * Slow work a model needs before its config can be completed, done once per
+   * content and outside the load slots, so that other models load meanwhile
+   * (the Python backend builds a requirements.txt environment). `progress`
+   * takes log lines and the state reason to show while it runs. Absent: none.
+   */
+  readonly prepare?: (config: ModelConfig, modelPath: string, backendConfig: Record<string, string>, progress: PrepareProgress) => Promise<void>;
+  /**
    * Warnings about the config's backend-specific settings (parameters the
    * backend reads but does not act on here), one line each, logged once per
    * load beside `ignoredSettings`. Pure; absent: none.
@@ -80,6 +87,14 @@ export interface Backend {
   readonly instanceKind?: 'thread' | 'process';
   /** For instanceKind 'process': start one instance's child process and initialize it. */
   readonly startProcess?: StartProcessChild;
+}
+
+/** Where Backend.prepare reports. */
+export interface PrepareProgress {
+  info(text: string): void;
+  verbose(text: string): void;
+  /** The model's state reason while the work runs (undefined: done). */
+  stage(reason: string | undefined): void;
 }
 
 /** What the server lends a child-process instance (on the main thread). */

@@ -9,8 +9,14 @@
  * loaded machine delays is told apart from a stub that died.
  * `interpreter` is nodetron's own: the Python executable for the stubs
  * (Triton instead links one libpython into its stub binary).
+ * `env-cache-dir` and `env-pip-args` are nodetron's own too, set by
+ * --python-env-cache-dir and --python-env-pip-args: where requirements.txt
+ * environments are built, and what pip is given beyond `install -r`.
  */
+import os from 'node:os';
+import path from 'node:path';
 import { ServerError } from '../core/errors';
+import { splitPipArgs, type EnvBuildOptions } from './requirements-env';
 
 export interface PythonBackendOptions {
   shmDefaultBytes: number;
@@ -18,6 +24,8 @@ export interface PythonBackendOptions {
   /** stub-timeout-seconds in ms: the longest a new stub may take to report alive. */
   stubTimeoutMs: number;
   interpreter: string;
+  /** requirements.txt environments (requirements-env.ts). */
+  env: EnvBuildOptions;
 }
 
 const MIB = 1024 * 1024;
@@ -46,5 +54,14 @@ export function parsePythonBackendOptions(cfg: Record<string, string>): PythonBa
   if (cfg['shm-region-prefix-name'] === '') throw new ServerError('INVALID_ARG', 'shm-region-prefix-name must not be empty');
   const interpreter = cfg['interpreter'] ?? 'python3';
   if (interpreter === '') throw new ServerError('INVALID_ARG', "python backend config 'interpreter' must not be empty");
-  return { shmDefaultBytes, shmGrowthBytes, stubTimeoutMs: stubTimeoutSeconds * 1000, interpreter };
+  const cacheDir = cfg['env-cache-dir'] ?? defaultEnvCacheDir();
+  if (cacheDir === '') throw new ServerError('INVALID_ARG', '--python-env-cache-dir must not be empty');
+  const env = { cacheDir: path.resolve(cacheDir), pipArgs: splitPipArgs(cfg['env-pip-args'] ?? '') };
+  return { shmDefaultBytes, shmGrowthBytes, stubTimeoutMs: stubTimeoutSeconds * 1000, interpreter, env };
+}
+
+/** Without --python-env-cache-dir (a manager built without the CLI): beside the model cache's default. */
+function defaultEnvCacheDir(): string {
+  const uid = typeof process.getuid === 'function' ? `-${process.getuid()}` : '';
+  return path.join(os.tmpdir(), `nodetron-model-cache${uid}`, 'python-envs');
 }

@@ -37,7 +37,12 @@ export async function completePythonConfig(
 ): Promise<ModelConfig> {
   const opts = parsePythonBackendOptions(backendConfig);
   if (!autoComplete) return structuredClone(config);
-  const runtime = await stubRuntime(config, path.dirname(path.dirname(modelPath)), opts.interpreter);
+  const log = autoCompleteLog();
+  const runtime = await stubRuntime(config, path.dirname(path.dirname(modelPath)), opts.interpreter, {
+    version: Number(path.basename(path.dirname(modelPath))),
+    options: opts.env,
+    hooks: { info: (t) => log.info(t), verbose: (t) => log.verbose(1, t) },
+  });
   const stub = await StubProcess.spawn({
     interpreter: runtime.interpreter,
     env: runtime.env,
@@ -47,7 +52,7 @@ export async function completePythonConfig(
     shmDefaultBytes: opts.shmDefaultBytes,
     shmGrowthBytes: opts.shmGrowthBytes,
     startTimeoutMs: opts.stubTimeoutMs,
-    log: autoCompleteLog(),
+    log,
   });
   let done;
   try {
@@ -58,7 +63,7 @@ export async function completePythonConfig(
   } finally {
     stub.kill();
   }
-  if (done.error !== undefined) throw new ServerError('INTERNAL', withImportHint(done.error, runtime.interpreter));
+  if (done.error !== undefined) throw new ServerError('INTERNAL', withImportHint(done.error, runtime.interpreter, runtime.requirements));
   return mergeCompleted(config, JSON.parse(done.config ?? '{}') as Record<string, unknown>);
 }
 
@@ -93,12 +98,14 @@ function tensorEntry(entry: unknown, kind: string): Record<string, unknown> {
  * A model.py whose import fails says which interpreter ran it and how to
  * give it the module: Python's own text first, the fix before the traceback.
  */
-export function withImportHint(error: string, interpreter: string): string {
+export function withImportHint(error: string, interpreter: string, requirements?: string): string {
   const missing = /^ModuleNotFoundError: No module named '([^']+)'/.exec(error)?.[1];
   if (missing === undefined) return error;
   const top = missing.split('.')[0];
-  const hint = `. The stub runs ${interpreter}: install the module there (${interpreter} -m pip install ${top}), ` +
-    'or point the model\'s EXECUTION_ENV_PATH parameter at a packed environment that has it';
+  const hint = requirements !== undefined
+    ? `. The stub runs in the environment built from ${requirements} (${interpreter}): add the package that provides '${top}' to that file`
+    : `. The stub runs ${interpreter}: install the module there (${interpreter} -m pip install ${top}), ` +
+      'list it in a requirements.txt beside model.py, or point the model\'s EXECUTION_ENV_PATH parameter at a packed environment that has it';
   const at = error.indexOf('\n\nAt:');
   return at < 0 ? error + hint : error.slice(0, at) + hint + error.slice(at);
 }

@@ -19,6 +19,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { ServerError } from '../core/errors';
 import type { ModelConfig } from '../core/model-config';
+import { ensureEnvironment, requirementsFile, type EnvBuildHooks, type EnvBuildOptions } from './requirements-env';
 
 const run = promisify(execFile);
 const MODEL_DIR_VAR = '$$TRITON_MODEL_DIRECTORY';
@@ -28,12 +29,30 @@ export interface StubRuntime {
   interpreter: string;
   /** Environment for the stub process (undefined: the server's own). */
   env?: NodeJS.ProcessEnv;
+  /** The requirements file the environment was built from (requirements-env.ts). */
+  requirements?: string;
 }
 
-/** The stub runtime of a model: the backend's interpreter, or its EXECUTION_ENV_PATH environment. */
-export async function stubRuntime(config: ModelConfig, modelDir: string, interpreter: string): Promise<StubRuntime> {
+/** A model version's requirements.txt, for a runtime that builds one (the Python backend's, not PyTorch's built-in stub). */
+export interface RequirementsContext {
+  version: number;
+  options: EnvBuildOptions;
+  hooks: EnvBuildHooks;
+}
+
+/**
+ * The stub runtime of a model: its EXECUTION_ENV_PATH environment, else the
+ * environment built from its requirements.txt (with `requirements`), else
+ * the backend's interpreter. EXECUTION_ENV_PATH wins when both are given.
+ */
+export async function stubRuntime(config: ModelConfig, modelDir: string, interpreter: string, requirements?: RequirementsContext): Promise<StubRuntime> {
   const raw = config.parameters?.['EXECUTION_ENV_PATH']?.string_value;
-  if (raw === undefined || raw === '') return { interpreter };
+  if (raw === undefined || raw === '') {
+    const file = requirements === undefined ? undefined : requirementsFile(config, modelDir, requirements.version);
+    if (file === undefined || requirements === undefined) return { interpreter };
+    const dir = await ensureEnvironment(config.name, file, interpreter, requirements.options, requirements.hooks);
+    return { interpreter: path.join(dir, 'bin', 'python3'), env: activatedEnv(dir, process.env), requirements: file };
+  }
   const envPath = await resolveEnvPath(raw, modelDir);
   if (!fs.existsSync(path.join(envPath, 'bin', 'activate'))) {
     throw new ServerError('INVALID_ARG',
@@ -42,6 +61,25 @@ export async function stubRuntime(config: ModelConfig, modelDir: string, interpr
   const python = path.join(envPath, 'bin', 'python3');
   if (!fs.existsSync(python)) throw new ServerError('INVALID_ARG', `Path ${python} does not exist: the Python environment has no bin/python3`);
   return { interpreter: python, env: activatedEnv(envPath, process.env) };
+}
+
+/**
+ * Backend.prepare of the Python backend: the newest version's requirements
+ * environment is built here, on the main thread with the model's state
+ * reason, so its config completion and instances find it ready.
+ */
+export async function preparePythonEnvironment(config: ModelConfig, modelPath: string, interpreter: string, options: EnvBuildOptions, progress: EnvBuildHooks): Promise<void> {
+  const versionDir = path.dirname(modelPath);
+  const modelDir = path.dirname(versionDir);
+  const version = Number(path.basename(versionDir));
+  const file = requirementsFile(config, modelDir, version);
+  if (file === undefined) return;
+  const given = config.parameters?.['EXECUTION_ENV_PATH']?.string_value;
+  if (given !== undefined && given !== '') {
+    progress.info(`model '${config.name}': ${file} is not built: the model's EXECUTION_ENV_PATH '${given}' is its environment`);
+    return;
+  }
+  await stubRuntime(config, modelDir, interpreter, { version, options, hooks: progress });
 }
 
 /** The variables `activate` would set, on a copy of `base`. */

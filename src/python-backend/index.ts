@@ -5,7 +5,9 @@
  * python-host-thread.ts). This is the main-thread side the backend registry knows.
  */
 import type { Backend } from '../backends/backend';
+import { parsePythonBackendOptions } from './backend-options';
 import { completePythonConfig } from './complete-config';
+import { preparePythonEnvironment } from './execution-env';
 import { PythonHost } from './python-host';
 
 export const pythonBackend: Backend = {
@@ -13,6 +15,10 @@ export const pythonBackend: Backend = {
   defaultModelFilename: 'model.py',
   platform: '',
   completeConfig: completePythonConfig,
+  prepare: (config, modelPath, backendConfig, progress) => {
+    const opts = parsePythonBackendOptions(backendConfig);
+    return preparePythonEnvironment(config, modelPath, opts.interpreter, opts.env, progress);
+  },
   instanceModule: '',
   instanceKind: 'process',
   startProcess: (args, services) => PythonHost.start(args, services),

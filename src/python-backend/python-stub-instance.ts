@@ -73,7 +73,12 @@ export class PythonStubInstance {
   /** `builtin`: the stub runs that shipped model on args.modelPath (the pytorch backend) instead of a model.py. */
   static async start(args: BackendInstanceArgs, services: StubHostServices, builtin?: BuiltinModel): Promise<PythonStubInstance> {
     const opts = parsePythonBackendOptions(args.backendConfig);
-    const runtime = await stubRuntime(args.config, args.modelDir, opts.interpreter);
+    const log = services.log;
+    const runtime = await stubRuntime(args.config, args.modelDir, opts.interpreter, builtin !== undefined ? undefined : {
+      version: args.version,
+      options: opts.env,
+      hooks: { info: (t) => log.info(t), verbose: (t) => log.verbose(1, t) },
+    });
     const stub = await StubProcess.spawn({
       interpreter: runtime.interpreter,
       env: runtime.env,

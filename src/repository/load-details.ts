@@ -14,6 +14,10 @@ export interface LoadListener {
   warn(text: string): void;
   /** A step of the load, for --log-verbose=1. */
   detail(text: string): void;
+  /** Progress a person follows (a Python environment being built), at info. */
+  info?(text: string): void;
+  /** The model's state reason while a slow step runs (Backend.prepare); undefined when it ends. */
+  stage?(reason: string | undefined): void;
 }
 
 export const SILENT: LoadListener = { warn: () => undefined, detail: () => undefined };

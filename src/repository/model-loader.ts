@@ -144,6 +144,13 @@ export async function prepareModel(
     const modelPath = modelFilePath(config, backend, location.dir, newest);
     const before = config;
     listener.detail(checkingDetail(m, modelPath, opts.autoComplete));
+    if (backend.prepare !== undefined) {
+      await backend.prepare(config, modelPath, backendConfig, {
+        info: (t) => (listener.info ?? listener.detail)(t),
+        verbose: (t) => listener.detail(t),
+        stage: (r) => listener.stage?.(r),
+      });
+    }
     const toComplete = config;
     const complete = (): Promise<ModelConfig> => backend.completeConfig(toComplete, modelPath, opts.autoComplete, backendConfig);
     try {

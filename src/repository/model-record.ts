@@ -37,6 +37,8 @@ export interface ModelRecord<V extends VersionRecord = VersionLifecycle> {
   overrideDir?: string;
   /** Loads that built a version (ModelView.loads). */
   loads?: number;
+  /** A slow step of the load runs now (Backend.prepare: 'building environment'): the model's reason meanwhile. */
+  preparing?: string;
 }
 
 export const DUPLICATE_REASON = 'model appears in two or more repositories';
@@ -88,6 +90,10 @@ export function indexEntries(
       if (!readyOnly) out.push({ name });
       continue;
     }
+    if (record.versions.size === 0 && record.preparing !== undefined) {
+      if (!readyOnly) out.push({ name, state: 'LOADING', reason: record.preparing });
+      continue;
+    }
     if (record.versions.size === 0 && record.noVersionReason !== undefined) {
       // Triton leaves such a model out; its entry says why it is not loaded and what to do.
       if (!readyOnly) out.push({ name, state: 'UNAVAILABLE', reason: record.noVersionReason });
@@ -96,7 +102,7 @@ export function indexEntries(
     for (const v of sortedVersions(record)) {
       if (readyOnly && v.readiness.state !== 'READY') continue;
       const entry: IndexEntry = { name, version: String(v.version), state: v.readiness.state };
-      const reason = v.readiness.reason || v.unready || v.note || '';
+      const reason = v.readiness.reason || v.unready || v.note || record.preparing || '';
       if (reason !== '') entry.reason = reason;
       out.push(entry);
     }
@@ -112,6 +118,10 @@ export function tableRows(records: ReadonlyMap<string, ModelRecord<VersionRecord
     const m = records.get(name);
     if (!m) {
       rows.push({ model: name, version: '-', status: `UNAVAILABLE: ${DUPLICATE_REASON}` });
+      continue;
+    }
+    if (m.versions.size === 0 && m.preparing !== undefined) {
+      rows.push({ model: name, version: '-', status: `LOADING: ${m.preparing}` });
       continue;
     }
     if (m.versions.size === 0) {
@@ -144,10 +154,10 @@ export function allReady(records: ReadonlyMap<string, ModelRecord<VersionRecord>
   return true;
 }
 
-/** Names of wanted models that failed (not every version READY), for startup errors. */
+/** Names of wanted models that failed (not every version READY), for startup errors; one still preparing has not failed. */
 export function failedModels(records: ReadonlyMap<string, ModelRecord<VersionRecord>>): string[] {
   return [...records.values()]
-    .filter((m) => m.wanted && (m.versions.size === 0 || [...m.versions.values()].some((v) => v.readiness.state !== 'READY')))
+    .filter((m) => m.wanted && m.preparing === undefined && (m.versions.size === 0 || [...m.versions.values()].some((v) => v.readiness.state !== 'READY')))
     .map((m) => m.name);
 }
 

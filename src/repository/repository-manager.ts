@@ -108,7 +108,11 @@ export class RepositoryManager {
     const scan = this.scan();
     for (const why of scan.skipped) this.log.verbose(1, why);
     // A model that fails is recorded (state and reason); the others load on. Ensembles after the models they use.
-    const load = (loc: ModelLocation): Promise<void> => this.chains.run(loc.name, () => this.apply(loc)).then(() => undefined, () => undefined);
+    // A model whose environment is being built does not hold the start up: it
+    // shows as LOADING ('building environment') and loads on while the server serves.
+    const load = (loc: ModelLocation): Promise<void> => new Promise((resolve) => {
+      this.chains.run(loc.name, () => this.apply(loc, {}, resolve)).then(() => resolve(), () => resolve());
+    });
     await loadInDependencyOrder(scan.models, this.loader.modelConfigName, load);
   }
 
@@ -292,7 +296,7 @@ export class RepositoryManager {
   }
 
   /** Load or reload `location` (on the model's chain). */
-  private async apply(location: ModelLocation, override: LoadOverride = {}): Promise<LoadOutcome> {
+  private async apply(location: ModelLocation, override: LoadOverride = {}, onSlowStep?: () => void): Promise<LoadOutcome> {
     const name = location.name;
     let record = this.models.get(name);
     if (!record) {
@@ -309,11 +313,19 @@ export class RepositoryManager {
 
     let prepared: PreparedModel;
     try {
+      const preparing = record;
       prepared = await prepareModel(location, this.loader, override.config, {
         warn: (w) => this.log.warn(w),
         detail: (d) => this.log.verbose(1, d),
+        info: (t) => this.log.info(t),
+        stage: (reason) => {
+          preparing.preparing = reason;
+          this.changed();
+          if (reason !== undefined) onSlowStep?.();
+        },
       }, this.slots);
     } catch (err) {
+      record.preparing = undefined;
       return this.prepareFailed(record, print, reasonOf(err), err);
     }
     record.applied = print;
