@@ -55,7 +55,7 @@ export function requirementsFile(config: ModelConfig, modelDir: string, version:
     return p;
   }
   for (const p of [path.join(modelDir, String(version), 'requirements.txt'), path.join(modelDir, 'requirements.txt')]) {
-    if (fs.existsSync(p)) return p;
+    if (fs.existsSync(p)) return path.resolve(p);
   }
   return undefined;
 }

@@ -192,3 +192,20 @@ test('poll mode: an edited requirements.txt is built beside the old environment 
     assert.equal(await server.stop(), 0, server.output().slice(-3000));
   }
 });
+
+test('the example readable_numbers gets humanize from its requirements.txt with the machine\'s own pip configuration, and answers', async () => {
+  const repo = path.join(root, 'repo4');
+  fs.cpSync(path.join(REPO_ROOT, 'model_repository', 'readable_numbers'), path.join(repo, 'readable_numbers'), { recursive: true });
+  // The default cache folder, as `npm start` uses it (npm test's lint step has usually built it already).
+  const server = await startServer([`--model-repository=${repo}`, '--allow-metrics=false']);
+  try {
+    await indexUntil(server, (x) => stateOf(x, 'readable_numbers')?.state === 'READY', 240_000);
+    const r = await infer(server.url, 'readable_numbers', [{ name: 'NUMBER', datatype: 'INT64', shape: [3], data: [1_200_000, 3, 42] }]);
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    const [words, ordinal] = (r.json as { outputs: { data: string[] }[] }).outputs;
+    assert.deepEqual(words!.data, ['1.2 million', '3', '42']);
+    assert.deepEqual(ordinal!.data, ['1200000th', '3rd', '42nd']);
+  } finally {
+    assert.equal(await server.stop(), 0, server.output().slice(-3000));
+  }
+});
