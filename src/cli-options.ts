@@ -173,10 +173,10 @@ export function parseServerOptions(argv: string[]): ServerOptions {
     exitQuietMs,
     enablePeerAccess: r.bool('enable-peer-access', true),
     backendDirectory: r.string('backend-directory', '/opt/tritonserver/backends'),
-    backendConfig: withPythonEnvFlags(parseGroupSettings(r.all('backend-config'),
+    backendConfig: parseGroupSettings(r.all('backend-config'),
       "--backend-config option format is '<backend name>,<setting>=<value>'"),
-      r.string('python-env-cache-dir', path.join(r.string('model-cache-dir', defaultModelCacheDir()), 'python-envs')),
-      r.str('python-env-pip-args')),
+    pythonEnvCacheDir: r.string('python-env-cache-dir', path.join(r.string('model-cache-dir', defaultModelCacheDir()), 'python-envs')),
+    ...(r.str('python-env-pip-args') !== undefined ? { pythonEnvPipArgs: r.str('python-env-pip-args') } : {}),
     repoagentDirectory: r.string('repoagent-directory', '/opt/tritonserver/repoagents'),
 
     allowHttp: r.bool('allow-http', true),
@@ -350,10 +350,14 @@ function parseConsolePath(value: string): string | undefined {
   return path;
 }
 
-/** --python-env-cache-dir and --python-env-pip-args reach the Python backend as its settings env-cache-dir and env-pip-args. */
-function withPythonEnvFlags(cfg: Record<string, Record<string, string>>, cacheDir: string, pipArgs: string | undefined): Record<string, Record<string, string>> {
-  const python = { 'env-cache-dir': cacheDir, ...(pipArgs === undefined ? {} : { 'env-pip-args': pipArgs }), ...(cfg['python'] ?? {}) };
-  return { ...cfg, python };
+/**
+ * The settings the backends get: --backend-config, with --python-env-cache-dir
+ * and --python-env-pip-args as the Python backend's env-cache-dir and
+ * env-pip-args (a --backend-config=python,... setting of the same key wins).
+ */
+export function backendSettings(o: Pick<ServerOptions, 'backendConfig' | 'pythonEnvCacheDir' | 'pythonEnvPipArgs'>): Record<string, Record<string, string>> {
+  const python = { 'env-cache-dir': o.pythonEnvCacheDir, ...(o.pythonEnvPipArgs === undefined ? {} : { 'env-pip-args': o.pythonEnvPipArgs }), ...(o.backendConfig['python'] ?? {}) };
+  return { ...o.backendConfig, python };
 }
 
 /** --model-cache-dir's default: one folder per user under the OS temp folder. */

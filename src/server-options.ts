@@ -38,6 +38,10 @@ export interface ServerOptions {
   backendDirectory: string;
   /** backend name ('' = global, applies to every backend) → setting → value. */
   backendConfig: Record<string, Record<string, string>>;
+  /** --python-env-cache-dir: where requirements.txt environments are built (python-backend/requirements-env.ts). */
+  pythonEnvCacheDir: string;
+  /** --python-env-pip-args, as given (split by the Python backend). */
+  pythonEnvPipArgs?: string;
   repoagentDirectory: string;
   // §6.2 HTTP
   allowHttp: boolean;

@@ -9,7 +9,7 @@
 import { QueueBound } from './scheduler/queue-bound';
 import { RateLimiter } from './scheduler/rate-limiter';
 import { responseCacheFromOptions } from './scheduler/response-cache';
-import type { ServerOptions } from './cli-options';
+import { backendSettings, type ServerOptions } from './cli-options';
 import { ServerError, toErrorInfo } from './core/errors';
 import { ControlApi } from './frontend/http/control-api';
 import { consoleStatus } from './frontend/http/console-status';
@@ -93,7 +93,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     {
       modelConfigName: options.modelConfigName,
       autoComplete: !options.disableAutoCompleteConfig,
-      backendConfig: options.backendConfig,
+      backendConfig: backendSettings(options),
       gpuIds,
       loadThreads: options.modelLoadThreadCount,
       loadRetries: options.modelLoadRetryCount,

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import os from 'node:os';
+import path from 'node:path';
 import {
   CliError, CliExit, defaultHttpThreadCount, defaultModelCacheDir, formatCliError, parseServerOptions, usageText, type ServerOptions,
 } from '../../src/cli-options';
@@ -23,6 +24,7 @@ test('defaults equal tritonserver defaults (§6)', () => {
     id: 'triton',
     modelRepositories: ['/models'],
     modelCacheDir: defaultModelCacheDir(),
+    pythonEnvCacheDir: path.join(defaultModelCacheDir(), 'python-envs'),
     modelControlMode: 'none',
     repositoryPollSecs: 0,
     loadModels: [],
