@@ -49,6 +49,7 @@ export async function completePythonConfig(
     mode: 'auto_complete',
     modelPath,
     name: config.name,
+    model: config.name,
     shmDefaultBytes: opts.shmDefaultBytes,
     shmGrowthBytes: opts.shmGrowthBytes,
     startTimeoutMs: opts.stubTimeoutMs,

@@ -85,6 +85,7 @@ export class PythonStubInstance {
       mode: 'model',
       modelPath: args.modelPath,
       name: args.instanceName,
+      model: args.config.name,
       shmDefaultBytes: opts.shmDefaultBytes,
       shmGrowthBytes: opts.shmGrowthBytes,
       startTimeoutMs: opts.stubTimeoutMs,

@@ -2,14 +2,16 @@
  * One Python stub child process: spawn it with its two shared-memory regions
  * and control pipes, wait for its "alive" message, exchange framed control
  * messages, forward its Logger records to the server log, and report its
- * exit. The stub's own stdout/stderr are the server's (as in Triton, so a
- * model's print() lands in the server log); control traffic uses fds 3/4 and
- * the regions are fds 5/6.
+ * exit. What the stub writes to stdout and stderr (a model's print(), a
+ * library's warnings) goes to the server log a line at a time, at info and
+ * warn, prefixed with the model and instance; control traffic uses fds 3/4
+ * and the regions are fds 5/6.
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import readline from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import { ServerError } from '../core/errors';
 import type { HostLog } from './host-services';
@@ -24,6 +26,8 @@ export interface StubSpawnOptions {
   modelPath: string;
   /** Instance name (`<model>_<group>_<i>`), or the model name for auto-complete. */
   name: string;
+  /** The model's name, for the prefix of the stub's output lines. */
+  model: string;
   shmDefaultBytes: number;
   shmGrowthBytes: number;
   /** How long the stub may take to report alive (stub-timeout-seconds). */
@@ -111,7 +115,7 @@ export class StubProcess {
     });
     try {
       this.child = spawn(opts.interpreter, [path.join(stubDir(), 'stub_main.py'), argv], {
-        stdio: ['ignore', 'inherit', 'inherit', 'pipe', 'pipe', this.h2s.fd, this.s2h.fd],
+        stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe', this.h2s.fd, this.s2h.fd],
         env: { ...(opts.env ?? process.env), PYTHONUNBUFFERED: '1' },
       });
     } finally {
@@ -119,6 +123,12 @@ export class StubProcess {
       this.h2s.unlink();
       this.s2h.unlink();
     }
+    const prefix = opts.mode === 'auto_complete'
+      ? `model '${opts.model}' (auto_complete_config)`
+      : `model '${opts.model}' instance '${opts.name}'`;
+    const log = opts.log;
+    readline.createInterface({ input: this.child.stdio[1] as Readable }).on('line', (line) => log.info(`${prefix}: ${line}`));
+    readline.createInterface({ input: this.child.stdio[2] as Readable }).on('line', (line) => log.warn(`${prefix}: ${line}`));
     this.out = this.child.stdio[3] as Writable;
     const input = this.child.stdio[4] as Readable;
     this.out.on('error', () => {}); // EPIPE after the stub died: the exit event reports it

@@ -14,11 +14,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { infer } from '../../src/client/kserve-http-client';
-import { MODEL_REPOSITORY, REPO_ROOT, startServer, unwrapTables } from './server-process';
+import { MODEL_REPOSITORY, REPO_ROOT, startServer, unwrapTables, waitForOutput } from './server-process';
 import type { ServerProcess } from './server-process';
 
 const FIXTURES = path.join(REPO_ROOT, 'test/integration/fixtures/python_models');
-const MODELS = ['exec_error', 'init_fail', 'crash', 'repeat_py', 'bls_repeat', 'bls_add'];
+const MODELS = ['exec_error', 'init_fail', 'crash', 'repeat_py', 'bls_repeat', 'bls_add', 'printer'];
 
 let server: ServerProcess;
 let repo: string;
@@ -94,6 +94,27 @@ test('an exception in execute fails the batch with the model named and the Pytho
   const msg = String(r.json.error);
   assert.ok(msg.startsWith("Failed to process the request(s) for model 'exec_error_0', message: NameError: name 'undefined_in_execute' is not defined"), msg);
   assert.match(msg, /At:\n {2}\S*exec_error\/1\/model\.py\(3\): execute\n$/);
+});
+
+test('the exception in execute is logged once, with the traceback at the author\'s model.py line', async () => {
+  const r = await infer(server.url, 'exec_error', [vec('INPUT0', [2])]);
+  assert.equal(r.status, 500);
+  const text = await waitForOutput(server, /^E.*Failed to process the request\(s\) for model 'exec_error_0'.*\n(?:.*\n){0,6}.*exec_error\/1\/model\.py\(3\): execute/m);
+  assert.match(text, /NameError: name 'undefined_in_execute' is not defined/);
+  const before = server.output().split("Failed to process the request(s) for model 'exec_error_0'").length;
+  await infer(server.url, 'exec_error', [vec('INPUT0', [3])]);
+  await waitForOutput(server, new RegExp(`(?:Failed to process the request\\(s\\) for model 'exec_error_0'[^]*){${before}}`));
+  await sleep(200);
+  assert.equal(server.output().split("Failed to process the request(s) for model 'exec_error_0'").length, before + 1, 'one log record per failed execution');
+});
+
+test('print() and stderr of a model reach the server log a line each, prefixed with the model and instance, at info and warn; pb_utils.Logger keeps its level', async () => {
+  assert.match(server.output(), /^I.*"model 'printer' instance 'printer_0': printer says hello from initialize"/m);
+  const r = await infer(server.url, 'printer', [vec('INPUT0', [4, 5])]);
+  assert.equal(r.status, 200, JSON.stringify(r.json));
+  await waitForOutput(server, /^I.*"model 'printer' instance 'printer_0': printer got 1 request\(s\)"/m);
+  await waitForOutput(server, /^W.*"model 'printer' instance 'printer_0': printer warns on stderr"/m);
+  await waitForOutput(server, /^W.*model\.py:\d+\] "printer logs a warning through pb_utils.Logger"/m);
 });
 
 test('an exception in initialize leaves the model UNAVAILABLE with the Python error as reason', async () => {
