@@ -1,8 +1,9 @@
 // One model: state per version (with the full reason), instances, its
 // effective config as the server prints it, its metadata, live charts and
-// the try-it form.
+// the try-it form, and its last log lines, live.
 import { ApiError, get, h, modelPath, post } from './api.js';
 import { LiveCharts } from './charts.js';
+import { modelLog } from './model-log.js';
 import { reasonCell, stateBadge } from './models.js';
 import { tryItForm } from './tryit.js';
 
@@ -24,7 +25,8 @@ export async function modelView(root, name, status) {
     [config, metadata] = await Promise.all([get(`${modelPath(name)}/config`), get(modelPath(name))]);
   } catch (err) {
     root.append(h('p', { className: 'unready' }, err instanceof ApiError ? err.message : String(err)));
-    return undefined;
+    // A model that is not ready (building its environment, failed) still has its log: the way to see why.
+    return modelLog(root, name);
   }
   const charts = new LiveCharts(root, name, status);
   tryItForm(root, metadata);
@@ -33,5 +35,9 @@ export async function modelView(root, name, status) {
       h('div', null, h('h2', null, 'Configuration ', h('a', { href: `${modelPath(name)}/config`, className: 'muted' }, 'json')), h('pre', { className: 'block', id: 'model-config' }, pretty(config))),
       h('div', null, h('h2', null, 'Metadata ', h('a', { href: `${modelPath(name)}/openapi.json`, className: 'muted' }, 'openapi.json')), h('pre', { className: 'block', id: 'model-metadata' }, pretty(metadata)))),
   );
-  return () => charts.dispose();
+  const stopLog = modelLog(root, name);
+  return () => {
+    charts.dispose();
+    stopLog();
+  };
 }

@@ -10,6 +10,7 @@ import { QueueBound } from './scheduler/queue-bound';
 import { RateLimiter } from './scheduler/rate-limiter';
 import { responseCacheFromOptions } from './scheduler/response-cache';
 import { backendSettings, type ServerOptions } from './cli-options';
+import { ModelLogBook } from './logging/model-log-book';
 import { ServerError, toErrorInfo } from './core/errors';
 import { ControlApi } from './frontend/http/control-api';
 import { consoleStatus } from './frontend/http/console-status';
@@ -156,6 +157,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
 
   const startedMs = Date.now();
+  // Every line logged about a model, kept (the last 200 each) for the console's model page.
+  const modelLog = new ModelLogBook();
+  log.tapModelLines((model, line) => modelLog.add(model, line));
   const control = new ControlApi({
     snapshot, telemetry: observability.telemetry, tracer: observability.tracer, log,
     repository: { repo, mode: options.modelControlMode },
@@ -165,6 +169,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       options, startedMs, instances: () => repo.instanceHealth(),
       metrics: { enabled: options.allowMetrics, summaries: observability.summaries },
     }),
+    modelLog: (model, after) => modelLog.lines(model, after),
   });
 
   // Every request's version is chosen here, at enqueue, and its gate admits or refuses it.

@@ -68,6 +68,8 @@ export interface Logger {
   /** A multi-line INFO entry with a heading on the preamble line, body unescaped. */
   multiline(heading: string, body: string): void;
   child(bindings: LogBindings): Logger;
+  /** Each entry of a logger bound to a model (`model` binding) also goes to `tap`, as printed; one tap, shared by all children. */
+  tapModelLines(tap: ((model: string, line: string) => void) | undefined): void;
   /** Changes levels/format at run time (the logging extension); shared by all children. */
   setLevels(settings: Partial<Omit<LogSettings, 'file'>>): void;
   settings(): LogSettings;
@@ -122,6 +124,8 @@ class TritonDestination {
   private readonly stdout: SyncWriter;
   private readonly stderr: SyncWriter;
   private readonly file: SyncWriter | undefined;
+  /** Logger.tapModelLines */
+  tap: ((model: string, line: string) => void) | undefined;
 
   constructor(
     private readonly state: LogSettings,
@@ -142,6 +146,7 @@ class TritonDestination {
       source: rec.source?.includes(':') === true ? rec.source : rec.at ?? rec.source ?? DEFAULT_SOURCE,
       message: rec.msg, multiline: rec.multiline, heading: rec.heading, model: rec.model,
     }, this.state.format, this.escape);
+    if (rec.model !== undefined && this.tap !== undefined) this.tap(rec.model, text.trimEnd());
     const stream: LogStream = this.file !== undefined ? 'file' : letter === 'I' ? 'stdout' : 'stderr';
     if (this.sink !== undefined) this.sink(text, stream);
     else (stream === 'file' ? this.file! : stream === 'stdout' ? this.stdout : this.stderr).write(text);
@@ -174,6 +179,7 @@ function wrap(p: pino.Logger, state: LogSettings, dest: TritonDestination, sites
       if (s.format !== undefined) state.format = s.format;
     },
     settings: () => ({ ...state }),
+    tapModelLines: (tap) => { dest.tap = tap; },
     flush: () => dest.flush(),
   };
   return logger;

@@ -278,7 +278,8 @@ export class PythonHost implements ProcessChild {
   }
 
   private log(m: PyLog): void {
-    const log = m.source === undefined ? this.services.log : this.services.log.child({ source: m.source });
+    // Bound to the model: its lines are also the console's model log (logging/model-log-book.ts).
+    const log = this.services.log.child(m.source === undefined ? { model: this.args.config.name } : { source: m.source, model: this.args.config.name });
     if (m.level === 'verbose') log.verbose(m.verbose ?? 1, m.message);
     else log[m.level](m.message);
   }

@@ -66,11 +66,16 @@ export class VersionLifecycle {
   /** The last `unready` logged, so each change is logged once. */
   private unreadyLogged: string | undefined;
 
+  /** hooks.log bound to the model (its lines are the console's model log too). */
+  private readonly log: Logger;
+
   constructor(
     readonly model: string,
     readonly version: number,
     private readonly hooks: LifecycleHooks,
-  ) {}
+  ) {
+    this.log = hooks.log.child({ model });
+  }
 
   get readiness(): Readiness {
     return this.current;
@@ -104,7 +109,7 @@ export class VersionLifecycle {
     this.move('LOADING', '');
     this.note = undefined;
     this.unreadyLogged = undefined;
-    this.hooks.log.info(`loading: ${this.model}:${this.version}`);
+    this.log.info(`loading: ${this.model}:${this.version}`);
     this.hooks.changed();
     try {
       const loaded = await build();
@@ -118,7 +123,7 @@ export class VersionLifecycle {
     } catch (err) {
       const reason = reasonOf(err);
       this.move('UNAVAILABLE', reason);
-      this.hooks.log.error(loadFailedText(this.model, reason, this.version));
+      this.log.error(loadFailedText(this.model, reason, this.version));
       this.hooks.changed();
       return { error: `version ${this.version} is at UNAVAILABLE state: ${reason};` };
     }
@@ -138,7 +143,7 @@ export class VersionLifecycle {
       fresh = await build();
     } catch (err) {
       this.note = reasonOf(err);
-      this.hooks.log.error(loadFailedText(this.model, this.note, this.version));
+      this.log.error(loadFailedText(this.model, this.note, this.version));
       return { error: `version ${this.version} is at UNAVAILABLE state: ${this.note};` };
     }
     const old = this.serving;
@@ -177,7 +182,7 @@ export class VersionLifecycle {
     this.serving = undefined;
     this.hooks.gone(this.model, this.version);
     this.move('UNAVAILABLE', 'unloaded');
-    this.hooks.log.info(`successfully unloaded '${this.model}' version ${this.version}`);
+    this.log.info(`successfully unloaded '${this.model}' version ${this.version}`);
     this.hooks.changed();
   }
 
@@ -227,8 +232,8 @@ export class VersionLifecycle {
     if (now === this.unreadyLogged) return;
     const was = this.unreadyLogged;
     this.unreadyLogged = now;
-    if (now !== undefined) this.hooks.log.error(`Model '${this.model}' version ${this.version} is not ready: ${now}`);
-    else if (was !== undefined) this.hooks.log.info(`model '${this.model}' version ${this.version} is ready again`);
+    if (now !== undefined) this.log.error(`Model '${this.model}' version ${this.version} is not ready: ${now}`);
+    else if (was !== undefined) this.log.info(`model '${this.model}' version ${this.version} is ready again`);
   }
 
   /** Loaded builds (serving and draining): a live model in the stop's log lines. */

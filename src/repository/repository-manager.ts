@@ -298,6 +298,7 @@ export class RepositoryManager {
   /** Load or reload `location` (on the model's chain). */
   private async apply(location: ModelLocation, override: LoadOverride = {}, onSlowStep?: () => void): Promise<LoadOutcome> {
     const name = location.name;
+    const log = this.log.child({ model: name });
     let record = this.models.get(name);
     if (!record) {
       record = { name, location, versions: new Map(), wanted: true };
@@ -315,9 +316,9 @@ export class RepositoryManager {
     try {
       const preparing = record;
       prepared = await prepareModel(location, this.loader, override.config, {
-        warn: (w) => this.log.warn(w),
-        detail: (d) => this.log.verbose(1, d),
-        info: (t) => this.log.info(t),
+        warn: (w) => log.warn(w),
+        detail: (d) => log.verbose(1, d),
+        info: (t) => log.info(t),
         stage: (reason) => {
           preparing.preparing = reason;
           this.changed();
@@ -333,7 +334,7 @@ export class RepositoryManager {
       const reason = prepared.noVersionReason ?? `at least one version must be available under the version policy of model '${name}'`;
       record.noVersionReason = reason;
       if (!views.hasServing(record)) record.prepared = prepared;
-      this.log.error(loadFailedText(name, reason));
+      log.error(loadFailedText(name, reason));
       this.changed();
       return { errors: [reason] };
     }
@@ -351,7 +352,7 @@ export class RepositoryManager {
       await Promise.all(retired.map((v) => v.retire()));
     }
     if (prevOverrideDir && prevOverrideDir !== override.dir) removeOverrideDir(prevOverrideDir);
-    this.log.info(errors.length === 0 ? `successfully loaded '${name}'` : `failed to load '${name}'`);
+    log.info(errors.length === 0 ? `successfully loaded '${name}'` : `failed to load '${name}'`);
     this.changed();
     return { errors };
   }
@@ -359,7 +360,7 @@ export class RepositoryManager {
   /** The config could not be read or completed. */
   private prepareFailed(record: ModelRecord, print: string, reason: string, err: unknown): LoadOutcome {
     record.applied = print; // don't retry the same broken files every poll
-    this.log.error(loadFailedText(record.name, reason));
+    this.log.child({ model: record.name }).error(loadFailedText(record.name, reason));
     if (views.hasServing(record)) {
       // The last good load keeps serving; the index shows why the new one failed.
       for (const v of record.versions.values()) if (v.readiness.state === 'READY') v.note = reason;

@@ -122,6 +122,13 @@ describe('console in headless chromium', { skip }, () => {
     assert.match(await page.locator('#tryit-split').textContent() ?? '', /^server side \(statistics, 1 request in the interval\): request \d+ µs = queue \d+/);
   });
 
+  test('the model page shows the model\'s log lines, live', async () => {
+    // simple was loaded through the console above: its load lines are in its log.
+    const log = page.locator('#model-log');
+    await waitFor('the model log', async () => /successfully loaded 'simple'/.test(await log.textContent() ?? ''), 40, 250);
+    assert.doesNotMatch(await log.textContent() ?? '', /add_vectors/, 'only this model\'s lines');
+  });
+
   test('a chart updates under load: requests/s, batch size and p99 from the live numbers', async () => {
     const drawn = async (): Promise<number> => Number(await page.locator('.now[data-chart="throughput"]').getAttribute('data-points'));
     const before = await drawn();

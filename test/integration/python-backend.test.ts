@@ -117,6 +117,36 @@ test('print() and stderr of a model reach the server log a line each, prefixed w
   await waitForOutput(server, /^W.*model\.py:\d+\] "printer logs a warning through pb_utils.Logger"/m);
 });
 
+test('GET /v2/nodetron/models/<model>/log: the model\'s own lines (its load, what its stub printed and logged), each numbered; ?after= gives only newer ones; an unknown model is 404', async () => {
+  type Log = { model: string; lines: { seq: number; text: string }[] };
+  const logOf = async (model: string, after?: number): Promise<Log> => {
+    const res = await fetch(`${server.url}/v2/nodetron/models/${model}/log${after === undefined ? '' : `?after=${after}`}`);
+    assert.equal(res.status, 200);
+    return await res.json() as Log;
+  };
+  const first = await logOf('printer');
+  const texts = first.lines.map((l) => l.text).join('\n');
+  assert.match(texts, /loading: printer:1/);
+  assert.match(texts, /printer says hello from initialize/);
+  assert.match(texts, /successfully loaded 'printer'/);
+  assert.doesNotMatch(texts, /text_length|add_vectors/, 'only this model\'s lines');
+  const last = first.lines[first.lines.length - 1]!.seq;
+  assert.ok(first.lines.every((l, i) => i === 0 || l.seq > first.lines[i - 1]!.seq), 'numbered in order');
+  assert.equal((await infer(server.url, 'printer', [vec('INPUT0', [1])])).status, 200);
+  const end = Date.now() + 5000;
+  let newer: Log;
+  do newer = await logOf('printer', last);
+  while (!newer.lines.some((l) => /printer got 1 request/.test(l.text)) && Date.now() < end && (await sleep(50), true));
+  assert.ok(newer.lines.length > 0 && newer.lines.every((l) => l.seq > last), JSON.stringify(newer));
+  assert.ok(newer.lines.some((l) => /printer got 1 request/.test(l.text)), JSON.stringify(newer));
+  assert.ok(newer.lines.some((l) => /^W.*printer logs a warning through pb_utils.Logger/.test(l.text)), JSON.stringify(newer));
+  const errors = (await logOf('exec_error')).lines.map((l) => l.text).join('\n');
+  assert.match(errors, /Failed to process the request\(s\) for model 'exec_error_0'[^]*exec_error\/1\/model\.py\(3\): execute/, 'the traceback, a line each');
+  const unknown = await fetch(`${server.url}/v2/nodetron/models/no_such_model/log`);
+  assert.equal(unknown.status, 404);
+  assert.match(((await unknown.json()) as { error: string }).error, /model 'no_such_model' is not in the model repository/);
+});
+
 test('an exception in initialize leaves the model UNAVAILABLE with the Python error as reason', async () => {
   const out = server.output();
   assert.match(unwrapTables(out), /\| init_fail\s+\| 1\s+\| UNAVAILABLE: Internal: NameError: name 'lorem_ipsum' is not defined/);

@@ -20,6 +20,7 @@ import { checkModelName } from '../../request/model-name';
 import type { ServerSnapshot } from '../../request/server-snapshot';
 import type { ShmRegistry } from '../shm-registry';
 import { shmHttp } from './shm-control';
+import type { LogLine } from '../../logging/model-log-book';
 
 export interface ControlContext {
   snapshot(): ServerSnapshot;
@@ -34,6 +35,8 @@ export interface ControlContext {
   metricsText?: () => Promise<string>;
   /** `GET /v2/nodetron/status` (console-status.ts); absent = 501. */
   status?: () => unknown;
+  /** `GET /v2/nodetron/models/<model>/log[?after=<seq>]`: the model's last log lines (logging/model-log-book.ts); absent = 501. */
+  modelLog?: (model: string, after: number) => LogLine[];
 }
 
 export class ControlApi {
@@ -95,6 +98,13 @@ export class ControlApi {
     if (isRepositoryRoute(req)) return repositoryHttp(this.ctx.repository, req);
     if (req.route.kind === 'shm' && this.ctx.shm !== undefined) return shmHttp(this.ctx.shm, req);
     if (req.route.kind === 'nodetron_metrics') return this.metricsHttp(req.id);
+    if (req.route.kind === 'nodetron_model_log' && this.ctx.modelLog !== undefined) {
+      const { model, after } = req.route;
+      if (!Object.prototype.hasOwnProperty.call(this.ctx.snapshot().models, model)) {
+        return { t: 'control_reply', id: req.id, status: 404, body: JSON.stringify({ error: `model '${model}' is not in the model repository: GET /v2/repository/index lists the models` }) };
+      }
+      return { t: 'control_reply', id: req.id, status: 200, body: JSON.stringify({ model, lines: this.ctx.modelLog(model, after) }) };
+    }
     if (req.route.kind === 'nodetron_status' && this.ctx.status !== undefined) {
       return { t: 'control_reply', id: req.id, status: 200, body: JSON.stringify(this.ctx.status()) };
     }

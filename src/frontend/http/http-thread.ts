@@ -310,6 +310,7 @@ function route(reply: Reply, head: RequestHead): void {
       case 'shm':
       case 'nodetron_metrics':
       case 'nodetron_status':
+      case 'nodetron_model_log':
         control.handle(reply, head, r);
         return;
       case 'not_found':

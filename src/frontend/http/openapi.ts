@@ -56,6 +56,7 @@ function paths(): PathSpec[] {
     ['/v2/logging', 'get', { summary: 'Log settings', tag: 'logging', category: 'logging', ok: OBJ }, 'logging'],
     ['/v2/logging', 'post', { summary: 'Update log settings', tag: 'logging', category: 'logging', body: OBJ, ok: OBJ }, 'logging'],
     ['/v2/nodetron/status', 'get', { summary: "nodetron: uptime, options, instance health (the console's)", tag: 'nodetron', category: 'statistics', ok: OBJ }],
+    ['/v2/nodetron/models/{model}/log', 'get', { summary: "nodetron: the model's last 200 log lines, each with a sequence number; ?after=<seq> for the newer ones (the console's model page)", tag: 'nodetron', category: 'logging', ok: OBJ, params: M }],
     ['/v1/models', 'get', { summary: 'OpenAI-compatible: the models that take text_input/text_output, and the embedding models', tag: 'openai', category: 'model-repository', ok: OBJ }],
     ['/v1/models/{model}', 'get', { summary: 'OpenAI-compatible: one model (404 model_not_found when it is not served)', tag: 'openai', category: 'model-repository', ok: OBJ, params: M }],
     ['/v1/completions', 'post', { summary: 'OpenAI-compatible completion (stream: true answers Server-Sent Events ended by data: [DONE])', tag: 'openai', category: 'inference', body: OBJ, ok: OBJ }],

@@ -46,6 +46,7 @@ export function categoryOf(route: Route): ApiCategory | undefined {
     case 'trace':
       return 'trace';
     case 'logging':
+    case 'nodetron_model_log':
       return 'logging';
     case 'repository_index':
     case 'repository_load':

@@ -29,11 +29,14 @@ export type Route =
   /** nodetron's own, for the console: the metrics text on the HTTP port, and the server's status (console-status.ts). */
   | { kind: 'nodetron_metrics' }
   | { kind: 'nodetron_status' }
+  /** nodetron's own: a model's last log lines (the console's model page); `after`: only lines after that sequence number. */
+  | { kind: 'nodetron_model_log'; model: string; after: number }
   | { kind: 'shm'; flavor: 'system' | 'cuda'; region?: string; action: 'status' | 'register' | 'unregister' }
   | { kind: 'not_found' }
   | { kind: 'method_not_allowed' };
 
 const MODEL_RE = /^\/v2\/models\/([^/]+)(?:\/versions\/([0-9]+))?(?:\/(infer|generate|generate_stream|ready|config|stats|trace\/setting|openapi\.json))?$/;
+const MODEL_LOG_RE = /^\/v2\/nodetron\/models\/([^/]+)\/log$/;
 const REPO_RE = /^\/v2\/repository(?:\/([^/]+))?\/(index|models\/([^/]+)\/(load|unload))$/;
 const SHM_RE = /^\/v2\/(systemsharedmemory|cudasharedmemory)(?:\/region\/([^/]+))?\/(status|register|unregister)$/;
 
@@ -51,7 +54,14 @@ export function matchRoute(method: string, url: string): Route {
   const m = method.toUpperCase();
   const r = matchPath(urlPath(url));
   if (r === undefined) return { kind: 'not_found' };
+  if (r.route.kind === 'nodetron_model_log') r.route.after = afterParam(url);
   return r.methods.includes(m) ? r.route : { kind: 'method_not_allowed' };
+}
+
+/** `?after=<seq>` of a model-log request: a non-negative integer, else 0 (everything kept). */
+function afterParam(url: string): number {
+  const m = /[?&]after=(\d{1,15})(?:&|$)/.exec(url);
+  return m === null ? 0 : Number(m[1]);
 }
 
 /** The methods a URL's path answers (a CORS preflight's Allow-Methods), or undefined for an unknown path. */
@@ -89,6 +99,11 @@ function matchPath(path: string): { route: Route; methods: string[] } | undefine
       return { route: { kind: 'openai_embeddings' }, methods: POST };
     default:
       break;
+  }
+  const log = MODEL_LOG_RE.exec(path);
+  if (log) {
+    const model = decode(log[1]);
+    return model === undefined ? undefined : { route: { kind: 'nodetron_model_log', model, after: 0 }, methods: GET };
   }
   if (path.startsWith('/v1/models/')) {
     const model = decode(path.slice('/v1/models/'.length));
