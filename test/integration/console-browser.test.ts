@@ -17,9 +17,10 @@ import { after, before, describe, test } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { inferSimple, makeRepo, repoIndex, waitFor } from './repo-kit';
 import { startServer, type ServerProcess } from './server-process';
+import { recordSkip } from './needs';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const skip = fs.existsSync(CHROMIUM) ? false : `no chromium at ${CHROMIUM} (apt-get install chromium, as .ci/run does, or set CHROMIUM_PATH)`;
+const skip = fs.existsSync(CHROMIUM) ? false : recordSkip(`no chromium at ${CHROMIUM} (apt-get install chromium, as .ci/run does, or set CHROMIUM_PATH)`);
 const KEY = { 'admin-key': 'secret' };
 const SHOTS = process.env.CONSOLE_SCREENSHOTS;
 

@@ -11,7 +11,7 @@
  * output dims that do not fit; parameters FIL does not have or that only tune
  * a GPU.
  */
-import { after, before, test } from 'node:test';
+import { gatedBy, needsPython } from './needs';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -21,6 +21,12 @@ import { infer } from '../../src/client/kserve-http-client';
 import { MODEL_REPOSITORY, REPO_ROOT, startServer } from './server-process';
 import type { ServerProcess } from './server-process';
 import { repoIndex } from './repo-kit';
+
+/** The native libraries the answers are compared with; without them every test here skips, saying so (needs.ts). */
+const { before, after, test } = gatedBy([
+  needsPython('/usr/bin/python3', [{ module: 'xgboost', pkg: 'xgboost' }, { module: 'numpy', pkg: 'numpy' }], 'apt-get install python3-xgboost'),
+  needsPython('python3', [{ module: 'lightgbm', pkg: 'lightgbm' }], 'python3 -m pip install lightgbm'),
+].filter((s) => s !== false).join('; ') || false);
 
 const FIXTURE = path.join(REPO_ROOT, 'test/integration/fixtures/fil_models.py');
 

@@ -14,9 +14,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { EXIT_TIMEOUT_SECS, Fleet, percentile } from './fleet-kit';
 import { NGINX, PROMETHEUS } from './fleet-proxies';
+import { recordSkip } from './needs';
 
 const missing = [NGINX, PROMETHEUS].filter((p) => !fs.existsSync(p));
-const skip = missing.length > 0 ? `not installed: ${missing.join(', ')} (apt-get install nginx-light prometheus)` : false;
+const skip = missing.length > 0 ? recordSkip(`not installed: ${missing.join(', ')} (apt-get install nginx-light prometheus)`) : false;
 let fleet: Fleet;
 
 before(async () => {

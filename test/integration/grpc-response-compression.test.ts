@@ -18,6 +18,7 @@ import type { RawCallResult } from './grpc-raw-client';
 import { decodeInferResponse, decodeStreamResponse, expectedOutputs, requestBytes, simpleOutputs, simpleRequest, Rng } from './grpc-fuzz-kit';
 import { MODEL_REPOSITORY, startServer } from './server-process';
 import type { ServerProcess } from './server-process';
+import { recordSkip } from './needs';
 
 const GRPC_ARGS = [`--model-repository=${MODEL_REPOSITORY}`, '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1', '--load-model=simple', '--model-control-mode=explicit'];
 const ALL = 'identity,deflate,gzip';
@@ -128,7 +129,7 @@ test('a grpc-js client reads the compressed responses as usual', async () => {
 
 const hasGrpcio = spawnSync('python3', ['-c', 'import grpc'], { stdio: 'ignore' }).status === 0;
 
-test('a Python grpcio client reads the compressed responses', { skip: hasGrpcio ? false : 'python3 has no grpcio' }, () => {
+test('a Python grpcio client reads the compressed responses', { skip: hasGrpcio ? false : recordSkip('python3 has no grpcio (python3 -m pip install grpcio)') }, () => {
   const r = simpleRequest(rng, 'py');
   const script = [
     'import sys, grpc',

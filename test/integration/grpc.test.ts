@@ -15,6 +15,7 @@ import { createClient, int32Bytes, int32Values } from './grpc-test-client';
 import type { GrpcTestClient } from './grpc-test-client';
 import { MODEL_REPOSITORY, REPO_ROOT, startServer } from './server-process';
 import type { ServerProcess } from './server-process';
+import { recordSkip } from './needs';
 
 const GRPC_ARGS = ['--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1'];
 
@@ -278,7 +279,7 @@ test('repository, statistics, trace, log and shared-memory rpcs', async () => {
 test('a Python grpcio client generated from our protos infers on simple', (t) => {
   const probe = spawnSync('python3', ['-c', 'import grpc_tools, grpc, numpy'], { encoding: 'utf8' });
   if (probe.status !== 0) {
-    t.skip('python3 with grpcio, grpcio-tools and numpy is not installed (pip install grpcio grpcio-tools)');
+    t.skip(recordSkip('python3 with grpcio, grpcio-tools and numpy is not installed (pip install grpcio grpcio-tools)'));
     return;
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-pygrpc-'));
@@ -308,7 +309,7 @@ function makeCerts(dir: string): void {
 
 test('TLS and mutual TLS', async (t) => {
   if (spawnSync('openssl', ['version']).status !== 0) {
-    t.skip('the openssl CLI is not installed; cannot make test certificates');
+    t.skip(recordSkip('the openssl CLI is not installed; cannot make test certificates (apt-get install openssl)'));
     return;
   }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-tls-'));

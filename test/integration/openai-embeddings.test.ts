@@ -21,6 +21,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { MODEL_REPOSITORY, REPO_ROOT, startServer } from './server-process';
 import type { ServerProcess } from './server-process';
+import { needsPython } from './needs';
+
+/** The official openai Python client the tests drive (fixtures/openai_client.py). */
+const NO_OPENAI = needsPython('python3', [{ module: 'openai', pkg: 'openai' }], 'python3 -m pip install openai');
 
 const FIXTURES = path.join(REPO_ROOT, 'test/integration/fixtures');
 let server: ServerProcess;
@@ -49,7 +53,7 @@ function client(step: string, ...more: string[]): Promise<Record<string, any>> {
 
 const norm = (v: number[]): number => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
 
-test('the openai client: embeddings as floats and base64, dimensions, usage, and the errors with their param', async () => {
+test('the openai client: embeddings as floats and base64, dimensions, usage, and the errors with their param', { skip: NO_OPENAI }, async () => {
   const o = await client('embeddings');
   assert.deepEqual(o.models, ['mock_embedder', 'mock_llm', 'tiny_embedder'], '/v1/models lists the embedding models beside the LLM');
 
@@ -103,7 +107,7 @@ test('a plain HTTP client: three inputs answered in input order, unknown fields 
   assert.equal(get.status, 405);
 });
 
-test('tiny_embedder: its tokenizer counts usage and reads token ids; dimensions shortens the vector to unit length', async () => {
+test('tiny_embedder: its tokenizer counts usage and reads token ids; dimensions shortens the vector to unit length', { skip: NO_OPENAI }, async () => {
   const o = await client('tiny_embedder', path.join(repo, 'tiny_embedder', 'tokenizer.json'));
   const [a, b] = o.texts.data.map((d: any) => d.embedding as number[]);
   assert.equal(a!.length, 32);

@@ -19,6 +19,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT, startServer } from './server-process';
 import type { ServerProcess } from './server-process';
+import { needsPython } from './needs';
+
+/** The official openai Python client the tests drive (fixtures/openai_client.py). */
+const NO_OPENAI = needsPython('python3', [{ module: 'openai', pkg: 'openai' }], 'python3 -m pip install openai');
 
 const FIXTURES = path.join(REPO_ROOT, 'test/integration/fixtures');
 let server: ServerProcess;
@@ -77,7 +81,7 @@ async function until(what: string, check: () => boolean | Promise<boolean>, time
   }
 }
 
-test('the openai client: models, completions, chat, streaming, stop, templates, errors', async () => {
+test('the openai client: models, completions, chat, streaming, stop, templates, errors', { skip: NO_OPENAI }, async () => {
   const o = await client('basic');
   assert.deepEqual(o.models, ['mock_llm', 'templated_llm']);
   assert.equal(o.one_model.id, 'templated_llm');
@@ -141,7 +145,7 @@ test('the openai client: models, completions, chat, streaming, stop, templates, 
   assert.equal(o.bad_messages.body.param, 'messages');
 });
 
-test('n and several prompts: one choice per prompt × n, indexed; streamed chunks carry the index; usage sums; token-id prompts', async () => {
+test('n and several prompts: one choice per prompt × n, indexed; streamed chunks carry the index; usage sums; token-id prompts', { skip: NO_OPENAI }, async () => {
   // The basic test's three stopped requests are over by now (their models stop within a word): none is a failure.
   const before = await counts('mock_llm');
   assert.equal(before.fail, 0, 'a stop sequence is not a failure');
@@ -207,7 +211,7 @@ test('curl: the SSE framing, data: [DONE] last, and OpenAI error bodies', async 
   });
 });
 
-test('a client that closes its chat stream cancels the request: the model sees is_cancelled()', async () => {
+test('a client that closes its chat stream cancels the request: the model sees is_cancelled()', { skip: NO_OPENAI }, async () => {
   // templated_llm: only this test's request ends cancelled on it, so the count is this one's.
   const before = await failures('templated_llm');
   const o = await client('disconnect');
@@ -220,7 +224,7 @@ test('a client that closes its chat stream cancels the request: the model sees i
   await until('the statistics count the cancelled request', async () => (await failures('templated_llm')) === before + 1);
 });
 
-test('--openai-port: the same routes on a port of their own, --openai-restricted-api, the v2 API not there', async () => {
+test('--openai-port: the same routes on a port of their own, --openai-restricted-api, the v2 API not there', { skip: NO_OPENAI }, async () => {
   assert.ok(openaiPort > 0 && openaiPort !== server.port, `a port of its own: ${openaiPort}`);
   const o = await client('models', `http://127.0.0.1:${openaiPort}/v1`);
   assert.deepEqual(o.models, ['mock_llm', 'templated_llm']);

@@ -20,6 +20,7 @@ import type { GrpcTestClient } from './grpc-test-client';
 import { MODEL_REPOSITORY, REPO_ROOT, startServer } from './server-process';
 import type { ServerProcess } from './server-process';
 import { makeNumpyVenv } from './venv-kit';
+import { recordSkip } from './needs';
 
 const FIXTURES = path.join(REPO_ROOT, 'test/integration/fixtures/python_models');
 const MODELS = ['add_sub', 'auto_complete', 'square', 'repeat', 'bls', 'bls_decoupled', 'custom_metrics'];
@@ -58,7 +59,7 @@ function makeVenvs(repo: string): void {
     makeNumpyVenv(venv); // its marker makes each archive's content (so its cache folder) new to this run
     execFileSync('tar', ['-czf', path.join(tmp, 'venv.tar.gz'), '-C', venv, '.'], { stdio: 'pipe', timeout: 60_000 });
   } catch (err) {
-    noVenv = `python3 -m venv failed: ${(err as Error).message.split('\n')[0]}`;
+    noVenv = recordSkip(`python3 -m venv failed: ${(err as Error).message.split('\n')[0]} (apt-get install python3-venv)`);
     return;
   }
   envModel(repo, 'env_dir', venv);

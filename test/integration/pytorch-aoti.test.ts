@@ -8,7 +8,7 @@
  * the load with the names it does have; concurrent requests are batched
  * into one call of the package and each gets its own rows.
  */
-import { after, before, test } from 'node:test';
+import { gatedBy, needsPython } from './needs';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -17,6 +17,10 @@ import { infer } from '../../src/client/kserve-http-client';
 import { startServer } from './server-process';
 import type { ServerProcess } from './server-process';
 import { generateTorchModels, torchReference, type RefTensor } from './torch-kit';
+
+/** Without torch in the stubs' interpreter every test here skips, saying so (needs.ts). */
+const { before, after, test } = gatedBy(needsPython('python3', [{ module: 'torch', pkg: 'torch' }],
+  'python3 -m pip install torch --index-url https://download.pytorch.org/whl/cpu'));
 
 let server: ServerProcess;
 let repo: string;

@@ -13,7 +13,7 @@
  * server, an interpreter without torch (a load error that says how to
  * install it).
  */
-import { after, before, test } from 'node:test';
+import { gatedBy, needsPython } from './needs';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -23,6 +23,10 @@ import { startServer, unwrapTables } from './server-process';
 import type { ServerProcess } from './server-process';
 import { canImport, generateTorchModels, torchReference, type RefTensor } from './torch-kit';
 import { repoIndex } from './repo-kit';
+
+/** Without torch in the stubs' interpreter every test here skips, saying so (needs.ts). */
+const { before, after, test } = gatedBy(needsPython('python3', [{ module: 'torch', pkg: 'torch' }],
+  'python3 -m pip install torch --index-url https://download.pytorch.org/whl/cpu'));
 
 let server: ServerProcess;
 let repo: string;
