@@ -187,3 +187,16 @@ export function threadCpuUs(before: Map<number, ThreadSample>, after: Map<number
   }
   return out;
 }
+
+/** SIGTERM a child process and wait for it to exit (SIGKILL after 30 s). */
+export function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}

@@ -8,11 +8,11 @@
  * cache, reporting for each the seconds from spawn until the model is READY
  * and answers, and how many of those the server was already serving.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from './bench-procs';
+import { freePort, stopChild } from './bench-procs';
 
 const ROOT = path.resolve(__dirname, '../..');
 const CLI = path.join(ROOT, 'dist/src/cli.js');
@@ -47,20 +47,8 @@ async function oneStart(repo: string, cache: string, flags: string[]): Promise<{
     if (r.status !== 200) throw new Error(`infer answered ${r.status}: ${await r.text()}`);
     return { serving, ready: (performance.now() - t0) / 1000 };
   } finally {
-    await stop(child);
+    await stopChild(child);
   }
-}
-
-function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
 }
 
 async function main(): Promise<void> {

@@ -15,7 +15,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from './bench-procs';
+import { freePort, stopChild } from './bench-procs';
 
 const ROOT = path.resolve(__dirname, '../..');
 const CLI = path.join(ROOT, 'dist/src/cli.js');
@@ -68,20 +68,8 @@ async function oneStart(repo: string, flags: string[]): Promise<StartResult> {
     const alive = [...out.matchAll(/reported alive after (\d+) ms/g)].map((m) => Number(m[1]));
     return { seconds, ready: index.length - notReady.length, total: index.length, notReady, slowestAliveMs: alive.length > 0 ? Math.max(...alive) : undefined };
   } finally {
-    await stop(child);
+    await stopChild(child);
   }
-}
-
-function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
 }
 
 async function main(): Promise<void> {

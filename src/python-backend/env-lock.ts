@@ -8,6 +8,7 @@
  */
 import fs from 'node:fs';
 import os from 'node:os';
+import { pidAlive } from '../core/pid-alive';
 
 const TOUCH_MS = 5_000;
 const STALE_MS = 60_000;
@@ -86,7 +87,7 @@ function readOwner(file: string): Owner | undefined {
 }
 
 function isStale(file: string, owner: Owner): boolean {
-  if (owner.host === os.hostname() && !alive(owner.pid)) return true;
+  if (owner.host === os.hostname() && !pidAlive(owner.pid)) return true;
   try {
     return Date.now() - fs.statSync(file).mtimeMs > STALE_MS;
   } catch {
@@ -94,11 +95,3 @@ function isStale(file: string, owner: Owner): boolean {
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}

@@ -22,6 +22,7 @@ import path from 'node:path';
 import { ServerError } from '../../core/errors';
 import type { ObjectStore, StoredObject } from './object-store';
 import { makeDirs } from './make-dirs';
+import { pidAlive } from '../../core/pid-alive';
 
 /** Downloads in flight at once per root. */
 const PARALLEL_DOWNLOADS = 8;
@@ -266,7 +267,7 @@ function claim(home: string): boolean {
   const owner = path.join(home, 'owner');
   try {
     const pid = Number(fs.readFileSync(owner, 'utf8'));
-    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && alive(pid)) return false;
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && pidAlive(pid)) return false;
   } catch {
     // no owner yet
   }
@@ -274,11 +275,3 @@ function claim(home: string): boolean {
   return true;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
