@@ -63,6 +63,8 @@ function makeVenvs(repo: string): void {
     return;
   }
   envModel(repo, 'env_dir', venv);
+  // EXECUTION_ENV_PATH wins over requirements.txt: built, this one would fail the load.
+  fs.writeFileSync(path.join(repo, 'env_dir', 'requirements.txt'), 'nodetron-no-such-package==0\n');
   envModel(repo, 'env_tar', path.join(tmp, 'venv.tar.gz'));
 }
 
@@ -232,7 +234,7 @@ test('custom_metrics: the model answers and its families appear on /metrics, and
   assert.doesNotMatch(afterUnload, gone);
 });
 
-test('EXECUTION_ENV_PATH: the stub runs in a venv, unpacked or from a .tar.gz', async (t) => {
+test('EXECUTION_ENV_PATH: the stub runs in a venv, unpacked or from a .tar.gz; a requirements.txt beside it is not built', async (t) => {
   if (noVenv !== '') {
     t.skip(noVenv);
     return;
@@ -246,6 +248,7 @@ test('EXECUTION_ENV_PATH: the stub runs in a venv, unpacked or from a .tar.gz', 
   const venv = fs.realpathSync(path.join(tmp, 'venv'));
   assert.equal(fs.realpathSync(String(dir['PREFIX']![0])), venv);
   assert.equal(dir['VENV']![0], path.join(tmp, 'venv'));
+  assert.match(server.output(), /env_dir\/requirements\.txt is not built: the model's EXECUTION_ENV_PATH '[^']*' is its environment/);
   const packed = await ask('env_tar');
   const cacheRoot = path.join(os.tmpdir(), 'nodetron_python_env');
   const prefix = String(packed['PREFIX']![0]);
