@@ -79,6 +79,7 @@ export const FLAGS: readonly FlagSpec[] = [
   f('openai-auth-token-file', 'string', '<path>'), f('auth-exempt-health', 'bool'),
   f('grpc-max-concurrent-streams', 'int'), f('grpc-max-connection-idle', 'int'),
   f('python-env-cache-dir', 'string', '<path>'), f('python-env-pip-args', 'string', '<args>'),
+  f('python-env-build-timeout-secs', 'int'),
 ];
 
 const PLACEHOLDER: Record<FlagKind, string> = {

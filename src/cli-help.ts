@@ -240,6 +240,8 @@ export const FLAG_DOCS: Readonly<Record<string, FlagDoc>> = {
   'python-env-pip-args': d("nodetron's own", 'More arguments for pip when it builds a requirements.txt environment, split '
     + 'on spaces; pip\'s own configuration (pip.conf, PIP_* variables) applies as well. Offline: '
     + '--python-env-pip-args="--no-index --find-links <wheelhouse folder>".'),
+  'python-env-build-timeout-secs': d("nodetron's own", 'Longest a requirements.txt environment may take to build (venv + pip '
+    + 'install); past it pip is ended and the model fails to load, saying so. 0 = no limit.', '1800'),
 };
 
 /** --help's width: readable in an 80-column terminal. */

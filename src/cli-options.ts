@@ -177,6 +177,7 @@ export function parseServerOptions(argv: string[]): ServerOptions {
       "--backend-config option format is '<backend name>,<setting>=<value>'"),
     pythonEnvCacheDir: r.string('python-env-cache-dir', path.join(r.string('model-cache-dir', defaultModelCacheDir()), 'python-envs')),
     ...(r.str('python-env-pip-args') !== undefined ? { pythonEnvPipArgs: r.str('python-env-pip-args') } : {}),
+    pythonEnvBuildTimeoutSecs: nonNegative('python-env-build-timeout-secs', r.int('python-env-build-timeout-secs', 1800)),
     repoagentDirectory: r.string('repoagent-directory', '/opt/tritonserver/repoagents'),
 
     allowHttp: r.bool('allow-http', true),
@@ -355,8 +356,13 @@ function parseConsolePath(value: string): string | undefined {
  * and --python-env-pip-args as the Python backend's env-cache-dir and
  * env-pip-args (a --backend-config=python,... setting of the same key wins).
  */
-export function backendSettings(o: Pick<ServerOptions, 'backendConfig' | 'pythonEnvCacheDir' | 'pythonEnvPipArgs'>): Record<string, Record<string, string>> {
-  const python = { 'env-cache-dir': o.pythonEnvCacheDir, ...(o.pythonEnvPipArgs === undefined ? {} : { 'env-pip-args': o.pythonEnvPipArgs }), ...(o.backendConfig['python'] ?? {}) };
+export function backendSettings(o: Pick<ServerOptions, 'backendConfig' | 'pythonEnvCacheDir' | 'pythonEnvPipArgs' | 'pythonEnvBuildTimeoutSecs'>): Record<string, Record<string, string>> {
+  const python = {
+    'env-cache-dir': o.pythonEnvCacheDir,
+    'env-build-timeout-secs': String(o.pythonEnvBuildTimeoutSecs),
+    ...(o.pythonEnvPipArgs === undefined ? {} : { 'env-pip-args': o.pythonEnvPipArgs }),
+    ...(o.backendConfig['python'] ?? {}),
+  };
   return { ...o.backendConfig, python };
 }
 

@@ -42,6 +42,8 @@ export interface ServerOptions {
   pythonEnvCacheDir: string;
   /** --python-env-pip-args, as given (split by the Python backend). */
   pythonEnvPipArgs?: string;
+  /** --python-env-build-timeout-secs (0 = none). */
+  pythonEnvBuildTimeoutSecs: number;
   repoagentDirectory: string;
   // §6.2 HTTP
   allowHttp: boolean;

@@ -9,9 +9,10 @@
  * loaded machine delays is told apart from a stub that died.
  * `interpreter` is nodetron's own: the Python executable for the stubs
  * (Triton instead links one libpython into its stub binary).
- * `env-cache-dir` and `env-pip-args` are nodetron's own too, set by
- * --python-env-cache-dir and --python-env-pip-args: where requirements.txt
- * environments are built, and what pip is given beyond `install -r`.
+ * `env-cache-dir`, `env-pip-args` and `env-build-timeout-secs` are
+ * nodetron's own too, set by the --python-env-* flags: where
+ * requirements.txt environments are built, what pip is given beyond
+ * `install -r`, and how long a build may take (0: no limit).
  */
 import os from 'node:os';
 import path from 'node:path';
@@ -56,7 +57,9 @@ export function parsePythonBackendOptions(cfg: Record<string, string>): PythonBa
   if (interpreter === '') throw new ServerError('INVALID_ARG', "python backend config 'interpreter' must not be empty");
   const cacheDir = cfg['env-cache-dir'] ?? defaultEnvCacheDir();
   if (cacheDir === '') throw new ServerError('INVALID_ARG', '--python-env-cache-dir must not be empty');
-  const env = { cacheDir: path.resolve(cacheDir), pipArgs: splitPipArgs(cfg['env-pip-args'] ?? '') };
+  const timeoutSecs = int('env-build-timeout-secs', 1800);
+  if (timeoutSecs < 0) throw new ServerError('INVALID_ARG', `--python-env-build-timeout-secs must be 0 (no limit) or more, got ${timeoutSecs}`);
+  const env = { cacheDir: path.resolve(cacheDir), pipArgs: splitPipArgs(cfg['env-pip-args'] ?? ''), timeoutMs: timeoutSecs * 1000 };
   return { shmDefaultBytes, shmGrowthBytes, stubTimeoutMs: stubTimeoutSeconds * 1000, interpreter, env };
 }
 

@@ -34,6 +34,8 @@ export interface EnvBuildOptions {
   cacheDir: string;
   /** --python-env-pip-args, split on spaces */
   pipArgs: string[];
+  /** --python-env-build-timeout-secs in ms: the whole build (venv and pip); 0 = no limit. */
+  timeoutMs: number;
 }
 
 /** Where a build reports: log lines, and the model's state reason while it builds. */
@@ -143,8 +145,9 @@ async function build(model: string, requirements: string, interpreter: string, d
   if (fs.existsSync(dir)) hooks.info(`model '${model}': ${dir} is a build that did not finish: building it again`);
   fs.rmSync(dir, { recursive: true, force: true });
   hooks.info(`model '${model}': building the Python environment for ${requirements} in ${dir}`);
+  const deadline = opts.timeoutMs > 0 ? started + opts.timeoutMs : Infinity;
   try {
-    await steps(model, requirements, interpreter, dir, opts, hooks);
+    await steps(model, requirements, interpreter, dir, opts, hooks, deadline);
   } catch (err) {
     fs.rmSync(dir, { recursive: true, force: true });
     throw err;
@@ -156,11 +159,12 @@ async function build(model: string, requirements: string, interpreter: string, d
   hooks.info(`model '${model}': built the Python environment in ${seconds.toFixed(1)} s`);
 }
 
-async function steps(model: string, requirements: string, interpreter: string, dir: string, opts: EnvBuildOptions, hooks: EnvBuildHooks): Promise<void> {
+async function steps(model: string, requirements: string, interpreter: string, dir: string, opts: EnvBuildOptions, hooks: EnvBuildHooks, deadline: number): Promise<void> {
   const cwd = path.dirname(requirements);
+  const stream = (cmd: string, args: string[], out: PipOutput): Promise<number> => streamUntil(cmd, args, cwd, out, hooks, model, deadline, opts.timeoutMs);
   const venv = new PipOutput();
   // Without pip of its own (ensurepip takes seconds): the interpreter's pip installs into it (pip --python).
-  const venvCode = await stream(interpreter, ['-m', 'venv', '--system-site-packages', '--without-pip', dir], cwd, venv, hooks, model);
+  const venvCode = await stream(interpreter, ['-m', 'venv', '--system-site-packages', '--without-pip', dir], venv);
   if (venvCode !== 0) {
     throw new ServerError('INTERNAL', `failed to build the Python environment for model '${model}': '${interpreter} -m venv' exited with code ${venvCode}: `
       + `${venv.errorLines().join('\n')}\nInstall the interpreter's venv module (Debian: apt-get install python3-venv), or give the model an EXECUTION_ENV_PATH environment`);
@@ -168,17 +172,17 @@ async function steps(model: string, requirements: string, interpreter: string, d
   const envPython = path.join(dir, 'bin', 'python3');
   const install = ['install', '--disable-pip-version-check', '--no-input', '--progress-bar', 'off', '-r', requirements, ...opts.pipArgs];
   let pip = new PipOutput();
-  let code = await stream(interpreter, ['-m', 'pip', '--python', envPython, ...install], cwd, pip, hooks, model);
+  let code = await stream(interpreter, ['-m', 'pip', '--python', envPython, ...install], pip);
   if (code !== 0 && pip.lacksPipPython()) {
     hooks.info(`model '${model}': ${interpreter} has no pip that installs into another environment (pip >= 22.3): the environment gets its own`);
     const ensure = new PipOutput();
-    const ensured = await stream(envPython, ['-m', 'ensurepip', '--default-pip'], cwd, ensure, hooks, model);
+    const ensured = await stream(envPython, ['-m', 'ensurepip', '--default-pip'], ensure);
     if (ensured !== 0) {
       throw new ServerError('INTERNAL', `failed to build the Python environment for model '${model}': neither ${interpreter} nor the new environment has pip (ensurepip exited with code ${ensured}): `
         + `${ensure.errorLines().join('\n')}\nInstall pip for the interpreter (Debian: apt-get install python3-pip python3-venv)`);
     }
     pip = new PipOutput();
-    code = await stream(envPython, ['-m', 'pip', ...install], cwd, pip, hooks, model);
+    code = await stream(envPython, ['-m', 'pip', ...install], pip);
   }
   if (code !== 0) {
     const on = pip.current === undefined ? '' : ` while installing '${pip.current}'`;
@@ -188,10 +192,15 @@ async function steps(model: string, requirements: string, interpreter: string, d
   }
 }
 
-/** Run `cmd`, each output line to `out` and the log; resolves with the exit code. */
-function stream(cmd: string, args: string[], cwd: string, out: PipOutput, hooks: EnvBuildHooks, model: string): Promise<number> {
+/**
+ * Run `cmd`, each output line to `out` and the log; resolves with the exit
+ * code. Past `deadline` (performance.now() ms) the command is killed and the
+ * build fails, naming the limit.
+ */
+function streamUntil(cmd: string, args: string[], cwd: string, out: PipOutput, hooks: EnvBuildHooks, model: string, deadline: number, timeoutMs: number): Promise<number> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PIP_NO_INPUT: '1' } });
+    // A process group of its own: a timeout ends pip and whatever it started (pip --python runs a second pip).
+    const child = spawn(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PIP_NO_INPUT: '1' }, detached: true });
     const take = (line: string): void => {
       const text = `model '${model}' environment: ${line.trimEnd()}`;
       if (out.line(line) === 'info') hooks.info(text);
@@ -199,8 +208,31 @@ function stream(cmd: string, args: string[], cwd: string, out: PipOutput, hooks:
     };
     readline.createInterface({ input: child.stdout }).on('line', take);
     readline.createInterface({ input: child.stderr }).on('line', take);
-    child.on('error', (err) => reject(new ServerError('INTERNAL', `cannot run ${cmd} to build the Python environment for model '${model}': ${err.message}`)));
-    child.on('close', (code, signal) => resolve(code ?? (signal === null ? 1 : 128)));
+    let timedOut = false;
+    const left = deadline - performance.now();
+    const timer = Number.isFinite(left) ? setTimeout(() => {
+      timedOut = true;
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        child.kill('SIGKILL'); // the group is gone: the child at least
+      }
+    }, Math.max(0, left)) : undefined;
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      reject(new ServerError('INTERNAL', `cannot run ${cmd} to build the Python environment for model '${model}': ${err.message}`));
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      if (timedOut) {
+        const on = out.current === undefined ? '' : ` (it was on '${out.current}')`;
+        reject(new ServerError('INTERNAL', `failed to build the Python environment for model '${model}': the build did not finish within `
+          + `${timeoutMs / 1000} s (--python-env-build-timeout-secs)${on}; its last lines:\n${out.errorLines().join('\n')}\n`
+          + 'Give it longer, point pip at a closer index or a wheelhouse (--python-env-pip-args), or pack an environment for EXECUTION_ENV_PATH'));
+        return;
+      }
+      resolve(code ?? (signal === null ? 1 : 128));
+    });
   });
 }
 

@@ -9,6 +9,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { infer } from '../../src/client/kserve-http-client';
@@ -207,5 +208,31 @@ test('the example readable_numbers gets humanize from its requirements.txt with 
     assert.deepEqual(ordinal!.data, ['1200000th', '3rd', '42nd']);
   } finally {
     assert.equal(await server.stop(), 0, server.output().slice(-3000));
+  }
+});
+
+test('a build that hangs (an index that never answers) is ended at --python-env-build-timeout-secs: the model fails saying so, the server serves on', async () => {
+  const repo = path.join(root, 'repo5');
+  greetModel(repo, 'greet_hang', 'nt-greeting==1.0\n# the hanging test\n');
+  const held: net.Socket[] = [];
+  const silent = net.createServer((s) => held.push(s)); // accepts, never answers
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  const port = (silent.address() as net.AddressInfo).port;
+  const server = await startServer([`--model-repository=${repo}`, '--allow-metrics=false', `--python-env-cache-dir=${cache}`,
+    `--python-env-pip-args=--no-index --find-links http://127.0.0.1:${port}/ --timeout 60`, '--python-env-build-timeout-secs=3']);
+  try {
+    const started = performance.now();
+    const e = await indexUntil(server, (x) => stateOf(x, 'greet_hang')?.state === 'UNAVAILABLE', 60_000);
+    const seconds = (performance.now() - started) / 1000;
+    assert.ok(seconds < 30, `ended near its limit, not at pip's own timeout (${seconds.toFixed(1)} s)`);
+    assert.match(stateOf(e, 'greet_hang')!.reason ?? '', /the build did not finish within 3 s \(--python-env-build-timeout-secs\)/);
+    assert.equal((await fetch(`${server.url}/v2/health/live`)).status, 200);
+    const dir = /Python environment for \S+ in (\S+)"/.exec(server.output())?.[1];
+    assert.ok(dir !== undefined && !fs.existsSync(dir), 'the unfinished folder is removed');
+    assert.deepEqual(pgrep(dir), [], 'no pip of the build is left running');
+  } finally {
+    assert.equal(await server.stop(), 0, server.output().slice(-3000));
+    for (const s of held) s.destroy();
+    silent.close();
   }
 });

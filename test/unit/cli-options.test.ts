@@ -25,6 +25,7 @@ test('defaults equal tritonserver defaults (§6)', () => {
     modelRepositories: ['/models'],
     modelCacheDir: defaultModelCacheDir(),
     pythonEnvCacheDir: path.join(defaultModelCacheDir(), 'python-envs'),
+    pythonEnvBuildTimeoutSecs: 1800,
     modelControlMode: 'none',
     repositoryPollSecs: 0,
     loadModels: [],
