@@ -24,7 +24,7 @@ import { MainPort } from './dataplane/main-port';
 import { createLogger } from './logging/logger';
 import type { Logger } from './logging/logger';
 import { backendTable, formatTable, modelTable, optionsTableRows } from './logging/table';
-import { backendNames } from './backends/registry';
+import { abortPreparations, backendNames } from './backends/registry';
 import { AccessLog } from './metrics/access-log';
 import { CustomMetrics } from './metrics/custom-metrics';
 import { Observability } from './metrics/observability';
@@ -204,6 +204,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       return g + h;
     },
     unload: async () => {
+      abortPreparations(); // a requirements.txt build in progress would hold its model's load, and the stop, for its whole time
       await repoStartup?.stop();
       await repo.unloadAll();
       repo.close();

@@ -75,6 +75,8 @@ export interface Backend {
    * takes log lines and the state reason to show while it runs. Absent: none.
    */
   readonly prepare?: (config: ModelConfig, modelPath: string, backendConfig: Record<string, string>, progress: PrepareProgress) => Promise<void>;
+  /** The server is stopping: end the `prepare` work in progress (each fails its load) and start none. */
+  readonly abortPrepare?: () => void;
   /**
    * Warnings about the config's backend-specific settings (parameters the
    * backend reads but does not act on here), one line each, logged once per

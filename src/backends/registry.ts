@@ -66,6 +66,11 @@ export function backendNames(): string[] {
   return Object.keys(BACKENDS);
 }
 
+/** The server is stopping: every backend ends the load preparation it has in progress (Backend.abortPrepare). */
+export function abortPreparations(): void {
+  for (const b of Object.values(BACKENDS)) b.abortPrepare?.();
+}
+
 /** "a", "a and b", "a, b and c". */
 export function listText(names: readonly string[]): string {
   if (names.length <= 1) return names.join('');

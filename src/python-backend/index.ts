@@ -8,6 +8,7 @@ import type { Backend } from '../backends/backend';
 import { parsePythonBackendOptions } from './backend-options';
 import { completePythonConfig } from './complete-config';
 import { preparePythonEnvironment } from './execution-env';
+import { abortEnvironmentBuilds } from './requirements-env';
 import { PythonHost } from './python-host';
 
 export const pythonBackend: Backend = {
@@ -19,6 +20,7 @@ export const pythonBackend: Backend = {
     const opts = parsePythonBackendOptions(backendConfig);
     return preparePythonEnvironment(config, modelPath, opts.interpreter, opts.env, progress);
   },
+  abortPrepare: abortEnvironmentBuilds,
   instanceModule: '',
   instanceKind: 'process',
   startProcess: (args, services) => PythonHost.start(args, services),

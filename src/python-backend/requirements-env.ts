@@ -192,6 +192,37 @@ async function steps(model: string, requirements: string, interpreter: string, d
   }
 }
 
+/** Process groups of the builds running now: ended if the server stops or exits first (they are groups of their own). */
+const runningGroups = new Set<number>();
+let exitHooked = false;
+let stopping = false;
+
+/** The server is stopping: end every build now (each fails its model's load, saying so), and start none. */
+export function abortEnvironmentBuilds(): void {
+  stopping = true;
+  for (const pid of runningGroups) {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
+
+function endRunningGroupsAtExit(): void {
+  if (exitHooked) return;
+  exitHooked = true;
+  process.once('exit', () => {
+    for (const pid of runningGroups) {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  });
+}
+
 /**
  * Run `cmd`, each output line to `out` and the log; resolves with the exit
  * code. Past `deadline` (performance.now() ms) the command is killed and the
@@ -199,8 +230,16 @@ async function steps(model: string, requirements: string, interpreter: string, d
  */
 function streamUntil(cmd: string, args: string[], cwd: string, out: PipOutput, hooks: EnvBuildHooks, model: string, deadline: number, timeoutMs: number): Promise<number> {
   return new Promise((resolve, reject) => {
+    if (stopping) {
+      reject(new ServerError('UNAVAILABLE', `the server is stopping: the Python environment for model '${model}' is not built`));
+      return;
+    }
     // A process group of its own: a timeout ends pip and whatever it started (pip --python runs a second pip).
     const child = spawn(cmd, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PIP_NO_INPUT: '1' }, detached: true });
+    if (child.pid !== undefined) {
+      runningGroups.add(child.pid);
+      endRunningGroupsAtExit();
+    }
     const take = (line: string): void => {
       const text = `model '${model}' environment: ${line.trimEnd()}`;
       if (out.line(line) === 'info') hooks.info(text);
@@ -224,6 +263,11 @@ function streamUntil(cmd: string, args: string[], cwd: string, out: PipOutput, h
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
+      if (child.pid !== undefined) runningGroups.delete(child.pid);
+      if (stopping) {
+        reject(new ServerError('UNAVAILABLE', `the server is stopping: the build of the Python environment for model '${model}' was ended`));
+        return;
+      }
       if (timedOut) {
         const on = out.current === undefined ? '' : ` (it was on '${out.current}')`;
         reject(new ServerError('INTERNAL', `failed to build the Python environment for model '${model}': the build did not finish within `

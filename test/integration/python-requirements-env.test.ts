@@ -236,3 +236,29 @@ test('a build that hangs (an index that never answers) is ended at --python-env-
     silent.close();
   }
 });
+
+test('a stop while an environment builds ends the build at once: exit 0, no pip left, nothing half-built kept', async () => {
+  const repo = path.join(root, 'repo6');
+  greetModel(repo, 'greet_stop', 'nt-greeting==1.0\n# the stop test\n');
+  const held: net.Socket[] = [];
+  const silent = net.createServer((s) => held.push(s));
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  const port = (silent.address() as net.AddressInfo).port;
+  const server = await startServer([`--model-repository=${repo}`, '--allow-metrics=false', `--python-env-cache-dir=${cache}`,
+    `--python-env-pip-args=--no-index --find-links http://127.0.0.1:${port}/`, '--python-env-build-timeout-secs=0']);
+  try {
+    const line = await waitForOutput(server, /building the Python environment for \S+ in (\S+)"/, 30_000);
+    const dir = /in (\S+)"/.exec(line)![1]!;
+    await waitForOutput(server, /Looking in links/, 30_000); // pip is running
+    const stopped = performance.now();
+    assert.equal(await server.stop(), 0, server.output().slice(-3000));
+    assert.ok(performance.now() - stopped < 15_000, 'the stop did not wait out --exit-timeout-secs');
+    assert.match(server.output(), /the server is stopping: the build of the Python environment for model 'greet_stop' was ended/);
+    assert.deepEqual(pgrep(dir), [], 'no pip of the build is left running');
+    assert.equal(fs.existsSync(dir), false);
+    assert.equal(fs.existsSync(`${dir}.lock`), false);
+  } finally {
+    for (const s of held) s.destroy();
+    silent.close();
+  }
+});
