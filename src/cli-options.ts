@@ -5,8 +5,8 @@
  */
 import fs from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { forwardPatternRegExp } from './core/forward-pattern';
+import { defaultModelCacheDir, pythonEnvCacheDir } from './core/model-cache-dir';
 import { parseTokenFile } from './core/bearer-tokens';
 import { FLAGS, Reader, tokenize } from './cli-flags';
 import {
@@ -19,6 +19,7 @@ import { DEFAULT_HTTP_EDGE, type HttpEdgeLimits, type ServerOptions } from './se
 
 export { CliError, CliExit } from './cli-values';
 export { FLAGS, formatCliError, usageText } from './cli-flags';
+export { defaultModelCacheDir } from './core/model-cache-dir';
 export type { RateLimitResource, RestrictedGroup } from './cli-values';
 export type { TraceConfig, TraceLevel, TraceMode } from './cli-trace-config';
 export type { GrpcCompressionLevel, LogFormat, ModelControlMode, RateLimitMode, ServerOptions } from './server-options';
@@ -175,7 +176,7 @@ export function parseServerOptions(argv: string[]): ServerOptions {
     backendDirectory: r.string('backend-directory', '/opt/tritonserver/backends'),
     backendConfig: parseGroupSettings(r.all('backend-config'),
       "--backend-config option format is '<backend name>,<setting>=<value>'"),
-    pythonEnvCacheDir: r.string('python-env-cache-dir', path.join(r.string('model-cache-dir', defaultModelCacheDir()), 'python-envs')),
+    pythonEnvCacheDir: r.string('python-env-cache-dir', pythonEnvCacheDir(r.string('model-cache-dir', defaultModelCacheDir()))),
     ...(r.str('python-env-pip-args') !== undefined ? { pythonEnvPipArgs: r.str('python-env-pip-args') } : {}),
     pythonEnvBuildTimeoutSecs: nonNegative('python-env-build-timeout-secs', r.int('python-env-build-timeout-secs', 1800)),
     repoagentDirectory: r.string('repoagent-directory', '/opt/tritonserver/repoagents'),
@@ -366,11 +367,6 @@ export function backendSettings(o: Pick<ServerOptions, 'backendConfig' | 'python
   return { ...o.backendConfig, python };
 }
 
-/** --model-cache-dir's default: one folder per user under the OS temp folder. */
-export function defaultModelCacheDir(): string {
-  const uid = typeof process.getuid === 'function' ? `-${process.getuid()}` : '';
-  return path.join(os.tmpdir(), `nodetron-model-cache${uid}`);
-}
 
 /** A token file's tokens (core/bearer-tokens.ts), read at start; undefined when the flag is not given. */
 function readTokenFile(flag: string, file: string | undefined): string[] | undefined {

@@ -14,9 +14,9 @@
  * requirements.txt environments are built, what pip is given beyond
  * `install -r`, and how long a build may take (0: no limit).
  */
-import os from 'node:os';
 import path from 'node:path';
 import { ServerError } from '../core/errors';
+import { defaultModelCacheDir, pythonEnvCacheDir } from '../core/model-cache-dir';
 import { splitPipArgs, type EnvBuildOptions } from './requirements-env';
 
 export interface PythonBackendOptions {
@@ -55,7 +55,7 @@ export function parsePythonBackendOptions(cfg: Record<string, string>): PythonBa
   if (cfg['shm-region-prefix-name'] === '') throw new ServerError('INVALID_ARG', 'shm-region-prefix-name must not be empty');
   const interpreter = cfg['interpreter'] ?? 'python3';
   if (interpreter === '') throw new ServerError('INVALID_ARG', "python backend config 'interpreter' must not be empty");
-  const cacheDir = cfg['env-cache-dir'] ?? defaultEnvCacheDir();
+  const cacheDir = cfg['env-cache-dir'] ?? pythonEnvCacheDir(defaultModelCacheDir());
   if (cacheDir === '') throw new ServerError('INVALID_ARG', '--python-env-cache-dir must not be empty');
   const timeoutSecs = int('env-build-timeout-secs', 1800);
   if (timeoutSecs < 0) throw new ServerError('INVALID_ARG', `--python-env-build-timeout-secs must be 0 (no limit) or more, got ${timeoutSecs}`);
@@ -63,8 +63,3 @@ export function parsePythonBackendOptions(cfg: Record<string, string>): PythonBa
   return { shmDefaultBytes, shmGrowthBytes, stubTimeoutMs: stubTimeoutSeconds * 1000, interpreter, env };
 }
 
-/** Without --python-env-cache-dir (a manager built without the CLI): beside the model cache's default. */
-function defaultEnvCacheDir(): string {
-  const uid = typeof process.getuid === 'function' ? `-${process.getuid()}` : '';
-  return path.join(os.tmpdir(), `nodetron-model-cache${uid}`, 'python-envs');
-}

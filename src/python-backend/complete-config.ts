@@ -15,6 +15,7 @@ import { modelConfigToJson } from '../repository/config/to-json';
 import { parsePythonBackendOptions } from './backend-options';
 import { StubProcess } from './stub-process';
 import { stubRuntime } from './execution-env';
+import { logHooks } from './requirements-env';
 
 let fallbackLog: Logger | undefined;
 
@@ -41,7 +42,7 @@ export async function completePythonConfig(
   const runtime = await stubRuntime(config, path.dirname(path.dirname(modelPath)), opts.interpreter, {
     version: Number(path.basename(path.dirname(modelPath))),
     options: opts.env,
-    hooks: { info: (t) => log.info(t), verbose: (t) => log.verbose(1, t) },
+    hooks: logHooks(log),
   });
   const stub = await StubProcess.spawn({
     interpreter: runtime.interpreter,

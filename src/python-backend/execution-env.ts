@@ -19,10 +19,9 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { ServerError } from '../core/errors';
 import type { ModelConfig } from '../core/model-config';
-import { ensureEnvironment, requirementsFile, type EnvBuildHooks, type EnvBuildOptions } from './requirements-env';
+import { MODEL_DIR_VAR, ensureEnvironment, requirementsFile, type EnvBuildHooks, type EnvBuildOptions } from './requirements-env';
 
 const run = promisify(execFile);
-const MODEL_DIR_VAR = '$$TRITON_MODEL_DIRECTORY';
 
 export interface StubRuntime {
   /** The Python executable for the stub. */
@@ -79,7 +78,7 @@ export async function preparePythonEnvironment(config: ModelConfig, modelPath: s
     progress.info(`model '${config.name}': ${file} is not built: the model's EXECUTION_ENV_PATH '${given}' is its environment`);
     return;
   }
-  await stubRuntime(config, modelDir, interpreter, { version, options, hooks: progress });
+  await ensureEnvironment(config.name, file, interpreter, options, progress);
 }
 
 /** The variables `activate` would set, on a copy of `base`. */

@@ -27,6 +27,7 @@ import { controlFailure, modelControlCall, type ModelControlCall } from './model
 import { initArgs, readTensors, writeRequest } from './request-wire';
 import { StubProcess, notHealthy, type BuiltinModel } from './stub-process';
 import { stubRuntime } from './execution-env';
+import { logHooks } from './requirements-env';
 import type { StubHostServices } from './host-services';
 import { ReadinessChecks } from './readiness-checks';
 import { paramsFromWire } from './wire-int';
@@ -73,11 +74,10 @@ export class PythonStubInstance {
   /** `builtin`: the stub runs that shipped model on args.modelPath (the pytorch backend) instead of a model.py. */
   static async start(args: BackendInstanceArgs, services: StubHostServices, builtin?: BuiltinModel): Promise<PythonStubInstance> {
     const opts = parsePythonBackendOptions(args.backendConfig);
-    const log = services.log;
     const runtime = await stubRuntime(args.config, args.modelDir, opts.interpreter, builtin !== undefined ? undefined : {
       version: args.version,
       options: opts.env,
-      hooks: { info: (t) => log.info(t), verbose: (t) => log.verbose(1, t) },
+      hooks: logHooks(services.log),
     });
     const stub = await StubProcess.spawn({
       interpreter: runtime.interpreter,

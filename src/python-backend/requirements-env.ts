@@ -25,7 +25,8 @@ import { acquireLock } from './env-lock';
 import { PipOutput } from './pip-output';
 
 const run = promisify(execFile);
-const MODEL_DIR_VAR = '$$TRITON_MODEL_DIRECTORY';
+/** In EXECUTION_ENV_PATH and PIP_REQUIREMENTS: replaced by the model's folder. */
+export const MODEL_DIR_VAR = '$$TRITON_MODEL_DIRECTORY';
 const READY_MARKER = 'nodetron-env-ready.json';
 export const BUILDING_REASON = 'building environment';
 
@@ -44,6 +45,11 @@ export interface EnvBuildHooks {
   verbose(text: string): void;
   /** BUILDING_REASON when a build starts, undefined when it ends. */
   stage?(reason: string | undefined): void;
+}
+
+/** Build hooks that log to `log` (info at info, the rest at verbose 1). */
+export function logHooks(log: { info(text: string): void; verbose(level: number, text: string): void }): EnvBuildHooks {
+  return { info: (t) => log.info(t), verbose: (t) => log.verbose(1, t) };
 }
 
 /** The requirements file of a model version, if it has one. */
@@ -200,27 +206,27 @@ let stopping = false;
 /** The server is stopping: end every build now (each fails its model's load, saying so), and start none. */
 export function abortEnvironmentBuilds(): void {
   stopping = true;
-  for (const pid of runningGroups) {
-    try {
-      process.kill(-pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
+  killRunningGroups();
+}
+
+function killRunningGroups(): void {
+  for (const pid of runningGroups) killGroup(pid);
+}
+
+/** SIGKILL process group `pid`; false when there is none (it ended). */
+function killGroup(pid: number): boolean {
+  try {
+    process.kill(-pid, 'SIGKILL');
+    return true;
+  } catch {
+    return false;
   }
 }
 
 function endRunningGroupsAtExit(): void {
   if (exitHooked) return;
   exitHooked = true;
-  process.once('exit', () => {
-    for (const pid of runningGroups) {
-      try {
-        process.kill(-pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
-  });
+  process.once('exit', killRunningGroups);
 }
 
 /**
@@ -251,11 +257,7 @@ function streamUntil(cmd: string, args: string[], cwd: string, out: PipOutput, h
     const left = deadline - performance.now();
     const timer = Number.isFinite(left) ? setTimeout(() => {
       timedOut = true;
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        child.kill('SIGKILL'); // the group is gone: the child at least
-      }
+      if (!killGroup(child.pid!)) child.kill('SIGKILL'); // the group is gone: the child at least
     }, Math.max(0, left)) : undefined;
     child.on('error', (err) => {
       clearTimeout(timer);
