@@ -92,6 +92,18 @@ async function knownGood(rng: Rng): Promise<void> {
   assert.deepEqual([int32Values(res.raw_output_contents[0]!), int32Values(res.raw_output_contents[1]!)], [want.sum, want.diff]);
 }
 
+/** A ModelStreamInfer stream over a fresh HTTP/2 session with a 4 KiB window, paused: nobody reads what the server sends. */
+function unreadStream(): { session: http2.ClientHttp2Session; stream: http2.ClientHttp2Stream } {
+  const session = http2.connect(`http://127.0.0.1:${server.grpcPort}`, { settings: { initialWindowSize: 4096 } });
+  session.on('error', () => {});
+  const stream = session.request({
+    ':method': 'POST', ':path': '/inference.GRPCInferenceService/ModelStreamInfer', 'content-type': 'application/grpc', te: 'trailers',
+  });
+  stream.on('error', () => {});
+  stream.pause();
+  return { session, stream };
+}
+
 test('a ModelStreamInfer client that does not read: the server stops reading its stream, stays bounded, serves others; all answers come in order once it reads', async () => {
   const rng = new Rng(13);
   const requests: SimpleRequest[] = Array.from({ length: REQUESTS }, (_, i) => simpleRequest(rng, `r${i}`));
@@ -99,15 +111,9 @@ test('a ModelStreamInfer client that does not read: the server stops reading its
   const rssBefore = rssBytes(server.child.pid!);
 
   // A small window for what the server sends us, and nobody reading the stream.
-  const session = http2.connect(`http://127.0.0.1:${server.grpcPort}`, { settings: { initialWindowSize: 4096 } });
-  session.on('error', () => {});
-  const stream = session.request({
-    ':method': 'POST', ':path': '/inference.GRPCInferenceService/ModelStreamInfer', 'content-type': 'application/grpc', te: 'trailers',
-  });
+  const { session, stream } = unreadStream();
   let trailers: http2.IncomingHttpHeaders | undefined;
   stream.on('trailers', (t) => (trailers = t));
-  stream.on('error', () => {});
-  stream.pause();
   for (const r of requests) stream.write(grpcFrame(requestBytes(r)));
   stream.end();
 
@@ -147,13 +153,7 @@ test('a client that streams 1,000,000 small requests and never reads: the server
   const frame = grpcFrame(requestBytes(simpleRequest(rng, 'many')));
   const before = await executed();
   const rssBefore = rssBytes(server.child.pid!);
-  const session = http2.connect(`http://127.0.0.1:${server.grpcPort}`, { settings: { initialWindowSize: 4096 } });
-  session.on('error', () => {});
-  const stream = session.request({
-    ':method': 'POST', ':path': '/inference.GRPCInferenceService/ModelStreamInfer', 'content-type': 'application/grpc', te: 'trailers',
-  });
-  stream.on('error', () => {});
-  stream.pause();
+  const { session, stream } = unreadStream();
   // The same frame a million times: the client's own queue holds references, not copies.
   for (let i = 0; i < 1_000_000; i++) stream.write(frame);
   const ran = await ranUntilStable(before);
