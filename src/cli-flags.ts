@@ -74,10 +74,10 @@ export const FLAGS: readonly FlagSpec[] = [
   f('http-cors-origin', 'string', '<origin|*>', true), f('http-console', 'string', '<path|false>'),
   f('http-max-json-response-size', 'int64'), f('exit-quiet-ms', 'int'), f('model-cache-dir', 'string', '<path>'),
   f('inline-execution-max-us', 'int'), f('http-header-timeout-ms', 'int'), f('http-body-min-rate', 'int'),
-  f('http-keepalive-timeout-ms', 'int'), f('http-max-connections', 'int'),
+  f('http-keepalive-timeout-ms', 'int'), f('http-max-connections', 'int'), f('http-max-connections-per-thread', 'int'),
   f('http-auth-token-file', 'string', '<path>'), f('grpc-auth-token-file', 'string', '<path>'),
   f('openai-auth-token-file', 'string', '<path>'), f('auth-exempt-health', 'bool'),
-  f('grpc-max-concurrent-streams', 'int'), f('grpc-max-connection-idle', 'int'),
+  f('grpc-max-concurrent-streams', 'int'), f('grpc-max-connection-idle', 'int'), f('grpc-max-connections', 'int'),
   f('python-env-cache-dir', 'string', '<path>'), f('python-env-pip-args', 'string', '<args>'),
   f('python-env-build-timeout-secs', 'int'),
 ];

@@ -200,6 +200,9 @@ export const FLAG_DOCS: Readonly<Record<string, FlagDoc>> = {
   'http-keepalive-timeout-ms': d("nodetron's own", 'A kept-alive connection with no request for this many milliseconds is closed.', '65000'),
   'http-max-connections': d("nodetron's own", 'Most open client connections over all HTTP threads and ports; one more is '
     + 'answered 503 and closed, while the open ones keep being served; 0 = no bound.', '10000'),
+  'http-max-connections-per-thread': d("nodetron's own", 'The same bound for each HTTP thread on its own (nginx\'s '
+    + 'worker_connections): a thread that holds this many answers the next connection it accepts 503 even while others '
+    + 'have room, so one event loop never carries more; 0 = none, only --http-max-connections applies.', '0'),
   'http-auth-token-file': d("nodetron's own", 'A file of tokens, one per line (# comments): every request on the HTTP port '
     + 'must send "Authorization: Bearer <one of them>", checked before anything else; others get 401. Also the OpenAI '
     + "port's unless --openai-auth-token-file is given."),
@@ -212,6 +215,9 @@ export const FLAG_DOCS: Readonly<Record<string, FlagDoc>> = {
     + 'SETTINGS_MAX_CONCURRENT_STREAMS); a client queues the next ones until one ends; 0 = no bound.', '128'),
   'grpc-max-connection-idle': d("nodetron's own", 'A gRPC connection with no call for this many milliseconds is sent GOAWAY '
     + 'and closed; 0 = never.', '0'),
+  'grpc-max-connections': d("nodetron's own", 'Most open gRPC client connections; the calls of one more end UNAVAILABLE '
+    + '("the server has too many open gRPC connections") and it is closed a second later, while the open ones keep '
+    + 'being served; 0 = no bound.', '10000'),
   'max-queued-requests': d("nodetron's own", 'Most inference requests clients may have in the server at once '
     + '(waiting in a queue or running, over all models); one more gets HTTP 429 / gRPC RESOURCE_EXHAUSTED '
     + '"Exceeds maximum queue size" with a Retry-After hint instead of waiting. The default keeps a burst from '

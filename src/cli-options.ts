@@ -104,11 +104,13 @@ export function parseServerOptions(argv: string[]): ServerOptions {
     bodyMinRate: r.int('http-body-min-rate', DEFAULT_HTTP_EDGE.bodyMinRate),
     idleMs: r.int('http-keepalive-timeout-ms', DEFAULT_HTTP_EDGE.idleMs),
     maxConnections: r.int('http-max-connections', DEFAULT_HTTP_EDGE.maxConnections),
+    maxConnectionsPerThread: r.int('http-max-connections-per-thread', DEFAULT_HTTP_EDGE.maxConnectionsPerThread),
   };
   if (httpEdge.headMs <= 0) throw new CliError('Error: --http-header-timeout-ms must be greater than 0.');
   if (httpEdge.bodyMinRate < 0) throw new CliError('Error: --http-body-min-rate must be 0 (no rate) or greater.');
   if (httpEdge.idleMs <= 0) throw new CliError('Error: --http-keepalive-timeout-ms must be greater than 0.');
   if (httpEdge.maxConnections < 0) throw new CliError('Error: --http-max-connections must be 0 (no bound) or greater.');
+  if (httpEdge.maxConnectionsPerThread < 0) throw new CliError('Error: --http-max-connections-per-thread must be 0 (no bound) or greater.');
   const httpAuthTokens = readTokenFile('http-auth-token-file', r.str('http-auth-token-file'));
   const grpcAuthTokens = readTokenFile('grpc-auth-token-file', r.str('grpc-auth-token-file'));
   const openaiAuthTokens = readTokenFile('openai-auth-token-file', r.str('openai-auth-token-file')) ?? httpAuthTokens;
@@ -229,6 +231,7 @@ export function parseServerOptions(argv: string[]): ServerOptions {
     grpcMaxConnectionAgeGraceMs: r.int('grpc-max-connection-age-grace', 0),
     grpcMaxConcurrentStreams: nonNegative('grpc-max-concurrent-streams', r.int('grpc-max-concurrent-streams', DEFAULT_GRPC_MAX_CONCURRENT_STREAMS)),
     grpcMaxConnectionIdleMs: nonNegative('grpc-max-connection-idle', r.int('grpc-max-connection-idle', 0)),
+    grpcMaxConnections: nonNegative('grpc-max-connections', r.int('grpc-max-connections', DEFAULT_GRPC_MAX_CONNECTIONS)),
     grpcRestrictedProtocol: parseRestricted('grpc-restricted-protocol', r.all('grpc-restricted-protocol')),
 
     allowMetrics,
@@ -390,6 +393,8 @@ function readTokenFile(flag: string, file: string | undefined): string[] | undef
  * streams without end.
  */
 const DEFAULT_GRPC_MAX_CONCURRENT_STREAMS = 128;
+/** --grpc-max-connections: HTTP's --http-max-connections default; gRPC clients multiplex their calls, so they need fewer. */
+const DEFAULT_GRPC_MAX_CONNECTIONS = 10_000;
 
 function nonNegative(flag: string, n: number): number {
   if (n < 0) throw new CliError(`Error: --${flag} must be 0 (no bound) or greater.`);

@@ -122,6 +122,8 @@ export interface ServerOptions {
   grpcMaxConcurrentStreams: number;
   /** nodetron's own --grpc-max-connection-idle (ms): an idle connection gets GOAWAY; 0 = never. */
   grpcMaxConnectionIdleMs: number;
+  /** nodetron's own --grpc-max-connections: open client connections; past it calls end UNAVAILABLE and the connection closes; 0 = no bound. */
+  grpcMaxConnections: number;
   grpcMaxConnectionAgeGraceMs: number;
   /** Like httpRestrictedApi; the metadata key checked is `triton-grpc-protocol-<key>`. */
   grpcRestrictedProtocol: RestrictedGroup[];
@@ -190,6 +192,10 @@ export interface HttpEdgeLimits {
   idleMs: number;
   /** --http-max-connections: open connections over every HTTP thread and port; past it 503 and close; 0 = no bound. */
   maxConnections: number;
+  /** --http-max-connections-per-thread: the same bound for each HTTP thread's own connections; 0 = none. */
+  maxConnectionsPerThread: number;
 }
 
-export const DEFAULT_HTTP_EDGE: HttpEdgeLimits = { requestMs: 10_000, headMs: 30_000, bodyMinRate: 4096, idleMs: 65_000, maxConnections: 10_000 };
+export const DEFAULT_HTTP_EDGE: HttpEdgeLimits = {
+  requestMs: 10_000, headMs: 30_000, bodyMinRate: 4096, idleMs: 65_000, maxConnections: 10_000, maxConnectionsPerThread: 0,
+};

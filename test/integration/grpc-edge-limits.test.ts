@@ -3,26 +3,35 @@
  * --grpc-max-concurrent-streams=2 lets a connection hold two calls at once
  * (a third waits, queued by the client, and runs as soon as one ends), and
  * --grpc-max-connection-idle closes a connection with no call (GOAWAY: the
- * client's channel goes back to IDLE and reconnects for the next call).
+ * client's channel goes back to IDLE and reconnects for the next call), and
+ * past --grpc-max-connections a new connection's calls end UNAVAILABLE,
+ * saying why, and it closes, while the open ones are served.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { createClient, int32Bytes, type GrpcTestClient } from './grpc-test-client';
-import { MODEL_REPOSITORY, startServer, type ServerProcess } from './server-process';
+import { MODEL_REPOSITORY, startServer, waitForOutput, type ServerProcess } from './server-process';
 
 let server: ServerProcess;
+let capped: ServerProcess;
 let client: GrpcTestClient;
+const CAP = 5;
 
 before(async () => {
-  server = await startServer([`--model-repository=${MODEL_REPOSITORY}`, '--model-control-mode=explicit', '--load-model=simple',
-    '--allow-grpc=true', '--grpc-port=0', '--grpc-max-concurrent-streams=2', '--grpc-max-connection-idle=1000']);
+  const repo = [`--model-repository=${MODEL_REPOSITORY}`, '--model-control-mode=explicit', '--load-model=simple', '--allow-grpc=true', '--grpc-port=0'];
+  [server, capped] = await Promise.all([
+    startServer([...repo, '--grpc-max-concurrent-streams=2', '--grpc-max-connection-idle=1000']),
+    startServer([...repo, `--grpc-max-connections=${CAP}`]),
+  ]);
   client = createClient(server.grpcPort);
 });
 
 after(async () => {
   client.close();
   assert.equal(await server.stop(), 0, server.output().slice(-2000));
+  assert.equal(await capped.stop(), 0, capped.output().slice(-2000));
 });
 
 const A = Array.from({ length: 16 }, (_, i) => i);
@@ -75,4 +84,52 @@ test('--grpc-max-connection-idle=1000: an idle connection is closed, and the nex
   assert.equal(ch.getConnectivityState(false), grpc.connectivityState.READY);
   assert.ok(await until(() => ch.getConnectivityState(false) === grpc.connectivityState.IDLE, 5000), 'the server closed the idle connection');
   assert.deepEqual(await client.call('ServerLive', {}), { live: true });
+});
+
+/** A TCP connection to `port` that sends nothing: it holds a slot as any client's connection does. */
+function hold(port: number): Promise<{ socket: net.Socket; closed: Promise<void> }> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    const closed = new Promise<void>((r) => socket.once('close', () => r()));
+    socket.resume(); // read what the server sends, so its close is seen
+    socket.once('connect', () => resolve({ socket, closed }));
+    socket.once('error', reject);
+  });
+}
+
+/** A client on a connection of its own (grpc-js channels otherwise share one per target). */
+const ownConnection = (): GrpcTestClient => createClient(capped.grpcPort, undefined, { 'grpc.use_local_subchannel_pool': 1 });
+
+test(`--grpc-max-connections=${CAP}: a connection past the cap is refused UNAVAILABLE and closed; the open ones are served`, async () => {
+  const keep = ownConnection();
+  const input = request('kept');
+  assert.equal(((await keep.call('ModelInfer', input)) as { id: string }).id, 'kept');
+  const held = await Promise.all(Array.from({ length: CAP - 1 }, () => hold(capped.grpcPort)));
+  await new Promise((r) => setTimeout(r, 200)); // the server has accepted them
+
+  const late = ownConnection();
+  const err = await late.call('ServerLive', {}).then(() => undefined, (e: grpc.ServiceError) => e);
+  assert.ok(err !== undefined, 'a call on a connection past the cap is refused');
+  assert.equal(err.code, grpc.status.UNAVAILABLE);
+  assert.match(err.details, new RegExp(`the server has too many open gRPC connections \\(${CAP}; --grpc-max-connections=${CAP}\\): try again later`));
+  late.close();
+
+  // One that sends nothing is closed by the server within about a second.
+  const silent = await hold(capped.grpcPort);
+  const t0 = performance.now();
+  assert.equal(await Promise.race([silent.closed.then(() => 'closed'), new Promise((r) => setTimeout(() => r('open'), 5000))]), 'closed');
+  assert.ok(performance.now() - t0 < 3000, `closed after ${Math.round(performance.now() - t0)} ms`);
+
+  // The open connection is served all along, and a freed slot is taken again.
+  assert.equal(((await keep.call('ModelInfer', input)) as { id: string }).id, 'kept');
+  for (const h of held) h.socket.destroy();
+  await Promise.all(held.map((h) => h.closed));
+  await new Promise((r) => setTimeout(r, 200));
+  const again = ownConnection();
+  assert.deepEqual(await again.call('ServerLive', {}), { live: true });
+  await waitForOutput(capped, /refused gRPC connections from 127\.0\.0\.1: 5 are open, the most --grpc-max-connections allows/);
+  const said = capped.output().split('\n').filter((l) => l.includes('refused gRPC connections from')).length;
+  assert.equal(said, 1, 'said once per client');
+  again.close();
+  keep.close();
 });

@@ -27,18 +27,22 @@ const PAST_CAP = Math.min(3000, Math.floor(FDS / 2) - CAP);
 
 let server: ServerProcess;
 let capped: ServerProcess;
+let perThread: ServerProcess;
+const THREAD_CAP = 3;
 
 before(async () => {
   const repo = [`--model-repository=${MODEL_REPOSITORY}`, '--model-control-mode=explicit', '--load-model=simple'];
-  [server, capped] = await Promise.all([
+  [server, capped, perThread] = await Promise.all([
     startServer([...repo, '--http-header-timeout-ms=3000', '--http-body-min-rate=100000', '--http-thread-count=2']),
     startServer([...repo, `--http-max-connections=${CAP}`, '--http-thread-count=2']),
+    startServer([...repo, `--http-max-connections-per-thread=${THREAD_CAP}`, '--http-thread-count=1']),
   ]);
 });
 
 after(async () => {
   assert.equal(await server.stop(), 0, server.output().slice(-3000));
   assert.equal(await capped.stop(), 0, capped.output().slice(-3000));
+  assert.equal(await perThread.stop(), 0, perThread.output().slice(-3000));
 });
 
 interface Socketed { socket: net.Socket; got: string; closed: Promise<void> }
@@ -166,6 +170,24 @@ test(`connections past --http-max-connections=${CAP} get 503 and close; a kept-a
   const again = await connect(capped.port);
   assert.equal((await probe(again)).status, 200, 'a connection is accepted once others closed');
   for (const s of [keep, again, ...held]) s.socket.destroy();
+});
+
+test(`--http-max-connections-per-thread=${THREAD_CAP}: a thread holding that many answers the next connection 503`, async () => {
+  const held = await Promise.all(Array.from({ length: THREAD_CAP }, () => connect(perThread.port)));
+  assert.equal((await probe(held[0]!)).status, 200);
+  await new Promise((r) => setTimeout(r, 100));
+  const past = await connect(perThread.port);
+  await Promise.race([past.closed, new Promise((r) => setTimeout(r, 10_000))]);
+  assert.match(past.got, /^HTTP\/1\.1 503 /, past.got.slice(0, 200));
+  assert.match(past.got, /too many open connections \(3 on this HTTP thread; --http-max-connections-per-thread=3\): try again later/);
+  assert.equal((await probe(held[1]!)).status, 200, 'the open connections are served');
+  await waitForOutput(perThread, /refused connections from 127\.0\.0\.1: this thread holds 3, the most --http-max-connections-per-thread allows; answered 503/);
+  held[2]!.socket.destroy();
+  await held[2]!.closed;
+  await new Promise((r) => setTimeout(r, 100));
+  const again = await connect(perThread.port);
+  assert.equal((await probe(again)).status, 200, 'a freed slot is taken again');
+  for (const s of [again, ...held]) s.socket.destroy();
 });
 
 test(`${HEAVY} heads that each declare a 64 MiB body and send none leave the memory flat`, async () => {

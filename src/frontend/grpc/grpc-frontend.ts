@@ -153,6 +153,7 @@ export class GrpcFrontend {
     worker.on('message', (m: GrpcToMain) => {
       if (m.t === 'fatal') t.fatal = m.reason;
       if (m.t === 'access') this.deps.onRefused?.(m.entry);
+      if (m.t === 'warn') this.deps.log.warn(m.message);
       // A repository load answers once the load finished; the answer waits
       // one setImmediate so the snapshot broadcast the load queued
       // (server.ts) reaches the thread first: a client sees what it loaded.

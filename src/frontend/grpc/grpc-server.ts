@@ -21,6 +21,7 @@ import { modelInferHandler, modelStreamInferHandler } from './infer-handlers';
 import type { StreamRegistry } from './infer-handlers';
 import { reportRefused } from './infer-runner';
 import { BearerTokens } from '../../core/bearer-tokens';
+import { GrpcListener, type ListenerTls } from './grpc-listener';
 
 const INT32_MAX = 2147483647;
 /** The health rpcs --auth-exempt-health lets through without a token (a load balancer's probes). */
@@ -60,12 +61,18 @@ function readPem(flag: string, file: string | undefined): Buffer {
   }
 }
 
-export function serverCredentials(o: ServerOptions): grpc.ServerCredentials {
-  if (!o.grpcUseSsl) return grpc.ServerCredentials.createInsecure();
+/** The port's TLS files (--grpc-use-ssl), read; undefined without TLS. */
+export function serverTls(o: ServerOptions): ListenerTls | undefined {
+  if (!o.grpcUseSsl) return undefined;
   const cert = readPem('grpc-server-cert', o.grpcServerCert);
   const key = readPem('grpc-server-key', o.grpcServerKey);
-  const root = o.grpcUseSslMutual || (o.grpcRootCert ?? '') !== '' ? readPem('grpc-root-cert', o.grpcRootCert) : null;
-  return grpc.ServerCredentials.createSsl(root, [{ private_key: key, cert_chain: cert }], o.grpcUseSslMutual);
+  const ca = o.grpcUseSslMutual || (o.grpcRootCert ?? '') !== '' ? readPem('grpc-root-cert', o.grpcRootCert) : null;
+  return { cert, key, ca, mutual: o.grpcUseSslMutual };
+}
+
+export function serverCredentials(tls: ListenerTls | undefined): grpc.ServerCredentials {
+  if (tls === undefined) return grpc.ServerCredentials.createInsecure();
+  return grpc.ServerCredentials.createSsl(tls.ca, [{ private_key: tls.key, cert_chain: tls.cert }], tls.mutual);
 }
 
 /** `host:port`, with IPv6 literals bracketed. */
@@ -85,11 +92,15 @@ export class GrpcServer {
   private forceAt = Infinity;
   /** Each request stream's grpc-accept-encoding, for response compression. */
   private readonly accepted = new AcceptedEncodings();
+  /** The port's socket and its connection count (--grpc-max-connections). */
+  private readonly listener: GrpcListener;
 
   /** `testCrash`: the `grpc-crash` fault (GrpcThreadData.faults). */
   constructor(deps: Omit<GrpcContext, 'stopping'>, forwarded: grpc.UntypedServiceImplementation, testCrash = false) {
     const protos = loadProtos();
     this.ctx = { ...deps, stopping: () => this.stopping };
+    const listener = new GrpcListener(deps.options.grpcMaxConnections, deps.warn ?? ((line) => process.emitWarning(line)));
+    this.listener = listener;
     const level = deps.options.grpcInferResponseCompressionLevel;
     const guard = callGuard({
       maxMetadataBytes: MAX_METADATA_BYTES,
@@ -120,25 +131,23 @@ export class GrpcServer {
   /** Binds `address:port` (0 = any free port) and resolves with the bound port. */
   bind(address: string, port: number): Promise<number> {
     return new Promise((resolve, reject) => {
+      let tls: ListenerTls | undefined;
       let credentials: grpc.ServerCredentials;
       try {
-        credentials = serverCredentials(this.ctx.options);
+        tls = serverTls(this.ctx.options);
+        credentials = serverCredentials(tls);
       } catch (err) {
         reject(err);
         return;
       }
-      this.server.bindAsync(bindAddress(address, port), credentials, (err, bound) => {
-        if (err) {
-          reject(err);
-          return;
-        }
+      this.listener.listen(this.server, credentials, tls, address, port).then((bound) => {
         const level = this.ctx.options.grpcInferResponseCompressionLevel;
         if (level !== 'none' && !this.accepted.watch(this.server)) {
           process.emitWarning(`--grpc-infer-response-compression-level=${level}: this @grpc/grpc-js does not keep its http2 servers ` +
             'where nodetron reads the clients\' grpc-accept-encoding, so inference responses go uncompressed');
         }
         resolve(bound);
-      });
+      }, (err: NodeJS.ErrnoException) => reject(listenError(err, address, port)));
     });
   }
 
@@ -156,6 +165,7 @@ export class GrpcServer {
     this.stopped = new Promise<boolean>((resolve) => {
       this.stopping = true;
       this.settleStop = resolve;
+      this.listener.stopListening();
       for (const s of [...this.streams]) s.endIfIdle();
       this.armForce(forceAt);
       this.server.tryShutdown(() => {
@@ -178,8 +188,15 @@ export class GrpcServer {
   /** Closes the port and every connection now (a dying thread). */
   forceShutdown(): void {
     this.stopping = true;
+    this.listener.stopListening();
     this.server.forceShutdown();
   }
+}
+
+/** Triton's text for a port in use (as HTTP's, listen-socket.ts), else node's. */
+function listenError(err: NodeJS.ErrnoException, address: string, port: number): Error {
+  if (err.code === 'EADDRINUSE') return new ServerError('UNAVAILABLE', `Socket '${bindAddress(address, port)}' already in use `);
+  return err;
 }
 
 function crashOnMetadata(handler: grpc.handleUnaryCall<unknown, unknown>): grpc.handleUnaryCall<unknown, unknown> {

@@ -80,4 +80,6 @@ export type GrpcToMain =
   /** An uncaught error: the thread closed its server and is about to exit (grpc-frontend.ts restarts it). */
   | { t: 'fatal'; reason: string }
   /** --log-access: an inference request the thread refused itself (metrics/access-log.ts). */
-  | { t: 'access'; entry: RefusedRequest };
+  | { t: 'access'; entry: RefusedRequest }
+  /** A line for the server's log at warning level (connections refused past --grpc-max-connections). */
+  | { t: 'warn'; message: string };

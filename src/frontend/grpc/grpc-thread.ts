@@ -46,6 +46,7 @@ const server = new GrpcServer(
     serverName: data.serverName,
     serverVersion: data.serverVersion,
     extensions: data.extensions,
+    warn: (message: string) => post({ t: 'warn', message: `GRPC thread: ${message}` }),
     ...(data.accessLog === true ? { access: (entry: RefusedRequest) => post({ t: 'access', entry }) } : {}),
     ...(data.options.grpcHeaderForwardPattern !== undefined
       ? { forward: forwardPatternRegExp('grpc-header-forward-pattern', data.options.grpcHeaderForwardPattern) } : {}),

@@ -6,8 +6,9 @@
  * request that stopped arriving, a head not whole within the head deadline
  * (however slowly it trickles), a body slower than the minimum rate; a quiet
  * close of keep-alive connections idle for too long. Past
- * --http-max-connections (counted over every thread, `connections`) a new
- * connection is answered 503 and closed at once, and the open ones go on.
+ * --http-max-connections (counted over every thread, `connections`), or past
+ * --http-max-connections-per-thread on this thread, a new connection is
+ * answered 503 and closed at once, and the open ones go on.
  * Each refusal is logged once per client address.
  */
 import net from 'node:net';
@@ -85,9 +86,16 @@ export class HttpServer {
       let open = 0;
       for (let i = 0; i < slots.length; i++) open += Atomics.load(slots, i);
       if (open >= max) {
-        this.refuse(socket, open);
+        this.refuse(socket, `${open}; --http-max-connections=${max}`, `${open} are open, the most --http-max-connections allows`);
         return;
       }
+    }
+    const perThread = this.edge.maxConnectionsPerThread;
+    const mine = Atomics.load(slots, index);
+    if (perThread > 0 && mine >= perThread) {
+      this.refuse(socket, `${mine} on this HTTP thread; --http-max-connections-per-thread=${perThread}`,
+        `this thread holds ${mine}, the most --http-max-connections-per-thread allows`);
+      return;
     }
     Atomics.add(slots, index, 1);
     const c = new HttpConnection(socket, this.handler, this.limits, this.clock, (gone) => {
@@ -96,17 +104,21 @@ export class HttpServer {
     this.connections.add(c);
   }
 
-  /** Past --http-max-connections: 503 with a KServe error body, and close; nothing the client sends is read. */
-  private refuse(socket: net.Socket, open: number): void {
+  /**
+   * Past --http-max-connections (or this thread's --http-max-connections-per-thread):
+   * 503 with a KServe error body, and close; nothing the client sends is read.
+   * `count`: the count and the flag, for the client; `logged`: the same for the log.
+   */
+  private refuse(socket: net.Socket, count: string, logged: string): void {
     const body = JSON.stringify({
-      error: `the server has too many open connections (${open}; --http-max-connections=${this.edge.maxConnections}): try again later, or reuse a kept-alive connection`,
+      error: `the server has too many open connections (${count}): try again later, or reuse a kept-alive connection`,
     });
     socket.on('error', () => undefined);
     socket.end(`HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n`
       + `Retry-After: 1\r\nConnection: close\r\n\r\n${body}`);
     setTimeout(() => socket.destroy(), 2000).unref();
     this.logOnce('connections', socket.remoteAddress ?? '', () =>
-      `refused connections from ${socket.remoteAddress}: ${open} are open, the most --http-max-connections allows; answered 503 (said once per client)`);
+      `refused connections from ${socket.remoteAddress}: ${logged}; answered 503 (said once per client)`);
   }
 
   private logOnce(reason: string, client: string, message: () => string): void {
