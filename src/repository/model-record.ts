@@ -39,6 +39,12 @@ export interface ModelRecord<V extends VersionRecord = VersionLifecycle> {
   loads?: number;
   /** A slow step of the load runs now (Backend.prepare: 'building environment'): the model's reason meanwhile. */
   preparing?: string;
+  /**
+   * A load reads and completes the config now, before any version exists
+   * (a Python model's auto-complete runs a stub): the model is LOADING
+   * meanwhile, not missing from the index.
+   */
+  configuring?: boolean;
 }
 
 export const DUPLICATE_REASON = 'model appears in two or more repositories';
@@ -90,13 +96,18 @@ export function indexEntries(
       if (!readyOnly) out.push({ name });
       continue;
     }
-    if (record.versions.size === 0 && record.preparing !== undefined) {
-      if (!readyOnly) out.push({ name, state: 'LOADING', reason: record.preparing });
+    if (record.versions.size === 0 && (record.preparing !== undefined || record.configuring === true)) {
+      if (!readyOnly) out.push(record.preparing !== undefined ? { name, state: 'LOADING', reason: record.preparing } : { name, state: 'LOADING' });
       continue;
     }
     if (record.versions.size === 0 && record.noVersionReason !== undefined) {
       // Triton leaves such a model out; its entry says why it is not loaded and what to do.
       if (!readyOnly) out.push({ name, state: 'UNAVAILABLE', reason: record.noVersionReason });
+      continue;
+    }
+    if (record.versions.size === 0) {
+      // Never hidden: a model with no version to list is its name, as a never-loaded one.
+      if (!readyOnly) out.push({ name });
       continue;
     }
     for (const v of sortedVersions(record)) {
@@ -120,8 +131,8 @@ export function tableRows(records: ReadonlyMap<string, ModelRecord<VersionRecord
       rows.push({ model: name, version: '-', status: `UNAVAILABLE: ${DUPLICATE_REASON}` });
       continue;
     }
-    if (m.versions.size === 0 && m.preparing !== undefined) {
-      rows.push({ model: name, version: '-', status: `LOADING: ${m.preparing}` });
+    if (m.versions.size === 0 && (m.preparing !== undefined || m.configuring === true)) {
+      rows.push({ model: name, version: '-', status: m.preparing !== undefined ? `LOADING: ${m.preparing}` : 'LOADING' });
       continue;
     }
     if (m.versions.size === 0) {

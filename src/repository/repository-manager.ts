@@ -313,6 +313,8 @@ export class RepositoryManager {
     record.overrideDir = override.dir;
 
     let prepared: PreparedModel;
+    record.configuring = true;
+    this.changed();
     try {
       const preparing = record;
       prepared = await prepareModel(location, this.loader, override.config, {
@@ -327,8 +329,10 @@ export class RepositoryManager {
       }, this.slots);
     } catch (err) {
       record.preparing = undefined;
+      record.configuring = false;
       return this.prepareFailed(record, print, reasonOf(err), err);
     }
+    record.configuring = false;
     record.applied = print;
     if (prepared.versions.length === 0) {
       const reason = prepared.noVersionReason ?? `at least one version must be available under the version policy of model '${name}'`;

@@ -47,3 +47,17 @@ test('the index shows a READY version whose instance is not ready with the reaso
   assert.deepEqual(views['sick']!.versions, [{ version: 1, state: 'READY', reason: '', unready: "Stub process 'sick_0' is not healthy." }]);
   assert.deepEqual(views['fine']!.versions, [{ version: 1, state: 'READY', reason: '' }]);
 });
+
+const LOADING_CASES: [string, Partial<ModelRecord<VersionRecord>>, object[]][] = [
+  ['its config is being read (no version yet)', { configuring: true }, [{ name: 'm', state: 'LOADING' }]],
+  ['a slow step runs', { preparing: 'building environment' }, [{ name: 'm', state: 'LOADING', reason: 'building environment' }]],
+  ['both', { configuring: true, preparing: 'building environment' }, [{ name: 'm', state: 'LOADING', reason: 'building environment' }]],
+  ['neither: still listed, by its name', {}, [{ name: 'm' }]],
+];
+
+for (const [what, extra, want] of LOADING_CASES) {
+  test(`the index while a first load has no version yet: ${what}`, () => {
+    assert.deepEqual(indexEntries(records({ ...record('m', []), ...extra }), [], [], false), want);
+    assert.deepEqual(indexEntries(records({ ...record('m', []), ...extra }), [], [], true), [], 'not in the ready-only index');
+  });
+}
