@@ -50,6 +50,7 @@ const ALL_SCENARIOS: Scenario[] = [
   { id: 'simple JSON c=1', model: 'simple', args: ['--input-tensor-format=json', '--output-tensor-format=json'], concurrency: 1, on: ['nodetron', 'node-http', 'fastapi'] },
   { id: 'simple JSON c=32', model: 'simple', args: ['--input-tensor-format=json', '--output-tensor-format=json'], concurrency: 32, on: ['nodetron', 'node-http', 'fastapi', 'uws-ceiling'] },
   { id: 'simple + dyn. batching JSON c=32', model: 'simple_db', args: ['--input-tensor-format=json', '--output-tensor-format=json'], concurrency: 32, on: ['nodetron'] },
+  { id: 'simple binary c=32', model: 'simple', args: [], concurrency: 32, on: ['nodetron', 'node-http'] },
   { id: 'simple gRPC c=32', model: 'simple', args: ['-i', 'grpc'], concurrency: 32, on: ['nodetron'] },
   { id: 'mlp binary c=64', model: 'mlp', args: [], concurrency: 64, on: ['nodetron', 'node-http', 'fastapi', 'uws-ceiling'] },
   { id: 'resnet50 binary c=8', model: 'resnet50', args: [], concurrency: 8, on: ['nodetron', 'node-http', 'fastapi', 'uws-ceiling'] },
