@@ -178,21 +178,21 @@ export class ExecutionPool {
    * (a Python model then sees `is_cancelled()`); an instance that cannot
    * stop a running request (ONNX Runtime) lets it finish. Its response comes
    * back as usual (a request its model reschedules anyway is cancelled in
-   * the queue: QueuedRequest.cancelRequested). False when no batch of this
-   * pool holds the request.
+   * the queue: QueuedRequest.cancelRequested). Returns the running request,
+   * or undefined when no batch of this pool holds it.
    */
-  cancelRunning(request: InferRequest): boolean {
+  cancelRunning(request: InferRequest): QueuedRequest | undefined {
     for (const slot of this.slots) {
       for (const batch of slot.batches) {
         for (const q of batch) {
           if (q.origin !== request || q.done) continue;
           q.cancelRequested = true;
           slot.instance.cancel?.(q.request);
-          return true;
+          return q;
         }
       }
     }
-    return false;
+    return undefined;
   }
 
   /**

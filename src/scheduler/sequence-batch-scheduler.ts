@@ -137,11 +137,14 @@ export class SequenceBatchScheduler implements Scheduler {
   }
 
   /**
-   * A running request: its instance is told. A queued one ends its sequence,
-   * as Triton's sequence batcher ends a sequence whose request was
-   * cancelled: it and the sequence's later queued requests are answered
-   * CANCELLED (counted CANCELED), its earlier ones still run, and the id
-   * needs a new START (sequence-slots.ts `cancel`). Its implicit state goes
+   * A queued request ends its sequence, as Triton's sequence batcher ends a
+   * sequence whose request was cancelled: it and the sequence's later
+   * queued requests are answered CANCELLED (counted CANCELED), its earlier
+   * ones still run, and the id needs a new START (sequence-slots.ts
+   * `cancel`). A running request's instance is told (a Python model sees
+   * is_cancelled()), and, outside iterative_sequence, its sequence ends the
+   * same way: the requests queued after it are answered CANCELLED, while it
+   * ends with its own response. Its implicit state goes
    * with the last request of it that runs. A rescheduled request waiting
    * for its next step was never queued again: the pool of the execution
    * that released it still counts it, and answers it; one whose model
@@ -151,7 +154,13 @@ export class SequenceBatchScheduler implements Scheduler {
   cancel(request: InferRequest): void {
     const q = this.queuedRequest(request);
     if (q === undefined) {
-      for (const p of this.pools) if (p.cancelRunning(request)) return;
+      for (const p of this.pools) {
+        const running = p.cancelRunning(request);
+        if (running === undefined) continue;
+        // iterative_sequence: the model decides (a request it reschedules anyway is cancelled as it comes back).
+        if (this.iterative === null) this.endCancelled(this.slots.cancelAfter(running), undefined, request, correlationIdOf(this.controls, request));
+        return;
+      }
       return;
     }
     this.cancelQueued(q, request);
@@ -161,7 +170,16 @@ export class SequenceBatchScheduler implements Scheduler {
   private cancelQueued(q: QueuedRequest, request: InferRequest): void {
     const gone = this.slots.cancel(q);
     if (gone.length === 0) return;
-    const id = correlationIdOf(this.controls, q.request);
+    this.endCancelled(gone, q, request, correlationIdOf(this.controls, q.request));
+  }
+
+  /**
+   * Answers what left the queue because `request` (queued as `q`, or
+   * running: undefined) of sequence `id` was cancelled: CANCELLED, `q` as
+   * itself, the others naming it; the sequence's state goes with its last
+   * request, and the freed slot may take a sequence of the backlog.
+   */
+  private endCancelled(gone: readonly QueuedRequest[], q: QueuedRequest | undefined, request: InferRequest, id: CorrelationId): void {
     for (const g of gone) {
       if (this.states !== null) this.stateOf.delete(g);
       const message = g === q ? undefined : sequenceCancelledMessage(g.request, request, id);

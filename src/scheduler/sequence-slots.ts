@@ -59,6 +59,8 @@ interface Sequence<T> {
   /** Its END request has arrived: no more requests belong to it. */
   ended: boolean;
   lastUs: number;
+  /** The last of its requests taken to run (what cancelAfter finds it by). */
+  lastTaken?: T;
 }
 
 interface Slot<T> {
@@ -197,6 +199,7 @@ export class SequenceSlots<T> {
       batch.push(head.item);
       const owner = slot.owner!;
       owner.lastUs = nowUs;
+      owner.lastTaken = head.item;
       if (owner.ended && slot.queue.length === 0) this.free(s);
     }
     return batch;
@@ -257,6 +260,27 @@ export class SequenceSlots<T> {
       this.end(seq);
       const gone = seq.waiting.map((e) => e.item);
       seq.waiting = [];
+      return gone;
+    }
+    return [];
+  }
+
+  /**
+   * `item`, the request of a sequence that was taken to run last, was
+   * cancelled while it ran: the sequence ends as with a queued request's
+   * cancel. Every request of it still queued leaves (returned in queue
+   * order), its slot frees, and later requests of that id need a new START.
+   * [] when nothing of that sequence is queued any more and its slot is free
+   * (the running request was its END).
+   */
+  cancelAfter(item: T): T[] {
+    for (let s = 0; s < this.slots.length; s++) {
+      const slot = this.slots[s]!;
+      const owner = slot.owner;
+      if (owner === null || owner.lastTaken !== item) continue;
+      const gone = slot.queue.splice(0).map((e) => e.item);
+      this.end(owner);
+      this.free(s);
       return gone;
     }
     return [];

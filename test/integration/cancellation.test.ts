@@ -337,6 +337,29 @@ test('a cancelled request of a sequence ends the sequence, as Triton does: it an
   assert.equal(await again.answer, 200, await again.body);
 });
 
+test('a cancel that reaches the running request of a sequence ends it too: the later queued ones CANCELLED, never run', async () => {
+  const model = 'cancel_watch_seq';
+  const canceledBefore = await failureMetric(model, 'CANCELED');
+  const first = seqPost('r1', 20_000, 'run-1', { sequence_start: true });
+  await waitMark('run-1', 'started');
+  const second = seqPost('r2', 100, 'run-2', {});
+  const third = seqPost('r3', 100, 'run-3', { sequence_end: true });
+  await until('both wait in the slot', async () => (await metric('nv_inference_pending_request_count', `model="${model}",version="1"`)) === 3);
+  first.gone();
+  await waitMark('run-1', 'cancelled');
+  for (const [later, id] of [[second, 'r2'], [third, 'r3']] as const) {
+    assert.equal(await later.answer, 400, `${id} is answered`);
+    assert.deepEqual(JSON.parse(await later.body), {
+      error: `[request id: ${id}] request for model '${model}' version 1 was cancelled before it ran: request 'r1' of its sequence 42 was cancelled, ` +
+        'which ends the sequence (send a new START to begin again)',
+    });
+  }
+  await until('the running one and both later ones are counted CANCELED', async () => (await failureMetric(model, 'CANCELED')) >= canceledBefore + 2);
+  for (const t of ['run-2', 'run-3']) assert.ok(!seen(t, 'started'), `${t} never reached the model`);
+  const again = seqPost('r4', 0, 'run-4', { sequence_start: true, sequence_end: true });
+  assert.equal(await again.answer, 200, await again.body);
+});
+
 interface StreamResponse {
   error_message: string;
   infer_response: { outputs: { name: string }[]; raw_output_contents: Buffer[] };

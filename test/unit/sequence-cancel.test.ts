@@ -4,7 +4,9 @@
  * the later queued requests of the sequence are answered CANCELLED (counted
  * CANCELED), the earlier ones still run, the id needs a new START, and the
  * freed slot goes to the backlog; a backlogged sequence leaves whole; the
- * control tensors and the implicit state are freed. With iterative_sequence,
+ * control tensors and the implicit state are freed; a cancel that reaches a
+ * running request ends its sequence too (the later queued ones CANCELLED,
+ * the running one answered by its model). With iterative_sequence,
  * a request its model rescheduled that is cancelled while it waits for its
  * next step is answered once, by the pool that still holds it in flight
  * (in its dispatch order place), so every pool drains and stop() ends.
@@ -108,6 +110,45 @@ test('a cancelled request of a backlogged sequence takes all of it; cancelling a
   await s.stop();
   assert.equal(rec.only('a1').error, undefined, 'and ends with its own response');
   assert.equal(inst.executions.length, 1);
+});
+
+test('a cancel that reaches a running request ends its sequence too: the later queued requests CANCELLED, the running one ends with its own response', async () => {
+  const arena = Arena.create();
+  const inst = new FakeInstance('m_0');
+  const done: Done[] = [];
+  const s = new SequenceBatchScheduler(seqConfig(), [inst], arena, {
+    requestDone: (req, st) => done.push({ id: req.id, success: st.success, failure: st.failure }),
+  });
+  const rec = new Recorder();
+  const before = arena.usedBytes();
+  const a = [
+    seqRequest('a1', { sequence_id: 7, sequence_start: true }),
+    seqRequest('a2', { sequence_id: 7 }),
+    seqRequest('a3', { sequence_id: 7, sequence_end: true }),
+  ];
+  for (const r of a) s.enqueue(r, rec.respond(r.id));
+  const b1 = seqRequest('b1', { sequence_id: 8, sequence_start: true, sequence_end: true });
+  s.enqueue(b1, rec.respond('b1'));
+  assert.deepEqual(inst.batches(), [['a1']]);
+
+  s.cancel(a[0]!);
+  assert.deepEqual(inst.cancelled.map((r) => r.id), ['a1'], 'the running request reaches its instance');
+  for (const id of ['a2', 'a3']) {
+    assert.equal(rec.only(id).error?.code, 'CANCELLED', id);
+    assert.equal(rec.only(id).error?.message,
+      `[request id: ${id}] request for model 'm' version 3 was cancelled before it ran: request 'a1' of its sequence 7 was cancelled, which ends the sequence (send a new START to begin again)`);
+  }
+  assert.deepEqual(done, [{ id: 'a2', success: false, failure: 'CANCELED' }, { id: 'a3', success: false, failure: 'CANCELED' }]);
+  s.enqueue(seqRequest('a4', { sequence_id: 7 }), rec.respond('a4'));
+  assert.equal(rec.only('a4').error?.code, 'INVALID_ARG', 'the sequence is over: a request of it without START is refused');
+
+  inst.current().finish();
+  await settle();
+  assert.equal(rec.only('a1').error, undefined, 'the running request ends with its own response');
+  assert.deepEqual(inst.batches(), [['a1'], ['b1']], 'the slot went to the backlogged sequence');
+  inst.current().finish();
+  await s.stop();
+  assert.equal(arena.usedBytes(), before, 'the control tensors of every request are freed');
 });
 
 test('implicit state: a cancel that ends a sequence frees its state with the last request of it that runs', async () => {
