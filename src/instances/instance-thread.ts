@@ -34,7 +34,6 @@ function send(msg: InstanceToMain): void {
 async function main(): Promise<void> {
   let backend: BackendInstance;
   try {
-    // eslint-disable-next-line @typescript-eslint/no-var-requires
     const mod = require(data.backendModule) as { createBackendInstance: CreateBackendInstance };
     backend = await mod.createBackendInstance(data.args);
   } catch (err) {

@@ -22,7 +22,6 @@ function modelModule(apiVersion: string, kind: string): string {
 export function validateKubernetes(o: K8sObject): string {
   let mod: Record<string, new (data: unknown) => { validate(): void }>;
   try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
     mod = require(modelModule(o.apiVersion, o.kind)) as typeof mod;
   } catch {
     return `${o.apiVersion} ${o.kind} is not a kind kubernetes-models knows`;

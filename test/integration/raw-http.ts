@@ -85,13 +85,14 @@ export function rawExchange(port: number, pieces: (string | Buffer)[], opts: Raw
       check();
       finish(false);
     });
-    s.once('connect', async () => {
+    const send = async (): Promise<void> => {
       for (let i = 0; i < pieces.length; i++) {
         if (i > 0 && opts.gapMs) await new Promise((r) => setTimeout(r, opts.gapMs));
         if (s.destroyed) return;
         s.write(pieces[i]);
       }
       if (opts.end) s.end();
-    });
+    };
+    s.once('connect', () => void send());
   });
 }

@@ -31,9 +31,7 @@ interface S3rverApp {
   close(): Promise<void>;
 }
 // s3rver ships no types; these are the parts used.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const S3rver = require('s3rver') as new (options: object) => S3rverApp;
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const AWSAccount = require('s3rver/lib/models/account') as new (id: number, name: string) => { createKeyPair(id: string, secret: string): void };
 
 export interface S3Server {

@@ -38,7 +38,6 @@ interface NativeBinding {
 /** The binding onnxruntime-node's own session handler uses, or undefined when this version differs. */
 function nativeBinding(): NativeBinding | undefined {
   try {
-    // eslint-disable-next-line @typescript-eslint/no-var-requires
     const b = require('onnxruntime-node/dist/binding') as Partial<NativeBinding>;
     const proto = (b.binding?.InferenceSession as { prototype?: Record<string, unknown> } | undefined)?.prototype;
     if (typeof b.initOrt !== 'function' || proto === undefined) return undefined;

@@ -137,7 +137,6 @@ export class HostedInstances {
   }
 
   private load(msg: HostInstanceMessage): Promise<BackendInstance> {
-    // eslint-disable-next-line @typescript-eslint/no-var-requires
     const mod = require(msg.backendModule) as { createBackendInstance: CreateBackendInstance };
     return mod.createBackendInstance(msg.args as BackendInstanceArgs);
   }
