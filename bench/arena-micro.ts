@@ -46,9 +46,15 @@ async function twoThreads(arena: Arena, size: number, pairs: number): Promise<nu
   const w = new Worker(__filename, { workerData: setup });
   const messages: unknown[] = [];
   let wake: (() => void) | undefined;
-  w.on('message', (m: unknown) => { messages.push(m); wake?.(); });
+  w.on('message', (m: unknown) => {
+    messages.push(m);
+    wake?.();
+  });
   const next = async (): Promise<unknown> => {
-    while (messages.length === 0) await new Promise<void>((r) => { wake = r; });
+    while (messages.length === 0)
+      await new Promise<void>((r) => {
+        wake = r;
+      });
     return messages.shift();
   };
   await next(); // ready

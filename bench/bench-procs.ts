@@ -169,7 +169,12 @@ export function sampleThreads(pid: number): Map<number, ThreadSample> {
       const sw = (key: string): number => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0);
       const comm = fs.readFileSync(`${dir}/comm`, 'utf8').trim();
       const name = Number(tid) === pid ? 'main' : comm.startsWith('nt:') ? comm.slice(3) : 'other (V8, libuv)';
-      out.set(Number(tid), { name, userTicks: Number(f[11]), sysTicks: Number(f[12]), switches: sw('voluntary_ctxt_switches') + sw('nonvoluntary_ctxt_switches') });
+      out.set(Number(tid), {
+        name,
+        userTicks: Number(f[11]),
+        sysTicks: Number(f[12]),
+        switches: sw('voluntary_ctxt_switches') + sw('nonvoluntary_ctxt_switches'),
+      });
     } catch {
       // the thread ended meanwhile
     }

@@ -100,10 +100,12 @@ function grpcBody(model: string, n: number, size: number, raw: Buffer, contents:
 }
 
 function httpBinaryBody(n: number, raw: Buffer): { header: number; body: Buffer } {
-  const header = Buffer.from(JSON.stringify({
-    inputs: [{ name: 'INPUT0', datatype: 'BYTES', shape: [n], parameters: { binary_data_size: raw.length } }],
-    outputs: [{ name: 'OUTPUT0', parameters: { binary_data: true } }],
-  }));
+  const header = Buffer.from(
+    JSON.stringify({
+      inputs: [{ name: 'INPUT0', datatype: 'BYTES', shape: [n], parameters: { binary_data_size: raw.length } }],
+      outputs: [{ name: 'OUTPUT0', parameters: { binary_data: true } }],
+    }),
+  );
   return { header: header.length, body: Buffer.concat([header, raw]) };
 }
 
@@ -161,14 +163,22 @@ function grpcCall(session: http2.ClientHttp2Session, body: Buffer): Promise<{ st
   });
 }
 
-function httpPost(port: number, model: string, body: Buffer, headers: Record<string, string>): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
+function httpPost(
+  port: number,
+  model: string,
+  body: Buffer,
+  headers: Record<string, string>,
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path: `/v2/models/${model}/infer`, method: 'POST', headers: { 'Content-Length': String(body.length), ...headers } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (d: Buffer) => chunks.push(d));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
-      res.on('error', reject);
-    });
+    const req = http.request(
+      { host: '127.0.0.1', port, path: `/v2/models/${model}/infer`, method: 'POST', headers: { 'Content-Length': String(body.length), ...headers } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (d: Buffer) => chunks.push(d));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -186,11 +196,24 @@ interface Server {
 async function startTree(tree: string, repo: string): Promise<Server> {
   const httpPort = await freePort();
   const grpcPort = await freePort();
-  const nodeArgs = flag('node-args', '').split(',').filter((a) => a !== '');
-  const proc = await startProc(process.execPath, [
-    ...nodeArgs, path.join(tree, 'dist/src/cli.js'), `--model-repository=${repo}`, `--http-port=${httpPort}`, '--allow-grpc=true', `--grpc-port=${grpcPort}`,
-    '--allow-metrics=false', `--http-max-input-size=${2 ** 31 - 1}`, '--log-verbose=0',
-  ], httpPort);
+  const nodeArgs = flag('node-args', '')
+    .split(',')
+    .filter((a) => a !== '');
+  const proc = await startProc(
+    process.execPath,
+    [
+      ...nodeArgs,
+      path.join(tree, 'dist/src/cli.js'),
+      `--model-repository=${repo}`,
+      `--http-port=${httpPort}`,
+      '--allow-grpc=true',
+      `--grpc-port=${grpcPort}`,
+      '--allow-metrics=false',
+      `--http-max-input-size=${2 ** 31 - 1}`,
+      '--log-verbose=0',
+    ],
+    httpPort,
+  );
   const session = http2.connect(`http://127.0.0.1:${grpcPort}`, { settings: { initialWindowSize: 2 ** 30 } });
   session.on('error', () => {});
   await new Promise<void>((resolve, reject) => {
@@ -210,7 +233,11 @@ function processCpuSeconds(pid: number): number {
   return (Number(f[11]) + Number(f[12])) / 100;
 }
 
-interface Sample { wall: number; cpu: number; node: number }
+interface Sample {
+  wall: number;
+  cpu: number;
+  node: number;
+}
 
 async function once(s: Server, route: PathKey, model: string, n: number, b: Bodies): Promise<Sample> {
   const pid = s.proc.child.pid!;
@@ -228,7 +255,10 @@ async function once(s: Server, route: PathKey, model: string, n: number, b: Bodi
   }
   const port = s.proc.port;
   if (route === 'http-binary') {
-    const r = await httpPost(port, model, b.httpBinary!.body, { 'Inference-Header-Content-Length': String(b.httpBinary!.header), 'Content-Type': 'application/octet-stream' });
+    const r = await httpPost(port, model, b.httpBinary!.body, {
+      'Inference-Header-Content-Length': String(b.httpBinary!.header),
+      'Content-Type': 'application/octet-stream',
+    });
     const wall = performance.now() - t0;
     if (r.status !== 200) throw new Error(`${route} ${model} ${n}: HTTP ${r.status}: ${r.body.subarray(0, 300).toString()}`);
     const h = Number(r.headers['inference-header-content-length']);
@@ -246,7 +276,8 @@ async function once(s: Server, route: PathKey, model: string, n: number, b: Bodi
 function makeRepo(models: ModelKey[]): string {
   const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-bytes-bench-'));
   if (models.includes('py')) fs.symlinkSync(PY_FIXTURE, path.join(repo, MODEL_NAME.py));
-  if (models.includes('onnx')) execFileSync('python3', [path.join(REPO_ROOT, 'bench/gen_identity_model.py'), '--kind=string', `--out=${repo}`], { stdio: 'inherit' });
+  if (models.includes('onnx'))
+    execFileSync('python3', [path.join(REPO_ROOT, 'bench/gen_identity_model.py'), '--kind=string', `--out=${repo}`], { stdio: 'inherit' });
   return repo;
 }
 
@@ -255,7 +286,9 @@ async function main(): Promise<void> {
   const reps = Number(flag('reps', '1'));
   const routes = flag('paths', PATHS.join(',')).split(',') as PathKey[];
   const models = flag('models', 'py,onnx').split(',') as ModelKey[];
-  const trees = flag('trees', REPO_ROOT).split(',').map((t) => path.resolve(t));
+  const trees = flag('trees', REPO_ROOT)
+    .split(',')
+    .map((t) => path.resolve(t));
   const size = Number(flag('element-bytes', '1'));
   for (const r of routes) if (!PATHS.includes(r)) throw new Error(`unknown path '${r}' (${PATHS.join(', ')})`);
   for (const m of models) if (!(m in MODEL_NAME)) throw new Error(`unknown model '${m}' (py, onnx)`);
@@ -267,7 +300,13 @@ async function main(): Promise<void> {
     // One small request per model, path and server first: stub start-up, region growth, JIT.
     const warm = serialized(10_000, size);
     for (const m of models) {
-      const b: Bodies = { raw: warm, grpcRaw: grpcBody(MODEL_NAME[m], 10_000, size, warm, false), grpcContents: grpcBody(MODEL_NAME[m], 10_000, size, warm, true), httpBinary: httpBinaryBody(10_000, warm), json: httpJsonBody(10_000, size) };
+      const b: Bodies = {
+        raw: warm,
+        grpcRaw: grpcBody(MODEL_NAME[m], 10_000, size, warm, false),
+        grpcContents: grpcBody(MODEL_NAME[m], 10_000, size, warm, true),
+        httpBinary: httpBinaryBody(10_000, warm),
+        json: httpJsonBody(10_000, size),
+      };
       for (const s of servers) for (const route of routes) await once(s, route, MODEL_NAME[m], 10_000, b);
     }
     console.log(`| model | path | elements | ${trees.map((t) => `${path.basename(t)}: wall s, server CPU s (node process alone)`).join(' | ')} |`);

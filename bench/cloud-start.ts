@@ -24,8 +24,12 @@ const MB = arg('mb', 0);
 const ROUNDS = arg('rounds', 3);
 
 Object.assign(process.env, {
-  AWS_ACCESS_KEY_ID: S3_KEY_ID, AWS_SECRET_ACCESS_KEY: S3_SECRET, AWS_DEFAULT_REGION: S3_REGION,
-  AWS_EC2_METADATA_DISABLED: 'true', AWS_CONFIG_FILE: '/dev/null', AWS_SHARED_CREDENTIALS_FILE: '/dev/null',
+  AWS_ACCESS_KEY_ID: S3_KEY_ID,
+  AWS_SECRET_ACCESS_KEY: S3_SECRET,
+  AWS_DEFAULT_REGION: S3_REGION,
+  AWS_EC2_METADATA_DISABLED: 'true',
+  AWS_CONFIG_FILE: '/dev/null',
+  AWS_SHARED_CREDENTIALS_FILE: '/dev/null',
 });
 
 function makeRepo(dir: string): void {
@@ -41,8 +45,11 @@ function makeRepo(dir: string): void {
 /** Start to ready, and the part of it the mirror took (its log line; 0 for a local folder). */
 async function start(repository: string, cacheDir: string): Promise<{ ready: number; mirror: number }> {
   const port = await freePort();
-  const proc = await startProc(process.execPath, [CLI, `--model-repository=${repository}`, `--model-cache-dir=${cacheDir}`,
-    `--http-port=${port}`, '--allow-grpc=false', '--allow-metrics=false'], port);
+  const proc = await startProc(
+    process.execPath,
+    [CLI, `--model-repository=${repository}`, `--model-cache-dir=${cacheDir}`, `--http-port=${port}`, '--allow-grpc=false', '--allow-metrics=false'],
+    port,
+  );
   await proc.stop();
   return { ready: proc.readyMs, mirror: Number(/mirrored into \S+ in (\d+) ms/.exec(proc.output())?.[1] ?? 0) };
 }
@@ -70,8 +77,10 @@ async function main(): Promise<void> {
     for (const [what, xs] of Object.entries(rows)) {
       const ready = xs.map((x) => x.ready);
       const mirror = xs.map((x) => x.mirror);
-      console.log(`${what.padEnd(20)} start to ready: median ${median(ready).toFixed(0)} ms (${ready.map((x) => x.toFixed(0)).join(', ')}); ` +
-        `of it mirroring: median ${median(mirror)} ms (${mirror.join(', ')})`);
+      console.log(
+        `${what.padEnd(20)} start to ready: median ${median(ready).toFixed(0)} ms (${ready.map((x) => x.toFixed(0)).join(', ')}); ` +
+          `of it mirroring: median ${median(mirror)} ms (${mirror.join(', ')})`,
+      );
     }
   } finally {
     await s3.close();

@@ -23,7 +23,11 @@ const reps = Number(process.argv[2] ?? 60);
 
 function plan(): ValidationPlan {
   return {
-    modelName: 'bench', maxBatchSize: 8, outputs: [], requiredInputs: ['input'], decoupled: false,
+    modelName: 'bench',
+    maxBatchSize: 8,
+    outputs: [],
+    requiredInputs: ['input'],
+    decoupled: false,
     inputs: [{ name: 'input', datatype: 'FP32', dims: [-1], optional: false, isShapeTensor: false }],
   };
 }
@@ -43,7 +47,9 @@ async function main(): Promise<void> {
   const startMs = performance.now() - t0;
 
   console.log(`pool thread start + first task: ${startMs.toFixed(1)} ms`);
-  console.log('| body bytes (FP32 elements) | inline: µs (median) | inline: CPU µs per decode | pool: µs (median) | pool: CPU µs per decode, all threads | hand-off CPU µs (pool − inline) |');
+  console.log(
+    '| body bytes (FP32 elements) | inline: µs (median) | inline: CPU µs per decode | pool: µs (median) | pool: CPU µs per decode, all threads | hand-off CPU µs (pool − inline) |',
+  );
   console.log('|---|---|---|---|---|---|');
   for (const elements of [256, 1024, 4096, 16384, 65536, 150528]) {
     const body = imageTensorJson(7, elements);
@@ -76,9 +82,13 @@ async function main(): Promise<void> {
     }
     const cpu = cpuUs / reps;
     const inl = inlineCpuUs / reps;
-    console.log(`| ${body.length} (${elements}) | ${median(inline).toFixed(0)} | ${inl.toFixed(0)} | ${median(latency).toFixed(0)} | ${cpu.toFixed(0)} | ${(cpu - inl).toFixed(0)} |`);
+    console.log(
+      `| ${body.length} (${elements}) | ${median(inline).toFixed(0)} | ${inl.toFixed(0)} | ${median(latency).toFixed(0)} | ${cpu.toFixed(0)} | ${(cpu - inl).toFixed(0)} |`,
+    );
   }
-  console.log('\n| FP32 output elements (JSON bytes) | inline encode µs (median) | inline CPU µs | pool µs (median) | pool CPU µs, all threads | hand-off CPU µs |');
+  console.log(
+    '\n| FP32 output elements (JSON bytes) | inline encode µs (median) | inline CPU µs | pool µs (median) | pool CPU µs, all threads | hand-off CPU µs |',
+  );
   console.log('|---|---|---|---|---|---|');
   for (const elements of [1024, 16384, 150528]) {
     const values = Float32Array.from({ length: elements }, (_, i) => Math.sin(i));
@@ -86,14 +96,24 @@ async function main(): Promise<void> {
     const { offset } = block;
     arena.bytes(offset, values.byteLength).set(new Uint8Array(values.buffer));
     const t: ResponseEncodeTask = {
-      id: '', modelName: 'bench', modelVersion: '1', outputs: [{ name: 'out', datatype: 'FP32', shape: [1, elements], offset, byteSize: values.byteLength }],
-      requested: null, binaryDataOutput: false, batched: true, labels: {}, acceptEncoding: '', maxJsonChars: 256 * 1024 * 1024,
+      id: '',
+      modelName: 'bench',
+      modelVersion: '1',
+      outputs: [{ name: 'out', datatype: 'FP32', shape: [1, elements], offset, byteSize: values.byteLength }],
+      requested: null,
+      binaryDataOutput: false,
+      batched: true,
+      labels: {},
+      acceptEncoding: '',
+      maxJsonChars: 256 * 1024 * 1024,
     };
     const n = Math.max(10, Math.round(reps / 4));
     const inline = await timed(n, async () => void encodeResponseBody(arena, t));
     const pooled = await timed(n, async () => void (await pool.encode(t)));
     const size = encodeResponseBody(arena, t).body.byteLength;
-    console.log(`| ${elements} (${size}) | ${inline.median.toFixed(0)} | ${inline.cpu.toFixed(0)} | ${pooled.median.toFixed(0)} | ${pooled.cpu.toFixed(0)} | ${(pooled.cpu - inline.cpu).toFixed(0)} |`);
+    console.log(
+      `| ${elements} (${size}) | ${inline.median.toFixed(0)} | ${inline.cpu.toFixed(0)} | ${pooled.median.toFixed(0)} | ${pooled.cpu.toFixed(0)} | ${(pooled.cpu - inline.cpu).toFixed(0)} |`,
+    );
     arena.free(block);
   }
   await pool.close();

@@ -30,10 +30,16 @@ function summarize(file: string, top: number): string {
     self.set(label, (self.get(label) ?? 0) + dt);
   });
   const rows = [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, top);
-  return [`${path.basename(file)}: ${(total / 1e6).toFixed(2)} s sampled`,
-    ...rows.map(([l, t]) => `  ${((100 * t) / total).toFixed(1).padStart(5)}%  ${l}`)].join('\n');
+  return [
+    `${path.basename(file)}: ${(total / 1e6).toFixed(2)} s sampled`,
+    ...rows.map(([l, t]) => `  ${((100 * t) / total).toFixed(1).padStart(5)}%  ${l}`),
+  ].join('\n');
 }
 
 const dir = process.argv[2] ?? '.';
 const top = Number(process.argv[3] ?? 15);
-for (const f of fs.readdirSync(dir).filter((x) => x.endsWith('.cpuprofile')).sort()) console.log(summarize(path.join(dir, f), top) + '\n');
+for (const f of fs
+  .readdirSync(dir)
+  .filter((x) => x.endsWith('.cpuprofile'))
+  .sort())
+  console.log(summarize(path.join(dir, f), top) + '\n');

@@ -11,10 +11,22 @@ import type { InferRequest } from '../src/core/request';
 
 const t = (name: string, offset: number) => ({ name, datatype: 'INT32' as const, shape: [1, 16], offset, gen: 77, byteSize: 64 });
 const req: InferRequest = {
-  id: '', model: 'simple', version: 1, latest: true, batchSize: 1, inputs: [t('INPUT0', 123456), t('INPUT1', 123556)],
-  requestedOutputs: null, parameters: {}, arrivalNs: 1796128878073123000,
+  id: '',
+  model: 'simple',
+  version: 1,
+  latest: true,
+  batchSize: 1,
+  inputs: [t('INPUT0', 123456), t('INPUT1', 123556)],
+  requestedOutputs: null,
+  parameters: {},
+  arrivalNs: 1796128878073123000,
 };
-const timings = { computeStartNs: 1796128878073123000, computeInputEndNs: 1796128878073124000, computeInferEndNs: 1796128878073125000, computeEndNs: 1796128878073126000 };
+const timings = {
+  computeStartNs: 1796128878073123000,
+  computeInputEndNs: 1796128878073124000,
+  computeInferEndNs: 1796128878073125000,
+  computeEndNs: 1796128878073126000,
+};
 const messages: Record<string, { t: string }> = {
   infer: { t: 'infer', key: 12345, request: req } as { t: string },
   execute: { t: 'execute', batchId: 99, requests: [req], replyTo: [{ port: 1, key: 12345 }] } as { t: string },
@@ -59,6 +71,8 @@ for (const [name, m] of Object.entries(messages)) {
   const mb = median(b);
   sumJ += mj;
   sumB += mb;
-  console.log(`| ${name} | ${Buffer.byteLength(JSON.stringify(m))} | ${encodeDescriptor(m)!.length} | ${mj.toFixed(0)} | ${mb.toFixed(0)} | ${(mj / mb).toFixed(2)}x |`);
+  console.log(
+    `| ${name} | ${Buffer.byteLength(JSON.stringify(m))} | ${encodeDescriptor(m)!.length} | ${mj.toFixed(0)} | ${mb.toFixed(0)} | ${(mj / mb).toFixed(2)}x |`,
+  );
 }
 console.log(`| **one request's four messages** | | | ${sumJ.toFixed(0)} | ${sumB.toFixed(0)} | ${(sumJ / sumB).toFixed(2)}x |`);

@@ -18,26 +18,36 @@ type Post = (path: string, body: string) => Promise<{ status: number; json: { ou
 function poster(url: string, concurrency: number): { post: Post; close: () => void } {
   const u = new URL(url);
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
-  const post: Post = (path, body) => new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: u.hostname, port: u.port, path, method: 'POST', agent, headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(Buffer.concat(chunks).toString()) as never }));
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
+  const post: Post = (path, body) =>
+    new Promise((resolve, reject) => {
+      const req = http.request(
+        {
+          host: u.hostname,
+          port: u.port,
+          path,
+          method: 'POST',
+          agent,
+          headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(Buffer.concat(chunks).toString()) as never }));
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
   return { post, close: () => agent.destroy() };
 }
 
 function body(a: number[], b: number[]): string {
-  return JSON.stringify({ inputs: [
-    { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: a },
-    { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: b },
-  ] });
+  return JSON.stringify({
+    inputs: [
+      { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: a },
+      { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: b },
+    ],
+  });
 }
 
 function outputs(r: Awaited<ReturnType<Post>>, what: string): [number[], number[]] {
@@ -62,7 +72,14 @@ const pipelines: Record<string, (post: Post) => Promise<void>> = {
   },
 };
 
-interface Row { pipeline: string; concurrency: number; rps: number; p50: number; p99: number; n: number }
+interface Row {
+  pipeline: string;
+  concurrency: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  n: number;
+}
 
 async function measure(url: string, name: string, concurrency: number, seconds: number): Promise<Row> {
   const { post, close } = poster(url, concurrency);
@@ -89,7 +106,12 @@ async function measure(url: string, name: string, concurrency: number, seconds: 
 
 async function main(): Promise<void> {
   const seconds = Number(process.argv[2] ?? 5);
-  const server = await startServer([`--model-repository=${MODEL_REPOSITORY}`, '--model-control-mode=explicit', '--load-model=simple', '--load-model=simple_ensemble']);
+  const server = await startServer([
+    `--model-repository=${MODEL_REPOSITORY}`,
+    '--model-control-mode=explicit',
+    '--load-model=simple',
+    '--load-model=simple_ensemble',
+  ]);
   const rows: Row[] = [];
   try {
     for (const concurrency of [1, 16]) {

@@ -23,8 +23,20 @@ const SCRIPT = path.join(REPO_ROOT, 'bench/fil_bench_models.py');
 
 /** The forest as TreeEnsembleRegressor attributes (numerical splits only, as the bench model has). */
 function onnxAttributes(f: Forest): Record<string, unknown> {
-  const a = { features: f.numFeatures, treeids: [] as number[], nodeids: [] as number[], featureids: [] as number[], values: [] as number[], modes: [] as string[],
-    trueids: [] as number[], falseids: [] as number[], missing_true: [] as number[], target_treeids: [] as number[], target_nodeids: [] as number[], target_weights: [] as number[] };
+  const a = {
+    features: f.numFeatures,
+    treeids: [] as number[],
+    nodeids: [] as number[],
+    featureids: [] as number[],
+    values: [] as number[],
+    modes: [] as string[],
+    trueids: [] as number[],
+    falseids: [] as number[],
+    missing_true: [] as number[],
+    target_treeids: [] as number[],
+    target_nodeids: [] as number[],
+    target_weights: [] as number[],
+  };
   for (let t = 0; t < f.roots.length; t++) {
     const root = f.roots[t]!;
     const end = t + 1 < f.roots.length ? f.roots[t + 1]! : f.feature.length;
@@ -73,11 +85,19 @@ async function main(): Promise<void> {
     if (spawnSync('python3', [SCRIPT, 'lightgbm', dir], { stdio: 'inherit' }).status !== 0) throw new Error('model generation failed');
     const forest = readForest('lgb_bench', path.join(dir, 'lgb_bench/1/model.txt'), 'lightgbm');
     fs.writeFileSync(path.join(dir, 'forest.json'), JSON.stringify(onnxAttributes(forest)));
-    if (spawnSync('python3', [SCRIPT, 'onnx', path.join(dir, 'forest.json'), path.join(dir, 'forest.onnx')], { stdio: 'inherit' }).status !== 0) throw new Error('onnx export failed');
+    if (spawnSync('python3', [SCRIPT, 'onnx', path.join(dir, 'forest.json'), path.join(dir, 'forest.onnx')], { stdio: 'inherit' }).status !== 0)
+      throw new Error('onnx export failed');
     const nf = forest.numFeatures;
     const sessions = new Map<number, ort.InferenceSession>();
     for (const threads of [1, os.availableParallelism()]) {
-      sessions.set(threads, await ort.InferenceSession.create(path.join(dir, 'forest.onnx'), { intraOpNumThreads: threads, interOpNumThreads: 1, extra: { 'session.intra_op.allow_spinning': '0' } }));
+      sessions.set(
+        threads,
+        await ort.InferenceSession.create(path.join(dir, 'forest.onnx'), {
+          intraOpNumThreads: threads,
+          interOpNumThreads: 1,
+          extra: { 'session.intra_op.allow_spinning': '0' },
+        }),
+      );
     }
     // Same sums from both (ORT keeps float32 thresholds and sums, so a row whose feature sits on a threshold may differ).
     const check = rowsOf(1024, nf);

@@ -41,7 +41,9 @@ interface Model {
 }
 
 function nativeRowsPerSec(m: Model, dir: string, batch: number, threads: number): number {
-  const r = spawnSync(m.python, [SCRIPT, 'native', m.lib, path.join(dir, m.name, '1', m.file), String(batch), String(SECONDS), String(threads)], { encoding: 'utf8' });
+  const r = spawnSync(m.python, [SCRIPT, 'native', m.lib, path.join(dir, m.name, '1', m.file), String(batch), String(SECONDS), String(threads)], {
+    encoding: 'utf8',
+  });
   if (r.status !== 0) throw new Error(`native ${m.lib}: ${r.stderr}`);
   return (JSON.parse(r.stdout.trim().split('\n').pop()!) as { rows_per_s: number }).rows_per_s;
 }
@@ -67,8 +69,13 @@ async function serverRowsPerSec(url: string, pid: number, model: string, batch: 
   const requests = (await successCount(url, model)) - n0;
   const r = run.results[0]!;
   if (r.errors > 0) throw new Error(`${model}: ${r.errors} errors`);
-  return { rows: r.inferencesPerSec, p50Ms: r.latency.p50Us / 1000, avgBatch: r.server?.avgBatch ?? 0,
-    serverUs: (cpu * 1e6) / requests, generatorUs: (gen.user + gen.system) / requests };
+  return {
+    rows: r.inferencesPerSec,
+    p50Ms: r.latency.p50Us / 1000,
+    avgBatch: r.server?.avgBatch ?? 0,
+    serverUs: (cpu * 1e6) / requests,
+    generatorUs: (gen.user + gen.system) / requests,
+  };
 }
 
 async function main(): Promise<void> {
@@ -87,7 +94,10 @@ async function main(): Promise<void> {
   try {
     for (const m of models) {
       await serverRowsPerSec(server.url, pid, m.name, 1, 64, WARM_S * 1000);
-      for (const [batch, concurrencies] of [[1, [32, 64, 128]], [1024, [4]]] as const) {
+      for (const [batch, concurrencies] of [
+        [1, [32, 64, 128]],
+        [1024, [4]],
+      ] as const) {
         // The box is shared: native and server take turns, ROUNDS times, and each side's median counts.
         const n1: number[] = [];
         const nAll: number[] = [];
@@ -117,7 +127,11 @@ async function main(): Promise<void> {
     fs.rmSync(dir, { recursive: true, force: true });
   }
   console.log(`\nrows/s, medians of ${ROUNDS} alternating rounds of ${SECONDS} s, ${CORES} cores; the verdict is on each case's best concurrency\n`);
-  console.log('| library | rows per request | native rows/s, 1 / ' + CORES + ' threads | nodetron rows/s | CPU µs per request, server / generator | nodetron / best native (target 0.5x) |');
+  console.log(
+    '| library | rows per request | native rows/s, 1 / ' +
+      CORES +
+      ' threads | nodetron rows/s | CPU µs per request, server / generator | nodetron / best native (target 0.5x) |',
+  );
   console.log('|---|---:|---:|---:|---:|---|');
   for (const r of rows) console.log(r);
 }

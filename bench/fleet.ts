@@ -29,14 +29,20 @@ async function main(): Promise<void> {
     const rollMs = Date.now() - t0;
     const load = await loading;
     const roll = load.duringRoll;
-    console.log(`rolling restart: ${rollMs} ms; requests sent ${load.sent}, failed ${load.failed}; during the roll ${roll.length}, `
-      + `p50 ${percentile(roll, 50).toFixed(1)} ms, p99 ${percentile(roll, 99).toFixed(1)} ms, max ${Math.max(...roll).toFixed(1)} ms`);
+    console.log(
+      `rolling restart: ${rollMs} ms; requests sent ${load.sent}, failed ${load.failed}; during the roll ${roll.length}, ` +
+        `p50 ${percentile(roll, 50).toFixed(1)} ms, p99 ${percentile(roll, 99).toFixed(1)} ms, max ${Math.max(...roll).toFixed(1)} ms`,
+    );
     for (const f of load.failures) console.log(`  failed: ${f}`);
     for (const d of drains) {
-      console.log(`  replica ${d.replica}: readiness 503 after ${d.readinessDownMs} ms, exit ${d.exitCode} after ${d.stopMs} ms, replacement ready in ${d.replaceMs} ms`);
+      console.log(
+        `  replica ${d.replica}: readiness 503 after ${d.readinessDownMs} ms, exit ${d.exitCode} after ${d.stopMs} ms, replacement ready in ${d.replaceMs} ms`,
+      );
     }
     await fleet.waitScrape();
-    console.log(`Prometheus: ${await fleet.promSuccesses('simple')} successful requests counted over the fleet's processes, ${await fleet.promTargetsUp()} targets up`);
+    console.log(
+      `Prometheus: ${await fleet.promSuccesses('simple')} successful requests counted over the fleet's processes, ${await fleet.promTargetsUp()} targets up`,
+    );
     await fleet.loadEverywhere('slow');
     await fleet.waitScrape();
     const n = arg('burst', 120);
@@ -44,8 +50,10 @@ async function main(): Promise<void> {
     const failed = await fleet.burst(n);
     const b1 = Date.now() / 1000;
     await fleet.waitScrape();
-    console.log(`burst of ${n} on 'slow' (40 ms each, one instance per replica): ${failed} failed in ${((b1 - b0) * 1000).toFixed(0)} ms; `
-      + `sum(nv_inference_pending_request_count) peaked at ${await fleet.promPendingMax(b0, b1)}, now ${await fleet.promPendingNow()}`);
+    console.log(
+      `burst of ${n} on 'slow' (40 ms each, one instance per replica): ${failed} failed in ${((b1 - b0) * 1000).toFixed(0)} ms; ` +
+        `sum(nv_inference_pending_request_count) peaked at ${await fleet.promPendingMax(b0, b1)}, now ${await fleet.promPendingNow()}`,
+    );
   } finally {
     await fleet.stop();
   }

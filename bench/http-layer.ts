@@ -18,7 +18,9 @@ const BODY = JSON.stringify({
     { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, () => 1) },
   ],
 });
-const REQUEST = Buffer.from(`POST /v2/models/simple/infer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${BODY.length}\r\n\r\n${BODY}`);
+const REQUEST = Buffer.from(
+  `POST /v2/models/simple/infer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${BODY.length}\r\n\r\n${BODY}`,
+);
 
 /** Closed-loop load over `conc` raw keep-alive connections for `ms`; runs in this process. */
 function load(port: number, conc: number, ms: number): Promise<{ n: number; p50Ms: number }> {
@@ -69,10 +71,11 @@ async function main(): Promise<void> {
       for (const conc of [1, 32]) {
         const child = fork(path.join(__dirname, 'peers/http-layer-server.js'), [kind], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
         const port = await new Promise<number>((r) => child.once('message', (m: { port: number }) => r(m.port)));
-        const cpu = (): Promise<number> => new Promise((r) => {
-          child.once('message', (m: { cpuUs: number }) => r(m.cpuUs));
-          child.send('cpu');
-        });
+        const cpu = (): Promise<number> =>
+          new Promise((r) => {
+            child.once('message', (m: { cpuUs: number }) => r(m.cpuUs));
+            child.send('cpu');
+          });
         await load(port, conc, 500); // warm-up
         const c0 = await cpu();
         const res = await load(port, conc, seconds * 1000);

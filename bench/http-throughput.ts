@@ -17,17 +17,25 @@ async function main(): Promise<void> {
       { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: in0 },
     ]);
     const bytes = new Uint8Array(Int32Array.from(in0).buffer);
-    const binary = buildInferBody([
-      { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: bytes },
-      { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: bytes },
-    ], { binaryDataOutput: true });
+    const binary = buildInferBody(
+      [
+        { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: bytes },
+        { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: bytes },
+      ],
+      { binaryDataOutput: true },
+    );
     const rows: string[] = [];
-    for (const [label, b] of [['JSON', json], ['binary', binary]] as const) {
+    for (const [label, b] of [
+      ['JSON', json],
+      ['binary', binary],
+    ] as const) {
       for (const concurrency of [1, 16, 64]) {
         const headers: Record<string, string> = { 'Content-Type': 'application/octet-stream' };
         if (b.headerLength !== undefined) headers['Inference-Header-Content-Length'] = String(b.headerLength);
         const r = await runLoad({ url: server.url, path: '/v2/models/simple/infer', body: b.body, headers, concurrency, durationMs: seconds * 1000 });
-        rows.push(`| simple | ${label} | ${concurrency} | ${r.rps.toFixed(0)} | ${r.p50Ms.toFixed(2)} | ${r.p90Ms.toFixed(2)} | ${r.p99Ms.toFixed(2)} | ${r.errors} |`);
+        rows.push(
+          `| simple | ${label} | ${concurrency} | ${r.rps.toFixed(0)} | ${r.p50Ms.toFixed(2)} | ${r.p90Ms.toFixed(2)} | ${r.p99Ms.toFixed(2)} | ${r.errors} |`,
+        );
         console.log(rows[rows.length - 1]);
       }
     }

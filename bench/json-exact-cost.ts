@@ -17,7 +17,11 @@ const reps = Number(process.argv[2] ?? 20000);
 
 function plan(datatype: DataType): ValidationPlan {
   return {
-    modelName: 'bench', maxBatchSize: 8, outputs: [], requiredInputs: ['INPUT0'], decoupled: false,
+    modelName: 'bench',
+    maxBatchSize: 8,
+    outputs: [],
+    requiredInputs: ['INPUT0'],
+    decoupled: false,
     inputs: [{ name: 'INPUT0', datatype, dims: [-1], optional: false, isShapeTensor: false }],
   };
 }
@@ -30,15 +34,73 @@ function body(datatype: DataType, data: string, parameters = ''): Buffer {
 const seq = (n: number, f: (i: number) => string): string => Array.from({ length: n }, (_, i) => f(i)).join(',');
 
 const CASES: { what: string; datatype: DataType; body: Buffer; reps: number }[] = [
-  { what: 'INT32 × 16', datatype: 'INT32', body: body('INT32', seq(16, (i) => String(i * 7))), reps },
-  { what: 'FP32 × 16, 4 decimals', datatype: 'FP32', body: body('FP32', seq(16, (i) => (i / 7).toFixed(4))), reps },
-  { what: 'FP32 × 16, 17-digit fractions', datatype: 'FP32', body: body('FP32', seq(16, (i) => String(Math.fround(i / 7 + 0.1)))), reps },
-  { what: 'INT64 × 16, < 2^53', datatype: 'INT64', body: body('INT64', seq(16, (i) => String(i * 1000003))), reps },
-  { what: 'INT64 × 16, sequence_id 42', datatype: 'INT64', body: body('INT64', seq(16, (i) => String(i)), '"parameters":{"sequence_id":42,"sequence_start":true},'), reps },
+  {
+    what: 'INT32 × 16',
+    datatype: 'INT32',
+    body: body(
+      'INT32',
+      seq(16, (i) => String(i * 7)),
+    ),
+    reps,
+  },
+  {
+    what: 'FP32 × 16, 4 decimals',
+    datatype: 'FP32',
+    body: body(
+      'FP32',
+      seq(16, (i) => (i / 7).toFixed(4)),
+    ),
+    reps,
+  },
+  {
+    what: 'FP32 × 16, 17-digit fractions',
+    datatype: 'FP32',
+    body: body(
+      'FP32',
+      seq(16, (i) => String(Math.fround(i / 7 + 0.1))),
+    ),
+    reps,
+  },
+  {
+    what: 'INT64 × 16, < 2^53',
+    datatype: 'INT64',
+    body: body(
+      'INT64',
+      seq(16, (i) => String(i * 1000003)),
+    ),
+    reps,
+  },
+  {
+    what: 'INT64 × 16, sequence_id 42',
+    datatype: 'INT64',
+    body: body(
+      'INT64',
+      seq(16, (i) => String(i)),
+      '"parameters":{"sequence_id":42,"sequence_start":true},',
+    ),
+    reps,
+  },
   { what: 'FP32 × 150528 (ResNet image)', datatype: 'FP32', body: Buffer.from(imageTensorJson(3).toString('utf8').replace('"input"', '"INPUT0"')), reps: 40 },
   // The exact path:
-  { what: 'INT64 × 16, > 2^53 (exact path)', datatype: 'INT64', body: body('INT64', seq(16, (i) => String(9007199254740993n + BigInt(i)))), reps },
-  { what: 'INT64 × 16, sequence_id 2^63+5 (exact path)', datatype: 'INT64', body: body('INT64', seq(16, (i) => String(i)), '"parameters":{"sequence_id":9223372036854775813,"sequence_start":true},'), reps },
+  {
+    what: 'INT64 × 16, > 2^53 (exact path)',
+    datatype: 'INT64',
+    body: body(
+      'INT64',
+      seq(16, (i) => String(9007199254740993n + BigInt(i))),
+    ),
+    reps,
+  },
+  {
+    what: 'INT64 × 16, sequence_id 2^63+5 (exact path)',
+    datatype: 'INT64',
+    body: body(
+      'INT64',
+      seq(16, (i) => String(i)),
+      '"parameters":{"sequence_id":9223372036854775813,"sequence_start":true},',
+    ),
+    reps,
+  },
 ];
 
 console.log(`| body | bytes | CPU µs per decode (median of 5 rounds of ${reps}; the image 40) |`);

@@ -28,10 +28,14 @@ const LARGE_C = Number(largeText);
 const WARMUP_MS = 3000;
 const ROOT = path.resolve(__dirname, '../..');
 
-const SMALL = Buffer.from(JSON.stringify({ inputs: [
-  { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, (_, i) => i) },
-  { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, () => 1) },
-] }));
+const SMALL = Buffer.from(
+  JSON.stringify({
+    inputs: [
+      { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, (_, i) => i) },
+      { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, () => 1) },
+    ],
+  }),
+);
 const LARGE = imageTensorJson(42);
 
 type PhaseName = 'simple alone' | 'large alone' | 'both';
@@ -76,14 +80,31 @@ async function phase(p: Proc, name: PhaseName): Promise<Phase> {
   const [cpu1, th1] = [treeCpuSeconds(pid), sampleThreads(pid)];
   const requests = (small?.requests ?? 0) + (large?.requests ?? 0);
   const threads = new Map([...threadCpuUs(th0, th1)].map(([k, us]) => [k, us / 1e6 / wallS]));
-  return { small, large, cpuPerReqUs: ((cpu1 - cpu0) * 1e6) / requests, cores: (cpu1 - cpu0) / wallS, threads, generatorCores: (gen.user + gen.system) / 1e6 / wallS, loadAvg };
+  return {
+    small,
+    large,
+    cpuPerReqUs: ((cpu1 - cpu0) * 1e6) / requests,
+    cores: (cpu1 - cpu0) / wallS,
+    threads,
+    generatorCores: (gen.user + gen.system) / 1e6 / wallS,
+    loadAvg,
+  };
 }
 
 async function oneRun(config: 'on' | 'off', order: number): Promise<Run> {
   const port = await freePort();
-  const flags = [path.join(ROOT, 'dist/src/cli.js'), `--model-repository=${path.join(ROOT, 'model_repository')}`, `--http-port=${port}`,
-    '--allow-grpc=false', '--allow-metrics=false', '--model-control-mode=explicit', '--load-model=simple', '--load-model=image_classifier',
-    ...(config === 'off' ? ['--http-codec-offload-bytes=0'] : []), ...extraFlags];
+  const flags = [
+    path.join(ROOT, 'dist/src/cli.js'),
+    `--model-repository=${path.join(ROOT, 'model_repository')}`,
+    `--http-port=${port}`,
+    '--allow-grpc=false',
+    '--allow-metrics=false',
+    '--model-control-mode=explicit',
+    '--load-model=simple',
+    '--load-model=image_classifier',
+    ...(config === 'off' ? ['--http-codec-offload-bytes=0'] : []),
+    ...extraFlags,
+  ];
   const p = await startProc(process.execPath, flags, port);
   try {
     const url = `http://127.0.0.1:${port}`;
@@ -105,14 +126,21 @@ function row(r: Run, which: PhaseName): string {
   const inst = [...ph.threads].filter(([k]) => !THREADS.includes(k) && !k.startsWith('other')).reduce((a, [, v]) => a + v, 0);
   const other = [...ph.threads].filter(([k]) => k.startsWith('other')).reduce((a, [, v]) => a + v, 0);
   const split = [...THREADS.map((t) => ph.threads.get(t) ?? 0), inst, other].map((c) => c.toFixed(2)).join(' / ');
-  const large = ph.large ? `${ph.large.rps.toFixed(1)} (p50 ${ms(ph.large.p50Ms)}, p99 ${ms(ph.large.p99Ms)})${ph.large.errors ? ` ${ph.large.errors} err` : ''}` : '–';
+  const large = ph.large
+    ? `${ph.large.rps.toFixed(1)} (p50 ${ms(ph.large.p50Ms)}, p99 ${ms(ph.large.p99Ms)})${ph.large.errors ? ` ${ph.large.errors} err` : ''}`
+    : '–';
   const small = ph.small ? `${ph.small.rps.toFixed(0)} | ${ms(ph.small.p50Ms)} | ${ms(ph.small.p99Ms)} | ${ph.small.errors}` : '– | – | – | –';
   return `| ${r.order} | ${r.config} | ${which} | ${small} | ${large} | ${ph.cpuPerReqUs.toFixed(0)} | ${ph.cores.toFixed(2)} | ${split} | ${ph.generatorCores.toFixed(2)} | ${ph.loadAvg.toFixed(1)} |`;
 }
 
 async function main(): Promise<void> {
   const started = new Date();
-  console.log(`large body: ${LARGE.length} bytes; small body: ${SMALL.length} bytes; ${SECONDS} s per phase; load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  console.log(
+    `large body: ${LARGE.length} bytes; small body: ${SMALL.length} bytes; ${SECONDS} s per phase; load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
   const runs: Run[] = [];
   let order = 0;
   for (let i = 0; i < RUNS; i++) {
@@ -123,7 +151,10 @@ async function main(): Promise<void> {
     }
   }
   const header = [
-    `Run: \`node dist/bench/json-offload.js ${process.argv.slice(2).join(' ')}\`, ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, Node ${process.version}, load average at the end ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}.`,
+    `Run: \`node dist/bench/json-offload.js ${process.argv.slice(2).join(' ')}\`, ${started.toISOString().slice(0, 16).replace('T', ' ')} UTC, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, Node ${process.version}, load average at the end ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}.`,
     `simple JSON at c=${SMALL_C}; large: ${LARGE_C} connections of ${LARGE.length}-byte JSON bodies to image_classifier; ${SECONDS} s per phase after ${WARMUP_MS} ms of warm-up; offload on = default threshold, off = --http-codec-offload-bytes=0.`,
     '',
     '| # | offload | phase | simple req/s | simple p50 ms | simple p99 ms | simple errors | large req/s (latency ms) | server CPU µs per request (of the phase) | server cores | cores: uWS / codec / main / instances / other | generator cores | load avg |',

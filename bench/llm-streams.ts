@@ -20,7 +20,11 @@ const STREAMS = opt.streams.split(',').map(Number);
 const TOKENS = Number(opt.tokens);
 const REPS = Number(opt.reps);
 
-interface Stream { ttftMs: number; totalMs: number; events: number }
+interface Stream {
+  ttftMs: number;
+  totalMs: number;
+  events: number;
+}
 
 async function stream(url: string, seed: number): Promise<Stream> {
   const t0 = performance.now();
@@ -50,12 +54,19 @@ async function stream(url: string, seed: number): Promise<Stream> {
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function main(): Promise<void> {
-  const server = await startServer([`--model-repository=${MODEL_REPOSITORY}`, '--model-control-mode=explicit', '--load-model=tiny_llm', '--allow-metrics=false']);
+  const server = await startServer([
+    `--model-repository=${MODEL_REPOSITORY}`,
+    '--model-control-mode=explicit',
+    '--load-model=tiny_llm',
+    '--allow-metrics=false',
+  ]);
   try {
     const pid = server.child.pid!;
     await stream(server.url, 0); // warm-up: the stub's first run
     console.log(`tiny_llm over generate_stream, ${TOKENS} tokens per stream, ${REPS} rounds per row, medians\n`);
-    console.log('| streams | time to first token | tokens/s, all streams | tokens/s per stream | server CPU per token (server + stub) |\n|---|---|---|---|---|');
+    console.log(
+      '| streams | time to first token | tokens/s, all streams | tokens/s per stream | server CPU per token (server + stub) |\n|---|---|---|---|---|',
+    );
     for (const n of STREAMS) {
       const ttft: number[] = [];
       const total: number[] = [];
@@ -80,7 +91,10 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(() => process.exit(0), (err: unknown) => {
-  console.error(err);
-  process.exit(1);
-});
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

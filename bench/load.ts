@@ -33,32 +33,33 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
   const headers = { ...spec.headers, 'Content-Length': String(spec.body.length) };
   const one = (): Promise<number> =>
     new Promise((resolve) => {
-      const req = http.request(
-        { host: u.hostname, port: u.port, path: spec.path, method: 'POST', headers, agent },
-        (res) => {
-          res.on('data', () => undefined);
-          res.on('end', () => resolve(res.statusCode ?? 0));
-        },
-      );
+      const req = http.request({ host: u.hostname, port: u.port, path: spec.path, method: 'POST', headers, agent }, (res) => {
+        res.on('data', () => undefined);
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
       req.on('error', () => resolve(0));
       req.end(spec.body);
     });
   const warmupEnd = Date.now() + (spec.warmupMs ?? 500);
-  await Promise.all(Array.from({ length: spec.concurrency }, async () => {
-    while (Date.now() < warmupEnd) await one();
-  }));
+  await Promise.all(
+    Array.from({ length: spec.concurrency }, async () => {
+      while (Date.now() < warmupEnd) await one();
+    }),
+  );
   const latencies: number[] = [];
   let errors = 0;
   const start = process.hrtime.bigint();
   const end = Date.now() + spec.durationMs;
-  await Promise.all(Array.from({ length: spec.concurrency }, async () => {
-    while (Date.now() < end) {
-      const t0 = process.hrtime.bigint();
-      const status = await one();
-      latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
-      if (status !== 200) errors++;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: spec.concurrency }, async () => {
+      while (Date.now() < end) {
+        const t0 = process.hrtime.bigint();
+        const status = await one();
+        latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+        if (status !== 200) errors++;
+      }
+    }),
+  );
   const seconds = Number(process.hrtime.bigint() - start) / 1e9;
   agent.destroy();
   latencies.sort((a, b) => a - b);

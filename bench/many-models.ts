@@ -35,23 +35,46 @@ function makeRepo(copies: number): string {
   return dir;
 }
 
-interface Row { copies: number; readyMs: number; rssMb: number; rps: number; p99Ms: number; cpuUs: number; errors: number }
+interface Row {
+  copies: number;
+  readyMs: number;
+  rssMb: number;
+  rps: number;
+  p99Ms: number;
+  cpuUs: number;
+  errors: number;
+}
 
 async function one(repo: string, copies: number): Promise<Row> {
   const port = await freePort();
-  const proc = await startProc(process.execPath, [CLI, `--model-repository=${repo}`, `--http-port=${port}`, '--allow-grpc=false', '--allow-metrics=false'], port);
+  const proc = await startProc(
+    process.execPath,
+    [CLI, `--model-repository=${repo}`, `--http-port=${port}`, '--allow-grpc=false', '--allow-metrics=false'],
+    port,
+  );
   try {
     await new Promise((r) => setTimeout(r, 1000));
     const rssMb = treeRssMb(proc.child.pid!);
-    const o = parsePerfOptions(['-m', 'simple', '-u', `127.0.0.1:${port}`, '--concurrency-range=32', '-p', String(INTERVAL_MS), '-r', '3',
-      '--input-tensor-format=json', '--output-tensor-format=json']);
+    const o = parsePerfOptions([
+      '-m',
+      'simple',
+      '-u',
+      `127.0.0.1:${port}`,
+      '--concurrency-range=32',
+      '-p',
+      String(INTERVAL_MS),
+      '-r',
+      '3',
+      '--input-tensor-format=json',
+      '--output-tensor-format=json',
+    ]);
     await runPerf({ ...o, measurementIntervalMs: 1500, maxTrials: 1, stabilityPercentage: 100 }, () => undefined);
     const t0 = performance.now();
     const cpu0 = treeCpuSeconds(proc.child.pid!);
     const run = await runPerf(o, () => undefined);
     const wallS = (performance.now() - t0) / 1000;
     const r = run.results[0]!;
-    const cpuUs = ((treeCpuSeconds(proc.child.pid!) - cpu0) / wallS) * 1e6 / r.requestsPerSec;
+    const cpuUs = (((treeCpuSeconds(proc.child.pid!) - cpu0) / wallS) * 1e6) / r.requestsPerSec;
     return { copies, readyMs: proc.readyMs, rssMb, rps: r.requestsPerSec, p99Ms: r.latency.p99Us / 1000, cpuUs, errors: r.errors };
   } finally {
     await proc.stop();
@@ -66,7 +89,9 @@ async function main(): Promise<void> {
       for (const copies of [1, COPIES]) {
         const row = await one(repos[copies], copies);
         rows.push(row);
-        console.log(`copies=${copies} ready ${row.readyMs.toFixed(0)} ms  rss ${row.rssMb.toFixed(0)} MB  ${row.rps.toFixed(0)} req/s  p99 ${row.p99Ms.toFixed(2)} ms  cpu/req ${row.cpuUs.toFixed(0)} us  errors ${row.errors}`);
+        console.log(
+          `copies=${copies} ready ${row.readyMs.toFixed(0)} ms  rss ${row.rssMb.toFixed(0)} MB  ${row.rps.toFixed(0)} req/s  p99 ${row.p99Ms.toFixed(2)} ms  cpu/req ${row.cpuUs.toFixed(0)} us  errors ${row.errors}`,
+        );
       }
     }
   } finally {
@@ -79,11 +104,14 @@ async function main(): Promise<void> {
   console.log('\n| models loaded | start to ready (ms) | idle RSS (MB) | simple JSON c=32 (req/s) | p99 (ms) | server CPU/req (µs) |');
   console.log('|---:|---:|---:|---:|---:|---:|');
   for (const c of [1, COPIES]) {
-    console.log(`| ${c} | ${mean(c, (r) => r.readyMs).toFixed(0)} | ${mean(c, (r) => r.rssMb).toFixed(0)} | ${mean(c, (r) => r.rps).toFixed(0)} | ` +
-      `${mean(c, (r) => r.p99Ms).toFixed(2)} | ${mean(c, (r) => r.cpuUs).toFixed(0)} |`);
+    console.log(
+      `| ${c} | ${mean(c, (r) => r.readyMs).toFixed(0)} | ${mean(c, (r) => r.rssMb).toFixed(0)} | ${mean(c, (r) => r.rps).toFixed(0)} | ` +
+        `${mean(c, (r) => r.p99Ms).toFixed(2)} | ${mean(c, (r) => r.cpuUs).toFixed(0)} |`,
+    );
   }
-  console.log(`\nthroughput with ${COPIES} models / with 1: ${(mean(COPIES, (r) => r.rps) / mean(1, (r) => r.rps)).toFixed(2)}x ` +
-    `(rounds alternated, ${ROUNDS} each)`);
+  console.log(
+    `\nthroughput with ${COPIES} models / with 1: ${(mean(COPIES, (r) => r.rps) / mean(1, (r) => r.rps)).toFixed(2)}x ` + `(rounds alternated, ${ROUNDS} each)`,
+  );
 }
 
 main().catch((err) => {

@@ -111,8 +111,22 @@ export async function runChurn(url: string, pid: number, repo: string, cycles: n
   await waitFor('stubs and /dev/shm files gone', settled, 80).catch(() => undefined);
   const failedA = failures.filter((f) => !f.startsWith('C: ')).length;
   return {
-    cycles, seconds, requestsA, failedA, failures: failures.slice(0, 5), versionsA: [...versions].sort(), threadsBefore, threadsAfter,
-    childrenBefore, childrenPeak, childrenAfter, shmFilesBefore, shmFilesAfter, shmFdsBefore, shmFdsAfter, failedC,
+    cycles,
+    seconds,
+    requestsA,
+    failedA,
+    failures: failures.slice(0, 5),
+    versionsA: [...versions].sort(),
+    threadsBefore,
+    threadsAfter,
+    childrenBefore,
+    childrenPeak,
+    childrenAfter,
+    shmFilesBefore,
+    shmFilesAfter,
+    shmFdsBefore,
+    shmFdsAfter,
+    failedC,
   };
 }
 

@@ -19,18 +19,24 @@ const BIG_BYTES = 64 * 1024 * 1024;
 
 function identityModel(repo: string): void {
   fs.mkdirSync(path.join(repo, 'identity', '1'), { recursive: true });
-  fs.writeFileSync(path.join(repo, 'identity', 'config.pbtxt'), [
-    'backend: "python"',
-    'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]',
-    'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]',
-  ].join('\n'));
-  fs.writeFileSync(path.join(repo, 'identity', '1', 'model.py'), [
-    'import triton_python_backend_utils as pb_utils',
-    'class TritonPythonModel:',
-    '    def execute(self, requests):',
-    '        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy())])',
-    '                for r in requests]',
-  ].join('\n'));
+  fs.writeFileSync(
+    path.join(repo, 'identity', 'config.pbtxt'),
+    [
+      'backend: "python"',
+      'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]',
+      'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]',
+    ].join('\n'),
+  );
+  fs.writeFileSync(
+    path.join(repo, 'identity', '1', 'model.py'),
+    [
+      'import triton_python_backend_utils as pb_utils',
+      'class TritonPythonModel:',
+      '    def execute(self, requests):',
+      '        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy())])',
+      '                for r in requests]',
+    ].join('\n'),
+  );
 }
 
 function median(xs: number[]): number {
@@ -82,8 +88,17 @@ async function main(): Promise<void> {
   const rows: string[] = [];
   const measure = async (server: string, url: string): Promise<void> => {
     for (const concurrency of [1, 8, 32]) {
-      const r = await runLoad({ url, path: '/v2/models/add_sub/infer', body, headers: { 'Content-Type': 'application/json' }, concurrency, durationMs: seconds * 1000 });
-      rows.push(`| ${server} | add_sub JSON c=${concurrency} | ${r.rps.toFixed(0)} req/s | p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms | ${r.errors} errors |`);
+      const r = await runLoad({
+        url,
+        path: '/v2/models/add_sub/infer',
+        body,
+        headers: { 'Content-Type': 'application/json' },
+        concurrency,
+        durationMs: seconds * 1000,
+      });
+      rows.push(
+        `| ${server} | add_sub JSON c=${concurrency} | ${r.rps.toFixed(0)} req/s | p50 ${r.p50Ms.toFixed(2)} ms, p99 ${r.p99Ms.toFixed(2)} ms | ${r.errors} errors |`,
+      );
       console.log(rows[rows.length - 1]);
     }
     rows.push(`| ${server} | identity 64 MiB FP32, binary, sequential | median ${(await bigTensorMs(url, reps)).toFixed(1)} ms | | |`);

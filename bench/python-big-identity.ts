@@ -28,10 +28,12 @@ async function main(): Promise<void> {
   const reps = Number(process.argv[3] ?? 8);
   const bytes = mib * 1024 * 1024;
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-big-identity-'));
-  const header = Buffer.from(JSON.stringify({
-    inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [bytes / 4], parameters: { binary_data_size: bytes } }],
-    outputs: [{ name: 'OUTPUT0', parameters: { binary_data: true } }],
-  }));
+  const header = Buffer.from(
+    JSON.stringify({
+      inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [bytes / 4], parameters: { binary_data_size: bytes } }],
+      outputs: [{ name: 'OUTPUT0', parameters: { binary_data: true } }],
+    }),
+  );
   const data = new Float32Array(bytes / 4);
   for (let i = 0; i < data.length; i++) data[i] = i;
   const bodyFile = path.join(tmp, 'body.bin');
@@ -43,9 +45,24 @@ async function main(): Promise<void> {
   try {
     for (let i = 0; i < reps + 1; i++) {
       const t0 = mainThreadTicks(pid);
-      const out = execFileSync('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code} %{time_total} %{size_download}',
-        '-H', 'Content-Type: application/octet-stream', '-H', `Inference-Header-Content-Length: ${header.length}`,
-        '--data-binary', `@${bodyFile}`, `${server.url}/v2/models/identity_fp32_py/infer`], { encoding: 'utf8', maxBuffer: 1 << 20 });
+      const out = execFileSync(
+        'curl',
+        [
+          '-s',
+          '-o',
+          '/dev/null',
+          '-w',
+          '%{http_code} %{time_total} %{size_download}',
+          '-H',
+          'Content-Type: application/octet-stream',
+          '-H',
+          `Inference-Header-Content-Length: ${header.length}`,
+          '--data-binary',
+          `@${bodyFile}`,
+          `${server.url}/v2/models/identity_fp32_py/infer`,
+        ],
+        { encoding: 'utf8', maxBuffer: 1 << 20 },
+      );
       const [code, total, size] = out.trim().split(' ');
       if (code !== '200' || Number(size) < bytes) throw new Error(`identity: HTTP ${code}, ${size} bytes`);
       if (i === 0) continue; // grows the regions, faults the pages in
@@ -58,7 +75,9 @@ async function main(): Promise<void> {
   }
   const sorted = [...times].sort((a, b) => a - b);
   console.log(`${mib} MiB identity round trips (ms): ${times.map((t) => t.toFixed(0)).join(' ')}`);
-  console.log(`median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(0)} ms; main thread ${((cpuTicks * TICK_US) / 1000 / times.length).toFixed(1)} ms CPU per request`);
+  console.log(
+    `median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(0)} ms; main thread ${((cpuTicks * TICK_US) / 1000 / times.length).toFixed(1)} ms CPU per request`,
+  );
 }
 
 main().catch((err) => {

@@ -17,13 +17,20 @@ import { freePort, stopChild } from './bench-procs';
 const ROOT = path.resolve(__dirname, '../..');
 const CLI = path.join(ROOT, 'dist/src/cli.js');
 
-interface Entry { name: string; state?: string; reason?: string }
+interface Entry {
+  name: string;
+  state?: string;
+  reason?: string;
+}
 
 async function oneStart(repo: string, cache: string, flags: string[]): Promise<{ serving: number; ready: number }> {
   const port = await freePort();
   const t0 = performance.now();
-  const child = spawn(process.execPath, [CLI, `--model-repository=${repo}`, `--http-port=${port}`, '--allow-grpc=false', '--allow-metrics=false',
-    `--python-env-cache-dir=${cache}`, ...flags], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [CLI, `--model-repository=${repo}`, `--http-port=${port}`, '--allow-grpc=false', '--allow-metrics=false', `--python-env-cache-dir=${cache}`, ...flags],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
@@ -42,7 +49,8 @@ async function oneStart(repo: string, cache: string, flags: string[]): Promise<{
       await new Promise((r) => setTimeout(r, 50));
     }
     const r = await fetch(`http://127.0.0.1:${port}/v2/models/readable_numbers/infer`, {
-      method: 'POST', body: JSON.stringify({ inputs: [{ name: 'NUMBER', datatype: 'INT64', shape: [1], data: [1200000] }] }),
+      method: 'POST',
+      body: JSON.stringify({ inputs: [{ name: 'NUMBER', datatype: 'INT64', shape: [1], data: [1200000] }] }),
     });
     if (r.status !== 200) throw new Error(`infer answered ${r.status}: ${await r.text()}`);
     return { serving, ready: (performance.now() - t0) / 1000 };

@@ -34,23 +34,40 @@ function makeRepo(models: number): string {
   for (let i = 0; i < models; i++) {
     const name = `py_${i}`;
     fs.mkdirSync(path.join(dir, name, '1'), { recursive: true });
-    fs.writeFileSync(path.join(dir, name, 'config.pbtxt'), `name: "${name}"\nbackend: "python"\n` +
-      'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n' +
-      'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n');
+    fs.writeFileSync(
+      path.join(dir, name, 'config.pbtxt'),
+      `name: "${name}"\nbackend: "python"\n` +
+        'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n' +
+        'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n',
+    );
     fs.writeFileSync(path.join(dir, name, '1', 'model.py'), MODEL_PY);
   }
   return dir;
 }
 
-interface Entry { name: string; version?: string; state?: string; reason?: string }
+interface Entry {
+  name: string;
+  version?: string;
+  state?: string;
+  reason?: string;
+}
 
-interface StartResult { seconds: number; ready: number; total: number; notReady: Entry[]; slowestAliveMs: number | undefined }
+interface StartResult {
+  seconds: number;
+  ready: number;
+  total: number;
+  notReady: Entry[];
+  slowestAliveMs: number | undefined;
+}
 
 async function oneStart(repo: string, flags: string[]): Promise<StartResult> {
   const port = await freePort();
   const t0 = performance.now();
-  const child = spawn(process.execPath, [CLI, `--model-repository=${repo}`, `--http-port=${port}`, '--allow-grpc=false', '--allow-metrics=false', '--exit-on-error=false', ...flags],
-    { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    [CLI, `--model-repository=${repo}`, `--http-port=${port}`, '--allow-grpc=false', '--allow-metrics=false', '--exit-on-error=false', ...flags],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));

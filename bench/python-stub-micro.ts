@@ -18,8 +18,16 @@ const MODEL_DIR = path.resolve(__dirname, '../../bench/models/repo/add_vectors')
 function quietLogger(): Logger {
   const noop = (): void => {};
   const l: Record<string, unknown> = {
-    info: noop, warn: noop, verbose: noop, table: noop, multiline: noop, setLevels: noop, flush: noop,
-    error: (m: string) => console.error(m), isVerbose: () => false, settings: () => ({}),
+    info: noop,
+    warn: noop,
+    verbose: noop,
+    table: noop,
+    multiline: noop,
+    setLevels: noop,
+    flush: noop,
+    error: (m: string) => console.error(m),
+    isVerbose: () => false,
+    settings: () => ({}),
   };
   l['child'] = () => l;
   return l as unknown as Logger;
@@ -36,16 +44,33 @@ async function main(): Promise<void> {
   const rounds = Number(process.argv[3] ?? 3);
   const config = parseModelConfigText(fs.readFileSync(path.join(MODEL_DIR, 'config.pbtxt'), 'utf8'), 'config.pbtxt');
   const arena = Arena.create({ initialBytes: 1 << 20 });
-  const inst = await PythonStubInstance.start({
-    config, modelDir: MODEL_DIR, version: 1, modelPath: path.join(MODEL_DIR, '1', 'model.py'), instanceName: 'add_vectors_0',
-    kind: 'KIND_CPU', deviceId: 0, backendConfig: {}, instanceCountHint: 1,
-  }, { arena, log: quietLogger() });
+  const inst = await PythonStubInstance.start(
+    {
+      config,
+      modelDir: MODEL_DIR,
+      version: 1,
+      modelPath: path.join(MODEL_DIR, '1', 'model.py'),
+      instanceName: 'add_vectors_0',
+      kind: 'KIND_CPU',
+      deviceId: 0,
+      backendConfig: {},
+      instanceCountHint: 1,
+    },
+    { arena, log: quietLogger() },
+  );
   const a = arena.alloc(64);
   const b = arena.alloc(64);
   new Float32Array(arena.bytes(a.offset, 64).buffer, arena.bytes(a.offset, 64).byteOffset, 16).fill(1);
   new Float32Array(arena.bytes(b.offset, 64).buffer, arena.bytes(b.offset, 64).byteOffset, 16).fill(2);
   const req: InferRequest = {
-    id: '', model: 'add_vectors', version: 1, latest: false, batchSize: 1, requestedOutputs: null, parameters: {}, arrivalNs: 0,
+    id: '',
+    model: 'add_vectors',
+    version: 1,
+    latest: false,
+    batchSize: 1,
+    requestedOutputs: null,
+    parameters: {},
+    arrivalNs: 0,
     inputs: [
       { name: 'INPUT0', datatype: 'FP32', shape: [16], offset: a.offset, gen: a.gen, byteSize: 64 },
       { name: 'INPUT1', datatype: 'FP32', shape: [16], offset: b.offset, gen: b.gen, byteSize: 64 },
@@ -67,7 +92,9 @@ async function main(): Promise<void> {
     const c = process.cpuUsage(c0);
     const host = (c.user + c.system) / n;
     const stub = (processCpuUs(inst.pid) - s0) / n;
-    console.log(`round ${round}: ${wall.toFixed(1)} us/exec wall, cpu host ${host.toFixed(1)} us + stub ${stub.toFixed(1)} us = ${(host + stub).toFixed(1)} us/exec`);
+    console.log(
+      `round ${round}: ${wall.toFixed(1)} us/exec wall, cpu host ${host.toFixed(1)} us + stub ${stub.toFixed(1)} us = ${(host + stub).toFixed(1)} us/exec`,
+    );
   }
   await inst.stop();
 }

@@ -70,8 +70,9 @@ async function main(): Promise<void> {
   const modelPt = path.join(repo, 'resnet18', '1', 'model.pt');
 
   const pixels = new Float32Array(IMAGE.reduce((a, b) => a * b, 1)).map((_, i) => ((i * 7919) % 1000) / 1000);
-  const { body, headerLength } = buildInferBody(
-    [{ name: 'INPUT__0', datatype: 'FP32', shape: IMAGE, data: new Uint8Array(pixels.buffer) }], { binaryDataOutput: true });
+  const { body, headerLength } = buildInferBody([{ name: 'INPUT__0', datatype: 'FP32', shape: IMAGE, data: new Uint8Array(pixels.buffer) }], {
+    binaryDataOutput: true,
+  });
   const headers = { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(headerLength) };
 
   const results: Record<string, number[]> = { inproc1: [], server: [], serverDb: [], inproc8: [] };
@@ -82,10 +83,21 @@ async function main(): Promise<void> {
   try {
     for (let round = 0; round < rounds; round++) {
       results.inproc1!.push(inProcess(modelPt, threads, 1, seconds));
-      for (const [key, model] of [['server', 'resnet18'], ['serverDb', 'resnet18_db']] as const) {
+      for (const [key, model] of [
+        ['server', 'resnet18'],
+        ['serverDb', 'resnet18_db'],
+      ] as const) {
         const pid = server.child.pid!;
         const cpu0 = ownCpuSeconds(pid);
-        const r = await runLoad({ url: server.url, path: `/v2/models/${model}/infer`, body, headers, concurrency: 8, durationMs: seconds * 1000, warmupMs: 3000 });
+        const r = await runLoad({
+          url: server.url,
+          path: `/v2/models/${model}/infer`,
+          body,
+          headers,
+          concurrency: 8,
+          durationMs: seconds * 1000,
+          warmupMs: 3000,
+        });
         if (r.errors > 0) throw new Error(`${model}: ${r.errors} errors`);
         // The warm-up's requests are in the CPU too: count them at the measured rate (an estimate, on the high side).
         cpuMs[key]!.push((1000 * (ownCpuSeconds(pid) - cpu0)) / (r.requests * (1 + 3 / seconds)));
@@ -93,7 +105,11 @@ async function main(): Promise<void> {
         p50[key]!.push(r.p50Ms);
       }
       results.inproc8!.push(inProcess(modelPt, threads, 8, seconds));
-      console.log(`round ${round + 1}: ${Object.entries(results).map(([k, v]) => `${k} ${v[round]!.toFixed(1)}`).join(', ')} images/s`);
+      console.log(
+        `round ${round + 1}: ${Object.entries(results)
+          .map(([k, v]) => `${k} ${v[round]!.toFixed(1)}`)
+          .join(', ')} images/s`,
+      );
     }
   } finally {
     await server.stop();
@@ -107,8 +123,16 @@ async function main(): Promise<void> {
   console.log(`\nResNet-18-shaped TorchScript, FP32 [1,3,224,224], ${threads} intra-op threads, ${seconds} s x ${rounds} rounds\n`);
   console.log('| case | images/s (median) | per round | vs in-process batch 1 | p50 latency, server CPU per request |\n|---|---:|---|---:|---:|');
   console.log(row('in-process torch, batch 1', 'inproc1'));
-  console.log(row('nodetron, 8 connections, HTTP binary, no dynamic batching', 'server', `${median(p50.server!).toFixed(0)} ms, ${median(cpuMs.server!).toFixed(2)} ms`));
-  console.log(row('nodetron, 8 connections, HTTP binary, dynamic batching (max 8)', 'serverDb', `${median(p50.serverDb!).toFixed(0)} ms, ${median(cpuMs.serverDb!).toFixed(2)} ms`));
+  console.log(
+    row('nodetron, 8 connections, HTTP binary, no dynamic batching', 'server', `${median(p50.server!).toFixed(0)} ms, ${median(cpuMs.server!).toFixed(2)} ms`),
+  );
+  console.log(
+    row(
+      'nodetron, 8 connections, HTTP binary, dynamic batching (max 8)',
+      'serverDb',
+      `${median(p50.serverDb!).toFixed(0)} ms, ${median(cpuMs.serverDb!).toFixed(2)} ms`,
+    ),
+  );
   console.log(row('in-process torch, batch 8', 'inproc8'));
 }
 

@@ -128,8 +128,9 @@ async function main(): Promise<void> {
     const med = sorted[Math.floor(sorted.length / 2)];
     // Both directions: perRound messages each way per round.
     const perMsg = c.rang ? (c.rang.rings / (2 * c.perRound * c.rang.rounds)).toFixed(2) : '';
-    console.log(`| ${c.name} | ${med.toFixed(1)} | ${sorted[0].toFixed(0)}–${sorted[sorted.length - 1].toFixed(0)} | ` +
-      `${fmt((c.perRound * 1e6) / med)} | ${perMsg} |`);
+    console.log(
+      `| ${c.name} | ${med.toFixed(1)} | ${sorted[0].toFixed(0)}–${sorted[sorted.length - 1].toFixed(0)} | ` + `${fmt((c.perRound * 1e6) / med)} | ${perMsg} |`,
+    );
   }
   for (const r of rigs) {
     if (r.inbox.missedWakeups > 0) console.log(`(${r.inbox.missedWakeups} lost wake-ups made up by the safety poll)`);
@@ -178,8 +179,15 @@ function sameThreadUs(ringing: boolean): number {
   const n = 200_000;
   // Set before each send, so a writer that clears the flag when it rings rings every time too.
   const round = ringing
-    ? (): void => { Atomics.store(sleeping, D_SLEEPING, 1); w.send(msg); inbox.drain(); }
-    : (): void => { w.send(msg); inbox.drain(); };
+    ? (): void => {
+        Atomics.store(sleeping, D_SLEEPING, 1);
+        w.send(msg);
+        inbox.drain();
+      }
+    : (): void => {
+        w.send(msg);
+        inbox.drain();
+      };
   for (let i = 0; i < n / 10; i++) round();
   const start = performance.now();
   for (let i = 0; i < n; i++) round();
@@ -202,12 +210,15 @@ async function postWorker(): Promise<{ echoCase(name: string, msg: unknown, burs
   });
   return {
     echoCase: (name, msg, burst) => ({
-      name, perRound: burst, samples: [],
-      round: () => new Promise((resolve) => {
-        wake = resolve;
-        pending = burst;
-        for (let i = 0; i < burst; i++) w.postMessage(msg);
-      }),
+      name,
+      perRound: burst,
+      samples: [],
+      round: () =>
+        new Promise((resolve) => {
+          wake = resolve;
+          pending = burst;
+          for (let i = 0; i < burst; i++) w.postMessage(msg);
+        }),
     }),
     close: async () => {
       w.postMessage('stop');
@@ -243,18 +254,25 @@ async function ringRig(arena: Arena, spin: number): Promise<RingRig> {
   const rig: RingRig = {
     inbox,
     echoCase: (name, msg, burst) => ({
-      name, perRound: burst, samples: [], rings,
-      round: () => new Promise((resolve) => {
-        let pending = burst;
-        handler = () => {
-          if (--pending === 0) resolve();
-        };
-        for (let i = 0; i < burst; i++) out.send(msg);
-      }),
+      name,
+      perRound: burst,
+      samples: [],
+      rings,
+      round: () =>
+        new Promise((resolve) => {
+          let pending = burst;
+          handler = () => {
+            if (--pending === 0) resolve();
+          };
+          for (let i = 0; i < burst; i++) out.send(msg);
+        }),
     }),
     // The frontend's path: copy the request bytes into the arena once, send a descriptor, free on reply.
     tensorCase: (name, tensor) => ({
-      name, perRound: 1, samples: [], rings,
+      name,
+      perRound: 1,
+      samples: [],
+      rings,
       round: async () => {
         const { offset, gen } = arena.alloc(tensor.byteLength);
         arena.bytes(offset, tensor.byteLength).set(tensor);
@@ -268,8 +286,12 @@ async function ringRig(arena: Arena, spin: number): Promise<RingRig> {
     dump: () => {
       const words = (sab: SharedArrayBuffer): number[] => [0, 16].map((i) => new Int32Array(sab)[i]);
       return JSON.stringify({
-        mainBell: words(mainBell.handle.sab), workerBell: words(workerBell.handle.sab),
-        toWorker: words(toWorker.sab), toMain: words(toMain.sab), pending: out.pending, missed: inbox.missedWakeups,
+        mainBell: words(mainBell.handle.sab),
+        workerBell: words(workerBell.handle.sab),
+        toWorker: words(toWorker.sab),
+        toMain: words(toMain.sab),
+        pending: out.pending,
+        missed: inbox.missedWakeups,
       });
     },
     close: async () => {

@@ -66,10 +66,11 @@ export class ChurnLoop {
         const next = Date.now() + this.everyMs;
         await this.cycle(this.stats.cycles % 2 === 0 ? 'http' : 'grpc');
         const wait = next - Date.now();
-        if (wait > 0 && this.running) await new Promise<void>((r) => {
-          this.wake = r;
-          setTimeout(r, wait);
-        });
+        if (wait > 0 && this.running)
+          await new Promise<void>((r) => {
+            this.wake = r;
+            setTimeout(r, wait);
+          });
       }
     })();
   }
@@ -133,11 +134,14 @@ export class ChurnLoop {
 
   private async infer(protocol: 'http' | 'grpc'): Promise<number[]> {
     if (protocol === 'grpc') {
-      const r = await this.grpc!.call('ModelInfer', {
+      const r = (await this.grpc!.call('ModelInfer', {
         model_name: this.model,
-        inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [4] }, { name: 'INPUT1', datatype: 'FP32', shape: [4] }],
+        inputs: [
+          { name: 'INPUT0', datatype: 'FP32', shape: [4] },
+          { name: 'INPUT1', datatype: 'FP32', shape: [4] },
+        ],
         raw_input_contents: [fp32(INPUT0), fp32(INPUT1)],
-      }) as { raw_output_contents?: Uint8Array[] };
+      })) as { raw_output_contents?: Uint8Array[] };
       const raw = r.raw_output_contents?.[0] ?? new Uint8Array(0);
       const b = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
       return Array.from({ length: b.length / 4 }, (_, i) => b.readFloatLE(i * 4));

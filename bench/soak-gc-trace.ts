@@ -23,7 +23,8 @@ export interface IsolateGc {
   lastCommittedMb: number;
 }
 
-const LINE = /^\[(\d+):(0x[0-9a-f]+)\]\s+(\d+) ms: (Scavenge|Minor Mark-Compact|Minor Mark-Sweep|Mark-Compact|Mark-Sweep)(?: \([a-z ]+\))? ([\d.]+) \(([\d.]+)\) -> ([\d.]+) \(([\d.]+)\) MB/;
+const LINE =
+  /^\[(\d+):(0x[0-9a-f]+)\]\s+(\d+) ms: (Scavenge|Minor Mark-Compact|Minor Mark-Sweep|Mark-Compact|Mark-Sweep)(?: \([a-z ]+\))? ([\d.]+) \(([\d.]+)\) -> ([\d.]+) \(([\d.]+)\) MB/;
 
 /** The isolates of process `pid` found in `text`, in the order they first collected. */
 export function summarizeGcTrace(text: string, pid: number): IsolateGc[] {
@@ -35,7 +36,17 @@ export function summarizeGcTrace(text: string, pid: number): IsolateGc[] {
     const [, , isolate, ms, kind, , , after, committed] = m as unknown as [string, string, string, string, string, string, string, string, string];
     let s = byIsolate.get(isolate);
     if (s === undefined || Number(ms) < s.lastMs) {
-      s = { isolate, firstMs: Number(ms), lastMs: 0, scavenges: 0, fullGcs: 0, firstFullAfterMb: undefined, lastFullAfterMb: undefined, maxCommittedMb: 0, lastCommittedMb: 0 };
+      s = {
+        isolate,
+        firstMs: Number(ms),
+        lastMs: 0,
+        scavenges: 0,
+        fullGcs: 0,
+        firstFullAfterMb: undefined,
+        lastFullAfterMb: undefined,
+        maxCommittedMb: 0,
+        lastCommittedMb: 0,
+      };
       byIsolate.set(isolate, s);
       all.push(s);
     }

@@ -37,7 +37,15 @@ const ramp = Array.from({ length: 16 }, (_, i) => i);
 /** `simple` (ONNX, model_repository/): OUTPUT0 = INPUT0 + INPUT1, OUTPUT1 = INPUT0 − INPUT1. */
 export const SIMPLE: SteadyModel = {
   name: 'simple',
-  inputs: [tensor('INPUT0', 'INT32', [1, 16], ramp), tensor('INPUT1', 'INT32', [1, 16], ramp.map(() => 1))],
+  inputs: [
+    tensor('INPUT0', 'INT32', [1, 16], ramp),
+    tensor(
+      'INPUT1',
+      'INT32',
+      [1, 16],
+      ramp.map(() => 1),
+    ),
+  ],
   expected: { OUTPUT0: ramp.map((i) => i + 1), OUTPUT1: ramp.map((i) => i - 1) },
 };
 
@@ -170,7 +178,13 @@ export class SteadyStream {
       }
     };
     const pool = new SenderPool(this.transport());
-    this.loop = openLoop(pool, { value: this.rate, maxConnections: this.maxConnections }, () => this.running, timed, () => this.delayed++);
+    this.loop = openLoop(
+      pool,
+      { value: this.rate, maxConnections: this.maxConnections },
+      () => this.running,
+      timed,
+      () => this.delayed++,
+    );
   }
 
   /** Stops sending, waits for the requests in flight (each bounded by the timeout) and closes the connections. */

@@ -52,7 +52,11 @@ export function rssVerdict(points: RssPoint[], windowS: number, limitPct: number
   const g = rssGrowth(points, windowS);
   const criterion = `RSS growth < ${limitPct}% (server tree, median of the last ${windowS} s vs the first ${windowS} s)`;
   if (g.firstSamples < MIN_WINDOW_SAMPLES || g.lastSamples < MIN_WINDOW_SAMPLES) {
-    return { criterion, pass: false, detail: `too few samples to judge (${g.firstSamples} and ${g.lastSamples}, need ${MIN_WINDOW_SAMPLES} in each window): run longer` };
+    return {
+      criterion,
+      pass: false,
+      detail: `too few samples to judge (${g.firstSamples} and ${g.lastSamples}, need ${MIN_WINDOW_SAMPLES} in each window): run longer`,
+    };
   }
   const sign = g.growthPct >= 0 ? '+' : '';
   return {
@@ -72,7 +76,11 @@ export function baselineVerdicts(baseline: Record<string, number>, final: Record
 }
 
 export function failureVerdict(label: string, failed: number, total: number): Verdict {
-  return { criterion: `zero failed requests: ${label}`, pass: failed === 0 && total > 0, detail: total === 0 ? 'no request was answered' : `${failed} failed of ${total}` };
+  return {
+    criterion: `zero failed requests: ${label}`,
+    pass: failed === 0 && total > 0,
+    detail: total === 0 ? 'no request was answered' : `${failed} failed of ${total}`,
+  };
 }
 
 /** Every request the client saw answered is one the server counted as a success, once, and the server counted no failure. */

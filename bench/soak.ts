@@ -86,8 +86,10 @@ interface Sample extends Census {
 
 function row(s: Sample): string {
   const proto = (p: Sample['http']): string => `${p.ok}/${p.failed} ${p.p50Ms.toFixed(1)}/${p.p99Ms.toFixed(1)}`;
-  return `| ${s.tS.toFixed(0)} | ${s.rssTreeMb.toFixed(1)} | ${s.rssMainMb.toFixed(1)} | ${s.threads} | ${s.fds.total} (${s.fds.sockets}) | ${s.stubs} | ${s.fds.shm} / ${s.shmFiles} | ` +
-    `${(s.arenaBytes / 1024).toFixed(0)} | ${proto(s.http)} | ${proto(s.grpc)} | ${s.churnCycles} (${s.churnFailed})${s.churnLoaded ? ' *' : ''} |`;
+  return (
+    `| ${s.tS.toFixed(0)} | ${s.rssTreeMb.toFixed(1)} | ${s.rssMainMb.toFixed(1)} | ${s.threads} | ${s.fds.total} (${s.fds.sockets}) | ${s.stubs} | ${s.fds.shm} / ${s.shmFiles} | ` +
+    `${(s.arenaBytes / 1024).toFixed(0)} | ${proto(s.http)} | ${proto(s.grpc)} | ${s.churnCycles} (${s.churnFailed})${s.churnLoaded ? ' *' : ''} |`
+  );
 }
 
 const HEADER = [
@@ -135,8 +137,14 @@ async function main(): Promise<number> {
   if (opt['trace-gc']) process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ''} --require=${path.join(__dirname, 'soak-trace-gc.js')}`.trim();
   fs.cpSync(path.join(REPO_ROOT, 'test/integration/fixtures/python_models/add_sub'), path.join(repo, 'add_sub'), { recursive: true });
   const server = await startServer([
-    `--model-repository=${repo}`, '--model-control-mode=explicit', '--load-model=simple', '--load-model=add_sub',
-    '--http-address=127.0.0.1', '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1',
+    `--model-repository=${repo}`,
+    '--model-control-mode=explicit',
+    '--load-model=simple',
+    '--load-model=add_sub',
+    '--http-address=127.0.0.1',
+    '--allow-grpc=true',
+    '--grpc-port=0',
+    '--grpc-address=127.0.0.1',
   ]).catch((err: unknown) => {
     fs.rmSync(repo, { recursive: true, force: true });
     throw err;
@@ -168,7 +176,8 @@ async function soak(server: ServerProcess, repo: string, started: Date): Promise
   const rates: Record<Protocol, number> = { http: num('http-rate'), grpc: num('grpc-rate') };
   const ports: Record<Protocol, number> = { http: server.port, grpc: server.grpcPort };
   const streams = (['http', 'grpc'] as const).flatMap((p) =>
-    [SIMPLE, ADD_SUB].map((m) => new SteadyStream(p, m, rates[p] / 2, ports[p], timeoutMs, maxConnections)));
+    [SIMPLE, ADD_SUB].map((m) => new SteadyStream(p, m, rates[p] / 2, ports[p], timeoutMs, maxConnections)),
+  );
   const churnMs = num('churn-seconds') * 1000;
   const churn = new ChurnLoop(server.url, `127.0.0.1:${server.grpcPort}`, CHURN_MODEL, churnMs);
   const startAll = (): void => {
@@ -178,8 +187,10 @@ async function soak(server: ServerProcess, repo: string, started: Date): Promise
   const stopAll = async (): Promise<void> => {
     await Promise.all([...streams.map((s) => s.stop()), churn.stop()]);
   };
-  console.log(`soak: server pid ${pid}, HTTP ${server.port}, gRPC ${server.grpcPort}; ${rates.http} req/s HTTP + ${rates.grpc} req/s gRPC over simple and add_sub; ` +
-    `${churnMs > 0 ? `${CHURN_MODEL} loaded and unloaded every ${opt['churn-seconds']} s` : 'no churn'}; warm-up ${WARMUP_S} s, soak ${MINUTES} min, a sample every ${SAMPLE_S} s`);
+  console.log(
+    `soak: server pid ${pid}, HTTP ${server.port}, gRPC ${server.grpcPort}; ${rates.http} req/s HTTP + ${rates.grpc} req/s gRPC over simple and add_sub; ` +
+      `${churnMs > 0 ? `${CHURN_MODEL} loaded and unloaded every ${opt['churn-seconds']} s` : 'no churn'}; warm-up ${WARMUP_S} s, soak ${MINUTES} min, a sample every ${SAMPLE_S} s`,
+  );
 
   // Prime: every stream and a churn cycle over each protocol once, so what the server makes on first use exists before the baseline.
   streams.forEach((s) => s.start());
@@ -204,8 +215,13 @@ async function soak(server: ServerProcess, repo: string, started: Date): Promise
     const http = byProto('http');
     const grpc = byProto('grpc');
     const s: Sample = {
-      tS: (performance.now() - t0) / 1000 - WARMUP_S, ...(await takeCensus(pid, () => server.arenaUsedBytes())), http, grpc,
-      churnCycles: churn.stats.cycles - churnBefore, churnFailed: churn.stats.failedCycles, churnLoaded: churn.loaded,
+      tS: (performance.now() - t0) / 1000 - WARMUP_S,
+      ...(await takeCensus(pid, () => server.arenaUsedBytes())),
+      http,
+      grpc,
+      churnCycles: churn.stats.cycles - churnBefore,
+      churnFailed: churn.stats.failedCycles,
+      churnLoaded: churn.loaded,
     };
     samples.push(s);
     console.log(row(s));
@@ -220,27 +236,57 @@ async function soak(server: ServerProcess, repo: string, started: Date): Promise
   const soakSeconds = (performance.now() - soakStart) / 1000;
   await stopAll();
   const final = await settledCensus(server, leftOver(baseline));
-  console.log(`final (idle, after the soak): ${JSON.stringify(leftOver(final))}, RSS tree ${final.rssTreeMb.toFixed(1)} MB  (* = churn model loaded at that sample)`);
+  console.log(
+    `final (idle, after the soak): ${JSON.stringify(leftOver(final))}, RSS tree ${final.rssTreeMb.toFixed(1)} MB  (* = churn model loaded at that sample)`,
+  );
 
-  const verdicts: Verdict[] = [rssVerdict(samples.filter((s) => s.tS > 0).map((s) => ({ tS: s.tS, mb: s.rssTreeMb })), RSS_WINDOW_S, RSS_LIMIT_PCT)];
+  const verdicts: Verdict[] = [
+    rssVerdict(
+      samples.filter((s) => s.tS > 0).map((s) => ({ tS: s.tS, mb: s.rssTreeMb })),
+      RSS_WINDOW_S,
+      RSS_LIMIT_PCT,
+    ),
+  ];
   verdicts.push(...baselineVerdicts(leftOver(baseline), leftOver(final)));
   const streamSummary = streams.map((s, i) => ({
-    stream: s.label, rate: s.rate, ok: s.ok - before[i]!.ok, failed: s.failed - before[i]!.failed, delayed: s.delayed - before[i]!.delayed,
-    achievedRate: (s.ok + s.failed - before[i]!.ok - before[i]!.failed) / soakSeconds, failures: s.failures,
+    stream: s.label,
+    rate: s.rate,
+    ok: s.ok - before[i]!.ok,
+    failed: s.failed - before[i]!.failed,
+    delayed: s.delayed - before[i]!.delayed,
+    achievedRate: (s.ok + s.failed - before[i]!.ok - before[i]!.failed) / soakSeconds,
+    failures: s.failures,
   }));
   for (const p of (['http', 'grpc'] as const).filter((x) => rates[x] > 0)) {
     // The whole run counts (priming and warm-up too): a failed request is one whenever it happens.
     const mine = streams.filter((s) => s.protocol === p);
-    verdicts.push(failureVerdict(`steady models over ${p === 'http' ? 'HTTP' : 'gRPC'}, the whole run`, mine.reduce((n, s) => n + s.failed, 0), mine.reduce((n, s) => n + s.ok + s.failed, 0)));
+    verdicts.push(
+      failureVerdict(
+        `steady models over ${p === 'http' ? 'HTTP' : 'gRPC'}, the whole run`,
+        mine.reduce((n, s) => n + s.failed, 0),
+        mine.reduce((n, s) => n + s.ok + s.failed, 0),
+      ),
+    );
   }
   for (const m of [SIMPLE, ADD_SUB]) {
     const c = await serverCounts(server.url, m.name);
     const mine = streams.filter((s) => s.model === m);
-    verdicts.push(agreementVerdict(m.name, mine.reduce((n, s) => n + s.ok, 0), c.success, c.fail));
+    verdicts.push(
+      agreementVerdict(
+        m.name,
+        mine.reduce((n, s) => n + s.ok, 0),
+        c.success,
+        c.fail,
+      ),
+    );
   }
   const churnCycles = churn.stats.cycles - churnBefore;
   if (churnMs > 0) {
-    verdicts.push({ criterion: `churn cycles of ${CHURN_MODEL} all succeeded`, pass: churn.stats.failedCycles === 0 && churnCycles > 0, detail: `${churn.stats.failedCycles} failed of ${churn.stats.cycles} (${churnCycles} in the soak)` });
+    verdicts.push({
+      criterion: `churn cycles of ${CHURN_MODEL} all succeeded`,
+      pass: churn.stats.failedCycles === 0 && churnCycles > 0,
+      detail: `${churn.stats.failedCycles} failed of ${churn.stats.cycles} (${churnCycles} in the soak)`,
+    });
   }
   churn.close();
   let arenaAtStop = 'back at its startup value';
@@ -259,24 +305,53 @@ async function soak(server: ServerProcess, repo: string, started: Date): Promise
   console.log('');
   for (const v of verdicts) console.log(`${v.pass ? 'PASS' : 'FAIL'}  ${v.criterion}: ${v.detail}`);
   const pass = verdicts.every((v) => v.pass);
-  console.log(`\nsoak ${pass ? 'PASSED' : 'FAILED'}: ${soakSeconds.toFixed(0)} s after ${WARMUP_S} s of warm-up; load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  console.log(
+    `\nsoak ${pass ? 'PASSED' : 'FAILED'}: ${soakSeconds.toFixed(0)} s after ${WARMUP_S} s of warm-up; load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
 
   const file = path.join(REPO_ROOT, 'bench/results', `soak-${started.toISOString().replace(/[:.]/g, '-')}.json`);
   fs.mkdirSync(path.dirname(file), { recursive: true });
-  fs.writeFileSync(file, JSON.stringify({
-    command: `node dist/bench/soak.js ${process.argv.slice(2).join(' ')}`.trim(), started: started.toISOString(), node: process.version,
-    cpus: os.cpus().length, loadAverageAtEnd: os.loadavg(), options: opt, soakSeconds, rssWindowS: RSS_WINDOW_S,
-    baseline, final, samples: samples.map((s) => ({ ...s })), streams: streamSummary, churn: churn.stats, arenaAtStop, verdicts, pass,
-  }, null, 2) + '\n');
+  fs.writeFileSync(
+    file,
+    JSON.stringify(
+      {
+        command: `node dist/bench/soak.js ${process.argv.slice(2).join(' ')}`.trim(),
+        started: started.toISOString(),
+        node: process.version,
+        cpus: os.cpus().length,
+        loadAverageAtEnd: os.loadavg(),
+        options: opt,
+        soakSeconds,
+        rssWindowS: RSS_WINDOW_S,
+        baseline,
+        final,
+        samples: samples.map((s) => ({ ...s })),
+        streams: streamSummary,
+        churn: churn.stats,
+        arenaAtStop,
+        verdicts,
+        pass,
+      },
+      null,
+      2,
+    ) + '\n',
+  );
   console.log(`written to ${path.relative(REPO_ROOT, file)}`);
   if (opt['trace-gc']) {
-    console.log('\n| isolate | s on its clock, first–last GC | scavenges | full GCs | heap MB after the first / last full GC | committed MB max / last |\n|---|---|---|---|---|---|');
+    console.log(
+      '\n| isolate | s on its clock, first–last GC | scavenges | full GCs | heap MB after the first / last full GC | committed MB max / last |\n|---|---|---|---|---|---|',
+    );
     const f = (mb: number | undefined): string => (mb === undefined ? '-' : mb.toFixed(1));
     const isolates = summarizeGcTrace(server.output(), pid);
     // Isolates of a minute or more: the main thread and the long-lived workers (a churned model's host threads live seconds).
     const shortLived = isolates.filter((g) => g.lastMs - g.firstMs < 60_000).length;
     for (const g of isolates.filter((x) => x.lastMs - x.firstMs >= 60_000)) {
-      console.log(`| ${g.isolate} | ${(g.firstMs / 1000).toFixed(0)}–${(g.lastMs / 1000).toFixed(0)} | ${g.scavenges} | ${g.fullGcs} | ${f(g.firstFullAfterMb)} / ${f(g.lastFullAfterMb)} | ${f(g.maxCommittedMb)} / ${f(g.lastCommittedMb)} |`);
+      console.log(
+        `| ${g.isolate} | ${(g.firstMs / 1000).toFixed(0)}–${(g.lastMs / 1000).toFixed(0)} | ${g.scavenges} | ${g.fullGcs} | ${f(g.firstFullAfterMb)} / ${f(g.lastFullAfterMb)} | ${f(g.maxCommittedMb)} / ${f(g.lastCommittedMb)} |`,
+      );
     }
     console.log(`(and ${shortLived} isolates that collected for less than a minute)`);
     const log = file.replace(/\.json$/, '-server.log');
@@ -286,7 +361,10 @@ async function soak(server: ServerProcess, repo: string, started: Date): Promise
   return pass ? 0 : 1;
 }
 
-main().then((code) => process.exit(code), (err: unknown) => {
-  console.error(err);
-  process.exit(1);
-});
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -29,12 +29,28 @@ async function main(): Promise<void> {
   const root = path.resolve(__dirname, '../..');
   const [hp, gp] = [await freePort(), await freePort()];
   const repo = serverFlags.some((f) => f.startsWith('--model-repository')) ? [] : [`--model-repository=${path.join(root, 'model_repository')}`];
-  const server = await startProc(process.execPath, [...nodeFlags, path.join(root, 'dist/src/cli.js'), ...repo,
-    `--http-port=${hp}`, `--grpc-port=${gp}`, '--allow-metrics=false', ...serverFlags], hp);
+  const server = await startProc(
+    process.execPath,
+    [...nodeFlags, path.join(root, 'dist/src/cli.js'), ...repo, `--http-port=${hp}`, `--grpc-port=${gp}`, '--allow-metrics=false', ...serverFlags],
+    hp,
+  );
   const pid = server.child.pid!;
   try {
     for (const c of concText.split(',').map(Number)) {
-      const args = ['-m', model, '-u', `127.0.0.1:${format === 'grpc' ? gp : hp}`, `--concurrency-range=${c}`, '-p', String(Number(secondsText) * 1000), '-r', '1', '-s', '100', ...perfFlags];
+      const args = [
+        '-m',
+        model,
+        '-u',
+        `127.0.0.1:${format === 'grpc' ? gp : hp}`,
+        `--concurrency-range=${c}`,
+        '-p',
+        String(Number(secondsText) * 1000),
+        '-r',
+        '1',
+        '-s',
+        '100',
+        ...perfFlags,
+      ];
       if (format === 'grpc') args.push('-i', 'grpc');
       if (format === 'json') args.push('--input-tensor-format=json', '--output-tensor-format=json');
       const before = sampleThreads(pid);
@@ -55,17 +71,21 @@ async function main(): Promise<void> {
         g.threads++;
         groups.set(a.name, g);
       }
-      console.log(`\n${model} ${format} c=${c}: ${r.requestsPerSec.toFixed(0)} req/s, p50 ${(r.latency.p50Us / 1000).toFixed(3)} ms, ` +
-        `p99 ${(r.latency.p99Us / 1000).toFixed(3)} ms; ${n} requests counted by the server over the step (warm-up included)`);
+      console.log(
+        `\n${model} ${format} c=${c}: ${r.requestsPerSec.toFixed(0)} req/s, p50 ${(r.latency.p50Us / 1000).toFixed(3)} ms, ` +
+          `p99 ${(r.latency.p99Us / 1000).toFixed(3)} ms; ${n} requests counted by the server over the step (warm-up included)`,
+      );
       console.log('| thread | CPU µs/request (user + sys) | context switches/request |');
       console.log('|---|---|---|');
       let total = 0;
-      for (const [name, g] of [...groups].sort((x, y) => (y[1].user + y[1].sys) - (x[1].user + x[1].sys))) {
+      for (const [name, g] of [...groups].sort((x, y) => y[1].user + y[1].sys - (x[1].user + x[1].sys))) {
         const us = ((g.user + g.sys) * TICK_US) / n;
         total += us;
         if (g.user + g.sys === 0 && g.switches < n / 100) continue;
         const label = g.threads > 1 ? `${name} (${g.threads} threads)` : name;
-        console.log(`| ${label} | ${us.toFixed(1)} (${((g.user * TICK_US) / n).toFixed(1)} + ${((g.sys * TICK_US) / n).toFixed(1)}) | ${(g.switches / n).toFixed(2)} |`);
+        console.log(
+          `| ${label} | ${us.toFixed(1)} (${((g.user * TICK_US) / n).toFixed(1)} + ${((g.sys * TICK_US) / n).toFixed(1)}) | ${(g.switches / n).toFixed(2)} |`,
+        );
       }
       console.log(`| **server total** | **${total.toFixed(1)}** | |`);
       console.log(`| generator (this process) | ${((gen.user + gen.system) / n).toFixed(1)} | |`);

@@ -34,16 +34,29 @@ async function step(semi: number, model: string, concurrency: number, seconds: n
   let counting = false;
   let pausesMs = 0;
   let partial = '';
-  const server = await startProc(process.execPath, [`--max-semi-space-size=${semi}`, '--trace-gc', path.join(ROOT, 'dist/src/cli.js'), `--model-repository=${repo}`,
-    `--http-port=${hp}`, `--grpc-port=${gp}`, '--allow-metrics=false'], hp, 60_000, (d) => {
-    const lines = (partial + d.toString('latin1')).split('\n');
-    partial = lines.pop()!;
-    if (!counting) return;
-    for (const l of lines) {
-      const m = GC_LINE.exec(l);
-      if (m !== null) pausesMs += Number(m[1]);
-    }
-  });
+  const server = await startProc(
+    process.execPath,
+    [
+      `--max-semi-space-size=${semi}`,
+      '--trace-gc',
+      path.join(ROOT, 'dist/src/cli.js'),
+      `--model-repository=${repo}`,
+      `--http-port=${hp}`,
+      `--grpc-port=${gp}`,
+      '--allow-metrics=false',
+    ],
+    hp,
+    60_000,
+    (d) => {
+      const lines = (partial + d.toString('latin1')).split('\n');
+      partial = lines.pop()!;
+      if (!counting) return;
+      for (const l of lines) {
+        const m = GC_LINE.exec(l);
+        if (m !== null) pausesMs += Number(m[1]);
+      }
+    },
+  );
   const pid = server.child.pid!;
   const url = `http://127.0.0.1:${hp}`;
   try {
@@ -74,7 +87,9 @@ async function main(): Promise<void> {
     for (const s of sizes) {
       const r = await step(s, model, Number(concText), Number(secondsText), repo, perfFlags);
       steps.get(s)!.push(r);
-      console.log(`round ${round + 1} semi ${s} MB: ${r.reqPerSec.toFixed(0)} req/s, server ${r.serverUs.toFixed(1)} µs/req, GC pauses ${r.gcUs.toFixed(1)} µs/req, RSS ${r.rssMb.toFixed(0)} MB`);
+      console.log(
+        `round ${round + 1} semi ${s} MB: ${r.reqPerSec.toFixed(0)} req/s, server ${r.serverUs.toFixed(1)} µs/req, GC pauses ${r.gcUs.toFixed(1)} µs/req, RSS ${r.rssMb.toFixed(0)} MB`,
+      );
     }
   }
   console.log(`\n${model}, c=${concText}, ${secondsText} s per step, medians of ${ROUNDS} alternating rounds\n`);
@@ -82,7 +97,9 @@ async function main(): Promise<void> {
   console.log('|---:|---:|---:|---:|---:|');
   for (const s of sizes) {
     const r = steps.get(s)!;
-    console.log(`| ${s} | ${median(r.map((x) => x.reqPerSec)).toFixed(0)} | ${median(r.map((x) => x.serverUs)).toFixed(1)} | ${median(r.map((x) => x.gcUs)).toFixed(1)} | ${median(r.map((x) => x.rssMb)).toFixed(0)} |`);
+    console.log(
+      `| ${s} | ${median(r.map((x) => x.reqPerSec)).toFixed(0)} | ${median(r.map((x) => x.serverUs)).toFixed(1)} | ${median(r.map((x) => x.gcUs)).toFixed(1)} | ${median(r.map((x) => x.rssMb)).toFixed(0)} |`,
+    );
   }
 }
 

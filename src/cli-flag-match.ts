@@ -4,10 +4,7 @@
  * means none, the flag it was probably meant to be. Pure, table-tested.
  */
 
-export type FlagMatch =
-  | { kind: 'flag'; name: string }
-  | { kind: 'ambiguous'; candidates: string[] }
-  | { kind: 'unknown'; suggestion?: string };
+export type FlagMatch = { kind: 'flag'; name: string } | { kind: 'ambiguous'; candidates: string[] } | { kind: 'unknown'; suggestion?: string };
 
 export function matchFlag(typed: string, names: readonly string[]): FlagMatch {
   if (names.includes(typed)) return { kind: 'flag', name: typed };

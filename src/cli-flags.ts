@@ -27,70 +27,145 @@ const f = (name: string, kind: FlagKind, arg?: string, repeatable = false): Flag
 
 /** Every flag of §6, in the usage order, then nodetron's own (not tritonserver's). */
 export const FLAGS: readonly FlagSpec[] = [
-  f('help', 'switch'), f('version', 'switch'),
-  f('id', 'string'), f('model-repository', 'string', '<path>', true), f('model-store', 'string', '<path>', true),
-  f('model-control-mode', 'string', '<none|poll|explicit>'), f('repository-poll-secs', 'int'),
-  f('load-model', 'string', '<name>', true), f('model-config-name', 'string'),
-  f('exit-on-error', 'bool'), f('strict-readiness', 'bool'), f('disable-auto-complete-config', 'switch'),
-  f('strict-model-config', 'bool'), f('model-load-thread-count', 'int'), f('model-load-retry-count', 'int'),
-  f('model-namespacing', 'bool'), f('exit-timeout-secs', 'int'), f('enable-peer-access', 'bool'),
-  f('backend-directory', 'string', '<path>'), f('backend-config', 'string', '<backend>,<setting>=<value>', true),
+  f('help', 'switch'),
+  f('version', 'switch'),
+  f('id', 'string'),
+  f('model-repository', 'string', '<path>', true),
+  f('model-store', 'string', '<path>', true),
+  f('model-control-mode', 'string', '<none|poll|explicit>'),
+  f('repository-poll-secs', 'int'),
+  f('load-model', 'string', '<name>', true),
+  f('model-config-name', 'string'),
+  f('exit-on-error', 'bool'),
+  f('strict-readiness', 'bool'),
+  f('disable-auto-complete-config', 'switch'),
+  f('strict-model-config', 'bool'),
+  f('model-load-thread-count', 'int'),
+  f('model-load-retry-count', 'int'),
+  f('model-namespacing', 'bool'),
+  f('exit-timeout-secs', 'int'),
+  f('enable-peer-access', 'bool'),
+  f('backend-directory', 'string', '<path>'),
+  f('backend-config', 'string', '<backend>,<setting>=<value>', true),
   f('repoagent-directory', 'string', '<path>'),
-  f('allow-http', 'bool'), f('http-port', 'int'), f('http-address', 'string'), f('reuse-http-port', 'bool'),
-  f('http-thread-count', 'int'), f('http-header-forward-pattern', 'string', '<regex>'),
-  f('http-max-input-size', 'int64'), f('http-restricted-api', 'string', '<apis>:<key>=<value>', true),
-  f('openai-port', 'int'), { ...f('openai-restricted-api', 'string', '<apis> <key> <value>', true), nargs: 3 },
-  f('allow-grpc', 'bool'), f('grpc-port', 'int'), f('grpc-address', 'string'), f('reuse-grpc-port', 'bool'),
-  f('grpc-header-forward-pattern', 'string', '<regex>'), f('grpc-infer-thread-count', 'int'),
-  f('grpc-infer-allocation-pool-size', 'int'), f('grpc-max-response-pool-size', 'int'),
-  f('grpc-use-ssl', 'bool'), f('grpc-use-ssl-mutual', 'bool'), f('grpc-server-cert', 'string', '<file>'),
-  f('grpc-server-key', 'string', '<file>'), f('grpc-root-cert', 'string', '<file>'),
+  f('allow-http', 'bool'),
+  f('http-port', 'int'),
+  f('http-address', 'string'),
+  f('reuse-http-port', 'bool'),
+  f('http-thread-count', 'int'),
+  f('http-header-forward-pattern', 'string', '<regex>'),
+  f('http-max-input-size', 'int64'),
+  f('http-restricted-api', 'string', '<apis>:<key>=<value>', true),
+  f('openai-port', 'int'),
+  { ...f('openai-restricted-api', 'string', '<apis> <key> <value>', true), nargs: 3 },
+  f('allow-grpc', 'bool'),
+  f('grpc-port', 'int'),
+  f('grpc-address', 'string'),
+  f('reuse-grpc-port', 'bool'),
+  f('grpc-header-forward-pattern', 'string', '<regex>'),
+  f('grpc-infer-thread-count', 'int'),
+  f('grpc-infer-allocation-pool-size', 'int'),
+  f('grpc-max-response-pool-size', 'int'),
+  f('grpc-use-ssl', 'bool'),
+  f('grpc-use-ssl-mutual', 'bool'),
+  f('grpc-server-cert', 'string', '<file>'),
+  f('grpc-server-key', 'string', '<file>'),
+  f('grpc-root-cert', 'string', '<file>'),
   f('grpc-infer-response-compression-level', 'string', '<none|low|medium|high>'),
-  f('grpc-keepalive-time', 'int'), f('grpc-keepalive-timeout', 'int'),
-  f('grpc-keepalive-permit-without-calls', 'bool'), f('grpc-http2-max-pings-without-data', 'int'),
-  f('grpc-http2-min-recv-ping-interval-without-data', 'int'), f('grpc-http2-max-ping-strikes', 'int'),
-  f('grpc-max-connection-age', 'int'), f('grpc-max-connection-age-grace', 'int'),
+  f('grpc-keepalive-time', 'int'),
+  f('grpc-keepalive-timeout', 'int'),
+  f('grpc-keepalive-permit-without-calls', 'bool'),
+  f('grpc-http2-max-pings-without-data', 'int'),
+  f('grpc-http2-min-recv-ping-interval-without-data', 'int'),
+  f('grpc-http2-max-ping-strikes', 'int'),
+  f('grpc-max-connection-age', 'int'),
+  f('grpc-max-connection-age-grace', 'int'),
   f('grpc-restricted-protocol', 'string', '<protocols>:<key>=<value>', true),
-  f('allow-metrics', 'bool'), f('allow-gpu-metrics', 'bool'), f('allow-cpu-metrics', 'bool'),
-  f('metrics-address', 'string'), f('metrics-port', 'int'), f('metrics-interval-ms', 'int'),
+  f('allow-metrics', 'bool'),
+  f('allow-gpu-metrics', 'bool'),
+  f('allow-cpu-metrics', 'bool'),
+  f('metrics-address', 'string'),
+  f('metrics-port', 'int'),
+  f('metrics-interval-ms', 'int'),
   f('metrics-config', 'string', '<setting>=<value>', true),
-  f('log-verbose', 'string', '<integer>'), f('log-info', 'bool'), f('log-warning', 'bool'), f('log-error', 'bool'),
-  f('log-format', 'string', '<default|ISO8601|json>'), f('log-file', 'string', '<path>'),
-  f('trace-config', 'string', '[<mode>,]<setting>=<value>', true), f('trace-file', 'string', '<path>'),
-  f('trace-level', 'string', '<level>', true), f('trace-rate', 'int'), f('trace-count', 'int'),
+  f('log-verbose', 'string', '<integer>'),
+  f('log-info', 'bool'),
+  f('log-warning', 'bool'),
+  f('log-error', 'bool'),
+  f('log-format', 'string', '<default|ISO8601|json>'),
+  f('log-file', 'string', '<path>'),
+  f('trace-config', 'string', '[<mode>,]<setting>=<value>', true),
+  f('trace-file', 'string', '<path>'),
+  f('trace-level', 'string', '<level>', true),
+  f('trace-rate', 'int'),
+  f('trace-count', 'int'),
   f('trace-log-frequency', 'int'),
-  f('cache-config', 'string', '<cache>,<setting>=<value>', true), f('cache-directory', 'string', '<path>'),
-  f('response-cache-byte-size', 'int64'), f('rate-limit', 'string', '<off|execution_count>'),
+  f('cache-config', 'string', '<cache>,<setting>=<value>', true),
+  f('cache-directory', 'string', '<path>'),
+  f('response-cache-byte-size', 'int64'),
+  f('rate-limit', 'string', '<off|execution_count>'),
   f('rate-limit-resource', 'string', '<name>:<count>[:<device>]', true),
-  f('pinned-memory-pool-byte-size', 'int64'), f('cuda-memory-pool-byte-size', 'string', '<gpu>:<bytes>', true),
-  f('cuda-virtual-address-size', 'string', '<gpu>:<bytes>', true), f('min-supported-compute-capability', 'float'),
-  f('buffer-manager-thread-count', 'int'), f('host-policy', 'string', '<name>,<setting>=<value>', true),
-  f('model-load-gpu-limit', 'string', '<gpu>:<fraction>', true), f('allow-client-shm', 'bool'),
-  f('allow-sagemaker', 'bool'), f('sagemaker-port', 'int'), f('sagemaker-safe-port-range', 'string', '<from>-<to>'),
-  f('sagemaker-thread-count', 'int'), f('allow-vertex-ai', 'bool'), f('vertex-ai-port', 'int'),
-  f('vertex-ai-thread-count', 'int'), f('vertex-ai-default-model', 'string', '<name>'),
+  f('pinned-memory-pool-byte-size', 'int64'),
+  f('cuda-memory-pool-byte-size', 'string', '<gpu>:<bytes>', true),
+  f('cuda-virtual-address-size', 'string', '<gpu>:<bytes>', true),
+  f('min-supported-compute-capability', 'float'),
+  f('buffer-manager-thread-count', 'int'),
+  f('host-policy', 'string', '<name>,<setting>=<value>', true),
+  f('model-load-gpu-limit', 'string', '<gpu>:<fraction>', true),
+  f('allow-client-shm', 'bool'),
+  f('allow-sagemaker', 'bool'),
+  f('sagemaker-port', 'int'),
+  f('sagemaker-safe-port-range', 'string', '<from>-<to>'),
+  f('sagemaker-thread-count', 'int'),
+  f('allow-vertex-ai', 'bool'),
+  f('vertex-ai-port', 'int'),
+  f('vertex-ai-thread-count', 'int'),
+  f('vertex-ai-default-model', 'string', '<name>'),
   // nodetron's own
-  f('http-codec-offload-bytes', 'int64'), f('log-access', 'bool'), f('max-queued-requests', 'int'),
-  f('http-cors-origin', 'string', '<origin|*>', true), f('http-console', 'string', '<path|false>'),
-  f('http-max-json-response-size', 'int64'), f('exit-quiet-ms', 'int'), f('model-cache-dir', 'string', '<path>'),
-  f('inline-execution-max-us', 'int'), f('http-header-timeout-ms', 'int'), f('http-body-min-rate', 'int'),
-  f('http-keepalive-timeout-ms', 'int'), f('http-max-connections', 'int'), f('http-max-connections-per-thread', 'int'),
-  f('http-auth-token-file', 'string', '<path>'), f('grpc-auth-token-file', 'string', '<path>'),
-  f('openai-auth-token-file', 'string', '<path>'), f('auth-exempt-health', 'bool'),
-  f('grpc-max-concurrent-streams', 'int'), f('grpc-max-connection-idle', 'int'), f('grpc-max-connections', 'int'),
-  f('python-env-cache-dir', 'string', '<path>'), f('python-env-pip-args', 'string', '<args>'),
+  f('http-codec-offload-bytes', 'int64'),
+  f('log-access', 'bool'),
+  f('max-queued-requests', 'int'),
+  f('http-cors-origin', 'string', '<origin|*>', true),
+  f('http-console', 'string', '<path|false>'),
+  f('http-max-json-response-size', 'int64'),
+  f('exit-quiet-ms', 'int'),
+  f('model-cache-dir', 'string', '<path>'),
+  f('inline-execution-max-us', 'int'),
+  f('http-header-timeout-ms', 'int'),
+  f('http-body-min-rate', 'int'),
+  f('http-keepalive-timeout-ms', 'int'),
+  f('http-max-connections', 'int'),
+  f('http-max-connections-per-thread', 'int'),
+  f('http-auth-token-file', 'string', '<path>'),
+  f('grpc-auth-token-file', 'string', '<path>'),
+  f('openai-auth-token-file', 'string', '<path>'),
+  f('auth-exempt-health', 'bool'),
+  f('grpc-max-concurrent-streams', 'int'),
+  f('grpc-max-connection-idle', 'int'),
+  f('grpc-max-connections', 'int'),
+  f('python-env-cache-dir', 'string', '<path>'),
+  f('python-env-pip-args', 'string', '<args>'),
   f('python-env-build-timeout-secs', 'int'),
 ];
 
 const PLACEHOLDER: Record<FlagKind, string> = {
-  bool: '<boolean>', int: '<integer>', int64: '<integer>', float: '<float>', string: '<string>', switch: '',
+  bool: '<boolean>',
+  int: '<integer>',
+  int64: '<integer>',
+  float: '<float>',
+  string: '<string>',
+  switch: '',
 };
 
 /** The --help text (cli-help.ts lays it out for 80 columns). */
 export function usageText(): string {
-  return helpText(FLAGS.map((spec) => ({
-    name: spec.name, arg: spec.arg ?? PLACEHOLDER[spec.kind], repeatable: spec.repeatable === true,
-  })));
+  return helpText(
+    FLAGS.map((spec) => ({
+      name: spec.name,
+      arg: spec.arg ?? PLACEHOLDER[spec.kind],
+      repeatable: spec.repeatable === true,
+    })),
+  );
 }
 
 /** What --version prints. */
@@ -117,11 +192,21 @@ export type RawValues = Map<string, string[]>;
 export function tokenize(argv: string[]): { raw: RawValues; positionals: string[] } {
   argv = resolveLongFlags(argv);
   let parser = yargs(argv)
-    .help(false).version(false).exitProcess(false).locale('en').strictOptions(true)
+    .help(false)
+    .version(false)
+    .exitProcess(false)
+    .locale('en')
+    .strictOptions(true)
     .parserConfiguration({
-      'camel-case-expansion': false, 'dot-notation': false, 'short-option-groups': false,
-      'boolean-negation': false, 'parse-numbers': false, 'parse-positional-numbers': false,
-      'duplicate-arguments-array': true, 'flatten-duplicate-arrays': true, 'greedy-arrays': false,
+      'camel-case-expansion': false,
+      'dot-notation': false,
+      'short-option-groups': false,
+      'boolean-negation': false,
+      'parse-numbers': false,
+      'parse-positional-numbers': false,
+      'duplicate-arguments-array': true,
+      'flatten-duplicate-arrays': true,
+      'greedy-arrays': false,
       'populate--': false,
     })
     .fail((msg: string | undefined, err: Error | undefined) => {
@@ -194,18 +279,30 @@ function unknownFlagError(argv: string[], msg: string): CliError {
   if (m === null) return new CliError(msg);
   const name = m[1]!.split(', ')[0]!;
   const token = argv.find((t) => t.startsWith('-') && t.replace(/^-+/, '').split('=')[0] === name);
-  const flag = token !== undefined ? token.split('=')[0]! : (name.length === 1 ? `-${name}` : `--${name}`);
+  const flag = token !== undefined ? token.split('=')[0]! : name.length === 1 ? `-${name}` : `--${name}`;
   return unknownFlag(flag, undefined);
 }
 
 /** Typed access to the raw values; scalar flags take the last occurrence, like getopt. */
 export class Reader {
   constructor(private readonly raw: RawValues) {}
-  has(name: string): boolean { return this.raw.has(name); }
-  all(name: string): string[] { return this.raw.get(name) ?? []; }
-  str(name: string): string | undefined { const v = this.raw.get(name); return v?.[v.length - 1]; }
-  string(name: string, def: string): string { return this.str(name) ?? def; }
-  bool(name: string, def: boolean): boolean { const v = this.str(name); return v === undefined ? def : parseBoolValue(name, v); }
+  has(name: string): boolean {
+    return this.raw.has(name);
+  }
+  all(name: string): string[] {
+    return this.raw.get(name) ?? [];
+  }
+  str(name: string): string | undefined {
+    const v = this.raw.get(name);
+    return v?.[v.length - 1];
+  }
+  string(name: string, def: string): string {
+    return this.str(name) ?? def;
+  }
+  bool(name: string, def: boolean): boolean {
+    const v = this.str(name);
+    return v === undefined ? def : parseBoolValue(name, v);
+  }
   int(name: string, def: number, wide = false): number {
     const v = this.str(name);
     return v === undefined ? def : parseIntValue(name, v, wide);

@@ -10,8 +10,18 @@ import { defaultModelCacheDir, pythonEnvCacheDir } from './core/model-cache-dir'
 import { parseTokenFile } from './core/bearer-tokens';
 import { FLAGS, Reader, tokenize } from './cli-flags';
 import {
-  CliError, parseBoolValue, parseChoice, parseFloatValue, parseGpuValues, parseGroupSetting,
-  parseGroupSettings, parseIntOrBool, parseIntValue, parseOpenAIRestricted, parseRateLimitResource, parseRestricted,
+  CliError,
+  parseBoolValue,
+  parseChoice,
+  parseFloatValue,
+  parseGpuValues,
+  parseGroupSetting,
+  parseGroupSettings,
+  parseIntOrBool,
+  parseIntValue,
+  parseOpenAIRestricted,
+  parseRateLimitResource,
+  parseRestricted,
 } from './cli-values';
 import { resolveTraceConfig } from './cli-trace-config';
 import { ignoredFlagWarnings } from './cli-ignored';
@@ -65,8 +75,7 @@ export function parseServerOptions(argv: string[]): ServerOptions {
   }
   if (positionals.length > 0) throw new CliError(`Unexpected argument: ${positionals[0]}`);
 
-  const modelControlMode = parseChoice('model-control-mode', r.string('model-control-mode', 'none'),
-    ['none', 'poll', 'explicit'] as const);
+  const modelControlMode = parseChoice('model-control-mode', r.string('model-control-mode', 'none'), ['none', 'poll', 'explicit'] as const);
   const loadModels = r.all('load-model');
   if (loadModels.length > 0 && modelControlMode !== 'explicit') {
     throw new CliError("Error: Use of '--load-model' requires setting '--model-control-mode=explicit' as well.");
@@ -129,17 +138,17 @@ export function parseServerOptions(argv: string[]): ServerOptions {
     throw new CliError('invalid argument for --log-format');
   }
 
-  let cacheConfig = parseGroupSettings(r.all('cache-config'),
-    "--cache-config option format is '<cache name>,<setting>=<value>'", true);
+  let cacheConfig = parseGroupSettings(r.all('cache-config'), "--cache-config option format is '<cache name>,<setting>=<value>'", true);
   if (r.has('response-cache-byte-size')) {
     if (r.has('cache-config')) {
-      throw new CliError('Error: Incompatible flags --response-cache-byte-size and --cache-config both provided. '
-        + 'Please provide one or the other.');
+      throw new CliError('Error: Incompatible flags --response-cache-byte-size and --cache-config both provided. ' + 'Please provide one or the other.');
     }
     const size = r.str('response-cache-byte-size')!;
-    warnings.push("Warning: '--response-cache-byte-size' has been deprecated! This will default to the 'local' "
-      + "cache implementation with the provided byte size for its config. Please use '--cache-config' instead. "
-      + `The equivalent --cache-config CLI args would be: '--cache-config=local,size=${size}'`);
+    warnings.push(
+      "Warning: '--response-cache-byte-size' has been deprecated! This will default to the 'local' " +
+        "cache implementation with the provided byte size for its config. Please use '--cache-config' instead. " +
+        `The equivalent --cache-config CLI args would be: '--cache-config=local,size=${size}'`,
+    );
     cacheConfig = { local: { size } };
   }
   if (Object.keys(cacheConfig).length > 1) {
@@ -176,8 +185,7 @@ export function parseServerOptions(argv: string[]): ServerOptions {
     exitQuietMs,
     enablePeerAccess: r.bool('enable-peer-access', true),
     backendDirectory: r.string('backend-directory', '/opt/tritonserver/backends'),
-    backendConfig: parseGroupSettings(r.all('backend-config'),
-      "--backend-config option format is '<backend name>,<setting>=<value>'"),
+    backendConfig: parseGroupSettings(r.all('backend-config'), "--backend-config option format is '<backend name>,<setting>=<value>'"),
     pythonEnvCacheDir: r.string('python-env-cache-dir', pythonEnvCacheDir(r.string('model-cache-dir', defaultModelCacheDir()))),
     ...(r.str('python-env-pip-args') !== undefined ? { pythonEnvPipArgs: r.str('python-env-pip-args') } : {}),
     pythonEnvBuildTimeoutSecs: nonNegative('python-env-build-timeout-secs', r.int('python-env-build-timeout-secs', 1800)),
@@ -219,8 +227,12 @@ export function parseServerOptions(argv: string[]): ServerOptions {
     grpcServerCert: r.str('grpc-server-cert'),
     grpcServerKey: r.str('grpc-server-key'),
     grpcRootCert: r.str('grpc-root-cert'),
-    grpcInferResponseCompressionLevel: parseChoice('grpc-infer-response-compression-level',
-      r.string('grpc-infer-response-compression-level', 'none'), ['none', 'low', 'medium', 'high'] as const),
+    grpcInferResponseCompressionLevel: parseChoice('grpc-infer-response-compression-level', r.string('grpc-infer-response-compression-level', 'none'), [
+      'none',
+      'low',
+      'medium',
+      'high',
+    ] as const),
     grpcKeepaliveTimeMs: r.int('grpc-keepalive-time', 7200000),
     grpcKeepaliveTimeoutMs: r.int('grpc-keepalive-timeout', 20000),
     grpcKeepalivePermitWithoutCalls: r.bool('grpc-keepalive-permit-without-calls', false),
@@ -250,27 +262,35 @@ export function parseServerOptions(argv: string[]): ServerOptions {
     logFile: r.str('log-file'),
     logAccess: r.bool('log-access', false),
 
-    traceConfig: resolveTraceConfig(r.all('trace-config'), {
-      file: r.str('trace-file'), level: r.all('trace-level'), rate: r.str('trace-rate'),
-      count: r.str('trace-count'), logFrequency: r.str('trace-log-frequency'),
-    }, warnings),
+    traceConfig: resolveTraceConfig(
+      r.all('trace-config'),
+      {
+        file: r.str('trace-file'),
+        level: r.all('trace-level'),
+        rate: r.str('trace-rate'),
+        count: r.str('trace-count'),
+        logFrequency: r.str('trace-log-frequency'),
+      },
+      warnings,
+    ),
 
     cacheConfig,
     cacheDirectory: r.string('cache-directory', '/opt/tritonserver/caches'),
     rateLimit: parseChoice('rate-limit', r.string('rate-limit', 'off'), ['off', 'execution_count'] as const),
     rateLimitResources: r.all('rate-limit-resource').map(parseRateLimitResource),
     pinnedMemoryPoolByteSize: r.int('pinned-memory-pool-byte-size', 268435456, true),
-    cudaMemoryPoolByteSize: parseGpuValues('cuda-memory-pool-byte-size', r.all('cuda-memory-pool-byte-size'),
-      'pool byte size', (v) => parseIntValue('cuda-memory-pool-byte-size', v, true)),
-    cudaVirtualAddressSize: parseGpuValues('cuda-virtual-address-size', r.all('cuda-virtual-address-size'),
-      'virtual address size', (v) => parseIntValue('cuda-virtual-address-size', v, true)),
+    cudaMemoryPoolByteSize: parseGpuValues('cuda-memory-pool-byte-size', r.all('cuda-memory-pool-byte-size'), 'pool byte size', (v) =>
+      parseIntValue('cuda-memory-pool-byte-size', v, true),
+    ),
+    cudaVirtualAddressSize: parseGpuValues('cuda-virtual-address-size', r.all('cuda-virtual-address-size'), 'virtual address size', (v) =>
+      parseIntValue('cuda-virtual-address-size', v, true),
+    ),
     minSupportedComputeCapability: r.has('min-supported-compute-capability')
-      ? parseFloatValue('min-supported-compute-capability', r.str('min-supported-compute-capability')!) : 7.5,
+      ? parseFloatValue('min-supported-compute-capability', r.str('min-supported-compute-capability')!)
+      : 7.5,
     bufferManagerThreadCount: r.int('buffer-manager-thread-count', 0),
-    hostPolicy: parseGroupSettings(r.all('host-policy'),
-      "--host-policy option format is '<policy name>,<setting>=<value>'", true),
-    modelLoadGpuLimit: parseGpuValues('model-load-gpu-limit', r.all('model-load-gpu-limit'),
-      'fraction', (v) => parseFloatValue('model-load-gpu-limit', v)),
+    hostPolicy: parseGroupSettings(r.all('host-policy'), "--host-policy option format is '<policy name>,<setting>=<value>'", true),
+    modelLoadGpuLimit: parseGpuValues('model-load-gpu-limit', r.all('model-load-gpu-limit'), 'fraction', (v) => parseFloatValue('model-load-gpu-limit', v)),
     allowClientShm: r.bool('allow-client-shm', false),
     allowSagemaker: r.bool('allow-sagemaker', false),
     sagemakerPort: r.int('sagemaker-port', 8080),
@@ -305,8 +325,7 @@ function checkPortCollisions(o: ServerOptions): void {
       const [a, addrA, portA] = endpoints[i]!;
       const [b, addrB, portB] = endpoints[j]!;
       if (portA !== 0 && portA === portB && addrA === addrB) {
-        throw new CliError(
-          `The server cannot listen to ${a} requests and ${b} requests at the same address and port ${addrA}:${portA}`);
+        throw new CliError(`The server cannot listen to ${a} requests and ${b} requests at the same address and port ${addrA}:${portA}`);
       }
     }
   }
@@ -339,7 +358,9 @@ function parseCorsOrigin(value: string): string {
   const v = value.trim();
   if (v === '*') return v;
   if (!/^https?:\/\/[^/?#\s]+$/.test(v)) {
-    throw new CliError(`invalid argument for --http-cors-origin: '${value}' is not an origin; give scheme://host[:port] (no path), e.g. http://localhost:3000, or * for any`);
+    throw new CliError(
+      `invalid argument for --http-cors-origin: '${value}' is not an origin; give scheme://host[:port] (no path), e.g. http://localhost:3000, or * for any`,
+    );
   }
   return v;
 }
@@ -360,7 +381,9 @@ function parseConsolePath(value: string): string | undefined {
  * and --python-env-pip-args as the Python backend's env-cache-dir and
  * env-pip-args (a --backend-config=python,... setting of the same key wins).
  */
-export function backendSettings(o: Pick<ServerOptions, 'backendConfig' | 'pythonEnvCacheDir' | 'pythonEnvPipArgs' | 'pythonEnvBuildTimeoutSecs'>): Record<string, Record<string, string>> {
+export function backendSettings(
+  o: Pick<ServerOptions, 'backendConfig' | 'pythonEnvCacheDir' | 'pythonEnvPipArgs' | 'pythonEnvBuildTimeoutSecs'>,
+): Record<string, Record<string, string>> {
   const python = {
     'env-cache-dir': o.pythonEnvCacheDir,
     'env-build-timeout-secs': String(o.pythonEnvBuildTimeoutSecs),
@@ -369,7 +392,6 @@ export function backendSettings(o: Pick<ServerOptions, 'backendConfig' | 'python
   };
   return { ...o.backendConfig, python };
 }
-
 
 /** A token file's tokens (core/bearer-tokens.ts), read at start; undefined when the flag is not given. */
 function readTokenFile(flag: string, file: string | undefined): string[] | undefined {

@@ -34,8 +34,7 @@ export interface DeprecatedTraceFlags {
   logFrequency?: string;
 }
 
-const FORMAT_ERROR =
-  "--trace-config option format is '<trace mode>,<setting>=<value>' or '<setting>=<value>'";
+const FORMAT_ERROR = "--trace-config option format is '<trace mode>,<setting>=<value>' or '<setting>=<value>'";
 const DEFAULT_OTEL_URL = 'http://localhost:4318/v1/traces';
 
 export function defaultTraceConfig(): TraceConfig {
@@ -54,10 +53,16 @@ export function defaultTraceConfig(): TraceConfig {
 /** Triton's trace-level words: off/false, timestamps/true, tensors (any case). */
 function parseTraceLevel(value: string): TraceLevel | undefined {
   switch (value.toLowerCase()) {
-    case 'off': case 'false': return undefined;
-    case 'timestamps': case 'true': return 'TIMESTAMPS';
-    case 'tensors': return 'TENSORS';
-    default: throw new CliError(`invalid value for trace level option: ${value}`);
+    case 'off':
+    case 'false':
+      return undefined;
+    case 'timestamps':
+    case 'true':
+      return 'TIMESTAMPS';
+    case 'tensors':
+      return 'TENSORS';
+    default:
+      throw new CliError(`invalid value for trace level option: ${value}`);
   }
 }
 
@@ -68,9 +73,15 @@ function addLevel(cfg: TraceConfig, value: string): void {
 
 function applyGlobal(cfg: TraceConfig, setting: string, value: string): void {
   switch (setting) {
-    case 'level': addLevel(cfg, value); return;
-    case 'rate': cfg.rate = parseIntValue('trace-config', value); return;
-    case 'count': cfg.count = parseIntValue('trace-config', value); return;
+    case 'level':
+      addLevel(cfg, value);
+      return;
+    case 'rate':
+      cfg.rate = parseIntValue('trace-config', value);
+      return;
+    case 'count':
+      cfg.count = parseIntValue('trace-config', value);
+      return;
     case 'mode': {
       const mode = value.toLowerCase();
       if (mode !== 'triton' && mode !== 'opentelemetry') {
@@ -79,7 +90,8 @@ function applyGlobal(cfg: TraceConfig, setting: string, value: string): void {
       cfg.mode = mode;
       return;
     }
-    default: throw new CliError(`Unsupported trace setting: ${setting}`);
+    default:
+      throw new CliError(`Unsupported trace setting: ${setting}`);
   }
 }
 
@@ -103,21 +115,27 @@ function applyOpenTelemetry(cfg: TraceConfig, setting: string, value: string, ar
  * Resolves the trace settings. Deprecated flags are applied first so that an
  * explicit `--trace-config` wins, and each one adds a warning.
  */
-export function resolveTraceConfig(
-  args: string[], deprecated: DeprecatedTraceFlags, warnings: string[],
-): TraceConfig {
+export function resolveTraceConfig(args: string[], deprecated: DeprecatedTraceFlags, warnings: string[]): TraceConfig {
   const cfg = defaultTraceConfig();
   const warn = (flag: string, replacement: string): void => {
-    warnings.push(`Warning: '--${flag}' has been deprecated and will be removed in future releases. `
-      + `Please use '--trace-config ${replacement}' instead.`);
+    warnings.push(`Warning: '--${flag}' has been deprecated and will be removed in future releases. ` + `Please use '--trace-config ${replacement}' instead.`);
   };
-  if (deprecated.file !== undefined) { warn('trace-file', 'triton,file=<path>'); cfg.file = deprecated.file; }
+  if (deprecated.file !== undefined) {
+    warn('trace-file', 'triton,file=<path>');
+    cfg.file = deprecated.file;
+  }
   if (deprecated.level.length > 0) {
     warn('trace-level', 'level=<level>');
     for (const l of deprecated.level) addLevel(cfg, l);
   }
-  if (deprecated.rate !== undefined) { warn('trace-rate', 'rate=<rate value>'); cfg.rate = parseIntValue('trace-rate', deprecated.rate); }
-  if (deprecated.count !== undefined) { warn('trace-count', 'count=<count>'); cfg.count = parseIntValue('trace-count', deprecated.count); }
+  if (deprecated.rate !== undefined) {
+    warn('trace-rate', 'rate=<rate value>');
+    cfg.rate = parseIntValue('trace-rate', deprecated.rate);
+  }
+  if (deprecated.count !== undefined) {
+    warn('trace-count', 'count=<count>');
+    cfg.count = parseIntValue('trace-count', deprecated.count);
+  }
   if (deprecated.logFrequency !== undefined) {
     warn('trace-log-frequency', 'triton,log-frequency=<value>');
     cfg.logFrequency = parseIntValue('trace-log-frequency', deprecated.logFrequency);

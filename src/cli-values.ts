@@ -98,9 +98,7 @@ export function parseGroupSetting(arg: string, formatError: string, groupRequire
 }
 
 /** Collects `[<group>,]<setting>=<value>` flags into group → setting → value (last wins). */
-export function parseGroupSettings(
-  args: string[], formatError: string, groupRequired = false,
-): Record<string, Record<string, string>> {
+export function parseGroupSettings(args: string[], formatError: string, groupRequired = false): Record<string, Record<string, string>> {
   const out: Record<string, Record<string, string>> = {};
   for (const arg of args) {
     const { group, setting, value } = parseGroupSetting(arg, formatError, groupRequired);
@@ -111,8 +109,15 @@ export function parseGroupSettings(
 
 /** The categories of `--http-restricted-api` / `--grpc-restricted-protocol`. */
 export const RESTRICTED_CATEGORIES = [
-  'health', 'metadata', 'inference', 'shared-memory', 'model-config',
-  'model-repository', 'statistics', 'trace', 'logging',
+  'health',
+  'metadata',
+  'inference',
+  'shared-memory',
+  'model-config',
+  'model-repository',
+  'statistics',
+  'trace',
+  'logging',
 ] as const;
 
 export interface RestrictedGroup {
@@ -129,10 +134,12 @@ export function parseRestricted(flag: string, args: string[]): RestrictedGroup[]
     const colon = arg.indexOf(':');
     const eq = arg.indexOf('=', colon + 1);
     if (colon <= 0 || eq < 0 || eq === colon + 1) {
-      throw new CliError(
-        `--${flag} option format is '<API 1>,<API 2>:<restricted-key>=<restricted-value>'. Got ${arg}`);
+      throw new CliError(`--${flag} option format is '<API 1>,<API 2>:<restricted-key>=<restricted-value>'. Got ${arg}`);
     }
-    const apis = arg.slice(0, colon).split(',').map((a) => a.trim());
+    const apis = arg
+      .slice(0, colon)
+      .split(',')
+      .map((a) => a.trim());
     for (const api of apis) {
       if (!(RESTRICTED_CATEGORIES as readonly string[]).includes(api)) {
         throw new CliError(`unknown restricted ${flag === 'http-restricted-api' ? 'api' : 'protocol'} '${api}'`);
@@ -182,8 +189,7 @@ export interface RateLimitResource {
 /** `<name>:<count>[:<device>]`. */
 export function parseRateLimitResource(arg: string): RateLimitResource {
   const parts = arg.split(':');
-  const formatError = new CliError(
-    `--rate-limit-resource option format is '<resource_name>:<count>:<device>' or '<resource_name>:<count>'. Got ${arg}`);
+  const formatError = new CliError(`--rate-limit-resource option format is '<resource_name>:<count>:<device>' or '<resource_name>:<count>'. Got ${arg}`);
   if ((parts.length !== 2 && parts.length !== 3) || parts[0] === '') throw formatError;
   const count = parseIntValue('rate-limit-resource', parts[1]!);
   if (parts.length === 2) return { name: parts[0]!, count };
@@ -191,9 +197,7 @@ export function parseRateLimitResource(arg: string): RateLimitResource {
 }
 
 /** `<gpu>:<number>` flags (pool sizes, address sizes, load limits), keyed by GPU id. */
-export function parseGpuValues(
-  flag: string, args: string[], what: string, parseValue: (v: string) => number,
-): Record<number, number> {
+export function parseGpuValues(flag: string, args: string[], what: string, parseValue: (v: string) => number): Record<number, number> {
   const out: Record<number, number> = {};
   for (const arg of args) {
     const colon = arg.indexOf(':');

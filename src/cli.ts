@@ -29,10 +29,12 @@ async function main(): Promise<void> {
   // `nodetron infer -m <model> ...`: one request, to a running server or to one started here (src/client/infer-cli.ts).
   if (process.argv[2] === 'infer') {
     const { inferMain } = require('./client/infer-cli') as typeof import('./client/infer-cli');
-    process.exit(await inferMain(process.argv.slice(3), startForOneRequest, {
-      stdout: (text) => fs.writeSync(1, text),
-      stderr: (text) => fs.writeSync(2, text),
-    }));
+    process.exit(
+      await inferMain(process.argv.slice(3), startForOneRequest, {
+        stdout: (text) => fs.writeSync(1, text),
+        stderr: (text) => fs.writeSync(2, text),
+      }),
+    );
   }
   let options: ServerOptions;
   try {
@@ -64,8 +66,10 @@ async function main(): Promise<void> {
   let signalled = false;
   const stop = (running: NonNullable<typeof server>): void => {
     // Should a stop hang (a thread stuck in native code), the process still ends.
-    setTimeout(() => fail('error: failed to stop server: Internal - the stop did not finish. Exiting immediately.\n'),
-      (options.exitTimeoutSecs + HARD_EXIT_GRACE_SECS) * 1000).unref();
+    setTimeout(
+      () => fail('error: failed to stop server: Internal - the stop did not finish. Exiting immediately.\n'),
+      (options.exitTimeoutSecs + HARD_EXIT_GRACE_SECS) * 1000,
+    ).unref();
     running.stop().then(
       (outcome) => (outcome.clean ? process.exit(0) : fail('error: failed to stop server: Internal - Exit timeout expired. Exiting immediately.\n')),
       (err: unknown) => fail(`error: failed to stop server: ${toErrorInfo(err).message}\n`),
@@ -96,16 +100,23 @@ async function main(): Promise<void> {
 const HARD_EXIT_GRACE_SECS = 10;
 
 main().catch((err: unknown) => {
-  fail(`error: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`);
+  fail(`error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
 });
 
 /** `nodetron infer --model-repository`: a quiet server on free loopback ports with the one model loaded. */
 async function startForOneRequest(repository: string, model: string): Promise<{ url: string; stop(): Promise<void> }> {
   const { startServer } = require('./server') as typeof import('./server');
   const options = parseServerOptions([
-    `--model-repository=${repository}`, '--model-control-mode=explicit', `--load-model=${model}`,
-    '--http-address=127.0.0.1', '--http-port=0', '--http-thread-count=1', '--allow-grpc=false', '--allow-metrics=false',
-    '--log-info=false', '--log-warning=false',
+    `--model-repository=${repository}`,
+    '--model-control-mode=explicit',
+    `--load-model=${model}`,
+    '--http-address=127.0.0.1',
+    '--http-port=0',
+    '--http-thread-count=1',
+    '--allow-grpc=false',
+    '--allow-metrics=false',
+    '--log-info=false',
+    '--log-warning=false',
   ]);
   const server = await startServer(options);
   return {

@@ -197,5 +197,10 @@ export interface HttpEdgeLimits {
 }
 
 export const DEFAULT_HTTP_EDGE: HttpEdgeLimits = {
-  requestMs: 10_000, headMs: 30_000, bodyMinRate: 4096, idleMs: 65_000, maxConnections: 10_000, maxConnectionsPerThread: 0,
+  requestMs: 10_000,
+  headMs: 30_000,
+  bodyMinRate: 4096,
+  idleMs: 65_000,
+  maxConnections: 10_000,
+  maxConnectionsPerThread: 0,
 };

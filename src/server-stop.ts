@@ -104,10 +104,12 @@ export class ServerStop {
       const inflight = versions.reduce((n, v) => n + v.count, 0);
       const verdict = serveVerdict({ nowMs: now, startMs: start, serveEnd: timeline.serveEnd, inflight, lastArrivalMs: p.lastArrivalMs(), quietMs: p.quietMs });
       if (verdict !== 'serve') {
-        p.log.info(verdict === 'quiet'
-          ? `Closing the endpoints: no inference in flight and none received for ${p.quietMs} ms (--exit-quiet-ms)`
-          : `Closing the endpoints: the grace period is over; the last ${((timeline.deadline - now) / 1000).toFixed(1)} s `
-            + 'of --exit-timeout-secs are for the requests in flight and the unload');
+        p.log.info(
+          verdict === 'quiet'
+            ? `Closing the endpoints: no inference in flight and none received for ${p.quietMs} ms (--exit-quiet-ms)`
+            : `Closing the endpoints: the grace period is over; the last ${((timeline.deadline - now) / 1000).toFixed(1)} s ` +
+                'of --exit-timeout-secs are for the requests in flight and the unload',
+        );
         break;
       }
       await new Promise((r) => setTimeout(r, TICK_MS));

@@ -81,7 +81,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const gpuIds = detectGpuIds();
   // BLS requests from Python models enter through `route` like client requests.
   const customMetrics = new CustomMetrics(); // pb_utils.MetricFamily of Python models
-  const gateway: BlsGateway = new BlsGateway(arena, () => repo.snapshotModels(), (r, respond) => route(r, respond), (r) => cancel(r));
+  const gateway: BlsGateway = new BlsGateway(
+    arena,
+    () => repo.snapshotModels(),
+    (r, respond) => route(r, respond),
+    (r) => cancel(r),
+  );
   // pb_utils.load_model / unload_model / is_model_ready: the repository API the frontends use.
   const repositoryApi = (): RepositoryApiContext => ({ repo, mode: options.modelControlMode });
   const modelControl: ModelControl = {
@@ -127,13 +132,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     cachedSnapshot = undefined;
   };
   repo.onChange(invalidateSnapshot);
-  const snapshot = (): ServerSnapshot => (cachedSnapshot ??= {
-    live: state.live,
-    ready: state.live && !state.exiting && (!options.strictReadiness || repo.allReady()),
-    exiting: state.exiting,
-    models: repo.snapshotModels(),
-    shmRegions: shm.table(),
-  });
+  const snapshot = (): ServerSnapshot =>
+    (cachedSnapshot ??= {
+      live: state.live,
+      ready: state.live && !state.exiting && (!options.strictReadiness || repo.allReady()),
+      exiting: state.exiting,
+      models: repo.snapshotModels(),
+      shmRegions: shm.table(),
+    });
   // Region changes reach the HTTP and gRPC threads before the register/unregister reply does.
   const shm = new ShmRegistry(options.allowClientShm, () => {
     invalidateSnapshot();
@@ -161,14 +167,20 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const modelLog = new ModelLogBook();
   log.tapModelLines((model, line) => modelLog.add(model, line));
   const control = new ControlApi({
-    snapshot, telemetry: observability.telemetry, tracer: observability.tracer, log,
+    snapshot,
+    telemetry: observability.telemetry,
+    tracer: observability.tracer,
+    log,
     repository: { repo, mode: options.modelControlMode },
     shm,
     ...(options.allowMetrics ? { metricsText: () => observability.exposition() } : {}),
-    status: () => consoleStatus({
-      options, startedMs, instances: () => repo.instanceHealth(),
-      metrics: { enabled: options.allowMetrics, summaries: observability.summaries },
-    }),
+    status: () =>
+      consoleStatus({
+        options,
+        startedMs,
+        instances: () => repo.instanceHealth(),
+        metrics: { enabled: options.allowMetrics, summaries: observability.summaries },
+      }),
     modelLog: (model, after) => modelLog.lines(model, after),
   });
 
@@ -234,7 +246,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         auth: {
           ...(options.httpAuthTokens !== undefined ? { http: options.httpAuthTokens } : {}),
           ...(options.openaiAuthTokens !== undefined ? { openai: options.openaiAuthTokens } : {}),
-          openaiFlag: options.openaiAuthTokens !== undefined && options.openaiAuthTokens !== options.httpAuthTokens ? '--openai-auth-token-file' : '--http-auth-token-file',
+          openaiFlag:
+            options.openaiAuthTokens !== undefined && options.openaiAuthTokens !== options.httpAuthTokens
+              ? '--openai-auth-token-file'
+              : '--http-auth-token-file',
           exemptHealth: options.authExemptHealth,
         },
         maxJsonResponseSize: options.httpMaxJsonResponseSize,
@@ -266,10 +281,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     await stop(); // the HTTP threads would keep the process alive
     throw err;
   }
-  log.table(backendTable(backendNames().map((name) => ({
-    name, path: `built in (${name === 'python' ? 'src/python-backend' : `src/backends/${name}`})`,
-    config: JSON.stringify({ cmdline: backendCmdline(options, name) }).replace(/,"/g, ', "'),
-  }))));
+  log.table(
+    backendTable(
+      backendNames().map((name) => ({
+        name,
+        path: `built in (${name === 'python' ? 'src/python-backend' : `src/backends/${name}`})`,
+        config: JSON.stringify({ cmdline: backendCmdline(options, name) }).replace(/,"/g, ', "'),
+      })),
+    ),
+  );
   const modelRows = repoStartup.tableRows();
   log.table(modelTable(modelRows.map((r) => ({ name: r.model, version: r.version, status: r.status }))));
   // A reason's first line is in the table; the rest of it (a Python traceback)
@@ -291,8 +311,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     // this thread; the control rpcs it forwards are answered here.
     grpc = new GrpcFrontend(
       {
-        options, log, serverName: options.id, serverVersion: SERVER_VERSION, extensions: SERVER_EXTENSIONS,
-        control, repository: { repo, mode: options.modelControlMode }, shm, faults: testFaults(),
+        options,
+        log,
+        serverName: options.id,
+        serverVersion: SERVER_VERSION,
+        extensions: SERVER_EXTENSIONS,
+        control,
+        repository: { repo, mode: options.modelControlMode },
+        shm,
+        faults: testFaults(),
         ...(access ? { onRefused: (r: RefusedRequest) => access.refused(r) } : {}),
       },
       port,
@@ -344,5 +371,8 @@ function backendCmdline(o: ServerOptions, backend: string): Record<string, strin
 
 /** NODETRON_TEST_FAULTS: comma-separated fault injections for tests (http-control.ts HttpThreadData.faults, grpc-thread-protocol.ts GrpcThreadData.faults). */
 function testFaults(): string[] {
-  return (process.env.NODETRON_TEST_FAULTS ?? '').split(',').map((f) => f.trim()).filter(Boolean);
+  return (process.env.NODETRON_TEST_FAULTS ?? '')
+    .split(',')
+    .map((f) => f.trim())
+    .filter(Boolean);
 }

@@ -16,7 +16,8 @@ import { readBody } from '../../src/frontend/http/http-reply';
 import { ListenSocket } from '../../src/frontend/http/listen-socket';
 
 const REPLY = JSON.stringify({
-  model_name: 'simple', model_version: '1',
+  model_name: 'simple',
+  model_version: '1',
   outputs: [{ name: 'OUTPUT0', datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, (_, i) => i + 1) }],
 });
 const kind = process.argv[2];
@@ -30,19 +31,22 @@ const up = (port: number): void => {
 };
 
 if (kind === 'uws') {
-  uws.App().post('/*', (res) => {
-    let aborted = false;
-    res.onAborted(() => (aborted = true));
-    const chunks: Buffer[] = [];
-    res.onData((ab, last) => {
-      chunks.push(Buffer.from(ab.slice(0)));
-      if (!last) return;
-      JSON.parse(Buffer.concat(chunks).toString());
-      setImmediate(() => {
-        if (!aborted) res.cork(() => res.writeHeader('Content-Type', 'application/json').end(REPLY));
+  uws
+    .App()
+    .post('/*', (res) => {
+      let aborted = false;
+      res.onAborted(() => (aborted = true));
+      const chunks: Buffer[] = [];
+      res.onData((ab, last) => {
+        chunks.push(Buffer.from(ab.slice(0)));
+        if (!last) return;
+        JSON.parse(Buffer.concat(chunks).toString());
+        setImmediate(() => {
+          if (!aborted) res.cork(() => res.writeHeader('Content-Type', 'application/json').end(REPLY));
+        });
       });
-    });
-  }).listen('127.0.0.1', 0, (ls) => up(uws.us_socket_local_port(ls as unknown as Parameters<typeof uws.us_socket_local_port>[0])));
+    })
+    .listen('127.0.0.1', 0, (ls) => up(uws.us_socket_local_port(ls as unknown as Parameters<typeof uws.us_socket_local_port>[0])));
 } else if (kind === 'node-http') {
   const s = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
     const chunks: Buffer[] = [];

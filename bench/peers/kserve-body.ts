@@ -11,8 +11,15 @@ export interface PeerTensor {
   data: ArrayBufferView | number[];
 }
 
-const ARRAYS: Record<string, { new (b: ArrayBuffer, o: number, n: number): ArrayBufferView; BYTES_PER_ELEMENT: number; from(a: ArrayLike<number>): ArrayBufferView }> = {
-  FP32: Float32Array, INT32: Int32Array, FP64: Float64Array, INT8: Int8Array, UINT8: Uint8Array,
+const ARRAYS: Record<
+  string,
+  { new (b: ArrayBuffer, o: number, n: number): ArrayBufferView; BYTES_PER_ELEMENT: number; from(a: ArrayLike<number>): ArrayBufferView }
+> = {
+  FP32: Float32Array,
+  INT32: Int32Array,
+  FP64: Float64Array,
+  INT8: Int8Array,
+  UINT8: Uint8Array,
 };
 
 export interface ParsedBody {

@@ -40,10 +40,22 @@ async function main(): Promise<void> {
           const outputs = Object.entries(out).map(([name, t]) => ({ name, datatype: TRITON_TYPES[t.type] ?? t.type, shape: t.dims, t }));
           res.setHeader('Content-Type', 'application/json');
           if (!body.binaryOutput) {
-            return void res.end(JSON.stringify({ model_name: m![1], outputs: outputs.map((o) => ({ name: o.name, datatype: o.datatype, shape: o.shape, data: Array.from(o.t.data as Float32Array) })) }));
+            return void res.end(
+              JSON.stringify({
+                model_name: m![1],
+                outputs: outputs.map((o) => ({ name: o.name, datatype: o.datatype, shape: o.shape, data: Array.from(o.t.data as Float32Array) })),
+              }),
+            );
           }
-          const blobs = outputs.map((o) => Buffer.from((o.t.data as Float32Array).buffer, (o.t.data as Float32Array).byteOffset, (o.t.data as Float32Array).byteLength));
-          const json = Buffer.from(JSON.stringify({ model_name: m![1], outputs: outputs.map((o, i) => ({ name: o.name, datatype: o.datatype, shape: o.shape, parameters: { binary_data_size: blobs[i]!.length } })) }));
+          const blobs = outputs.map((o) =>
+            Buffer.from((o.t.data as Float32Array).buffer, (o.t.data as Float32Array).byteOffset, (o.t.data as Float32Array).byteLength),
+          );
+          const json = Buffer.from(
+            JSON.stringify({
+              model_name: m![1],
+              outputs: outputs.map((o, i) => ({ name: o.name, datatype: o.datatype, shape: o.shape, parameters: { binary_data_size: blobs[i]!.length } })),
+            }),
+          );
           res.setHeader('Inference-Header-Content-Length', String(json.length));
           res.end(Buffer.concat([json, ...blobs]));
         } catch (err) {

@@ -13,9 +13,19 @@ export interface CeilingRow {
   msPerRun: number;
 }
 
-export async function ortCeiling(file: string, inputName: string, sampleShape: number[], type: 'float32' | 'int32', batches: number[], ms: number, extraInputs: string[] = []): Promise<CeilingRow[]> {
+export async function ortCeiling(
+  file: string,
+  inputName: string,
+  sampleShape: number[],
+  type: 'float32' | 'int32',
+  batches: number[],
+  ms: number,
+  extraInputs: string[] = [],
+): Promise<CeilingRow[]> {
   const session = await ort.InferenceSession.create(file, {
-    intraOpNumThreads: os.availableParallelism(), interOpNumThreads: 1, extra: { 'session.intra_op.allow_spinning': '0' },
+    intraOpNumThreads: os.availableParallelism(),
+    interOpNumThreads: 1,
+    extra: { 'session.intra_op.allow_spinning': '0' },
   });
   const rows: CeilingRow[] = [];
   for (const batch of batches) {

@@ -34,7 +34,8 @@ export function findBackend(name: string): Backend {
  * server has and what to do.
  */
 const CONVERSIONS: Record<string, string> = {
-  tensorrt: 'A TensorRT plan cannot be converted back: export the network it was built from to ONNX (the plan is usually built from an ONNX file) and serve that',
+  tensorrt:
+    'A TensorRT plan cannot be converted back: export the network it was built from to ONNX (the plan is usually built from an ONNX file) and serve that',
   tensorflow: 'Convert the model to ONNX (python -m tf2onnx.convert --saved-model <dir> --output model.onnx) and serve that',
   openvino: 'Serve the ONNX file the OpenVINO IR was made from',
 };
@@ -43,7 +44,8 @@ const CONVERSIONS: Record<string, string> = {
 const OTHER_WAYS: Record<string, string> = {
   dali: 'DALI pipelines run on NVIDIA GPUs: do the preprocessing in a Python model (backend: "python", with numpy or Pillow) and chain it before the model in an ensemble (platform: "ensemble").',
   vllm: 'Serve the LLM from a Python model (backend: "python") that runs it on the CPU (transformers, llama.cpp bindings) and sends tokens as a decoupled model; model_repository/tiny_llm is one, and /v1/chat/completions serves such models.',
-  tensorrtllm: 'TensorRT-LLM engines run only on NVIDIA GPUs: serve the model\'s Hugging Face checkpoint from a Python model (backend: "python") as a decoupled model; model_repository/tiny_llm is one, and /v1/chat/completions serves such models.',
+  tensorrtllm:
+    'TensorRT-LLM engines run only on NVIDIA GPUs: serve the model\'s Hugging Face checkpoint from a Python model (backend: "python") as a decoupled model; model_repository/tiny_llm is one, and /v1/chat/completions serves such models.',
 };
 
 /** Triton backends that exist but not in nodetron (an unknown name is more likely a typo). */
@@ -54,7 +56,9 @@ export function missingBackend(name: string): ServerError {
   const prefix = `unable to find backend library for backend '${name}'`;
   if (TRITON_BACKENDS.has(name)) {
     const other = OTHER_WAYS[name];
-    const how = other ?? `${CONVERSIONS[name] ?? 'Convert the model to ONNX and serve it'} with backend: "onnxruntime", or call it from a Python model (backend: "python").`;
+    const how =
+      other ??
+      `${CONVERSIONS[name] ?? 'Convert the model to ONNX and serve it'} with backend: "onnxruntime", or call it from a Python model (backend: "python").`;
     return new ServerError('UNSUPPORTED', `${prefix}: ${have}; '${name}' is not available here (yet). ${how}`);
   }
   const meant = name.toLowerCase().includes('onnx') ? 'onnxruntime' : closestName(name, backendNames());

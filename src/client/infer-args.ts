@@ -47,10 +47,22 @@ export function parseInferArgs(argv: readonly string[]): InferArgs {
       return v;
     };
     switch (flag) {
-      case '-m': case '--model-name': out.model = value(); break;
-      case '-x': case '--model-version': out.version = value(); break;
-      case '-u': case '--url': out.url = normalizeUrl(value()); urlGiven = true; break;
-      case '--model-repository': out.repository = value(); break;
+      case '-m':
+      case '--model-name':
+        out.model = value();
+        break;
+      case '-x':
+      case '--model-version':
+        out.version = value();
+        break;
+      case '-u':
+      case '--url':
+        out.url = normalizeUrl(value());
+        urlGiven = true;
+        break;
+      case '--model-repository':
+        out.repository = value();
+        break;
       case '--input': {
         const spec = value();
         const at = spec.indexOf('=');
@@ -58,10 +70,18 @@ export function parseInferArgs(argv: readonly string[]): InferArgs {
         out.inputs.push({ name: spec.slice(0, at), value: spec.slice(at + 1) });
         break;
       }
-      case '--output': out.outputs.push(value()); break;
-      case '--json': out.json = true; break;
-      case '-h': case '--help': out.help = true; break;
-      default: throw new InferUsageError(`unknown option '${arg}'`);
+      case '--output':
+        out.outputs.push(value());
+        break;
+      case '--json':
+        out.json = true;
+        break;
+      case '-h':
+      case '--help':
+        out.help = true;
+        break;
+      default:
+        throw new InferUsageError(`unknown option '${arg}'`);
     }
   }
   if (out.help) return out;

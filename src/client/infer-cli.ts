@@ -13,7 +13,10 @@ import { decodeOutput, makeInput, outputsTable, type MetaTensor } from './infer-
 /** Starts a server on `repository` with `model` loaded; resolves with its HTTP URL and how to stop it. */
 export type StartLocal = (repository: string, model: string) => Promise<{ url: string; stop(): Promise<void> }>;
 
-interface Out { stdout(text: string): void; stderr(text: string): void }
+interface Out {
+  stdout(text: string): void;
+  stderr(text: string): void;
+}
 
 export async function inferMain(argv: readonly string[], start: StartLocal, out: Out): Promise<number> {
   let args;
@@ -38,7 +41,15 @@ export async function inferMain(argv: readonly string[], start: StartLocal, out:
     const metaRes = await call(url, modelPath, { method: 'GET' });
     const meta = JSON.parse(metaRes.text) as { error?: string; inputs?: MetaTensor[] };
     if (metaRes.status !== 200) throw new Error(meta.error ?? `HTTP ${metaRes.status}`);
-    const inputs = args.inputs.map((i) => makeInput(args.model, meta.inputs?.find((m) => m.name === i.name), i.name, i.value, (f) => fs.readFileSync(f)));
+    const inputs = args.inputs.map((i) =>
+      makeInput(
+        args.model,
+        meta.inputs?.find((m) => m.name === i.name),
+        i.name,
+        i.value,
+        (f) => fs.readFileSync(f),
+      ),
+    );
     const missing = (meta.inputs ?? []).filter((m) => !args.inputs.some((i) => i.name === m.name)).map((m) => m.name);
     if (missing.length > 0 && inputs.length === 0) throw new Error(`give the model's inputs with --input NAME=VALUE: ${missing.join(', ')}`);
     const opts = args.outputs.length > 0 ? { outputs: args.outputs.map((name) => ({ name, binary: true })) } : { binaryDataOutput: true };
@@ -48,7 +59,9 @@ export async function inferMain(argv: readonly string[], start: StartLocal, out:
     const res = await fetch(`${url}${modelPath}/infer`, { method: 'POST', headers, body });
     const result = parseInferResponse(res.status, res.headers, Buffer.from(await res.arrayBuffer()));
     if (res.status !== 200) throw new Error(String(result.json.error ?? `HTTP ${res.status}`));
-    const outputs = ((result.json.outputs ?? []) as MetaTensor[]).map((o) => decodeOutput(o.name, o.datatype, o.shape, result.binary.get(o.name) ?? new Uint8Array(0)));
+    const outputs = ((result.json.outputs ?? []) as MetaTensor[]).map((o) =>
+      decodeOutput(o.name, o.datatype, o.shape, result.binary.get(o.name) ?? new Uint8Array(0)),
+    );
     if (args.json) {
       const json = { model_name: result.json.model_name, model_version: result.json.model_version, outputs };
       out.stdout(`${JSON.stringify(json, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2)}\n`);
@@ -69,7 +82,9 @@ async function call(url: string, path: string, init: RequestInit): Promise<{ sta
   try {
     res = await fetch(url + path, init);
   } catch (err) {
-    throw new Error(`cannot reach the server at ${url}: ${((err as Error).cause as Error | undefined)?.message ?? (err as Error).message} (start one, or give --model-repository to start one for this request)`);
+    throw new Error(
+      `cannot reach the server at ${url}: ${((err as Error).cause as Error | undefined)?.message ?? (err as Error).message} (start one, or give --model-repository to start one for this request)`,
+    );
   }
   return { status: res.status, text: await res.text() };
 }

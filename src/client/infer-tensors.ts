@@ -6,7 +6,11 @@
  */
 import { readNpy } from './npy';
 
-export interface MetaTensor { name: string; datatype: string; shape: number[] }
+export interface MetaTensor {
+  name: string;
+  datatype: string;
+  shape: number[];
+}
 
 export interface InputTensor {
   name: string;
@@ -27,12 +31,16 @@ export function makeInput(model: string, meta: MetaTensor | undefined, name: str
     if (file.endsWith('.npy')) {
       const a = readNpy(file, bytes);
       if (a.datatype !== meta.datatype) {
-        throw new Error(`input '${name}' of model '${model}' is ${meta.datatype}, but ${file} holds ${a.datatype} (numpy ${a.descr}): convert it with a.astype(...)`);
+        throw new Error(
+          `input '${name}' of model '${model}' is ${meta.datatype}, but ${file} holds ${a.datatype} (numpy ${a.descr}): convert it with a.astype(...)`,
+        );
       }
       return { name, datatype: a.datatype, shape: withBatch(a.shape, meta), data: a.data };
     }
     if (meta.datatype !== 'BYTES') {
-      throw new Error(`input '${name}' of model '${model}' is ${meta.datatype}: give a JSON literal or a .npy file (a file's raw bytes go only to a BYTES input)`);
+      throw new Error(
+        `input '${name}' of model '${model}' is ${meta.datatype}: give a JSON literal or a .npy file (a file's raw bytes go only to a BYTES input)`,
+      );
     }
     const data = new Uint8Array(4 + bytes.length);
     new DataView(data.buffer).setUint32(0, bytes.length, true);
@@ -65,7 +73,12 @@ function flatten(v: unknown, name: string): { flat: unknown[]; shape: number[] }
   return { flat: parts.flatMap((p) => p.flat), shape: [v.length, ...parts[0]!.shape] };
 }
 
-export interface OutputTensor { name: string; datatype: string; shape: number[]; data: (number | bigint | boolean | string)[] }
+export interface OutputTensor {
+  name: string;
+  datatype: string;
+  shape: number[];
+  data: (number | bigint | boolean | string)[];
+}
 
 /** A binary output's bytes as values. */
 export function decodeOutput(name: string, datatype: string, shape: number[], b: Uint8Array): OutputTensor {
@@ -75,19 +88,45 @@ export function decodeOutput(name: string, datatype: string, shape: number[], b:
     for (let at = 0; at + size <= b.length; at += size) data.push(read(at));
   };
   switch (datatype) {
-    case 'BOOL': each(1, (at) => b[at] !== 0); break;
-    case 'UINT8': each(1, (at) => view.getUint8(at)); break;
-    case 'INT8': each(1, (at) => view.getInt8(at)); break;
-    case 'UINT16': each(2, (at) => view.getUint16(at, true)); break;
-    case 'INT16': each(2, (at) => view.getInt16(at, true)); break;
-    case 'UINT32': each(4, (at) => view.getUint32(at, true)); break;
-    case 'INT32': each(4, (at) => view.getInt32(at, true)); break;
-    case 'UINT64': each(8, (at) => view.getBigUint64(at, true)); break;
-    case 'INT64': each(8, (at) => view.getBigInt64(at, true)); break;
-    case 'FP16': each(2, (at) => half(view.getUint16(at, true))); break;
-    case 'BF16': each(2, (at) => new Float32Array(new Uint32Array([view.getUint16(at, true) << 16]).buffer)[0]!); break;
-    case 'FP32': each(4, (at) => view.getFloat32(at, true)); break;
-    case 'FP64': each(8, (at) => view.getFloat64(at, true)); break;
+    case 'BOOL':
+      each(1, (at) => b[at] !== 0);
+      break;
+    case 'UINT8':
+      each(1, (at) => view.getUint8(at));
+      break;
+    case 'INT8':
+      each(1, (at) => view.getInt8(at));
+      break;
+    case 'UINT16':
+      each(2, (at) => view.getUint16(at, true));
+      break;
+    case 'INT16':
+      each(2, (at) => view.getInt16(at, true));
+      break;
+    case 'UINT32':
+      each(4, (at) => view.getUint32(at, true));
+      break;
+    case 'INT32':
+      each(4, (at) => view.getInt32(at, true));
+      break;
+    case 'UINT64':
+      each(8, (at) => view.getBigUint64(at, true));
+      break;
+    case 'INT64':
+      each(8, (at) => view.getBigInt64(at, true));
+      break;
+    case 'FP16':
+      each(2, (at) => half(view.getUint16(at, true)));
+      break;
+    case 'BF16':
+      each(2, (at) => new Float32Array(new Uint32Array([view.getUint16(at, true) << 16]).buffer)[0]!);
+      break;
+    case 'FP32':
+      each(4, (at) => view.getFloat32(at, true));
+      break;
+    case 'FP64':
+      each(8, (at) => view.getFloat64(at, true));
+      break;
     case 'BYTES':
       for (let at = 0; at + 4 <= b.length;) {
         const n = view.getUint32(at, true);
@@ -95,7 +134,8 @@ export function decodeOutput(name: string, datatype: string, shape: number[], b:
         at += 4 + n;
       }
       break;
-    default: break;
+    default:
+      break;
   }
   return { name, datatype, shape, data };
 }

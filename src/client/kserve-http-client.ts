@@ -76,7 +76,11 @@ export function parseInferResponse(status: number, headers: Headers, body: Buffe
 export async function infer(baseUrl: string, model: string, inputs: ClientTensor[], opts: InferOptions = {}): Promise<InferResult> {
   const { body, headerLength } = buildInferBody(inputs, opts);
   // fetch would otherwise ask for gzip on every call; compression is opt-in here.
-  const headers: Record<string, string> = { 'Accept-Encoding': 'identity', 'Content-Type': headerLength === undefined ? 'application/json' : 'application/octet-stream', ...(opts.headers ?? {}) };
+  const headers: Record<string, string> = {
+    'Accept-Encoding': 'identity',
+    'Content-Type': headerLength === undefined ? 'application/json' : 'application/octet-stream',
+    ...(opts.headers ?? {}),
+  };
   if (headerLength !== undefined) headers['Inference-Header-Content-Length'] = String(headerLength);
   let payload: Buffer = body;
   if (opts.compressRequest) {

@@ -5,9 +5,18 @@
 
 /** KServe datatype of each little-endian (or byte-order-free) numpy dtype we send as is. */
 const DTYPES: Record<string, string> = {
-  '|b1': 'BOOL', '|u1': 'UINT8', '<u2': 'UINT16', '<u4': 'UINT32', '<u8': 'UINT64',
-  '|i1': 'INT8', '<i2': 'INT16', '<i4': 'INT32', '<i8': 'INT64',
-  '<f2': 'FP16', '<f4': 'FP32', '<f8': 'FP64',
+  '|b1': 'BOOL',
+  '|u1': 'UINT8',
+  '<u2': 'UINT16',
+  '<u4': 'UINT32',
+  '<u8': 'UINT64',
+  '|i1': 'INT8',
+  '<i2': 'INT16',
+  '<i4': 'INT32',
+  '<i8': 'INT64',
+  '<f2': 'FP16',
+  '<f4': 'FP32',
+  '<f8': 'FP64',
 };
 
 export interface NpyArray {
@@ -34,7 +43,11 @@ export function readNpy(file: string, bytes: Uint8Array): NpyArray {
   if (fortran === 'True') throw bad('it is in Fortran order; save it with np.ascontiguousarray(a)');
   const datatype = DTYPES[descr.replace(/^=/, '<')];
   if (datatype === undefined) throw bad(`its dtype '${descr}' has no KServe datatype here (big-endian, object or string arrays: convert it first)`);
-  const shape = shapeText.split(',').map((s) => s.trim()).filter((s) => s !== '').map(Number);
+  const shape = shapeText
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '')
+    .map(Number);
   const data = bytes.subarray(start + headerLen);
   const elements = shape.reduce((a, b) => a * b, 1);
   const size = datatype === 'BOOL' || datatype.endsWith('INT8') ? 1 : datatype.endsWith('16') ? 2 : datatype.endsWith('32') ? 4 : 8;

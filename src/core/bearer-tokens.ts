@@ -12,7 +12,10 @@ export type TokenCheck = 'ok' | 'missing' | 'invalid';
 
 /** The tokens of a token file's text: one per line, surrounding whitespace trimmed; blank lines and `#` comments skipped. */
 export function parseTokenFile(text: string): string[] {
-  return text.split(/\r?\n/).map((l) => l.trim()).filter((l) => l !== '' && !l.startsWith('#'));
+  return text
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'));
 }
 
 function digest(token: string): Buffer {

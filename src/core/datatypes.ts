@@ -2,27 +2,58 @@
  * Triton datatypes: the protocol strings (HTTP/gRPC `datatype`), the config
  * enum names (`TYPE_*`), and element sizes (protocol.md §3.1).
  */
-export type DataType =
-  | 'BOOL' | 'UINT8' | 'UINT16' | 'UINT32' | 'UINT64'
-  | 'INT8' | 'INT16' | 'INT32' | 'INT64'
-  | 'FP16' | 'FP32' | 'FP64' | 'BYTES' | 'BF16';
+export type DataType = 'BOOL' | 'UINT8' | 'UINT16' | 'UINT32' | 'UINT64' | 'INT8' | 'INT16' | 'INT32' | 'INT64' | 'FP16' | 'FP32' | 'FP64' | 'BYTES' | 'BF16';
 
 export const DATATYPES: readonly DataType[] = [
-  'BOOL', 'UINT8', 'UINT16', 'UINT32', 'UINT64', 'INT8', 'INT16', 'INT32', 'INT64',
-  'FP16', 'FP32', 'FP64', 'BYTES', 'BF16',
+  'BOOL',
+  'UINT8',
+  'UINT16',
+  'UINT32',
+  'UINT64',
+  'INT8',
+  'INT16',
+  'INT32',
+  'INT64',
+  'FP16',
+  'FP32',
+  'FP64',
+  'BYTES',
+  'BF16',
 ];
 
 /** Bytes per element; 0 for BYTES (variable: 4-byte LE length + data per element). */
 export const ELEMENT_SIZE: Record<DataType, number> = {
-  BOOL: 1, UINT8: 1, UINT16: 2, UINT32: 4, UINT64: 8,
-  INT8: 1, INT16: 2, INT32: 4, INT64: 8,
-  FP16: 2, FP32: 4, FP64: 8, BYTES: 0, BF16: 2,
+  BOOL: 1,
+  UINT8: 1,
+  UINT16: 2,
+  UINT32: 4,
+  UINT64: 8,
+  INT8: 1,
+  INT16: 2,
+  INT32: 4,
+  INT64: 8,
+  FP16: 2,
+  FP32: 4,
+  FP64: 8,
+  BYTES: 0,
+  BF16: 2,
 };
 
 const CONFIG_TO_PROTOCOL: Record<string, DataType> = {
-  TYPE_BOOL: 'BOOL', TYPE_UINT8: 'UINT8', TYPE_UINT16: 'UINT16', TYPE_UINT32: 'UINT32', TYPE_UINT64: 'UINT64',
-  TYPE_INT8: 'INT8', TYPE_INT16: 'INT16', TYPE_INT32: 'INT32', TYPE_INT64: 'INT64',
-  TYPE_FP16: 'FP16', TYPE_FP32: 'FP32', TYPE_FP64: 'FP64', TYPE_STRING: 'BYTES', TYPE_BF16: 'BF16',
+  TYPE_BOOL: 'BOOL',
+  TYPE_UINT8: 'UINT8',
+  TYPE_UINT16: 'UINT16',
+  TYPE_UINT32: 'UINT32',
+  TYPE_UINT64: 'UINT64',
+  TYPE_INT8: 'INT8',
+  TYPE_INT16: 'INT16',
+  TYPE_INT32: 'INT32',
+  TYPE_INT64: 'INT64',
+  TYPE_FP16: 'FP16',
+  TYPE_FP32: 'FP32',
+  TYPE_FP64: 'FP64',
+  TYPE_STRING: 'BYTES',
+  TYPE_BF16: 'BF16',
 };
 
 export function isDataType(s: string): s is DataType {
@@ -54,8 +85,15 @@ export function fixedByteSize(datatype: DataType, shape: readonly number[]): num
 
 /** Other names people write for a datatype (numpy's, ONNX's, C's), upper-cased. */
 const DATATYPE_ALIASES: Record<string, DataType> = {
-  FLOAT: 'FP32', FLOAT32: 'FP32', FLOAT16: 'FP16', HALF: 'FP16', FLOAT64: 'FP64', DOUBLE: 'FP64',
-  BFLOAT16: 'BF16', STRING: 'BYTES', BOOLEAN: 'BOOL',
+  FLOAT: 'FP32',
+  FLOAT32: 'FP32',
+  FLOAT16: 'FP16',
+  HALF: 'FP16',
+  FLOAT64: 'FP64',
+  DOUBLE: 'FP64',
+  BFLOAT16: 'BF16',
+  STRING: 'BYTES',
+  BOOLEAN: 'BOOL',
 };
 
 /**
@@ -78,7 +116,7 @@ export function guessDataType(text: string): DataType | undefined {
 export function wireDataTypeHint(text: string): string {
   const meant = guessDataType(text);
   if (meant !== undefined && meant !== text) {
-    const why = /^type_/i.test(text) ? " is how config.pbtxt spells it;" : ' is not a protocol datatype;';
+    const why = /^type_/i.test(text) ? ' is how config.pbtxt spells it;' : ' is not a protocol datatype;';
     return `'${text}'${why} in a request write '${meant}'.`;
   }
   return `'${text}' is not a datatype; use one of ${DATATYPES.join(', ')}.`;

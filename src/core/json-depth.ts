@@ -34,7 +34,8 @@ export function jsonNestingDepth(text: string, stopAbove = Number.POSITIVE_INFIN
   for (let i = 0, n = text.length; i < n; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === BACKSLASH) i++; // the escaped character cannot end the string
+      if (c === BACKSLASH)
+        i++; // the escaped character cannot end the string
       else if (c === QUOTE) inString = false;
       continue;
     }

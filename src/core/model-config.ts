@@ -6,7 +6,9 @@
  * here; the parser keeps every field the schema (proto/model_config.proto)
  * allows.
  */
-export interface ModelTensorReshape { shape: number[] }
+export interface ModelTensorReshape {
+  shape: number[];
+}
 
 export interface ModelInput {
   name: string;

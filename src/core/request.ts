@@ -136,8 +136,10 @@ export interface InferResponse {
  * CANCELLED status; the text says which request and that it never ran.
  */
 export function cancelledMessage(request: InferRequest, when = 'before it ran'): string {
-  return `${requestIdPrefix(request.id)}request for model '${request.model}' version ${request.version} was cancelled ${when} ` +
-    '(its client cancelled it or went away)';
+  return (
+    `${requestIdPrefix(request.id)}request for model '${request.model}' version ${request.version} was cancelled ${when} ` +
+    '(its client cancelled it or went away)'
+  );
 }
 
 /** The INTERNAL text of a request whose batch failed on `instance` (the execution pool's, and an inline run's on a frontend thread). */

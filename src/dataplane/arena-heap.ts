@@ -14,8 +14,21 @@
  * repair walk (arena-repair.ts) rebuilds, so their writes may be cut short.
  */
 import {
-  B_GEN, B_NEXT_FREE, B_OWNER, B_PREV, B_PREV_FREE, B_SIZE, B_STATE, FREE, USED, W_BITMAP, W_HEADS, W_LAST, W_TOP,
-  W_USED, WORDS_PER_GRANULE,
+  B_GEN,
+  B_NEXT_FREE,
+  B_OWNER,
+  B_PREV,
+  B_PREV_FREE,
+  B_SIZE,
+  B_STATE,
+  FREE,
+  USED,
+  W_BITMAP,
+  W_HEADS,
+  W_LAST,
+  W_TOP,
+  W_USED,
+  WORDS_PER_GRANULE,
 } from './arena-layout';
 
 const G = WORDS_PER_GRANULE;
@@ -35,7 +48,7 @@ export function takeFree(u: Uint32Array, n: number, owner: number, gen: number):
   for (let b = u[W_HEADS + k]; b !== 0; b = u[b * G + B_NEXT_FREE]) {
     if (u[b * G + B_SIZE] >= n) return useFree(u, b, n, owner, gen);
   }
-  const larger = k >= 31 ? 0 : (u[W_BITMAP] & ~((2 << k) - 1));
+  const larger = k >= 31 ? 0 : u[W_BITMAP] & ~((2 << k) - 1);
   if (larger === 0) return 0;
   return useFree(u, u[W_HEADS + sizeClass(larger & -larger)], n, owner, gen);
 }

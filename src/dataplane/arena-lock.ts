@@ -54,7 +54,11 @@ export class ArenaLock {
   lastWaitedMs = 0;
 
   /** i32 views the arena header (it never moves or grows). */
-  constructor(private readonly i32: Int32Array, ownerId: number, giveUpMs = isMainThread ? MAIN_GIVE_UP_MS : WORKER_GIVE_UP_MS) {
+  constructor(
+    private readonly i32: Int32Array,
+    ownerId: number,
+    giveUpMs = isMainThread ? MAIN_GIVE_UP_MS : WORKER_GIVE_UP_MS,
+  ) {
     this.mine = ownerId << 1;
     this.giveUpMs = giveUpMs;
   }

@@ -14,9 +14,7 @@
  * never comes back (threadIds are not reused), and a reallocation rewrites
  * the generation, so a block reclaimed in between fails one of the checks.
  */
-import {
-  B_GEN, B_OWNER, B_SIZE, B_STATE, FREE, GRANULE, HEADER_GRANULES, SWEPT, USED, W_TOP, WORDS_PER_GRANULE,
-} from './arena-layout';
+import { B_GEN, B_OWNER, B_SIZE, B_STATE, FREE, GRANULE, HEADER_GRANULES, SWEPT, USED, W_TOP, WORDS_PER_GRANULE } from './arena-layout';
 import { release } from './arena-heap';
 
 export interface BlockRef {

@@ -14,8 +14,21 @@
  */
 import { ServerError } from '../core/errors';
 import {
-  B_NEXT_FREE, B_PREV, B_PREV_FREE, B_SIZE, B_STATE, CLASSES, FREE, HEADER_GRANULES, USED, W_BITMAP, W_HEADS, W_LAST,
-  W_TOP, W_USED, WORDS_PER_GRANULE,
+  B_NEXT_FREE,
+  B_PREV,
+  B_PREV_FREE,
+  B_SIZE,
+  B_STATE,
+  CLASSES,
+  FREE,
+  HEADER_GRANULES,
+  USED,
+  W_BITMAP,
+  W_HEADS,
+  W_LAST,
+  W_TOP,
+  W_USED,
+  WORDS_PER_GRANULE,
 } from './arena-layout';
 import { link, sizeClass } from './arena-heap';
 
@@ -32,8 +45,7 @@ export function repairHeap(u: Uint32Array): void {
     const size = u[h + B_SIZE];
     const state = u[h + B_STATE];
     if (size === 0 || b + size > top || (state !== USED && state !== FREE)) {
-      throw new ServerError('INTERNAL',
-        `tensor arena: heap corrupt at granule ${b} (size ${size}, state 0x${state.toString(16)}, top ${top}); cannot repair`);
+      throw new ServerError('INTERNAL', `tensor arena: heap corrupt at granule ${b} (size ${size}, state 0x${state.toString(16)}, top ${top}); cannot repair`);
     }
     if (state === FREE && last !== 0 && u[last * G + B_STATE] === FREE) {
       u[last * G + B_SIZE] += size; // merge into the free block before: one store

@@ -27,16 +27,15 @@ export function growSab(sab: GrowableSab, needBytes: number, byteSize: number, u
   try {
     sab.grow(floorTo(target, GRANULE));
   } catch (err) {
-    throw new ServerError('UNAVAILABLE',
-      `tensor arena exhausted: cannot allocate ${byteSize} bytes (growing to ${target} bytes failed: ` +
-      `${(err as Error).message})`);
+    throw new ServerError(
+      'UNAVAILABLE',
+      `tensor arena exhausted: cannot allocate ${byteSize} bytes (growing to ${target} bytes failed: ` + `${(err as Error).message})`,
+    );
   }
 }
 
 export function exhausted(byteSize: number, usedBytes: number, maxBytes: number): ServerError {
-  return new ServerError('UNAVAILABLE',
-    `tensor arena exhausted: cannot allocate ${byteSize} bytes (${usedBytes} bytes ` +
-    `in use, ${maxBytes} bytes max)`);
+  return new ServerError('UNAVAILABLE', `tensor arena exhausted: cannot allocate ${byteSize} bytes (${usedBytes} bytes ` + `in use, ${maxBytes} bytes max)`);
 }
 
 /** With the lock held: frees the block `ref` names, or throws INTERNAL saying why it is not one to free. */

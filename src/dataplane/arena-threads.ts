@@ -25,9 +25,10 @@ export function registerThread(i32: Int32Array, ownerId: number): void {
       return;
     }
   }
-  throw new ServerError('INTERNAL',
-    `tensor arena: its thread table is full (${THREAD_SLOTS} live threads attached); ` +
-    'a thread that ended was not reported with Arena.threadDied');
+  throw new ServerError(
+    'INTERNAL',
+    `tensor arena: its thread table is full (${THREAD_SLOTS} live threads attached); ` + 'a thread that ended was not reported with Arena.threadDied',
+  );
 }
 
 /** Removes ownerId from the table; false when it was not there. */

@@ -43,8 +43,18 @@
 import { threadId as thisThreadId } from 'node:worker_threads';
 import { ServerError } from '../core/errors';
 import {
-  ARENA_MAGIC, B_OWNER, GRANULE, HEADER_GRANULES, HEADER_WORDS,
-  W_GEN, W_MAGIC, W_REPAIRS, W_TOP, W_USED, WORDS_PER_GRANULE, ownerIdOf,
+  ARENA_MAGIC,
+  B_OWNER,
+  GRANULE,
+  HEADER_GRANULES,
+  HEADER_WORDS,
+  W_GEN,
+  W_MAGIC,
+  W_REPAIRS,
+  W_TOP,
+  W_USED,
+  WORDS_PER_GRANULE,
+  ownerIdOf,
 } from './arena-layout';
 import { ACQUIRED, ArenaLock, GAVE_UP, TOOK_OVER, type Acquire } from './arena-lock';
 import { takeFree, takeTop } from './arena-heap';
@@ -59,7 +69,6 @@ export type { BlockRef } from './arena-ownership';
 export interface ArenaHandle {
   sab: SharedArrayBuffer;
 }
-
 
 /** What threadDied reclaimed. */
 export interface ThreadDiedResult {
@@ -143,8 +152,11 @@ export class Arena {
   /** This thread's view of an arena; registers the thread as alive (see threadDied). */
   static attach(handle: ArenaHandle, register = true): Arena {
     const sab = handle?.sab;
-    if (!(sab instanceof SharedArrayBuffer) || sab.byteLength < HEADER_GRANULES * GRANULE ||
-        Atomics.load(new Int32Array(sab, 0, HEADER_WORDS), W_MAGIC) !== ARENA_MAGIC) {
+    if (
+      !(sab instanceof SharedArrayBuffer) ||
+      sab.byteLength < HEADER_GRANULES * GRANULE ||
+      Atomics.load(new Int32Array(sab, 0, HEADER_WORDS), W_MAGIC) !== ARENA_MAGIC
+    ) {
       throw new ServerError('INTERNAL', 'Arena.attach: the handle is not a tensor arena created by Arena.create');
     }
     const arena = new Arena(sab);
@@ -177,9 +189,11 @@ export class Arena {
     let n = 1 + Math.ceil(byteSize / GRANULE);
     if (n <= ROUND_POW2_MAX_GRANULES) n = pow2Ceil(n);
     if (this.acquire(0) === GAVE_UP) {
-      throw new ServerError('UNAVAILABLE',
+      throw new ServerError(
+        'UNAVAILABLE',
         `tensor arena: cannot allocate ${byteSize} bytes, its lock has been held by thread ${this.lock.lastHolder - 1} ` +
-        `for ${Math.round(this.lock.lastWaitedMs)} ms`);
+          `for ${Math.round(this.lock.lastWaitedMs)} ms`,
+      );
     }
     try {
       let u = this.u32;

@@ -56,7 +56,11 @@ export class DescriptorWriter {
 }
 
 export class DescriptorReader {
-  constructor(private readonly buf: Buffer, public pos: number, private readonly end: number) {}
+  constructor(
+    private readonly buf: Buffer,
+    public pos: number,
+    private readonly end: number,
+  ) {}
 
   u8(): number {
     this.need(1);

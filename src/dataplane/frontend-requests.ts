@@ -36,7 +36,11 @@ export type FrontendCanceller = (request: InferRequest) => void;
 
 /** One message of a frontend thread's ring: a request to route, or the cancel of one it sent. */
 export function routeFromFrontend(
-  arena: Arena, replies: ReplyRings, link: FrontendThreadLink, msg: FrontendToMain, router: FrontendRouter,
+  arena: Arena,
+  replies: ReplyRings,
+  link: FrontendThreadLink,
+  msg: FrontendToMain,
+  router: FrontendRouter,
   canceller: FrontendCanceller,
 ): void {
   if (!link.alive) return; // its inputs are the dead thread's: the sweep frees them

@@ -185,11 +185,4 @@ export interface InlineMessage {
 }
 
 export type MainToInstance = ExecuteMessage | PeersMessage | StopMessage;
-export type InstanceToMain =
-  | ReadyMessage
-  | InitFailedMessage
-  | ExecutedMessage
-  | ExecuteFailedMessage
-  | StoppedMessage
-  | DeclinedMessage
-  | InlineMessage;
+export type InstanceToMain = ReadyMessage | InitFailedMessage | ExecutedMessage | ExecuteFailedMessage | StoppedMessage | DeclinedMessage | InlineMessage;

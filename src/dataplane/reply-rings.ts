@@ -43,9 +43,7 @@ export interface PeersUpdate {
 }
 
 /** Main → frontend thread (postMessage). */
-export type ReplyRingNotice =
-  | { t: 'reply_ring_add'; ring: RingHandle }
-  | { t: 'reply_ring_remove'; ring: RingHandle };
+export type ReplyRingNotice = { t: 'reply_ring_add'; ring: RingHandle } | { t: 'reply_ring_remove'; ring: RingHandle };
 
 /**
  * Responses are small descriptors; a ring per pair adds up (50 models × the

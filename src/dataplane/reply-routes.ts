@@ -25,7 +25,11 @@ interface Route {
 export class ReplyRoutes {
   private readonly routes = new Map<number, Route>();
 
-  constructor(private readonly arena: Arena, peers: readonly ReplyPeer[], private readonly updates: MessagePort | undefined) {
+  constructor(
+    private readonly arena: Arena,
+    peers: readonly ReplyPeer[],
+    private readonly updates: MessagePort | undefined,
+  ) {
     for (const p of peers) this.add(p);
   }
 

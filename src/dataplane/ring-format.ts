@@ -100,9 +100,7 @@ export function align4(n: number): number {
 }
 
 export function checkRing(h: RingHandle): void {
-  if (!(h?.sab instanceof SharedArrayBuffer) || h.sab.byteLength < R_HEADER_BYTES + MIN_CAPACITY ||
-      !(h.bell?.sab instanceof SharedArrayBuffer)) {
+  if (!(h?.sab instanceof SharedArrayBuffer) || h.sab.byteLength < R_HEADER_BYTES + MIN_CAPACITY || !(h.bell?.sab instanceof SharedArrayBuffer)) {
     throw new ServerError('INTERNAL', 'ring: the handle is not a ring created by createRing');
   }
 }
-

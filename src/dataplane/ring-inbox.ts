@@ -6,16 +6,36 @@
  */
 import { ServerError } from '../core/errors';
 import {
-  D_ARMED, D_ID, D_MISSED, D_RECOVERIES, D_SEQ, D_SLEEPING, Doorbell, LEN_MASK, MORE, R_BELL_ID, R_CAPACITY, R_HEAD,
-  R_HEADER_BYTES, R_RING_ID, R_TAIL, WRAP, align4, checkRing, type DoorbellHandle, type RingHandle,
+  D_ARMED,
+  D_ID,
+  D_MISSED,
+  D_RECOVERIES,
+  D_SEQ,
+  D_SLEEPING,
+  Doorbell,
+  LEN_MASK,
+  MORE,
+  R_BELL_ID,
+  R_CAPACITY,
+  R_HEAD,
+  R_HEADER_BYTES,
+  R_RING_ID,
+  R_TAIL,
+  WRAP,
+  align4,
+  checkRing,
+  type DoorbellHandle,
+  type RingHandle,
 } from './ring-format';
 import { decodeDescriptor, isDescriptor } from './descriptor-codec';
 import { flushBackloggedWriters } from './ring-writer';
 
 /** Atomics.waitAsync is ES2024 in TypeScript's libs; Node 20 has it. */
-const waitAsync = (Atomics as unknown as {
-  waitAsync(ta: Int32Array, index: number, value: number): { async: boolean; value: Promise<string> | string };
-}).waitAsync;
+const waitAsync = (
+  Atomics as unknown as {
+    waitAsync(ta: Int32Array, index: number, value: number): { async: boolean; value: Promise<string> | string };
+  }
+).waitAsync;
 
 /** Default period of the safety poll of both modes (see Inbox.start and Inbox.drainOrWait). */
 const GUARD_MS = 50;
@@ -29,7 +49,10 @@ class RingReader {
   private head: number;
   private parts: Buffer[] = [];
 
-  constructor(h: RingHandle, readonly onMessage: (msg: any) => void) {
+  constructor(
+    h: RingHandle,
+    readonly onMessage: (msg: any) => void,
+  ) {
     this.hdr = new Int32Array(h.sab, 0, R_HEADER_BYTES / 4);
     this.id = this.hdr[R_RING_ID];
     this.cap = Atomics.load(this.hdr, R_CAPACITY);
@@ -138,7 +161,12 @@ export class Inbox {
     this.bellId = Atomics.load(this.bell, D_ID);
     this.spin = options.spin ?? 0;
     this.pollMs = options.safetyPollMs ?? GUARD_MS;
-    this.onError = options.onError ?? ((err) => queueMicrotask(() => { throw err; }));
+    this.onError =
+      options.onError ??
+      ((err) =>
+        queueMicrotask(() => {
+          throw err;
+        }));
   }
 
   add(h: RingHandle, onMessage: (msg: any) => void): void {
@@ -286,8 +314,10 @@ export class Inbox {
     if (!rung) Atomics.add(this.bell, D_MISSED, 1);
     if (this.warned) return;
     this.warned = true;
-    process.emitWarning(`Inbox: a doorbell wake-up was lost (bell ${rung ? 'rung, the wait did not return' :
-      'not rung'}); the safety poll took over`, 'NodetronWarning');
+    process.emitWarning(
+      `Inbox: a doorbell wake-up was lost (bell ${rung ? 'rung, the wait did not return' : 'not rung'}); the safety poll took over`,
+      'NodetronWarning',
+    );
   }
 
   private async loop(gen: number): Promise<void> {
@@ -316,4 +346,3 @@ export class Inbox {
     }
   }
 }
-

@@ -6,9 +6,7 @@
  */
 import { ServerError } from '../core/errors';
 import { encodeDescriptor } from './descriptor-codec';
-import {
-  D_ARMED, D_SEQ, D_SLEEPING, MORE, R_CAPACITY, R_HEAD, R_HEADER_BYTES, R_TAIL, WRAP, align4, checkRing, type RingHandle,
-} from './ring-format';
+import { D_ARMED, D_SEQ, D_SLEEPING, MORE, R_CAPACITY, R_HEAD, R_HEADER_BYTES, R_TAIL, WRAP, align4, checkRing, type RingHandle } from './ring-format';
 
 interface Pending {
   bytes: Buffer;
@@ -252,10 +250,11 @@ export class RingWriter {
    */
   private ringBell(): void {
     if (this.lazyNext) {
-      if (this.bellDue === null) this.lazyDue ??= setTimeout(() => {
-        this.lazyDue = null;
-        this.ringNow();
-      }, this.lazyMs);
+      if (this.bellDue === null)
+        this.lazyDue ??= setTimeout(() => {
+          this.lazyDue = null;
+          this.ringNow();
+        }, this.lazyMs);
       return;
     }
     if (!this.deferBell) {
@@ -314,4 +313,3 @@ export class RingWriter {
     this.retryTimer = null;
   }
 }
-

@@ -61,8 +61,6 @@
  * Files: ring-format.ts (shared layout, Doorbell, createRing, counters),
  * ring-writer.ts (producer), ring-inbox.ts (consumer). Import from here.
  */
-export {
-  Doorbell, createRing, doorbellCounters, type DoorbellHandle, type RingHandle, type WakeupCounters,
-} from './ring-format';
+export { Doorbell, createRing, doorbellCounters, type DoorbellHandle, type RingHandle, type WakeupCounters } from './ring-format';
 export { RingWriter, flushBackloggedWriters } from './ring-writer';
 export { Inbox, type InboxOptions } from './ring-inbox';

@@ -23,7 +23,10 @@ export interface ShmRegionJson {
 export class ShmRegistry {
   private regions: ShmRegionTable = {};
 
-  constructor(private readonly allowed: boolean, private readonly onChange: () => void = () => {}) {}
+  constructor(
+    private readonly allowed: boolean,
+    private readonly onChange: () => void = () => {},
+  ) {}
 
   /** A copy for the snapshot. */
   table(): ShmRegionTable {

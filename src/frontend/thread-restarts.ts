@@ -11,7 +11,11 @@ import { ServerError } from '../core/errors';
 export class RestartBackoff {
   private deaths: number[] = [];
 
-  constructor(private readonly baseMs = 100, private readonly maxMs = 5000, private readonly windowMs = 60_000) {}
+  constructor(
+    private readonly baseMs = 100,
+    private readonly maxMs = 5000,
+    private readonly windowMs = 60_000,
+  ) {}
 
   /** Records a death at `now`; returns the delay before the restart (deaths older than the window are forgotten). */
   next(now = Date.now()): number {

@@ -15,7 +15,11 @@ export function detectGpuIds(): number[] {
   let ids = Array.from({ length: count }, (_, i) => i);
   const visible = process.env.CUDA_VISIBLE_DEVICES;
   if (visible !== undefined) {
-    const allowed = visible.split(',').map((s) => s.trim()).filter((s) => /^[0-9]+$/.test(s)).map(Number);
+    const allowed = visible
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => /^[0-9]+$/.test(s))
+      .map(Number);
     ids = ids.filter((i) => allowed.includes(i));
   }
   return ids;

@@ -76,8 +76,16 @@ export class HostedInstance implements ModelInstance, InlineRuns {
    * The instance on `host`, or, when the host declines it (its probe run
    * was over `maxUs`) or is gone, the same instance on a worker thread.
    */
-  static async start(port: MainPort, arena: Arena, backendModule: string, args: BackendInstanceArgs,
-    host: InstanceHost, maxUs: number, oneATurn: boolean, log?: InstanceLog): Promise<ModelInstance> {
+  static async start(
+    port: MainPort,
+    arena: Arena,
+    backendModule: string,
+    args: BackendInstanceArgs,
+    host: InstanceHost,
+    maxUs: number,
+    oneATurn: boolean,
+    log?: InstanceLog,
+  ): Promise<ModelInstance> {
     const h = new HostedInstance(port, arena, backendModule, args, log);
     const started = await h.launch(host, maxUs, oneATurn);
     if (started === 'ready') return h;
@@ -103,8 +111,9 @@ export class HostedInstance implements ModelInstance, InlineRuns {
     if (this.unavailable !== undefined || out === undefined) {
       return Promise.resolve(failedResult(requests, this.unavailable ?? new ServerError('UNAVAILABLE', `instance ${this.name} is not running`)));
     }
-    return this.pending.add(requests, (batchId) => out.send((replyTo === undefined
-      ? { t: 'execute', batchId, requests } : { t: 'execute', batchId, requests, replyTo }) satisfies MainToInstance));
+    return this.pending.add(requests, (batchId) =>
+      out.send((replyTo === undefined ? { t: 'execute', batchId, requests } : { t: 'execute', batchId, requests, replyTo }) satisfies MainToInstance),
+    );
   }
 
   stop(): Promise<void> {
@@ -156,9 +165,16 @@ export class HostedInstance implements ModelInstance, InlineRuns {
     });
     this.replies = { id: replies.id, channel };
     const msg: HostInstanceMessage = {
-      t: 'host_instance', toInstance, toMain, gate: this.gate.buffer as SharedArrayBuffer,
-      backendModule: this.backendModule, args: { ...this.args, hosted: true }, maxUs, oneATurn,
-      peers: replies.peers, peersPort: channel.port2,
+      t: 'host_instance',
+      toInstance,
+      toMain,
+      gate: this.gate.buffer as SharedArrayBuffer,
+      backendModule: this.backendModule,
+      args: { ...this.args, hosted: true },
+      maxUs,
+      oneATurn,
+      peers: replies.peers,
+      peersPort: channel.port2,
     };
     host.post(msg, [channel.port2]);
     return started.then(
@@ -194,13 +210,17 @@ export class HostedInstance implements ModelInstance, InlineRuns {
         this.pending.settle(msg);
         return;
       case 'ready':
-        this.log?.info(`instance ${this.name} of model '${this.args.config.name}' runs on HTTP thread ${this.hostIndex}: ` +
-          `its probe run took ${msg.probeUs ?? 0} us (--inline-execution-max-us)`);
+        this.log?.info(
+          `instance ${this.name} of model '${this.args.config.name}' runs on HTTP thread ${this.hostIndex}: ` +
+            `its probe run took ${msg.probeUs ?? 0} us (--inline-execution-max-us)`,
+        );
         this.started('ready');
         return;
       case 'declined':
-        this.log?.info(`instance ${this.name} of model '${this.args.config.name}' runs on a thread of its own: ` +
-          `its probe run took ${msg.probeUs} us, over --inline-execution-max-us`);
+        this.log?.info(
+          `instance ${this.name} of model '${this.args.config.name}' runs on a thread of its own: ` +
+            `its probe run took ${msg.probeUs} us, over --inline-execution-max-us`,
+        );
         this.started('declined');
         return;
       case 'init_failed':
@@ -243,16 +263,27 @@ export class HostedInstance implements ModelInstance, InlineRuns {
         this.fallback = w;
         this.log?.info(`instance ${this.name} of model '${this.args.config.name}' restarted`);
       },
-      (e: unknown) => this.log?.error(`instance ${this.name} of model '${this.args.config.name}' failed to restart: ${e instanceof Error ? e.message : String(e)}`),
+      (e: unknown) =>
+        this.log?.error(`instance ${this.name} of model '${this.args.config.name}' failed to restart: ${e instanceof Error ? e.message : String(e)}`),
     );
   }
 
   /** Counts one run from the ledger. */
   applyRun(run: InlineMessage): void {
-    this.listener?.({
-      id: run.id, model: this.args.config.name, version: this.args.version, latest: false, batchSize: run.batchSize,
-      inputs: [], requestedOutputs: null, parameters: {}, arrivalNs: run.queueStartNs,
-    }, run);
+    this.listener?.(
+      {
+        id: run.id,
+        model: this.args.config.name,
+        version: this.args.version,
+        latest: false,
+        batchSize: run.batchSize,
+        inputs: [],
+        requestedOutputs: null,
+        parameters: {},
+        arrivalNs: run.queueStartNs,
+      },
+      run,
+    );
   }
 
   private failPending(err: ServerError): void {

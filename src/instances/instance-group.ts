@@ -40,11 +40,17 @@ export function planInstances(config: ModelConfig, gpuIds: readonly number[]): I
     if (kind === 'KIND_GPU') {
       const gpus = group.gpus.length > 0 ? group.gpus : [...gpuIds];
       if (gpus.length === 0) {
-        throw new ServerError('INVALID_ARG', `instance group ${group.name} of model ${config.name} has kind KIND_GPU but no GPUs are available on this machine`);
+        throw new ServerError(
+          'INVALID_ARG',
+          `instance group ${group.name} of model ${config.name} has kind KIND_GPU but no GPUs are available on this machine`,
+        );
       }
       for (const gpu of gpus) {
         if (!gpuIds.includes(gpu)) {
-          throw new ServerError('INVALID_ARG', `instance group ${group.name} of model ${config.name} specifies invalid or unsupported gpu id ${gpu}. GPUs available: ${gpuIds.length > 0 ? gpuIds.join(' ') : 'none'}`);
+          throw new ServerError(
+            'INVALID_ARG',
+            `instance group ${group.name} of model ${config.name} specifies invalid or unsupported gpu id ${gpu}. GPUs available: ${gpuIds.length > 0 ? gpuIds.join(' ') : 'none'}`,
+          );
         }
         for (let i = 0; i < group.count; i++) plans.push({ name: `${group.name}_${plans.length}`, kind, deviceId: gpu });
       }
@@ -65,8 +71,8 @@ export async function createInstances(
 ): Promise<ModelInstance[]> {
   const plans = planInstances(config, ctx.gpuIds);
   const maxUs = ctx.inlineMaxUs ?? 0;
-  const hostable = backend.instanceKind !== 'process'
-    && inlineRefusal({ config, backend: backend.name, maxUs, modelBytes: fileBytes(modelPath) }) === undefined;
+  const hostable =
+    backend.instanceKind !== 'process' && inlineRefusal({ config, backend: backend.name, maxUs, modelBytes: fileBytes(modelPath) }) === undefined;
   const started = await Promise.allSettled(
     plans.map((p, k): Promise<ModelInstance> => {
       const args: BackendInstanceArgs = {

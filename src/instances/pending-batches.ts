@@ -20,7 +20,10 @@ export class PendingBatches {
   private readonly pending = new Map<number, Pending>();
   private nextBatchId = 1;
 
-  constructor(private readonly arena: Arena, private readonly instanceName: string) {}
+  constructor(
+    private readonly arena: Arena,
+    private readonly instanceName: string,
+  ) {}
 
   /** A new batch; `send` writes its `execute` with the batchId. */
   add(requests: InferRequest[], send: (batchId: number) => void): Promise<ExecuteResult> {

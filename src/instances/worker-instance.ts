@@ -135,10 +135,20 @@ export class WorkerInstance implements ModelInstance {
       out.send({ t: 'peers' } satisfies MainToInstance);
     });
     const data: InstanceThreadData = {
-      arena: this.arena.handle, toInstance, toMain, backendModule: this.backendModule, args: this.args,
-      peers: replies.peers, peersPort: peersChannel.port2,
+      arena: this.arena.handle,
+      toInstance,
+      toMain,
+      backendModule: this.backendModule,
+      args: this.args,
+      peers: replies.peers,
+      peersPort: peersChannel.port2,
     };
-    const worker = new Worker(path.join(__dirname, 'instance-thread.js'), { workerData: data, name: this.name, transferList: [peersChannel.port2], resourceLimits: workerResourceLimits() });
+    const worker = new Worker(path.join(__dirname, 'instance-thread.js'), {
+      workerData: data,
+      name: this.name,
+      transferList: [peersChannel.port2],
+      resourceLimits: workerResourceLimits(),
+    });
     const link: ThreadLink = { worker, threadId: worker.threadId, out, fromInstance: toMain };
     // A restarted thread gets a new bell; the old one's wake-up counters stay in the server's totals.
     // Its reply rings go too: each frontend drains what it sent and drops them.

@@ -102,7 +102,15 @@ export async function lintModel(location: ModelLocation, loader: LoaderOptions):
 
 /** The report as printed: one line per finding (continuation lines indented), then the totals. */
 export function formatReport(report: LintReport): string {
-  const lines = report.findings.map((f) => `${f.severity}: ${f.text.trimEnd().split('\n').map((l) => l.trimEnd()).join('\n    ').replace(/\n {4}\n/g, '\n\n')}`);
+  const lines = report.findings.map(
+    (f) =>
+      `${f.severity}: ${f.text
+        .trimEnd()
+        .split('\n')
+        .map((l) => l.trimEnd())
+        .join('\n    ')
+        .replace(/\n {4}\n/g, '\n\n')}`,
+  );
   const plural = (n: number, w: string): string => `${n} ${w}${n === 1 ? '' : 's'}`;
   lines.push(`${plural(report.errors, 'error')}, ${plural(report.warnings, 'warning')} in ${plural(report.models, 'model')}`);
   return `${lines.join('\n')}\n`;

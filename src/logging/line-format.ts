@@ -50,8 +50,7 @@ export function formatPreamble(e: LogEntry, format: LogFormat): string {
     const date = `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}`;
     return `${date}T${hms}Z ${e.letter} ${e.pid} ${sourceTag(e.source)}] `;
   }
-  return `${e.letter}${pad(d.getUTCMonth() + 1)}${pad(d.getUTCDate())} ${hms}.${pad(micros, 6)} `
-    + `${e.pid} ${sourceTag(e.source)}] `;
+  return `${e.letter}${pad(d.getUTCMonth() + 1)}${pad(d.getUTCDate())} ${hms}.${pad(micros, 6)} ` + `${e.pid} ${sourceTag(e.source)}] `;
 }
 
 /**
@@ -76,7 +75,11 @@ export function formatJsonEntry(e: LogEntry): string {
   const iso = new Date((e.epochMicros - micros) / 1000).toISOString().slice(0, 19);
   const message = e.multiline === true ? `${e.heading ?? ''}${e.heading ? '\n' : ''}${e.message}` : e.message;
   const rec: Record<string, string | number> = {
-    time: `${iso}.${pad(micros, 6)}Z`, level: LEVEL_NAMES[e.letter], pid: e.pid, source: e.source, message,
+    time: `${iso}.${pad(micros, 6)}Z`,
+    level: LEVEL_NAMES[e.letter],
+    pid: e.pid,
+    source: e.source,
+    message,
   };
   if (e.model !== undefined) rec['model'] = e.model;
   return `${JSON.stringify(rec)}\n`;

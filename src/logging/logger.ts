@@ -102,8 +102,17 @@ function lazyDestination(dest: number | string): SyncWriter {
     return boom;
   };
   return {
-    write: (text) => { open().write(text); },
-    flush: () => { if (boom !== undefined) try { boom.flushSync(); } catch { /* nothing pending */ } },
+    write: (text) => {
+      open().write(text);
+    },
+    flush: () => {
+      if (boom !== undefined)
+        try {
+          boom.flushSync();
+        } catch {
+          /* nothing pending */
+        }
+    },
   };
 }
 
@@ -141,11 +150,20 @@ class TritonDestination {
   write(json: string): void {
     const rec = JSON.parse(json) as PinoRecord;
     const letter: LogLetter = rec.level >= PINO_ERROR ? 'E' : rec.level >= PINO_WARN ? 'W' : 'I';
-    const text = formatLogEntry({
-      letter, epochMicros: rec.t, pid: this.pid,
-      source: rec.source?.includes(':') === true ? rec.source : rec.at ?? rec.source ?? DEFAULT_SOURCE,
-      message: rec.msg, multiline: rec.multiline, heading: rec.heading, model: rec.model,
-    }, this.state.format, this.escape);
+    const text = formatLogEntry(
+      {
+        letter,
+        epochMicros: rec.t,
+        pid: this.pid,
+        source: rec.source?.includes(':') === true ? rec.source : (rec.at ?? rec.source ?? DEFAULT_SOURCE),
+        message: rec.msg,
+        multiline: rec.multiline,
+        heading: rec.heading,
+        model: rec.model,
+      },
+      this.state.format,
+      this.escape,
+    );
     if (rec.model !== undefined && this.tap !== undefined) this.tap(rec.model, text.trimEnd());
     const stream: LogStream = this.file !== undefined ? 'file' : letter === 'I' ? 'stdout' : 'stderr';
     if (this.sink !== undefined) this.sink(text, stream);
@@ -163,13 +181,25 @@ function wrap(p: pino.Logger, state: LogSettings, dest: TritonDestination, sites
   // The caller of the logger method `fn`, looked up only for a line that is emitted.
   const at = (fn: (...args: never[]) => unknown): { at?: string } => (sites ? { at: callerSite(fn) } : {});
   const logger: Logger = {
-    info(msg) { if (state.info) p.info(at(logger.info), msg); },
-    warn(msg) { if (state.warning) p.warn(at(logger.warn), msg); },
-    error(msg) { if (state.error) p.error(at(logger.error), msg); },
-    verbose(level, msg) { if (state.verbose >= level) p.debug(at(logger.verbose), msg); },
+    info(msg) {
+      if (state.info) p.info(at(logger.info), msg);
+    },
+    warn(msg) {
+      if (state.warning) p.warn(at(logger.warn), msg);
+    },
+    error(msg) {
+      if (state.error) p.error(at(logger.error), msg);
+    },
+    verbose(level, msg) {
+      if (state.verbose >= level) p.debug(at(logger.verbose), msg);
+    },
     isVerbose: (level) => state.verbose >= level,
-    table(text) { if (state.info) p.info({ multiline: true, ...at(logger.table) }, text); },
-    multiline(heading, body) { if (state.info) p.info({ multiline: true, heading, ...at(logger.multiline) }, body); },
+    table(text) {
+      if (state.info) p.info({ multiline: true, ...at(logger.table) }, text);
+    },
+    multiline(heading, body) {
+      if (state.info) p.info({ multiline: true, heading, ...at(logger.multiline) }, body);
+    },
     child: (bindings) => wrap(p.child(bindings), state, dest, sites && bindings.site !== false),
     setLevels: (s) => {
       if (s.verbose !== undefined) state.verbose = s.verbose;
@@ -179,7 +209,9 @@ function wrap(p: pino.Logger, state: LogSettings, dest: TritonDestination, sites
       if (s.format !== undefined) state.format = s.format;
     },
     settings: () => ({ ...state }),
-    tapModelLines: (tap) => { dest.tap = tap; },
+    tapModelLines: (tap) => {
+      dest.tap = tap;
+    },
     flush: () => dest.flush(),
   };
   return logger;
@@ -187,7 +219,11 @@ function wrap(p: pino.Logger, state: LogSettings, dest: TritonDestination, sites
 
 export function createLogger(opts: LoggerOptions): Logger {
   const state: LogSettings = {
-    verbose: opts.verbose, info: opts.info, warning: opts.warning, error: opts.error, format: opts.format,
+    verbose: opts.verbose,
+    info: opts.info,
+    warning: opts.warning,
+    error: opts.error,
+    format: opts.format,
   };
   if (opts.file !== undefined) state.file = opts.file;
   const clock = opts.clock ?? systemClockMicros;

@@ -90,8 +90,11 @@ export function modelTable(rows: ModelTableRow[], opts?: TableOptions): string {
     if (a.name !== b.name) return a.name < b.name ? -1 : 1;
     return (Number(a.version) || 0) - (Number(b.version) || 0);
   });
-  return formatTable(['Model', 'Version', 'Status'],
-    sorted.map((r) => [r.name, String(r.version), statusSummary(r.status)]), opts);
+  return formatTable(
+    ['Model', 'Version', 'Status'],
+    sorted.map((r) => [r.name, String(r.version), statusSummary(r.status)]),
+    opts,
+  );
 }
 
 export interface BackendTableRow {
@@ -102,12 +105,20 @@ export interface BackendTableRow {
 }
 
 export function backendTable(rows: BackendTableRow[], opts?: TableOptions): string {
-  return formatTable(['Backend', 'Path', 'Config'], rows.map((r) => [r.name, r.path, r.config]), opts);
+  return formatTable(
+    ['Backend', 'Path', 'Config'],
+    rows.map((r) => [r.name, r.path, r.config]),
+    opts,
+  );
 }
 
 /** Repository agents table (nodetron has none, so usually header only). */
 export function repositoryAgentTable(rows: { name: string; path: string }[], opts?: TableOptions): string {
-  return formatTable(['Repository Agent', 'Path'], rows.map((r) => [r.name, r.path]), opts);
+  return formatTable(
+    ['Repository Agent', 'Path'],
+    rows.map((r) => [r.name, r.path]),
+    opts,
+  );
 }
 
 const CONTROL_MODE_NAMES = { none: 'MODE_NONE', poll: 'MODE_POLL', explicit: 'MODE_EXPLICIT' } as const;

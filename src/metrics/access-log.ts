@@ -50,13 +50,21 @@ export interface AccessTimes {
 }
 
 /** The line's text (pure; table-tested). */
-export function accessLine(protocol: AccessProtocol, req: Pick<InferRequest, 'model' | 'id' | 'client'> & { version: number | string },
-  status: number, inBytes: number, outBytes: number, times: AccessTimes | undefined): string {
+export function accessLine(
+  protocol: AccessProtocol,
+  req: Pick<InferRequest, 'model' | 'id' | 'client'> & { version: number | string },
+  status: number,
+  inBytes: number,
+  outBytes: number,
+  times: AccessTimes | undefined,
+): string {
   const us = (v: number | undefined): string => (v === undefined ? '-' : String(Math.round(v)));
-  return `${protocol} client=${req.client === undefined || req.client === '' ? '-' : req.client} model=${req.model} `
-    + `version=${req.version === '' ? '-' : req.version} status=${status} in_bytes=${inBytes} `
-    + `out_bytes=${outBytes} queue_us=${us(times?.queueUs)} compute_us=${us(times?.computeUs)} `
-    + `total_us=${us(times?.totalUs)} id=${JSON.stringify(req.id)}`;
+  return (
+    `${protocol} client=${req.client === undefined || req.client === '' ? '-' : req.client} model=${req.model} ` +
+    `version=${req.version === '' ? '-' : req.version} status=${status} in_bytes=${inBytes} ` +
+    `out_bytes=${outBytes} queue_us=${us(times?.queueUs)} compute_us=${us(times?.computeUs)} ` +
+    `total_us=${us(times?.totalUs)} id=${JSON.stringify(req.id)}`
+  );
 }
 
 export class AccessLog {
@@ -102,8 +110,7 @@ export class AccessLog {
         this.inners.set(wrapped, hooks);
         return wrapped;
       },
-      loaded: (model, version, hooks, loadSecs, inflight) =>
-        inner.loaded(model, version, this.inners.get(hooks) ?? hooks, loadSecs, inflight),
+      loaded: (model, version, hooks, loadSecs, inflight) => inner.loaded(model, version, this.inners.get(hooks) ?? hooks, loadSecs, inflight),
       gone: (model, version) => inner.gone(model, version),
     };
   }
@@ -118,11 +125,14 @@ export class AccessLog {
     if (p === undefined || !p.answered) return;
     this.pending.delete(req);
     const ran = s !== undefined && s.computeStartNs > 0;
-    const times = s === undefined ? undefined : {
-      queueUs: ((ran ? s.computeStartNs : s.endNs) - s.queueStartNs) / 1000,
-      computeUs: ran ? (s.computeEndNs - s.computeStartNs) / 1000 : 0,
-      totalUs: (s.endNs - req.arrivalNs) / 1000,
-    };
+    const times =
+      s === undefined
+        ? undefined
+        : {
+            queueUs: ((ran ? s.computeStartNs : s.endNs) - s.queueStartNs) / 1000,
+            computeUs: ran ? (s.computeEndNs - s.computeStartNs) / 1000 : 0,
+            totalUs: (s.endNs - req.arrivalNs) / 1000,
+          };
     this.log.info(accessLine(p.protocol, req, p.status, p.inBytes, p.outBytes, times));
   }
 }

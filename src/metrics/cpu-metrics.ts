@@ -58,7 +58,10 @@ export class CpuMetricsPoller {
   private prev: CpuTimes | undefined;
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly families: ServerFamilies, private readonly intervalMs: number) {}
+  constructor(
+    private readonly families: ServerFamilies,
+    private readonly intervalMs: number,
+  ) {}
 
   start(): void {
     this.sample();

@@ -43,7 +43,7 @@ export function registerDataplaneMetrics(registry: Registry, source: DataplaneSo
   });
   new Counter({
     name: 'nodetron_dataplane_safety_poll_recoveries_total',
-    help: 'Times a ring consumer\'s safety poll delivered messages a wake-up should have (any cause)',
+    help: "Times a ring consumer's safety poll delivered messages a wake-up should have (any cause)",
     registers,
     collect() {
       total(this, source.wakeups().safetyPollRecoveries);

@@ -63,51 +63,93 @@ export class MetricFamilies {
     const registers = [this.registry];
     const counter = (name: string, help: string): C => new Counter({ name, help, labelNames: ['model', 'version'], registers });
     const gauge = (name: string, help: string): Gauge<ModelLabel> => new Gauge({ name, help, labelNames: ['model', 'version'], registers });
-    const summary = (name: string, help: string): Summary<ModelLabel> => new Summary({
-      name, help, labelNames: ['model', 'version'], registers,
-      percentiles: settings.summaryQuantiles.map((q) => q.quantile),
-      // prometheus-cpp's default sliding window: 60 s in 5 age buckets.
-      maxAgeSeconds: 60, ageBuckets: 5,
-    });
+    const summary = (name: string, help: string): Summary<ModelLabel> =>
+      new Summary({
+        name,
+        help,
+        labelNames: ['model', 'version'],
+        registers,
+        percentiles: settings.summaryQuantiles.map((q) => q.quantile),
+        // prometheus-cpp's default sliding window: 60 s in 5 age buckets.
+        maxAgeSeconds: 60,
+        ageBuckets: 5,
+      });
     // Registration order is Triton's (protocol.md §5.3).
     this.model = {
       requestSuccess: counter('nv_inference_request_success', 'Number of successful inference requests, all batch sizes'),
       requestFailure: new Counter({
-        name: 'nv_inference_request_failure', help: 'Number of failed inference requests, all batch sizes',
-        labelNames: ['model', 'reason', 'version'], registers,
+        name: 'nv_inference_request_failure',
+        help: 'Number of failed inference requests, all batch sizes',
+        labelNames: ['model', 'reason', 'version'],
+        registers,
       }),
       inferenceCount: counter('nv_inference_count', 'Number of inferences performed (does not include cached requests)'),
       execCount: counter('nv_inference_exec_count', 'Number of model executions performed (does not include cached requests)'),
-      durations: settings.counterLatencies ? {
-        request: counter('nv_inference_request_duration_us', 'Cumulative inference request duration in microseconds (includes cached requests)'),
-        queue: counter('nv_inference_queue_duration_us', 'Cumulative inference queuing duration in microseconds (includes cached requests)'),
-        computeInput: counter('nv_inference_compute_input_duration_us', 'Cumulative compute input duration in microseconds (does not include cached requests)'),
-        computeInfer: counter('nv_inference_compute_infer_duration_us', 'Cumulative compute inference duration in microseconds (does not include cached requests)'),
-        computeOutput: counter('nv_inference_compute_output_duration_us', 'Cumulative inference compute output duration in microseconds (does not include cached requests)'),
-      } : undefined,
+      durations: settings.counterLatencies
+        ? {
+            request: counter('nv_inference_request_duration_us', 'Cumulative inference request duration in microseconds (includes cached requests)'),
+            queue: counter('nv_inference_queue_duration_us', 'Cumulative inference queuing duration in microseconds (includes cached requests)'),
+            computeInput: counter(
+              'nv_inference_compute_input_duration_us',
+              'Cumulative compute input duration in microseconds (does not include cached requests)',
+            ),
+            computeInfer: counter(
+              'nv_inference_compute_infer_duration_us',
+              'Cumulative compute inference duration in microseconds (does not include cached requests)',
+            ),
+            computeOutput: counter(
+              'nv_inference_compute_output_duration_us',
+              'Cumulative inference compute output duration in microseconds (does not include cached requests)',
+            ),
+          }
+        : undefined,
       pending: gauge('nv_inference_pending_request_count', 'Instantaneous number of pending requests awaiting execution per-model.'),
       loadDuration: gauge('nv_model_load_duration_secs', 'Model load time in seconds'),
-      cache: settings.counterLatencies ? {
-        hits: counter('nv_cache_num_hits_per_model', 'Number of cache hits per model'),
-        hitUs: counter('nv_cache_hit_duration_per_model', 'Total cache hit duration per model, in microseconds'),
-        misses: counter('nv_cache_num_misses_per_model', 'Number of cache misses per model'),
-        missUs: counter('nv_cache_miss_duration_per_model', 'Total cache miss (insert+lookup) duration per model, in microseconds'),
-      } : undefined,
-      firstResponse: settings.histogramLatencies ? new Histogram({
-        name: 'nv_inference_first_response_histogram_ms', help: 'Duration from request to first response in milliseconds',
-        labelNames: ['model', 'version'], buckets: FIRST_RESPONSE_BUCKETS, registers,
-      }) : undefined,
-      interResponse: settings.histogramLatencies ? new Histogram({
-        name: 'nodetron_inference_inter_response_histogram_ms', help: 'Duration between consecutive responses of a decoupled request (inter-token latency) in milliseconds',
-        labelNames: ['model', 'version'], buckets: INTER_RESPONSE_BUCKETS, registers,
-      }) : undefined,
-      summaries: settings.summaryLatencies && settings.summaryQuantiles.length > 0 ? {
-        request: summary('nv_inference_request_summary_us', 'Summary of inference request duration in microseconds (includes cached requests)'),
-        queue: summary('nv_inference_queue_summary_us', 'Summary of inference queuing duration in microseconds (includes cached requests)'),
-        computeInput: summary('nv_inference_compute_input_summary_us', 'Cumulative compute input duration in microseconds (does not include cached requests)'),
-        computeInfer: summary('nv_inference_compute_infer_summary_us', 'Cumulative compute inference duration in microseconds (does not include cached requests)'),
-        computeOutput: summary('nv_inference_compute_output_summary_us', 'Cumulative inference compute output duration in microseconds (does not include cached requests)'),
-      } : undefined,
+      cache: settings.counterLatencies
+        ? {
+            hits: counter('nv_cache_num_hits_per_model', 'Number of cache hits per model'),
+            hitUs: counter('nv_cache_hit_duration_per_model', 'Total cache hit duration per model, in microseconds'),
+            misses: counter('nv_cache_num_misses_per_model', 'Number of cache misses per model'),
+            missUs: counter('nv_cache_miss_duration_per_model', 'Total cache miss (insert+lookup) duration per model, in microseconds'),
+          }
+        : undefined,
+      firstResponse: settings.histogramLatencies
+        ? new Histogram({
+            name: 'nv_inference_first_response_histogram_ms',
+            help: 'Duration from request to first response in milliseconds',
+            labelNames: ['model', 'version'],
+            buckets: FIRST_RESPONSE_BUCKETS,
+            registers,
+          })
+        : undefined,
+      interResponse: settings.histogramLatencies
+        ? new Histogram({
+            name: 'nodetron_inference_inter_response_histogram_ms',
+            help: 'Duration between consecutive responses of a decoupled request (inter-token latency) in milliseconds',
+            labelNames: ['model', 'version'],
+            buckets: INTER_RESPONSE_BUCKETS,
+            registers,
+          })
+        : undefined,
+      summaries:
+        settings.summaryLatencies && settings.summaryQuantiles.length > 0
+          ? {
+              request: summary('nv_inference_request_summary_us', 'Summary of inference request duration in microseconds (includes cached requests)'),
+              queue: summary('nv_inference_queue_summary_us', 'Summary of inference queuing duration in microseconds (includes cached requests)'),
+              computeInput: summary(
+                'nv_inference_compute_input_summary_us',
+                'Cumulative compute input duration in microseconds (does not include cached requests)',
+              ),
+              computeInfer: summary(
+                'nv_inference_compute_infer_summary_us',
+                'Cumulative compute inference duration in microseconds (does not include cached requests)',
+              ),
+              computeOutput: summary(
+                'nv_inference_compute_output_summary_us',
+                'Cumulative inference compute output duration in microseconds (does not include cached requests)',
+              ),
+            }
+          : undefined,
     };
     if (cpuMetrics) {
       this.server = {

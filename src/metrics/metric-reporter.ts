@@ -40,9 +40,19 @@ export class ModelMetricReporter {
   private readonly labels: { model: string; version: string };
   private readonly failureLabels: Record<FailureReason, { model: string; reason: string; version: string }>;
   private readonly exported: Exported = {
-    success: 0, inference: 0, exec: 0, failures: { OTHER: 0, BACKEND: 0, CANCELED: 0, REJECTED: 0 },
-    requestUs: 0, queueUs: 0, computeInputUs: 0, computeInferUs: 0, computeOutputUs: 0,
-    cacheHits: 0, cacheHitUs: 0, cacheMisses: 0, cacheMissUs: 0,
+    success: 0,
+    inference: 0,
+    exec: 0,
+    failures: { OTHER: 0, BACKEND: 0, CANCELED: 0, REJECTED: 0 },
+    requestUs: 0,
+    queueUs: 0,
+    computeInputUs: 0,
+    computeInferUs: 0,
+    computeOutputUs: 0,
+    cacheHits: 0,
+    cacheHitUs: 0,
+    cacheMisses: 0,
+    cacheMissUs: 0,
   };
   private readonly summaries: { request: Observer; queue: Observer; computeInput: Observer; computeInfer: Observer; computeOutput: Observer } | null;
   private readonly firstResponse: Observer | null;
@@ -66,11 +76,15 @@ export class ModelMetricReporter {
     if (f.durations) for (const c of Object.values(f.durations)) c.inc(this.labels, 0);
     f.pending.set(this.labels, 0);
     const s = f.summaries;
-    this.summaries = s ? {
-      request: s.request.labels(this.labels), queue: s.queue.labels(this.labels),
-      computeInput: s.computeInput.labels(this.labels), computeInfer: s.computeInfer.labels(this.labels),
-      computeOutput: s.computeOutput.labels(this.labels),
-    } : null;
+    this.summaries = s
+      ? {
+          request: s.request.labels(this.labels),
+          queue: s.queue.labels(this.labels),
+          computeInput: s.computeInput.labels(this.labels),
+          computeInfer: s.computeInfer.labels(this.labels),
+          computeOutput: s.computeOutput.labels(this.labels),
+        }
+      : null;
     this.firstResponse = f.firstResponse && decoupled ? f.firstResponse.labels(this.labels) : null;
     this.interResponse = f.interResponse && decoupled ? f.interResponse.labels(this.labels) : null;
     // A summary shows its _sum/_count from load on; a histogram too.
@@ -108,8 +122,7 @@ export class ModelMetricReporter {
   observeResponse(index: number, kind: ResponseKind, sinceQueueStartNs: number, sincePreviousNs: number): void {
     if (index === 0) {
       if (kind !== 'cancel') this.firstResponse!.observe(Math.max(0, sinceQueueStartNs) / 1e6);
-    }
-    else if (kind === 'success') this.interResponse!.observe(Math.max(0, sincePreviousNs) / 1e6);
+    } else if (kind === 'success') this.interResponse!.observe(Math.max(0, sincePreviousNs) / 1e6);
   }
 
   /** Before a scrape: counters up to the statistics, the pending gauge to `pending`. */
@@ -161,7 +174,9 @@ const us = (ns: number): number => Math.floor(ns / 1000);
 
 function bump<L extends string>(
   c: { inc(labels: Partial<Record<L, string>>, value: number): void },
-  labels: Partial<Record<L, string>>, exported: number, current: number,
+  labels: Partial<Record<L, string>>,
+  exported: number,
+  current: number,
 ): number {
   if (current > exported) c.inc(labels, current - exported);
   return current > exported ? current : exported;

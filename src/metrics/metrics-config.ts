@@ -53,7 +53,9 @@ export function parseQuantiles(text: string, warnings: string[]): Quantile[] {
     const q = m ? Number(m[1]) : NaN;
     const e = m ? Number(m[2]) : NaN;
     if (!m || !(q >= 0 && q <= 1) || !(e >= 0 && e <= 1)) {
-      warnings.push(`invalid summary quantile pair '${pair}' in metrics config 'summary_quantiles', expected <quantile>:<error> with values in [0, 1]; skipped`);
+      warnings.push(
+        `invalid summary quantile pair '${pair}' in metrics config 'summary_quantiles', expected <quantile>:<error> with values in [0, 1]; skipped`,
+      );
       continue;
     }
     if (!out.some((x) => x.quantile === q)) out.push({ quantile: q, error: e });

@@ -159,8 +159,12 @@ export class ModelStatistics {
     for (const index of [...this.responses.keys()].sort((a, b) => a - b)) {
       const r = this.responses.get(index)!;
       out[String(index)] = {
-        compute_infer: d(r.compute_infer), compute_output: d(r.compute_output), success: d(r.success),
-        fail: d(r.fail), empty_response: d(r.empty_response), cancel: d(r.cancel),
+        compute_infer: d(r.compute_infer),
+        compute_output: d(r.compute_output),
+        success: d(r.success),
+        fail: d(r.fail),
+        empty_response: d(r.empty_response),
+        cancel: d(r.cancel),
       };
     }
     return out;

@@ -27,7 +27,11 @@ export class Observability {
   /** Whether the latency summaries (p50/p99 ...) are on (--metrics-config summary_latencies=true). */
   readonly summaries: boolean = false;
 
-  constructor(private readonly options: ServerOptions, private readonly log: Logger, private readonly dataplane: DataplaneSource) {
+  constructor(
+    private readonly options: ServerOptions,
+    private readonly log: Logger,
+    private readonly dataplane: DataplaneSource,
+  ) {
     this.tracer = new Tracer(options.traceConfig, (msg) => log.error(msg));
     if (options.allowMetrics) {
       const { settings, warnings } = resolveMetricsSettings(options.metricsConfig);

@@ -62,7 +62,10 @@ export class Telemetry implements VersionObserver {
       executionDone(batchSize, requestCount, timings, padding): void {
         stats.executionDone(batchSize, timings, padding);
         if (log.isVerbose(2)) {
-          log.verbose(2, `model '${model}' version ${version}: executed a batch of ${requestCount} requests (batch size ${batchSize}${padding > 0 ? `, ${padding} not-ready rows` : ''}) in ${us(timings.computeEndNs - timings.computeStartNs)} us`);
+          log.verbose(
+            2,
+            `model '${model}' version ${version}: executed a batch of ${requestCount} requests (batch size ${batchSize}${padding > 0 ? `, ${padding} not-ready rows` : ''}) in ${us(timings.computeEndNs - timings.computeStartNs)} us`,
+          );
         }
       },
     };

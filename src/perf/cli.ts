@@ -27,13 +27,18 @@ export async function perfMain(argv: string[]): Promise<number> {
   }
   const o = options;
   if (o.serviceKind === 'openai') return openaiMain(o);
-  const what = o.requestRate ? `request rate ${o.requestRate.start}:${o.requestRate.end}:${o.requestRate.step}` : `concurrency ${o.concurrency!.start}:${o.concurrency!.end}:${o.concurrency!.step}`;
-  process.stdout.write(`*** Measurement Settings ***\n  model ${o.model}${o.version ? ` version ${o.version}` : ''}, ${o.protocol} ${o.url}, batch ${o.batchSize}, ` +
-    `${o.protocol === 'http' ? `${o.inputFormat} input / ${o.outputFormat} output tensors, ` : ''}${what}, window ${o.measurementIntervalMs} ms, ` +
-    `stability ${o.stabilityPercentage}%${o.percentile ? `, p${o.percentile} latency` : ''}` +
-    `${o.windowRequests !== undefined ? `, count windows of ${o.windowRequests} requests` : ''}` +
-    `${o.latencyThresholdMs !== undefined ? `, latency threshold ${o.latencyThresholdMs} ms` : ''}\n` +
-    o.notes.map((n) => `  note: ${n}\n`).join('') + '\n');
+  const what = o.requestRate
+    ? `request rate ${o.requestRate.start}:${o.requestRate.end}:${o.requestRate.step}`
+    : `concurrency ${o.concurrency!.start}:${o.concurrency!.end}:${o.concurrency!.step}`;
+  process.stdout.write(
+    `*** Measurement Settings ***\n  model ${o.model}${o.version ? ` version ${o.version}` : ''}, ${o.protocol} ${o.url}, batch ${o.batchSize}, ` +
+      `${o.protocol === 'http' ? `${o.inputFormat} input / ${o.outputFormat} output tensors, ` : ''}${what}, window ${o.measurementIntervalMs} ms, ` +
+      `stability ${o.stabilityPercentage}%${o.percentile ? `, p${o.percentile} latency` : ''}` +
+      `${o.windowRequests !== undefined ? `, count windows of ${o.windowRequests} requests` : ''}` +
+      `${o.latencyThresholdMs !== undefined ? `, latency threshold ${o.latencyThresholdMs} ms` : ''}\n` +
+      o.notes.map((n) => `  note: ${n}\n`).join('') +
+      '\n',
+  );
   try {
     const { results } = await runPerf(o, (line) => process.stdout.write(line + '\n'));
     process.stdout.write('\n' + summaryTable(results) + '\n');
@@ -47,10 +52,13 @@ export async function perfMain(argv: string[]): Promise<number> {
 
 async function openaiMain(o: PerfOptions): Promise<number> {
   const c = o.concurrency!;
-  process.stdout.write(`*** Measurement Settings ***\n  model ${o.model}, OpenAI POST ${o.url}/${o.endpoint} streamed, `
-    + `concurrency ${c.start}:${c.end}:${c.step}, ${o.requestCount !== undefined ? `${o.requestCount} requests` : `${o.measurementIntervalMs} ms`} per step, `
-    + `max_tokens ${o.maxTokens ?? "the model's"}\n  output tokens: the server's usage.completion_tokens when it sends it, else SSE content chunks\n`
-    + o.notes.map((n) => `  note: ${n}\n`).join('') + '\n');
+  process.stdout.write(
+    `*** Measurement Settings ***\n  model ${o.model}, OpenAI POST ${o.url}/${o.endpoint} streamed, ` +
+      `concurrency ${c.start}:${c.end}:${c.step}, ${o.requestCount !== undefined ? `${o.requestCount} requests` : `${o.measurementIntervalMs} ms`} per step, ` +
+      `max_tokens ${o.maxTokens ?? "the model's"}\n  output tokens: the server's usage.completion_tokens when it sends it, else SSE content chunks\n` +
+      o.notes.map((n) => `  note: ${n}\n`).join('') +
+      '\n',
+  );
   try {
     const results = await runOpenAIPerf(o, (line) => process.stdout.write(line + '\n'));
     process.stdout.write('\n' + openaiSummaryTable(results) + '\n');

@@ -79,10 +79,15 @@ function requestBlock(path: string, authority: string): Buffer {
   return Buffer.from([
     0x83, // :method POST (static 3)
     0x86, // :scheme http (static 6)
-    ...hpackInt(0x00, 4, 4), ...hpackString(path), // literal without indexing, name :path (static 4)
-    ...hpackInt(0x00, 4, 1), ...hpackString(authority), // name :authority (static 1)
-    ...hpackInt(0x00, 4, 31), ...hpackString('application/grpc'), // name content-type (static 31)
-    0x00, ...hpackString('te'), ...hpackString('trailers'),
+    ...hpackInt(0x00, 4, 4),
+    ...hpackString(path), // literal without indexing, name :path (static 4)
+    ...hpackInt(0x00, 4, 1),
+    ...hpackString(authority), // name :authority (static 1)
+    ...hpackInt(0x00, 4, 31),
+    ...hpackString('application/grpc'), // name content-type (static 31)
+    0x00,
+    ...hpackString('te'),
+    ...hpackString('trailers'),
   ]);
 }
 

@@ -25,8 +25,19 @@ export interface PerfTensor {
 }
 
 const SIZES: Record<string, number> = {
-  BOOL: 1, UINT8: 1, INT8: 1, UINT16: 2, INT16: 2, FP16: 2, BF16: 2,
-  UINT32: 4, INT32: 4, FP32: 4, UINT64: 8, INT64: 8, FP64: 8,
+  BOOL: 1,
+  UINT8: 1,
+  INT8: 1,
+  UINT16: 2,
+  INT16: 2,
+  FP16: 2,
+  BF16: 2,
+  UINT32: 4,
+  INT32: 4,
+  FP32: 4,
+  UINT64: 8,
+  INT64: 8,
+  FP64: 8,
 };
 
 /** float32 → IEEE half bits, for values the tool generates ([0, 100)). */
@@ -58,18 +69,43 @@ function encode(datatype: string, values: (number | string | boolean)[]): Buffer
     const v = Number(raw);
     const o = i * size;
     switch (datatype) {
-      case 'BOOL': case 'UINT8': out.writeUInt8(v ? (datatype === 'BOOL' ? 1 : v) : 0, o); break;
-      case 'INT8': out.writeInt8(v, o); break;
-      case 'UINT16': out.writeUInt16LE(v, o); break;
-      case 'INT16': out.writeInt16LE(v, o); break;
-      case 'FP16': out.writeUInt16LE(toHalf(v), o); break;
-      case 'BF16': out.writeUInt16LE(new Uint32Array(new Float32Array([v]).buffer)[0]! >>> 16, o); break;
-      case 'UINT32': out.writeUInt32LE(v, o); break;
-      case 'INT32': out.writeInt32LE(v, o); break;
-      case 'FP32': out.writeFloatLE(v, o); break;
-      case 'UINT64': out.writeBigUInt64LE(BigInt(Math.trunc(v)), o); break;
-      case 'INT64': out.writeBigInt64LE(BigInt(Math.trunc(v)), o); break;
-      case 'FP64': out.writeDoubleLE(v, o); break;
+      case 'BOOL':
+      case 'UINT8':
+        out.writeUInt8(v ? (datatype === 'BOOL' ? 1 : v) : 0, o);
+        break;
+      case 'INT8':
+        out.writeInt8(v, o);
+        break;
+      case 'UINT16':
+        out.writeUInt16LE(v, o);
+        break;
+      case 'INT16':
+        out.writeInt16LE(v, o);
+        break;
+      case 'FP16':
+        out.writeUInt16LE(toHalf(v), o);
+        break;
+      case 'BF16':
+        out.writeUInt16LE(new Uint32Array(new Float32Array([v]).buffer)[0]! >>> 16, o);
+        break;
+      case 'UINT32':
+        out.writeUInt32LE(v, o);
+        break;
+      case 'INT32':
+        out.writeInt32LE(v, o);
+        break;
+      case 'FP32':
+        out.writeFloatLE(v, o);
+        break;
+      case 'UINT64':
+        out.writeBigUInt64LE(BigInt(Math.trunc(v)), o);
+        break;
+      case 'INT64':
+        out.writeBigInt64LE(BigInt(Math.trunc(v)), o);
+        break;
+      case 'FP64':
+        out.writeDoubleLE(v, o);
+        break;
     }
   });
   return out;
@@ -123,13 +159,15 @@ export function buildTensors(
     const fromFile: FileEntry | undefined = entry === undefined ? undefined : Array.isArray(entry) ? { content: entry } : (entry as FileEntry);
     const dims = maxBatchSize > 0 ? info.shape.slice(1) : info.shape;
     const shape = opts.shapes.get(info.name) ?? fromFile?.shape ?? dims;
-    if (shape.length !== dims.length) throw new Error(`input '${info.name}': shape [${shape.join(',')}] has ${shape.length} dims, the model has ${dims.length} ([${dims.join(',')}])`);
+    if (shape.length !== dims.length)
+      throw new Error(`input '${info.name}': shape [${shape.join(',')}] has ${shape.length} dims, the model has ${dims.length} ([${dims.join(',')}])`);
     if (shape.some((d) => d < 0)) throw new Error(`input '${info.name}' has variable dims [${dims.join(',')}]; give them with --shape ${info.name}:d1,d2,...`);
     const sample = shape.reduce((a, b) => a * b, 1);
     let values: (number | string | boolean)[];
     if (fromFile !== undefined) {
       const content = ((fromFile.content ?? []) as unknown[]).flat(Infinity) as (number | string | boolean)[];
-      if (content.length !== sample) throw new Error(`--input-data: input '${info.name}' has ${content.length} values, shape [${shape.join(',')}] needs ${sample}`);
+      if (content.length !== sample)
+        throw new Error(`--input-data: input '${info.name}' has ${content.length} values, shape [${shape.join(',')}] needs ${sample}`);
       values = Array.from({ length: opts.batchSize }, () => content).flat();
     } else {
       values = generate(info.datatype, sample * opts.batchSize, opts.inputData as 'zero' | 'random');

@@ -97,11 +97,19 @@ export async function runStep(pool: SenderPool, spec: StepSpec, stats: (() => Pr
   let loops: Promise<void>;
   if (spec.mode === 'concurrency') {
     await pool.ensure(spec.value);
-    loops = Promise.all(pool.senders.slice(0, spec.value).map(async (s) => {
-      while (running) await timed(s);
-    })).then(() => undefined);
+    loops = Promise.all(
+      pool.senders.slice(0, spec.value).map(async (s) => {
+        while (running) await timed(s);
+      }),
+    ).then(() => undefined);
   } else {
-    loops = openLoop(pool, spec, () => running, timed, () => delayed++);
+    loops = openLoop(
+      pool,
+      spec,
+      () => running,
+      timed,
+      () => delayed++,
+    );
   }
 
   const snapshot = async (): Promise<ServerStatsSnapshot | undefined> => {
@@ -162,7 +170,13 @@ export async function runStep(pool: SenderPool, spec: StepSpec, stats: (() => Pr
  * `running()` is false and the sends in flight are answered. Also the soak
  * bench's pacer (bench/soak-traffic.ts).
  */
-export async function openLoop(pool: SenderPool, spec: Pick<StepSpec, 'value' | 'maxConnections'>, running: () => boolean, timed: (s: Sender) => Promise<void>, onDelayed: () => void): Promise<void> {
+export async function openLoop(
+  pool: SenderPool,
+  spec: Pick<StepSpec, 'value' | 'maxConnections'>,
+  running: () => boolean,
+  timed: (s: Sender) => Promise<void>,
+  onDelayed: () => void,
+): Promise<void> {
   await pool.ensure(Math.min(spec.maxConnections, Math.max(1, Math.ceil(spec.value / 1000))));
   const idle = [...pool.senders];
   let backlog = 0;
@@ -195,15 +209,18 @@ export async function openLoop(pool: SenderPool, spec: Pick<StepSpec, 'value' | 
       onDelayed();
       if (pool.senders.length + opening < spec.maxConnections) {
         opening++;
-        void pool.openOne().then((fresh) => {
-          opening--;
-          if (backlog > 0 && running()) {
-            backlog--;
-            fire(fresh);
-          } else {
-            idle.push(fresh);
-          }
-        }, () => opening--);
+        void pool.openOne().then(
+          (fresh) => {
+            opening--;
+            if (backlog > 0 && running()) {
+              backlog--;
+              fire(fresh);
+            } else {
+              idle.push(fresh);
+            }
+          },
+          () => opening--,
+        );
       }
     }
     await sleep(1);

@@ -67,7 +67,11 @@ export function grpcUnary(address: string): GrpcUnary {
       return resType.toObject(msg, { longs: String, enums: String, defaults: true, oneofs: true }) as Record<string, unknown>;
     },
     close: () => {
-      for (const c of conns.values()) void c.then((x) => x.close(), () => undefined);
+      for (const c of conns.values())
+        void c.then(
+          (x) => x.close(),
+          () => undefined,
+        );
     },
   };
 }
@@ -76,8 +80,12 @@ export function grpcProbe(address: string, model: string, version: string): Mode
   const { call, close } = grpcUnary(address);
   const req = { name: model, version };
   return {
-    inputs: async () => ((await call('ModelMetadata', req)).inputs as { name: string; datatype: string; shape: string[] }[])
-      .map((i) => ({ name: i.name, datatype: i.datatype, shape: i.shape.map(Number) })),
+    inputs: async () =>
+      ((await call('ModelMetadata', req)).inputs as { name: string; datatype: string; shape: string[] }[]).map((i) => ({
+        name: i.name,
+        datatype: i.datatype,
+        shape: i.shape.map(Number),
+      })),
     maxBatchSize: async () => Number(((await call('ModelConfig', req)).config as Record<string, unknown>).max_batch_size ?? 0),
     stats: () => call('ModelStatistics', req),
     close,

@@ -31,11 +31,7 @@ export function openaiRequestBody(o: OpenAIBodyOptions): string {
 }
 
 export type StreamEvent =
-  | { kind: 'content' }
-  | { kind: 'empty' }
-  | { kind: 'usage'; completionTokens: number }
-  | { kind: 'error'; message: string }
-  | { kind: 'done' };
+  { kind: 'content' } | { kind: 'empty' } | { kind: 'usage'; completionTokens: number } | { kind: 'error'; message: string } | { kind: 'done' };
 
 /** One event's data: a chunk with text (a token, as counted here), one without, the usage chunk, an error body, or `[DONE]`. */
 export function readStreamEvent(data: string): StreamEvent {

@@ -111,7 +111,13 @@ export function parseServerStats(json: unknown, model: string): ServerStatsSnaps
   const entries = list.filter((e) => (e as { name?: string }).name === model) as Record<string, unknown>[];
   if (entries.length === 0) return undefined;
   const sum: ServerStatsSnapshot = {
-    successCount: 0, inferenceCount: 0, executionCount: 0, queueNs: 0, computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0,
+    successCount: 0,
+    inferenceCount: 0,
+    executionCount: 0,
+    queueNs: 0,
+    computeInputNs: 0,
+    computeInferNs: 0,
+    computeOutputNs: 0,
   };
   for (const entry of entries) {
     const stats = (entry.inference_stats ?? {}) as Record<string, { count?: number | string; ns?: number | string }>;

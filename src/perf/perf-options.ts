@@ -194,11 +194,14 @@ export function rangeSteps(r: Range): number[] {
 export function parseShape(text: string): [string, number[]] {
   const at = text.lastIndexOf(':');
   if (at <= 0 || at === text.length - 1) throw new PerfUsageError(`--shape: expected NAME:d1,d2,..., got '${text}'`);
-  const dims = text.slice(at + 1).split(',').map((d) => {
-    const n = Number(d);
-    if (!Number.isInteger(n) || n < 0) throw new PerfUsageError(`--shape: dimension '${d}' of '${text}' is not a non-negative integer`);
-    return n;
-  });
+  const dims = text
+    .slice(at + 1)
+    .split(',')
+    .map((d) => {
+      const n = Number(d);
+      if (!Number.isInteger(n) || n < 0) throw new PerfUsageError(`--shape: dimension '${d}' of '${text}' is not a non-negative integer`);
+      return n;
+    });
   return [text.slice(0, at), dims];
 }
 
@@ -241,11 +244,9 @@ export function parsePerfOptions(argv: string[]): PerfOptions {
   const shm = String(raw.get('sharedMemory') ?? 'none');
   if (shm !== 'none') {
     oneOf('--shared-memory', shm, ['none', 'system', 'cuda'] as const);
-    throw new PerfUsageError(`--shared-memory=${shm}: not supported by nodetron perf yet; tensors go in the request `
-      + '(--shared-memory=none, the default)');
+    throw new PerfUsageError(`--shared-memory=${shm}: not supported by nodetron perf yet; tensors go in the request ` + '(--shared-memory=none, the default)');
   }
-  const mode = oneOf('--measurement-mode', String(raw.get('measurementMode') ?? 'time_windows'),
-    ['time_windows', 'count_windows'] as const);
+  const mode = oneOf('--measurement-mode', String(raw.get('measurementMode') ?? 'time_windows'), ['time_windows', 'count_windows'] as const);
   const old = raw.get('concurrencyOld') as number | undefined;
   if (old !== undefined && raw.has('concurrency')) throw new PerfUsageError('-t and --concurrency-range cannot be used together');
   if (old !== undefined) raw.set('concurrency', String(old));
@@ -253,12 +254,20 @@ export function parsePerfOptions(argv: string[]): PerfOptions {
   if (model === undefined && !help) throw new PerfUsageError('-m: a model name is required');
   const protocol = oneOf('-i', String(raw.get('protocol') ?? 'http').toLowerCase(), ['http', 'grpc'] as const);
   const serviceKind = oneOf('--service-kind', String(raw.get('serviceKind') ?? 'triton'), ['triton', 'openai'] as const);
-  const endpoint = oneOf('--endpoint', String(raw.get('endpoint') ?? 'v1/chat/completions').replace(/^\//, ''), ['v1/chat/completions', 'v1/completions'] as const);
+  const endpoint = oneOf('--endpoint', String(raw.get('endpoint') ?? 'v1/chat/completions').replace(/^\//, ''), [
+    'v1/chat/completions',
+    'v1/completions',
+  ] as const);
   if (serviceKind === 'openai') {
     if (protocol !== 'http') throw new PerfUsageError('--service-kind openai: the OpenAI API is HTTP only; leave -i out');
     if (raw.has('requestRate')) throw new PerfUsageError('--service-kind openai runs a closed loop: use --concurrency-range, not --request-rate-range');
   } else {
-    for (const [key, flag] of [['endpoint', '--endpoint'], ['prompt', '--prompt'], ['maxTokens', '--max-tokens'], ['requestCount', '--request-count']] as const) {
+    for (const [key, flag] of [
+      ['endpoint', '--endpoint'],
+      ['prompt', '--prompt'],
+      ['maxTokens', '--max-tokens'],
+      ['requestCount', '--request-count'],
+    ] as const) {
       if (raw.has(key)) throw new PerfUsageError(`${flag} belongs to --service-kind openai`);
     }
     if (Object.keys(extraInputs).length > 0) throw new PerfUsageError('--extra-inputs belongs to --service-kind openai');

@@ -82,7 +82,14 @@ async function grpcTransport(o: PerfOptions, tensors: PerfTensor[]): Promise<Tra
       const conn = await conns[k];
       return { send: async () => (await conn.send(request)).code === 0 };
     },
-    close: () => conns.forEach((c) => void c.then((conn) => conn.close(), () => undefined)),
+    close: () =>
+      conns.forEach(
+        (c) =>
+          void c.then(
+            (conn) => conn.close(),
+            () => undefined,
+          ),
+      ),
   };
 }
 
@@ -98,9 +105,10 @@ export interface PerfPreset {
 }
 
 export async function runPerf(o: PerfOptions, log: (line: string) => void = () => undefined, preset: PerfPreset = {}): Promise<PerfRun> {
-  const probe: ModelProbe = o.protocol === 'grpc'
-    ? grpcProbe(o.url.replace(/^[a-z]+:\/\//i, ''), o.model, o.version)
-    : httpProbe(`http://${splitUrl(o.url).host}:${splitUrl(o.url).port}`, o.model, o.version);
+  const probe: ModelProbe =
+    o.protocol === 'grpc'
+      ? grpcProbe(o.url.replace(/^[a-z]+:\/\//i, ''), o.model, o.version)
+      : httpProbe(`http://${splitUrl(o.url).host}:${splitUrl(o.url).port}`, o.model, o.version);
   let transport: Transport | undefined;
   try {
     const tensors = preset.tensors ?? buildTensors(await probe.inputs(), await probe.maxBatchSize(), o);
@@ -110,12 +118,23 @@ export async function runPerf(o: PerfOptions, log: (line: string) => void = () =
     const steps = rangeSteps(o.requestRate ?? o.concurrency!);
     const results: StepResult[] = [];
     for (const value of steps) {
-      const r = await runStep(pool, {
-        mode, value, intervalMs: o.measurementIntervalMs, stabilityPct: o.stabilityPercentage, maxTrials: o.maxTrials,
-        percentile: o.percentile, batchSize: o.batchSize, maxConnections: o.maxConnections,
-        windowRequests: o.windowRequests,
-        onWindow: o.verbose ? (w, i) => log(windowLine(w, i, o.batchSize)) : undefined,
-      }, preset.stats === false ? undefined : () => probe.stats(), o.model);
+      const r = await runStep(
+        pool,
+        {
+          mode,
+          value,
+          intervalMs: o.measurementIntervalMs,
+          stabilityPct: o.stabilityPercentage,
+          maxTrials: o.maxTrials,
+          percentile: o.percentile,
+          batchSize: o.batchSize,
+          maxConnections: o.maxConnections,
+          windowRequests: o.windowRequests,
+          onWindow: o.verbose ? (w, i) => log(windowLine(w, i, o.batchSize)) : undefined,
+        },
+        preset.stats === false ? undefined : () => probe.stats(),
+        o.model,
+      );
       results.push(r);
       log(`${stepLine(r)}`);
       const latencyUs = r.latency.reportUs;
@@ -130,4 +149,3 @@ export async function runPerf(o: PerfOptions, log: (line: string) => void = () =
     probe.close();
   }
 }
-

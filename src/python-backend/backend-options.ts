@@ -62,4 +62,3 @@ export function parsePythonBackendOptions(cfg: Record<string, string>): PythonBa
   const env = { cacheDir: path.resolve(cacheDir), pipArgs: splitPipArgs(cfg['env-pip-args'] ?? ''), timeoutMs: timeoutSecs * 1000 };
   return { shmDefaultBytes, shmGrowthBytes, stubTimeoutMs: stubTimeoutSeconds * 1000, interpreter, env };
 }
-

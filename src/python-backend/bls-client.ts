@@ -18,7 +18,10 @@ export class BlsClient {
   /** The stub's calls still open (by its call id): how to cancel each. */
   private readonly open = new Map<number, CancelInfer>();
 
-  constructor(private readonly stub: StubProcess, private readonly services: StubHostServices) {}
+  constructor(
+    private readonly stub: StubProcess,
+    private readonly services: StubHostServices,
+  ) {}
 
   /** The stub died: responses still coming are dropped (their arena blocks freed), and its open calls cancelled. */
   stubGone(): void {

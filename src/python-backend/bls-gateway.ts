@@ -51,7 +51,12 @@ export class BlsGateway implements InferGateway {
     this.cached ??= this.models();
     let resolved;
     try {
-      resolved = lookupModel({ live: true, ready: true, exiting: false, models: this.cached }, req.model, req.version > 0 ? String(req.version) : undefined, 'loaded');
+      resolved = lookupModel(
+        { live: true, ready: true, exiting: false, models: this.cached },
+        req.model,
+        req.version > 0 ? String(req.version) : undefined,
+        'loaded',
+      );
     } catch (err) {
       const e = toErrorInfo(err);
       throw new ServerError(e.code, `Model ${req.model} - Error when running inference: ${e.message}`);
@@ -59,10 +64,12 @@ export class BlsGateway implements InferGateway {
     const plan = resolved.view.plan;
     if (plan === undefined) throw new ServerError('UNAVAILABLE', `Failed for execute the inference request. Model '${req.model}' is not ready.`);
     if (plan.decoupled && !req.decoupled) {
-      throw new ServerError('INVALID_ARG',
+      throw new ServerError(
+        'INVALID_ARG',
         `Model ${req.model} is using the decoupled. The current BLS request call doesn't support models using the ` +
-        "decoupled transaction policy. Please use 'decoupled=True' argument to the 'exec' or 'async_exec' calls for " +
-        'decoupled models.');
+          "decoupled transaction policy. Please use 'decoupled=True' argument to the 'exec' or 'async_exec' calls for " +
+          'decoupled models.',
+      );
     }
     const decoded: DecodedRequest = {
       id: req.id,

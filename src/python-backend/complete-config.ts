@@ -104,10 +104,11 @@ export function withImportHint(error: string, interpreter: string, requirements?
   const missing = /^ModuleNotFoundError: No module named '([^']+)'/.exec(error)?.[1];
   if (missing === undefined) return error;
   const top = missing.split('.')[0];
-  const hint = requirements !== undefined
-    ? `. The stub runs in the environment built from ${requirements} (${interpreter}): add the package that provides '${top}' to that file`
-    : `. The stub runs ${interpreter}: install the module there (${interpreter} -m pip install ${top}), ` +
-      'list it in a requirements.txt beside model.py, or point the model\'s EXECUTION_ENV_PATH parameter at a packed environment that has it';
+  const hint =
+    requirements !== undefined
+      ? `. The stub runs in the environment built from ${requirements} (${interpreter}): add the package that provides '${top}' to that file`
+      : `. The stub runs ${interpreter}: install the module there (${interpreter} -m pip install ${top}), ` +
+        "list it in a requirements.txt beside model.py, or point the model's EXECUTION_ENV_PATH parameter at a packed environment that has it";
   const at = error.indexOf('\n\nAt:');
   return at < 0 ? error + hint : error.slice(0, at) + hint + error.slice(at);
 }

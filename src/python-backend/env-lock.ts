@@ -94,4 +94,3 @@ function isStale(file: string, owner: Owner): boolean {
     return false;
   }
 }
-

@@ -54,8 +54,7 @@ export async function stubRuntime(config: ModelConfig, modelDir: string, interpr
   }
   const envPath = await resolveEnvPath(raw, modelDir);
   if (!fs.existsSync(path.join(envPath, 'bin', 'activate'))) {
-    throw new ServerError('INVALID_ARG',
-      `Path ${envPath}/bin/activate does not exist. The Python environment should contain an 'activate' script.`);
+    throw new ServerError('INVALID_ARG', `Path ${envPath}/bin/activate does not exist. The Python environment should contain an 'activate' script.`);
   }
   const python = path.join(envPath, 'bin', 'python3');
   if (!fs.existsSync(python)) throw new ServerError('INVALID_ARG', `Path ${python} does not exist: the Python environment has no bin/python3`);
@@ -67,7 +66,13 @@ export async function stubRuntime(config: ModelConfig, modelDir: string, interpr
  * environment is built here, on the main thread with the model's state
  * reason, so its config completion and instances find it ready.
  */
-export async function preparePythonEnvironment(config: ModelConfig, modelPath: string, interpreter: string, options: EnvBuildOptions, progress: EnvBuildHooks): Promise<void> {
+export async function preparePythonEnvironment(
+  config: ModelConfig,
+  modelPath: string,
+  interpreter: string,
+  options: EnvBuildOptions,
+  progress: EnvBuildHooks,
+): Promise<void> {
   const versionDir = path.dirname(modelPath);
   const modelDir = path.dirname(versionDir);
   const version = Number(path.basename(versionDir));

@@ -15,7 +15,10 @@ import type { MetricMsg } from './ipc-protocol';
 import type { ModelControlCall } from './model-control';
 
 class PortLog implements HostLog {
-  constructor(private readonly port: MessagePort, private readonly source: string | undefined) {}
+  constructor(
+    private readonly port: MessagePort,
+    private readonly source: string | undefined,
+  ) {}
 
   info(message: string): void {
     this.post('info', message);
@@ -54,7 +57,10 @@ export class HostThreadPort {
   private nextBls = 1;
   private nextControl = 1;
 
-  constructor(private readonly port: MessagePort, arena: Arena) {
+  constructor(
+    private readonly port: MessagePort,
+    arena: Arena,
+  ) {
     const gateway: InferGateway = { infer: (request, respond) => this.bls(request, respond) };
     this.services = {
       arena,

@@ -77,46 +77,113 @@ export interface PyHostThreadData {
  * must be added there.
  */
 export type PyExecute = ExecuteMessage & { stream: boolean };
-export interface PyStop { t: 'stop' }
+export interface PyStop {
+  t: 'stop';
+}
 /**
  * Request `index` of batch `batchId` was cancelled: its `is_cancelled()`
  * answers true from now on. JSON, like stop (the data plane's `cancel`
  * descriptor is the frontends' message, by request key).
  */
-export interface PyCancel { t: 'cancel_in_batch'; batchId: number; index: number }
+export interface PyCancel {
+  t: 'cancel_in_batch';
+  batchId: number;
+  index: number;
+}
 /** Reply-ring changes wait on the thread's peersPort: read them before the next execute. */
-export interface PyPeers { t: 'peers' }
+export interface PyPeers {
+  t: 'peers';
+}
 export type MainToPyHost = PyExecute | PyStop | PyCancel | PyPeers;
 
 // ---- ring, host → main ----
 /** `unready`: the model's is_ready() said no at start (readiness-checks.ts); absent: ready. */
-export interface PyReady { t: 'ready'; pid: number; unready?: string }
-export interface PyInitFailed { t: 'init_failed'; error: ErrorInfo }
+export interface PyReady {
+  t: 'ready';
+  pid: number;
+  unready?: string;
+}
+export interface PyInitFailed {
+  t: 'init_failed';
+  error: ErrorInfo;
+}
 /** A non-final response of request `index` of the batch (decoupled models). */
-export interface PyStreamed { t: 'streamed'; batchId: number; index: number; response: InferResponse }
+export interface PyStreamed {
+  t: 'streamed';
+  batchId: number;
+  index: number;
+  response: InferResponse;
+}
 /** Every request's final response, in the order of `execute`'s requests. */
-export interface PyExecuted { t: 'executed'; batchId: number; responses: InferResponse[]; timings: ExecuteTimings }
+export interface PyExecuted {
+  t: 'executed';
+  batchId: number;
+  responses: InferResponse[];
+  timings: ExecuteTimings;
+}
 /** The stub ended without being asked to: the batches it had are already answered (failed). */
-export interface PyStubExited { t: 'stub_exited'; why: string }
-export interface PyStopped { t: 'stopped' }
+export interface PyStubExited {
+  t: 'stub_exited';
+  why: string;
+}
+export interface PyStopped {
+  t: 'stopped';
+}
 /** The model's is_ready() verdict changed: the reason it is not ready, or none (ready again). */
-export interface PyUnready { t: 'unready'; reason?: string }
+export interface PyUnready {
+  t: 'unready';
+  reason?: string;
+}
 export type PyHostToMain = PyReady | PyInitFailed | PyStreamed | PyExecuted | PyStubExited | PyStopped | PyUnready;
 
 // ---- port, host → main ----
-export interface PyLog { t: 'log'; level: 'info' | 'warn' | 'error' | 'verbose'; verbose?: number; source?: string; message: string }
-export interface PyBls { t: 'bls'; id: number; request: GatewayRequest }
-export interface PyMetric { t: 'metric'; op: MetricMsg }
+export interface PyLog {
+  t: 'log';
+  level: 'info' | 'warn' | 'error' | 'verbose';
+  verbose?: number;
+  source?: string;
+  message: string;
+}
+export interface PyBls {
+  t: 'bls';
+  id: number;
+  request: GatewayRequest;
+}
+export interface PyMetric {
+  t: 'metric';
+  op: MetricMsg;
+}
 /** The stub called `.cancel()` on the response iterator of BLS call `id`. */
-export interface PyBlsCancel { t: 'bls_cancel'; id: number }
+export interface PyBlsCancel {
+  t: 'bls_cancel';
+  id: number;
+}
 /** pb_utils.load_model, unload_model, is_model_ready: for the server's repository. */
-export interface PyModelControl { t: 'model_control'; id: number; call: ModelControlCall }
+export interface PyModelControl {
+  t: 'model_control';
+  id: number;
+  call: ModelControlCall;
+}
 export type PyHostPortOut = PyLog | PyBls | PyMetric | PyBlsCancel | PyModelControl;
 
 // ---- port, main → host ----
-export interface PyBlsResponse { t: 'bls_response'; id: number; response: InferResponse }
+export interface PyBlsResponse {
+  t: 'bls_response';
+  id: number;
+  response: InferResponse;
+}
 /** The answer to a `metric` whose operation had an id (it goes on to the stub as its call_result). */
-export interface PyMetricResult { t: 'metric_result'; id: number; value?: number; error?: string }
+export interface PyMetricResult {
+  t: 'metric_result';
+  id: number;
+  value?: number;
+  error?: string;
+}
 /** The repository's answer: is_model_ready's value, or the error text. */
-export interface PyModelControlResult { t: 'model_control_result'; id: number; value?: boolean; error?: string }
+export interface PyModelControlResult {
+  t: 'model_control_result';
+  id: number;
+  value?: boolean;
+  error?: string;
+}
 export type PyHostPortIn = PyBlsResponse | PyMetricResult | PyModelControlResult;

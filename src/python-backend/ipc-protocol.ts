@@ -64,19 +64,51 @@ export interface WireError {
 }
 
 // ---- host → stub ----
-export interface AutoCompleteRequest { t: 'auto_complete'; config: string }
+export interface AutoCompleteRequest {
+  t: 'auto_complete';
+  config: string;
+}
 /** `reschedulable`: the model's scheduler takes a request released with RESCHEDULE back (iterative sequence batching). */
-export interface InitRequest { t: 'init'; args: Record<string, string>; decoupled: boolean; reschedulable: boolean }
-export interface ExecuteRequest { t: 'execute'; batch: number; requests: StubRequest[] }
-export interface FinalizeRequest { t: 'finalize' }
+export interface InitRequest {
+  t: 'init';
+  args: Record<string, string>;
+  decoupled: boolean;
+  reschedulable: boolean;
+}
+export interface ExecuteRequest {
+  t: 'execute';
+  batch: number;
+  requests: StubRequest[];
+}
+export interface FinalizeRequest {
+  t: 'finalize';
+}
 /** The host has read these s2h blocks; the stub may reuse them. */
-export interface ReleaseS2h { t: 'release'; offsets: number[] }
+export interface ReleaseS2h {
+  t: 'release';
+  offsets: number[];
+}
 /** One response of a BLS call the stub made (tensors in h2s, owned by the stub until it releases them). */
-export interface BlsResponse { t: 'bls_response'; id: number; final: boolean; outputs: ShmTensor[]; error?: WireError; parameters?: string }
+export interface BlsResponse {
+  t: 'bls_response';
+  id: number;
+  final: boolean;
+  outputs: ShmTensor[];
+  error?: WireError;
+  parameters?: string;
+}
 /** The answer to a synchronous stub call (model control). */
-export interface CallResult { t: 'call_result'; id: number; value?: unknown; error?: string }
+export interface CallResult {
+  t: 'call_result';
+  id: number;
+  value?: unknown;
+  error?: string;
+}
 /** Run the model's is_ready() (only sent when init_done said it has one; one at a time). */
-export interface ReadyCheck { t: 'ready_check'; id: number }
+export interface ReadyCheck {
+  t: 'ready_check';
+  id: number;
+}
 
 /**
  * Request `index` of `batch` was cancelled: if the batch has not begun (it
@@ -86,16 +118,32 @@ export interface ReadyCheck { t: 'ready_check'; id: number }
  * reader thread is on (a model that uses is_cancelled, BLS, or is
  * decoupled), else just before the next batch begins.
  */
-export interface CancelRequest { t: 'cancel'; batch: number; index: number }
+export interface CancelRequest {
+  t: 'cancel';
+  batch: number;
+  index: number;
+}
 
-export type HostToStub = AutoCompleteRequest | InitRequest | ExecuteRequest | FinalizeRequest | ReleaseS2h | BlsResponse | CallResult | ReadyCheck
-  | CancelRequest;
+export type HostToStub =
+  AutoCompleteRequest | InitRequest | ExecuteRequest | FinalizeRequest | ReleaseS2h | BlsResponse | CallResult | ReadyCheck | CancelRequest;
 
 // ---- stub → host ----
-export interface Alive { t: 'alive'; pid: number; python: string }
-export interface AutoCompleteDone { t: 'auto_complete_done'; config?: string; error?: string }
+export interface Alive {
+  t: 'alive';
+  pid: number;
+  python: string;
+}
+export interface AutoCompleteDone {
+  t: 'auto_complete_done';
+  config?: string;
+  error?: string;
+}
 /** `is_ready`: the model defines is_ready() (readiness-checks.ts polls it). */
-export interface InitDone { t: 'init_done'; error?: string; is_ready?: boolean }
+export interface InitDone {
+  t: 'init_done';
+  error?: string;
+  is_ready?: boolean;
+}
 /**
  * One response for request `index` of `batch` (tensors in s2h). `skipped`:
  * a `cancel` came before the request's batch began: the stub answers this
@@ -125,11 +173,29 @@ export interface ResponseMsg {
  * still open). `responses`: those of the list execute() returned, handled
  * before `error`; their inline outputs are in this message's frame blob.
  */
-export interface ExecuteDone { t: 'execute_done'; batch: number; error?: string; responses?: ResponseMsg[] }
-export interface FinalizeDone { t: 'finalize_done' }
+export interface ExecuteDone {
+  t: 'execute_done';
+  batch: number;
+  error?: string;
+  responses?: ResponseMsg[];
+}
+export interface FinalizeDone {
+  t: 'finalize_done';
+}
 /** What is_ready() returned (`ready`), or why it gave no bool (`error`: its exception, or the wrong type). */
-export interface ReadyCheckResult { t: 'ready_check_result'; id: number; ready?: boolean; error?: string }
-export interface LogMsg { t: 'log'; level: 'INFO' | 'WARNING' | 'ERROR' | 'VERBOSE'; file: string; line: number; message: string }
+export interface ReadyCheckResult {
+  t: 'ready_check_result';
+  id: number;
+  ready?: boolean;
+  error?: string;
+}
+export interface LogMsg {
+  t: 'log';
+  level: 'INFO' | 'WARNING' | 'ERROR' | 'VERBOSE';
+  file: string;
+  line: number;
+  message: string;
+}
 /** A BLS request (inputs in s2h; the host releases them once copied). */
 export interface BlsRequest {
   t: 'bls';
@@ -140,20 +206,48 @@ export interface BlsRequest {
   request: StubRequest;
 }
 /** The h2s blocks of BLS outputs the stub no longer needs. */
-export interface ReleaseH2s { t: 'release_h2s'; offsets: number[] }
-export interface CallMsg { t: 'call'; id: number; name: 'load_model' | 'unload_model' | 'is_model_ready'; args: unknown[] }
+export interface ReleaseH2s {
+  t: 'release_h2s';
+  offsets: number[];
+}
+export interface CallMsg {
+  t: 'call';
+  id: number;
+  name: 'load_model' | 'unload_model' | 'is_model_ready';
+  args: unknown[];
+}
 /**
  * `request.is_cancelled()` / `sender.is_cancelled()` of request `index` of
  * `batch`: answered by a call_result whose value is the boolean (Triton's
  * stub asks its parent the same way).
  */
-export interface IsCancelledMsg { t: 'is_cancelled'; id: number; batch: number; index: number }
+export interface IsCancelledMsg {
+  t: 'is_cancelled';
+  id: number;
+  batch: number;
+  index: number;
+}
 /** `.cancel()` on the response iterator of BLS call `id`: the server cancels that request; its responses still come. */
-export interface BlsCancel { t: 'bls_cancel'; id: number }
+export interface BlsCancel {
+  t: 'bls_cancel';
+  id: number;
+}
 
 /** A custom-metric operation (pb_utils.MetricFamily/Metric); with `id`, answered by a call_result. */
 export type MetricMsg = { t: 'metric'; id?: number } & MetricOp;
 
 export type StubToHost =
-  | Alive | AutoCompleteDone | InitDone | ResponseMsg | ExecuteDone | FinalizeDone | ReadyCheckResult | LogMsg | BlsRequest | ReleaseH2s | CallMsg
-  | MetricMsg | IsCancelledMsg | BlsCancel;
+  | Alive
+  | AutoCompleteDone
+  | InitDone
+  | ResponseMsg
+  | ExecuteDone
+  | FinalizeDone
+  | ReadyCheckResult
+  | LogMsg
+  | BlsRequest
+  | ReleaseH2s
+  | CallMsg
+  | MetricMsg
+  | IsCancelledMsg
+  | BlsCancel;

@@ -67,8 +67,10 @@ export function readinessVersion(text: string): number {
   if (text === '') return -1;
   const m = /^\s*([+-]?\d+)/.exec(text);
   if (m === null || !Number.isSafeInteger(Number(m[1]))) {
-    throw new ServerError('INVALID_ARG',
-      `failed to get model version from specified version string '${text}' (details: stol), version should be an integral value > 0`);
+    throw new ServerError(
+      'INVALID_ARG',
+      `failed to get model version from specified version string '${text}' (details: stol), version should be an integral value > 0`,
+    );
   }
   const version = Number(m[1]);
   if (version < 0) {

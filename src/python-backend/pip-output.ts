@@ -6,7 +6,8 @@
  */
 
 /** Lines that say progress: one per package pip collects, and the install summary. */
-const PROGRESS = /^(Collecting |Processing |Requirement already satisfied: |Installing collected packages: |Successfully installed |Looking in indexes: |Looking in links: )/;
+const PROGRESS =
+  /^(Collecting |Processing |Requirement already satisfied: |Installing collected packages: |Successfully installed |Looking in indexes: |Looking in links: )/;
 const COLLECTING = /^(?:Collecting|Processing) (\S+)/;
 const KEPT_LINES = 12;
 

@@ -56,9 +56,7 @@ function onRing(instance: PythonStubInstance, msg: MainToPyHost): void {
     return;
   }
   const { batchId, replyTo } = msg;
-  const stream: StreamResponse | undefined = msg.stream
-    ? (index, response) => send({ t: 'streamed', batchId, index, response })
-    : undefined;
+  const stream: StreamResponse | undefined = msg.stream ? (index, response) => send({ t: 'streamed', batchId, index, response }) : undefined;
   running.set(batchId, msg.requests);
   void instance.execute(msg.requests, stream).then((result) => {
     running.delete(batchId);

@@ -25,9 +25,7 @@ import type { ExecuteResult, InferRequest, InferResponse, ReplyAddress, StreamRe
 import { adoptOutputs } from '../dataplane/adopt-outputs';
 import { RingWriter, createRing, type RingHandle } from '../dataplane/ring';
 import type { CustomMetricsOwner } from '../metrics/custom-metrics';
-import type {
-  MainToPyHost, PyBls, PyHostPortIn, PyHostPortOut, PyHostThreadData, PyHostToMain, PyLog, PyMetric, PyModelControl,
-} from './host-thread-protocol';
+import type { MainToPyHost, PyBls, PyHostPortIn, PyHostPortOut, PyHostThreadData, PyHostToMain, PyLog, PyMetric, PyModelControl } from './host-thread-protocol';
 import { notHealthy, type BuiltinModel } from './stub-process';
 import { warnIfSmallShm } from './shm-space';
 import { workerResourceLimits } from '../core/young-generation';
@@ -60,7 +58,11 @@ export class PythonHost implements ProcessChild {
   private readonly fromHost: RingHandle;
   private readonly exited: Promise<void>;
 
-  private constructor(private readonly args: BackendInstanceArgs, private readonly services: ProcessHostServices, builtin: BuiltinModel | undefined) {
+  private constructor(
+    private readonly args: BackendInstanceArgs,
+    private readonly services: ProcessHostServices,
+    builtin: BuiltinModel | undefined,
+  ) {
     this.metrics = services.customMetrics?.owner();
     const { port } = services;
     const toHost = createRing(port.bells.create());
@@ -74,11 +76,19 @@ export class PythonHost implements ProcessChild {
       this.out.send({ t: 'peers' } satisfies MainToPyHost);
     });
     const data: PyHostThreadData = {
-      arena: services.arena.handle, toHost, toMain, args, peers: replies.peers, peersPort: peersChannel.port2,
+      arena: services.arena.handle,
+      toHost,
+      toMain,
+      args,
+      peers: replies.peers,
+      peersPort: peersChannel.port2,
       ...(builtin !== undefined ? { builtin } : {}),
     };
     this.worker = new Worker(path.join(__dirname, 'python-host-thread.js'), {
-      workerData: data, name: `py-${args.instanceName}`, transferList: [peersChannel.port2], resourceLimits: workerResourceLimits(),
+      workerData: data,
+      name: `py-${args.instanceName}`,
+      transferList: [peersChannel.port2],
+      resourceLimits: workerResourceLimits(),
     });
     this.threadId = this.worker.threadId;
     this.fromHost = toMain;
@@ -149,9 +159,10 @@ export class PythonHost implements ProcessChild {
     const batchId = this.nextBatchId++;
     return new Promise((resolve) => {
       this.pending.set(batchId, { requests, stream, resolve });
-      const msg: MainToPyHost = replyTo === undefined
-        ? { t: 'execute', batchId, requests, stream: stream !== undefined }
-        : { t: 'execute', batchId, requests, stream: stream !== undefined, replyTo };
+      const msg: MainToPyHost =
+        replyTo === undefined
+          ? { t: 'execute', batchId, requests, stream: stream !== undefined }
+          : { t: 'execute', batchId, requests, stream: stream !== undefined, replyTo };
       this.out.send(msg);
     });
   }
@@ -269,12 +280,16 @@ export class PythonHost implements ProcessChild {
     let done: Promise<boolean | undefined>;
     try {
       if (c.op === 'ready') done = Promise.resolve(control.isReady(c.model, c.version));
-      else if (c.op === 'load') done = control.load(c.model, c.config === undefined ? { files: c.files } : { config: c.config, files: c.files }).then(() => undefined);
+      else if (c.op === 'load')
+        done = control.load(c.model, c.config === undefined ? { files: c.files } : { config: c.config, files: c.files }).then(() => undefined);
       else done = control.unload(c.model, c.unloadDependents).then(() => undefined);
     } catch (err) {
       done = Promise.reject(err);
     }
-    done.then((v) => answer(v, undefined), (err: unknown) => answer(undefined, toErrorInfo(err).message));
+    done.then(
+      (v) => answer(v, undefined),
+      (err: unknown) => answer(undefined, toErrorInfo(err).message),
+    );
   }
 
   private log(m: PyLog): void {

@@ -74,11 +74,18 @@ export class PythonStubInstance {
   /** `builtin`: the stub runs that shipped model on args.modelPath (the pytorch backend) instead of a model.py. */
   static async start(args: BackendInstanceArgs, services: StubHostServices, builtin?: BuiltinModel): Promise<PythonStubInstance> {
     const opts = parsePythonBackendOptions(args.backendConfig);
-    const runtime = await stubRuntime(args.config, args.modelDir, opts.interpreter, builtin !== undefined ? undefined : {
-      version: args.version,
-      options: opts.env,
-      hooks: logHooks(services.log),
-    });
+    const runtime = await stubRuntime(
+      args.config,
+      args.modelDir,
+      opts.interpreter,
+      builtin !== undefined
+        ? undefined
+        : {
+            version: args.version,
+            options: opts.env,
+            hooks: logHooks(services.log),
+          },
+    );
     const stub = await StubProcess.spawn({
       interpreter: runtime.interpreter,
       env: runtime.env,
@@ -163,7 +170,13 @@ export class PythonStubInstance {
     timings.computeInputEndNs = nowNs();
     return new Promise((resolve) => {
       this.batches.set(batchId, {
-        requests, finals: new Array(requests.length).fill(undefined), open: requests.length, h2sOffsets, stream, timings, resolve,
+        requests,
+        finals: new Array(requests.length).fill(undefined),
+        open: requests.length,
+        h2sOffsets,
+        stream,
+        timings,
+        resolve,
       });
       this.stub.send({ t: 'execute', batch: batchId, requests: wire }, blob);
     });
@@ -264,9 +277,12 @@ export class PythonStubInstance {
 
   private onMetric(m: MetricMsg): void {
     const id = m.id;
-    const reply = id === undefined ? undefined : (value: number | undefined, error: string | undefined): void => {
-      this.stub.send({ t: 'call_result', id, value, error });
-    };
+    const reply =
+      id === undefined
+        ? undefined
+        : (value: number | undefined, error: string | undefined): void => {
+            this.stub.send({ t: 'call_result', id, value, error });
+          };
     if (this.services.metric !== undefined) {
       this.services.metric(m, reply);
       return;
@@ -285,11 +301,12 @@ export class PythonStubInstance {
       response = skippedResponse(b.requests[m.index]!);
     } else if (slotOpen) {
       try {
-        response = m.rescheduled === true
-          ? { outputs: [], final: true, rescheduled: true }
-          : m.error !== undefined
-          ? { outputs: [], error: wireError(m.error), final: m.final }
-          : { outputs: readTensors(m.outputs, this.services.arena, this.stub.s2h, blob, this.stub.h2s), final: m.final };
+        response =
+          m.rescheduled === true
+            ? { outputs: [], final: true, rescheduled: true }
+            : m.error !== undefined
+              ? { outputs: [], error: wireError(m.error), final: m.final }
+              : { outputs: readTensors(m.outputs, this.services.arena, this.stub.s2h, blob, this.stub.h2s), final: m.final };
         if (m.parameters !== undefined && response.error === undefined) response.parameters = paramsFromWire(m.parameters);
       } catch (err) {
         response = { outputs: [], error: toErrorInfo(err), final: true };

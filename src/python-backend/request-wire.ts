@@ -44,7 +44,11 @@ export function initArgs(
  * release once the request is done.
  */
 export function writeRequest(
-  request: InferRequest, config: ModelConfig, arena: Arena, h2s: HostRegion, blob?: BlobBuilder,
+  request: InferRequest,
+  config: ModelConfig,
+  arena: Arena,
+  h2s: HostRegion,
+  blob?: BlobBuilder,
 ): { wire: StubRequest; offsets: number[] } {
   const offsets: number[] = [];
   const inputs: ShmTensor[] = [];
@@ -87,7 +91,7 @@ export function writeRequest(
   const seq = p['sequence_id'];
   const wire: StubRequest = {
     id: request.id,
-    correlation_id: typeof seq === 'number' || typeof seq === 'string' || typeof seq === 'bigint' ? toWire(seq) as StubRequest['correlation_id'] : 0,
+    correlation_id: typeof seq === 'number' || typeof seq === 'string' || typeof seq === 'bigint' ? (toWire(seq) as StubRequest['correlation_id']) : 0,
     flags: (p['sequence_start'] === true ? 1 : 0) | (p['sequence_end'] === true ? 2 : 0),
     timeout: typeof p['timeout'] === 'number' ? p['timeout'] : 0,
     parameters: custom === undefined ? '{}' : paramsJson(custom), // 64-bit ints as exact literals: Python's json reads them so

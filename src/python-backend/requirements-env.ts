@@ -58,7 +58,10 @@ export function requirementsFile(config: ModelConfig, modelDir: string, version:
   if (named !== undefined && named !== '') {
     const p = path.resolve(modelDir, named.split(MODEL_DIR_VAR).join(modelDir));
     if (!fs.existsSync(p)) {
-      throw new ServerError('INVALID_ARG', `PIP_REQUIREMENTS '${named}' of model '${config.name}' does not exist (looked for ${p}): name a requirements file relative to the model folder`);
+      throw new ServerError(
+        'INVALID_ARG',
+        `PIP_REQUIREMENTS '${named}' of model '${config.name}' does not exist (looked for ${p}): name a requirements file relative to the model folder`,
+      );
     }
     return p;
   }
@@ -75,10 +78,16 @@ export function interpreterIdentity(interpreter: string): Promise<string> {
   let known = identities.get(interpreter);
   if (known === undefined) {
     const script = 'import sys, sysconfig, os; print(sys.version.split()[0]); print(sysconfig.get_platform()); print(os.path.realpath(sys.executable))';
-    known = run(interpreter, ['-c', script]).then(({ stdout }) => stdout.trim(), (err: Error) => {
-      identities.delete(interpreter);
-      throw new ServerError('INTERNAL', `cannot run the Python interpreter '${interpreter}' to build a model environment: ${err.message}. Install python3 or name one with --backend-config=python,interpreter=<path>`);
-    });
+    known = run(interpreter, ['-c', script]).then(
+      ({ stdout }) => stdout.trim(),
+      (err: Error) => {
+        identities.delete(interpreter);
+        throw new ServerError(
+          'INTERNAL',
+          `cannot run the Python interpreter '${interpreter}' to build a model environment: ${err.message}. Install python3 or name one with --backend-config=python,interpreter=<path>`,
+        );
+      },
+    );
     identities.set(interpreter, known);
   }
   return known;
@@ -123,16 +132,29 @@ function isReady(dir: string): boolean {
   return fs.existsSync(path.join(dir, READY_MARKER));
 }
 
-async function buildLocked(model: string, requirements: string, interpreter: string, dir: string, opts: EnvBuildOptions, hooks: EnvBuildHooks): Promise<string> {
+async function buildLocked(
+  model: string,
+  requirements: string,
+  interpreter: string,
+  dir: string,
+  opts: EnvBuildOptions,
+  hooks: EnvBuildHooks,
+): Promise<string> {
   try {
     fs.mkdirSync(opts.cacheDir, { recursive: true });
   } catch (err) {
-    throw new ServerError('INTERNAL', `cannot create the Python environment cache folder ${opts.cacheDir} (${(err as NodeJS.ErrnoException).code}): point --python-env-cache-dir at a folder the server can write`);
+    throw new ServerError(
+      'INTERNAL',
+      `cannot create the Python environment cache folder ${opts.cacheDir} (${(err as NodeJS.ErrnoException).code}): point --python-env-cache-dir at a folder the server can write`,
+    );
   }
   hooks.stage?.(BUILDING_REASON);
   try {
-    const lock = await acquireLock(`${dir}.lock`, () => isReady(dir),
-      (owner) => hooks.info(`model '${model}': waiting for ${owner} to finish building the Python environment ${dir}`));
+    const lock = await acquireLock(
+      `${dir}.lock`,
+      () => isReady(dir),
+      (owner) => hooks.info(`model '${model}': waiting for ${owner} to finish building the Python environment ${dir}`),
+    );
     if (lock === undefined) return dir;
     try {
       if (isReady(dir)) return dir;
@@ -165,15 +187,26 @@ async function build(model: string, requirements: string, interpreter: string, d
   hooks.info(`model '${model}': built the Python environment in ${seconds.toFixed(1)} s`);
 }
 
-async function steps(model: string, requirements: string, interpreter: string, dir: string, opts: EnvBuildOptions, hooks: EnvBuildHooks, deadline: number): Promise<void> {
+async function steps(
+  model: string,
+  requirements: string,
+  interpreter: string,
+  dir: string,
+  opts: EnvBuildOptions,
+  hooks: EnvBuildHooks,
+  deadline: number,
+): Promise<void> {
   const cwd = path.dirname(requirements);
   const stream = (cmd: string, args: string[], out: PipOutput): Promise<number> => streamUntil(cmd, args, cwd, out, hooks, model, deadline, opts.timeoutMs);
   const venv = new PipOutput();
   // Without pip of its own (ensurepip takes seconds): the interpreter's pip installs into it (pip --python).
   const venvCode = await stream(interpreter, ['-m', 'venv', '--system-site-packages', '--without-pip', dir], venv);
   if (venvCode !== 0) {
-    throw new ServerError('INTERNAL', `failed to build the Python environment for model '${model}': '${interpreter} -m venv' exited with code ${venvCode}: `
-      + `${venv.errorLines().join('\n')}\nInstall the interpreter's venv module (Debian: apt-get install python3-venv), or give the model an EXECUTION_ENV_PATH environment`);
+    throw new ServerError(
+      'INTERNAL',
+      `failed to build the Python environment for model '${model}': '${interpreter} -m venv' exited with code ${venvCode}: ` +
+        `${venv.errorLines().join('\n')}\nInstall the interpreter's venv module (Debian: apt-get install python3-venv), or give the model an EXECUTION_ENV_PATH environment`,
+    );
   }
   const envPython = path.join(dir, 'bin', 'python3');
   const install = ['install', '--disable-pip-version-check', '--no-input', '--progress-bar', 'off', '-r', requirements, ...opts.pipArgs];
@@ -184,17 +217,23 @@ async function steps(model: string, requirements: string, interpreter: string, d
     const ensure = new PipOutput();
     const ensured = await stream(envPython, ['-m', 'ensurepip', '--default-pip'], ensure);
     if (ensured !== 0) {
-      throw new ServerError('INTERNAL', `failed to build the Python environment for model '${model}': neither ${interpreter} nor the new environment has pip (ensurepip exited with code ${ensured}): `
-        + `${ensure.errorLines().join('\n')}\nInstall pip for the interpreter (Debian: apt-get install python3-pip python3-venv)`);
+      throw new ServerError(
+        'INTERNAL',
+        `failed to build the Python environment for model '${model}': neither ${interpreter} nor the new environment has pip (ensurepip exited with code ${ensured}): ` +
+          `${ensure.errorLines().join('\n')}\nInstall pip for the interpreter (Debian: apt-get install python3-pip python3-venv)`,
+      );
     }
     pip = new PipOutput();
     code = await stream(envPython, ['-m', 'pip', ...install], pip);
   }
   if (code !== 0) {
     const on = pip.current === undefined ? '' : ` while installing '${pip.current}'`;
-    throw new ServerError('INTERNAL', `failed to build the Python environment for model '${model}' from ${requirements}: pip exited with code ${code}${on}:\n`
-      + `${pip.errorLines().join('\n')}\nFix the requirement, or build without a package index: give pip a wheelhouse folder `
-      + `(--python-env-pip-args='--no-index --find-links <dir>'), or pack an environment and name it in the model's EXECUTION_ENV_PATH parameter`);
+    throw new ServerError(
+      'INTERNAL',
+      `failed to build the Python environment for model '${model}' from ${requirements}: pip exited with code ${code}${on}:\n` +
+        `${pip.errorLines().join('\n')}\nFix the requirement, or build without a package index: give pip a wheelhouse folder ` +
+        `(--python-env-pip-args='--no-index --find-links <dir>'), or pack an environment and name it in the model's EXECUTION_ENV_PATH parameter`,
+    );
   }
 }
 
@@ -234,7 +273,16 @@ function endRunningGroupsAtExit(): void {
  * code. Past `deadline` (performance.now() ms) the command is killed and the
  * build fails, naming the limit.
  */
-function streamUntil(cmd: string, args: string[], cwd: string, out: PipOutput, hooks: EnvBuildHooks, model: string, deadline: number, timeoutMs: number): Promise<number> {
+function streamUntil(
+  cmd: string,
+  args: string[],
+  cwd: string,
+  out: PipOutput,
+  hooks: EnvBuildHooks,
+  model: string,
+  deadline: number,
+  timeoutMs: number,
+): Promise<number> {
   return new Promise((resolve, reject) => {
     if (stopping) {
       reject(new ServerError('UNAVAILABLE', `the server is stopping: the Python environment for model '${model}' is not built`));
@@ -255,10 +303,15 @@ function streamUntil(cmd: string, args: string[], cwd: string, out: PipOutput, h
     readline.createInterface({ input: child.stderr }).on('line', take);
     let timedOut = false;
     const left = deadline - performance.now();
-    const timer = Number.isFinite(left) ? setTimeout(() => {
-      timedOut = true;
-      if (!killGroup(child.pid!)) child.kill('SIGKILL'); // the group is gone: the child at least
-    }, Math.max(0, left)) : undefined;
+    const timer = Number.isFinite(left)
+      ? setTimeout(
+          () => {
+            timedOut = true;
+            if (!killGroup(child.pid!)) child.kill('SIGKILL'); // the group is gone: the child at least
+          },
+          Math.max(0, left),
+        )
+      : undefined;
     child.on('error', (err) => {
       clearTimeout(timer);
       reject(new ServerError('INTERNAL', `cannot run ${cmd} to build the Python environment for model '${model}': ${err.message}`));
@@ -272,9 +325,14 @@ function streamUntil(cmd: string, args: string[], cwd: string, out: PipOutput, h
       }
       if (timedOut) {
         const on = out.current === undefined ? '' : ` (it was on '${out.current}')`;
-        reject(new ServerError('INTERNAL', `failed to build the Python environment for model '${model}': the build did not finish within `
-          + `${timeoutMs / 1000} s (--python-env-build-timeout-secs)${on}; its last lines:\n${out.errorLines().join('\n')}\n`
-          + 'Give it longer, point pip at a closer index or a wheelhouse (--python-env-pip-args), or pack an environment for EXECUTION_ENV_PATH'));
+        reject(
+          new ServerError(
+            'INTERNAL',
+            `failed to build the Python environment for model '${model}': the build did not finish within ` +
+              `${timeoutMs / 1000} s (--python-env-build-timeout-secs)${on}; its last lines:\n${out.errorLines().join('\n')}\n` +
+              'Give it longer, point pip at a closer index or a wheelhouse (--python-env-pip-args), or pack an environment for EXECUTION_ENV_PATH',
+          ),
+        );
         return;
       }
       resolve(code ?? (signal === null ? 1 : 128));

@@ -21,7 +21,11 @@ export class ShmAllocator {
   private readonly used = new Map<number, number>();
   private total: number;
 
-  constructor(initialBytes: number, private readonly growthBytes: number, private readonly maxBytes = Number.MAX_SAFE_INTEGER) {
+  constructor(
+    initialBytes: number,
+    private readonly growthBytes: number,
+    private readonly maxBytes = Number.MAX_SAFE_INTEGER,
+  ) {
     if (!(growthBytes > 0)) throw new ServerError('INVALID_ARG', `shm growth byte size must be > 0, got ${growthBytes}`);
     this.total = initialBytes;
     this.free = initialBytes > 0 ? [{ offset: 0, size: initialBytes }] : [];

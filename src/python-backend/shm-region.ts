@@ -39,9 +39,11 @@ function createFile(file: string, bytes: number): number {
   } catch (err) {
     fs.closeSync(fd);
     fs.rmSync(file, { force: true });
-    throw new ServerError('INTERNAL',
+    throw new ServerError(
+      'INTERNAL',
       `Unable to initialize shared memory key '${file}' to requested size (${bytes} bytes). ` +
-      `Each Python backend model instance requires at least 1 MB of shared memory. (${(err as Error).message})`);
+        `Each Python backend model instance requires at least 1 MB of shared memory. (${(err as Error).message})`,
+    );
   }
   return fd;
 }
@@ -117,7 +119,8 @@ export class HostRegion extends ShmFile {
       while (done < data.byteLength) done += fs.writeSync(this.fd, data, done, data.byteLength - done, offset + done);
     } catch (err) {
       this.alloc.release(offset);
-      if ((err as NodeJS.ErrnoException).code === 'ENOSPC') throw new ShmSpaceError(this.file, this.alloc.size(), data.byteLength - done, shmSpace(), 'ENOSPC on write');
+      if ((err as NodeJS.ErrnoException).code === 'ENOSPC')
+        throw new ShmSpaceError(this.file, this.alloc.size(), data.byteLength - done, shmSpace(), 'ENOSPC on write');
       throw err;
     }
     return offset;

@@ -42,27 +42,29 @@ export function mib(bytes: number): string {
 
 /** What to do about it, the same sentence everywhere. */
 export const SHM_FIX =
-  'Give the server more shared memory: `docker run --shm-size=1g ...` (Docker\'s default is 64 MiB), ' +
+  "Give the server more shared memory: `docker run --shm-size=1g ...` (Docker's default is 64 MiB), " +
   'or in Kubernetes mount an emptyDir with `medium: Memory` (and a sizeLimit) at /dev/shm; ' +
-  'or keep Python tensors smaller (the python backend\'s shm-default-byte-size and shm-growth-byte-size, ' +
+  "or keep Python tensors smaller (the python backend's shm-default-byte-size and shm-growth-byte-size, " +
   '--backend-config=python,shm-growth-byte-size=<bytes>, set how much each instance takes at a time).';
 
 /** The start-up warning, or undefined when the mount is big enough (or unknown). */
 export function smallShmWarning(space: ShmSpace | undefined): string | undefined {
   if (space === undefined || space.totalBytes >= SMALL_SHM_BYTES) return undefined;
-  return `${space.mount} is ${mib(space.totalBytes)} (${mib(space.freeBytes)} free): tensors to and from Python models ` +
-    `travel through it, so a larger request or response takes the slower path through the stub's pipe, or fails. ${SHM_FIX}`;
+  return (
+    `${space.mount} is ${mib(space.totalBytes)} (${mib(space.freeBytes)} free): tensors to and from Python models ` +
+    `travel through it, so a larger request or response takes the slower path through the stub's pipe, or fails. ${SHM_FIX}`
+  );
 }
 
 /** A region of `file` cannot grow by `askedBytes`: Triton's text, then which mount, how big, and the fix. */
 export class ShmSpaceError extends ServerError {
   constructor(file: string, newSize: number, askedBytes: number, space: ShmSpace | undefined, cause?: string) {
-    const where = space === undefined
-      ? `${SHM_DIR}`
-      : `${space.mount} (${mib(space.totalBytes)}, ${mib(space.freeBytes)} free)`;
-    super('UNAVAILABLE',
+    const where = space === undefined ? `${SHM_DIR}` : `${space.mount} (${mib(space.totalBytes)}, ${mib(space.freeBytes)} free)`;
+    super(
+      'UNAVAILABLE',
       `Failed to increase the shared memory pool size for key '${file}' to ${newSize} bytes. ` +
-      `It needs ${askedBytes} bytes more of ${where}${cause === undefined ? '' : ` (${cause})`}. ${SHM_FIX}`);
+        `It needs ${askedBytes} bytes more of ${where}${cause === undefined ? '' : ` (${cause})`}. ${SHM_FIX}`,
+    );
   }
 }
 

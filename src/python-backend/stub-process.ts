@@ -65,16 +65,20 @@ export function notHealthy(name: string): ServerError {
  */
 export function startTimedOut(name: string, pid: number, timeoutMs: number): ServerError {
   const s = timeoutMs / 1000;
-  return new ServerError('INTERNAL',
+  return new ServerError(
+    'INTERNAL',
     `Timed out after ${s} s waiting for the Python stub process of '${name}' (pid ${pid}) to start: it did not report alive ` +
-    `within stub-timeout-seconds (${s}). A busy machine can start stubs this slowly; give them more time with ` +
-    '--backend-config=python,stub-timeout-seconds=<seconds>, or start fewer at once with a lower --model-load-thread-count.');
+      `within stub-timeout-seconds (${s}). A busy machine can start stubs this slowly; give them more time with ` +
+      '--backend-config=python,stub-timeout-seconds=<seconds>, or start fewer at once with a lower --model-load-thread-count.',
+  );
 }
 
 /** Triton's text for a stub that ended before it was up, with how it ended. */
 export function exitedWhileStarting(name: string, why: string): ServerError {
-  return new ServerError('INTERNAL',
-    `Failed to initialize stub, stub process exited unexpectedly: ${name} (it ${why} before it reported alive; its own output is in the server log)`);
+  return new ServerError(
+    'INTERNAL',
+    `Failed to initialize stub, stub process exited unexpectedly: ${name} (it ${why} before it reported alive; its own output is in the server log)`,
+  );
 }
 
 type Waiter = { t: string; resolve: (m: StubToHost) => void; reject: (e: Error) => void };
@@ -123,9 +127,7 @@ export class StubProcess {
       this.h2s.unlink();
       this.s2h.unlink();
     }
-    const prefix = opts.mode === 'auto_complete'
-      ? `model '${opts.model}' (auto_complete_config)`
-      : `model '${opts.model}' instance '${opts.name}'`;
+    const prefix = opts.mode === 'auto_complete' ? `model '${opts.model}' (auto_complete_config)` : `model '${opts.model}' instance '${opts.name}'`;
     const log = opts.log;
     readline.createInterface({ input: this.child.stdio[1] as Readable }).on('line', (line) => log.info(`${prefix}: ${line}`));
     readline.createInterface({ input: this.child.stdio[2] as Readable }).on('line', (line) => log.warn(`${prefix}: ${line}`));
@@ -143,8 +145,11 @@ export class StubProcess {
     const t0 = performance.now();
     try {
       await stub.waitFor('alive', opts.startTimeoutMs, () => startTimedOut(opts.name, stub.pid, opts.startTimeoutMs));
-      opts.log.verbose(1, `python stub '${opts.name}' (pid ${stub.pid}) reported alive after ${Math.round(performance.now() - t0)} ms ` +
-        `(stub-timeout-seconds: ${opts.startTimeoutMs / 1000})`);
+      opts.log.verbose(
+        1,
+        `python stub '${opts.name}' (pid ${stub.pid}) reported alive after ${Math.round(performance.now() - t0)} ms ` +
+          `(stub-timeout-seconds: ${opts.startTimeoutMs / 1000})`,
+      );
     } catch (err) {
       const why = stub.exitedWith;
       stub.kill();

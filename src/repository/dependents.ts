@@ -31,7 +31,7 @@ export function unloadDependents(models: ReadonlyMap<string, ModelRecord<Version
   const live = [...models.values()].filter(loaded);
   const gone = new Set<string>([name]);
   // Downstream: ensembles whose steps reach something that goes, until nothing changes.
-  for (let grew = true; grew; ) {
+  for (let grew = true; grew;) {
     grew = false;
     for (const r of live) {
       if (!gone.has(r.name) && steps(r).some((s) => gone.has(s))) {
@@ -52,7 +52,7 @@ export function unloadDependents(models: ReadonlyMap<string, ModelRecord<Version
     }
   };
   visit(name); // only the named model's own composing models, not those of ensembles taken along
-  for (let shrank = true; shrank; ) {
+  for (let shrank = true; shrank;) {
     shrank = false;
     for (const c of candidates) {
       const usedByStaying = live.some((r) => !gone.has(r.name) && !candidates.has(r.name) && steps(r).includes(c));

@@ -10,7 +10,14 @@ import path from 'node:path';
 
 /** File names a backend loads from a version folder (backend-resolution.ts's defaults). */
 export const MODEL_FILE_NAMES: readonly string[] = [
-  'model.onnx', 'model.py', 'model.plan', 'model.pt', 'model.pt2', 'model.savedmodel', 'model.graphdef', 'model.xml',
+  'model.onnx',
+  'model.py',
+  'model.plan',
+  'model.pt',
+  'model.pt2',
+  'model.savedmodel',
+  'model.graphdef',
+  'model.xml',
 ];
 
 /** The integer folder name a non-integer one most likely meant: `v1` → `1`, `007` → `7`; undefined for `abc`. */

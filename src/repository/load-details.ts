@@ -47,9 +47,12 @@ export function backendDetail(model: string, before: ModelConfig, after: ModelCo
   }
   const what = `backend '${after.backend}', platform '${after.platform}', default_model_filename '${after.default_model_filename}'`;
   if (filled.length === 0) return `model '${model}': ${what}, as the config says`;
-  const from = (before.platform ?? '') !== ''
-    ? `from platform '${before.platform}'`
-    : entries.length === 0 ? 'with no version folder to look in' : `from the files in ${folder}: ${entries.join(', ')}`;
+  const from =
+    (before.platform ?? '') !== ''
+      ? `from platform '${before.platform}'`
+      : entries.length === 0
+        ? 'with no version folder to look in'
+        : `from the files in ${folder}: ${entries.join(', ')}`;
   return `model '${model}': ${what}; ${filled.join(', ')} filled in ${from}`;
 }
 
@@ -66,7 +69,10 @@ export function autoCompleteDetail(model: string, before: ModelConfig, after: Mo
   if (!enabled) return `model '${model}': auto-complete is off (--disable-auto-complete-config); ${modelPath} is only checked against the config`;
   const filled: string[] = [];
   if (before.max_batch_size !== after.max_batch_size) filled.push(`max_batch_size ${after.max_batch_size}`);
-  for (const [kind, b, a] of [['input', before.input, after.input], ['output', before.output, after.output]] as const) {
+  for (const [kind, b, a] of [
+    ['input', before.input, after.input],
+    ['output', before.output, after.output],
+  ] as const) {
     const had = new Set(tensorNames(b));
     const added = tensorNames(a).filter((n) => !had.has(n));
     if (added.length > 0) filled.push(`${kind} ${added.join(', ')}`);
@@ -83,5 +89,7 @@ export function autoCompleteDetail(model: string, before: ModelConfig, after: Mo
 export function defaultsDetail(model: string, before: ModelConfig, after: ModelConfig): string | undefined {
   if ((before.instance_group ?? []).length > 0) return undefined;
   const groups = after.instance_group.map((g) => `${g.count} x ${g.kind}`).join(', ');
-  return groups === '' ? undefined : `model '${model}': no instance_group in the config; default ${groups} (named ${after.instance_group.map((g) => g.name).join(', ')})`;
+  return groups === ''
+    ? undefined
+    : `model '${model}': no instance_group in the config; default ${groups} (named ${after.instance_group.map((g) => g.name).join(', ')})`;
 }

@@ -103,18 +103,30 @@ export function writeOverrideDir(model: string, files: readonly OverrideFile[]):
 /** What a failed write of override files tells the client (errno → cause and remedy). */
 export function overrideWriteError(model: string, file: OverrideFile | undefined, err: unknown): ServerError {
   const code = (err as NodeJS.ErrnoException).code ?? 'unknown error';
-  const total = (file === undefined ? 0 : file.data.byteLength);
+  const total = file === undefined ? 0 : file.data.byteLength;
   if (code === 'ENAMETOOLONG' && file !== undefined) {
-    return new ServerError('INVALID_ARG', `Invalid file parameter 'file:${file.path.length > 80 ? `${file.path.slice(0, 80)}...` : file.path}': a file or folder name in it is longer than the file system allows (255 bytes)`);
+    return new ServerError(
+      'INVALID_ARG',
+      `Invalid file parameter 'file:${file.path.length > 80 ? `${file.path.slice(0, 80)}...` : file.path}': a file or folder name in it is longer than the file system allows (255 bytes)`,
+    );
   }
   if ((code === 'ENAMETOOLONG' || code === 'ENOTDIR' || code === 'EEXIST' || code === 'EISDIR') && file !== undefined) {
-    return new ServerError('INVALID_ARG', `Invalid file parameter 'file:${file.path}': it cannot be written as a file of the model folder (${code}); check that no other file parameter uses the same path as a folder`);
+    return new ServerError(
+      'INVALID_ARG',
+      `Invalid file parameter 'file:${file.path}': it cannot be written as a file of the model folder (${code}); check that no other file parameter uses the same path as a folder`,
+    );
   }
   if (code === 'ENOSPC' || code === 'EDQUOT') {
-    return new ServerError('INTERNAL', `failed to load '${model}': no space left in the temporary directory for its override files${total > 0 ? ` (${total} bytes)` : ''}; free space there or point TMPDIR at a larger disk`);
+    return new ServerError(
+      'INTERNAL',
+      `failed to load '${model}': no space left in the temporary directory for its override files${total > 0 ? ` (${total} bytes)` : ''}; free space there or point TMPDIR at a larger disk`,
+    );
   }
   if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
-    return new ServerError('INTERNAL', `failed to load '${model}': the server cannot write its override files to the temporary directory (${code}); point TMPDIR at a writable folder`);
+    return new ServerError(
+      'INTERNAL',
+      `failed to load '${model}': the server cannot write its override files to the temporary directory (${code}); point TMPDIR at a writable folder`,
+    );
   }
   return new ServerError('INTERNAL', `failed to load '${model}': the server could not write its override files (${code})`);
 }

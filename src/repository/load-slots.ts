@@ -48,7 +48,8 @@ export class LoadSlots {
 
   private release(): void {
     const next = this.waiting.shift();
-    if (next) next(); // the slot passes on: active stays the same
+    if (next)
+      next(); // the slot passes on: active stays the same
     else this.active--;
   }
 }

@@ -101,7 +101,10 @@ export async function prepareModel(
     const misnamed = misnamedConfigWarning(m, location.dir, file);
     if (!opts.autoComplete) {
       const fix = misnamed === undefined ? '' : `; ${misnamed}`;
-      throw new ServerError('INVALID_ARG', `failed to read text proto from ${file}: no such file, and auto-complete is disabled (--disable-auto-complete-config)${fix}`);
+      throw new ServerError(
+        'INVALID_ARG',
+        `failed to read text proto from ${file}: no such file, and auto-complete is disabled (--disable-auto-complete-config)${fix}`,
+      );
     }
     if (misnamed !== undefined) listener.warn(misnamed);
     listener.detail(configSourceDetail(m, file, 'none'));
@@ -124,9 +127,7 @@ export async function prepareModel(
   ];
   for (const w of warnings) listener.warn(w);
   const newest = versions.length > 0 ? versions[versions.length - 1] : undefined;
-  const noVersion = newest === undefined
-    ? noVersionReason(location.name, scanned.ignored, misplaced, { present: scanned.versions, missing })
-    : undefined;
+  const noVersion = newest === undefined ? noVersionReason(location.name, scanned.ignored, misplaced, { present: scanned.versions, missing }) : undefined;
   const firstDirEntries = newest === undefined ? [] : safeReaddir(path.join(location.dir, String(newest)));
   const written = config;
   try {
@@ -204,14 +205,7 @@ export async function loadVersion(
     return { instances: [], scheduler: createScheduler(prepared.config, [], hooks, { arena: ctx.arena, ...schedulerCtx }) };
   }
   const modelPath = checkModelFile(prepared, location, version);
-  let instances = await createInstances(
-    { ...ctx, backendConfig: prepared.backendConfig },
-    prepared.backend,
-    prepared.config,
-    location.dir,
-    version,
-    modelPath,
-  );
+  let instances = await createInstances({ ...ctx, backendConfig: prepared.backendConfig }, prepared.backend, prepared.config, location.dir, version, modelPath);
   let scheduler: Scheduler | undefined;
   try {
     // Each instance is warmed before READY, outside the scheduler and the rate limiter (nothing counts it).

@@ -182,10 +182,13 @@ export function snapshotModels(records: ReadonlyMap<string, ModelRecord<VersionR
       dir: m.location.dir,
       loads: m.loads ?? 0,
       plan: m.prepared?.plan,
-      labels: m.prepared?.config?.ensemble_scheduling === undefined ? m.prepared?.labels ?? {} : resolvedLabels(m.name, (name) => {
-        const r = records.get(name);
-        return r === undefined ? undefined : { config: r.prepared?.config, labels: r.prepared?.labels ?? {} };
-      }),
+      labels:
+        m.prepared?.config?.ensemble_scheduling === undefined
+          ? (m.prepared?.labels ?? {})
+          : resolvedLabels(m.name, (name) => {
+              const r = records.get(name);
+              return r === undefined ? undefined : { config: r.prepared?.config, labels: r.prepared?.labels ?? {} };
+            }),
       versions: sortedVersions(m).map((v) => {
         const view: VersionView = { version: v.version, state: v.readiness.state, reason: v.readiness.reason };
         if (v.unready !== undefined) view.unready = v.unready;

@@ -63,15 +63,17 @@ export async function runWarmup(
       throw sampleFailure(raw.name ?? '', err);
     }
   });
-  await Promise.all(instances.map(async (instance) => {
-    for (const sample of prepared) {
-      try {
-        for (let i = 0; i < sample.count; i++) await runOnce(sample, config.name, version, instance, arena, plan);
-      } catch (err) {
-        throw sampleFailure(sample.name, err);
+  await Promise.all(
+    instances.map(async (instance) => {
+      for (const sample of prepared) {
+        try {
+          for (let i = 0; i < sample.count; i++) await runOnce(sample, config.name, version, instance, arena, plan);
+        } catch (err) {
+          throw sampleFailure(sample.name, err);
+        }
       }
-    }
-  }));
+    }),
+  );
 }
 
 function sampleFailure(name: string, err: unknown): ServerError {
@@ -145,8 +147,15 @@ async function runOnce(sample: PreparedSample, model: string, version: number, i
       arena.bytes(offset, i.data.byteLength).set(i.data);
     }
     const request: InferRequest = {
-      id: '', model, version, latest: false, batchSize: plan.maxBatchSize > 0 ? batchSize : 1, inputs, // warms this very version
-      requestedOutputs: null, parameters: {}, arrivalNs: nowNs(),
+      id: '',
+      model,
+      version,
+      latest: false,
+      batchSize: plan.maxBatchSize > 0 ? batchSize : 1,
+      inputs, // warms this very version
+      requestedOutputs: null,
+      parameters: {},
+      arrivalNs: nowNs(),
     };
     // Non-final responses (decoupled models) are dropped as they come, like the final one.
     const drop = (_index: number, response: InferResponse): void => {

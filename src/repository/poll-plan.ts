@@ -36,4 +36,3 @@ export function pollPlan<R extends ModelRecord<VersionRecord>>(
   }
   return { apply, remove };
 }
-

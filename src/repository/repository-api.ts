@@ -84,7 +84,10 @@ export async function repositoryUnload(ctx: RepositoryApiContext, model: string,
   const along = req.unloadDependents ? ctx.repo.dependentsOf(model) : [];
   // Its files fetched from a cloud root leave the cache once it has drained.
   await Promise.all([model, ...along].map((m) => ctx.repo.unload(m, true)));
-  const still = ctx.repo.index(true).filter((e) => e.name === model).map((e) => e.version);
+  const still = ctx.repo
+    .index(true)
+    .filter((e) => e.name === model)
+    .map((e) => e.version);
   if (still.length > 0) {
     throw new ServerError('INTERNAL', `failed to unload '${model}', versions that are still available: ${still.join(',')}`);
   }

@@ -96,7 +96,12 @@ export class RepositoryManager {
     const scan = scanRepositories(this.roots.localPaths);
     for (const [name, repos] of scan.duplicates) {
       if (!this.duplicates.has(name)) {
-        this.log.error(duplicateModelText(name, repos.map((r) => this.roots.displayName(r))));
+        this.log.error(
+          duplicateModelText(
+            name,
+            repos.map((r) => this.roots.displayName(r)),
+          ),
+        );
       }
     }
     this.duplicates = scan.duplicates;
@@ -110,9 +115,15 @@ export class RepositoryManager {
     // A model that fails is recorded (state and reason); the others load on. Ensembles after the models they use.
     // A model whose environment is being built does not hold the start up: it
     // shows as LOADING ('building environment') and loads on while the server serves.
-    const load = (loc: ModelLocation): Promise<void> => new Promise((resolve) => {
-      this.chains.run(loc.name, () => this.apply(loc, {}, resolve)).then(() => resolve(), () => resolve());
-    });
+    const load = (loc: ModelLocation): Promise<void> =>
+      new Promise((resolve) => {
+        this.chains
+          .run(loc.name, () => this.apply(loc, {}, resolve))
+          .then(
+            () => resolve(),
+            () => resolve(),
+          );
+      });
     await loadInDependencyOrder(scan.models, this.loader.modelConfigName, load);
   }
 
@@ -131,7 +142,12 @@ export class RepositoryManager {
    * throws Triton's poll failure when the folder cannot be found or read.
    * A no-op when nothing changed and every version is READY.
    */
-  load(name: string, override: LoadOverride = {}, loading: ReadonlySet<string> = new Set(), listings: Listings = this.roots.newListings()): Promise<LoadOutcome> {
+  load(
+    name: string,
+    override: LoadOverride = {},
+    loading: ReadonlySet<string> = new Set(),
+    listings: Listings = this.roots.newListings(),
+  ): Promise<LoadOutcome> {
     return this.chains.run(name, async () => {
       if (!override.dir) await this.fetch(name, listings);
       const scan = this.scan();
@@ -166,20 +182,22 @@ export class RepositoryManager {
    */
   unload(name: string, release = false): Promise<void> {
     return new Promise((initiated, reject) => {
-      this.chains.run(name, async () => {
-        const record = this.models.get(name);
-        if (!record) {
-          if (release) this.roots.release(name);
-          return initiated();
-        }
-        record.wanted = false;
-        record.applied = undefined;
-        const drains = [...record.versions.values()].map((v) => v.retire());
-        initiated();
-        await Promise.all(drains);
-        this.dropOverrideDir(record);
-        if (release && !record.wanted) this.roots.release(name);
-      }).catch(reject);
+      this.chains
+        .run(name, async () => {
+          const record = this.models.get(name);
+          if (!record) {
+            if (release) this.roots.release(name);
+            return initiated();
+          }
+          record.wanted = false;
+          record.applied = undefined;
+          const drains = [...record.versions.values()].map((v) => v.retire());
+          initiated();
+          await Promise.all(drains);
+          this.dropOverrideDir(record);
+          if (release && !record.wanted) this.roots.release(name);
+        })
+        .catch(reject);
     });
   }
 
@@ -210,10 +228,14 @@ export class RepositoryManager {
     for (const loc of plan.apply) work.push(this.chains.run(loc.name, () => this.apply(loc)).catch(() => undefined)); // logged by apply
     for (const record of plan.remove) {
       this.log.info(`model '${record.name}' was removed from the model repository, unloading it`);
-      work.push(this.unload(record.name).then(() => this.chains.run(record.name, async () => {
-        if (!record.wanted) this.models.delete(record.name);
-        this.changed();
-      })));
+      work.push(
+        this.unload(record.name).then(() =>
+          this.chains.run(record.name, async () => {
+            if (!record.wanted) this.models.delete(record.name);
+            this.changed();
+          }),
+        ),
+      );
     }
     await Promise.all(work);
   }
@@ -317,16 +339,22 @@ export class RepositoryManager {
     this.changed();
     try {
       const preparing = record;
-      prepared = await prepareModel(location, this.loader, override.config, {
-        warn: (w) => log.warn(w),
-        detail: (d) => log.verbose(1, d),
-        info: (t) => log.info(t),
-        stage: (reason) => {
-          preparing.preparing = reason;
-          this.changed();
-          if (reason !== undefined) onSlowStep?.();
+      prepared = await prepareModel(
+        location,
+        this.loader,
+        override.config,
+        {
+          warn: (w) => log.warn(w),
+          detail: (d) => log.verbose(1, d),
+          info: (t) => log.info(t),
+          stage: (reason) => {
+            preparing.preparing = reason;
+            this.changed();
+            if (reason !== undefined) onSlowStep?.();
+          },
         },
-      }, this.slots);
+        this.slots,
+      );
     } catch (err) {
       record.preparing = undefined;
       record.configuring = false;

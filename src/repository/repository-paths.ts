@@ -23,7 +23,10 @@ export function repositoryPathProblem(repository: string, cwd = process.cwd()): 
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOTDIR') {
-      return new ServerError('INTERNAL', `failed to stat file ${repository}. A part of the path is a file, not a folder: pass --model-repository the folder that holds one folder per model.`);
+      return new ServerError(
+        'INTERNAL',
+        `failed to stat file ${repository}. A part of the path is a file, not a folder: pass --model-repository the folder that holds one folder per model.`,
+      );
     }
     if (code === 'EACCES') return unreadable(repository);
     const guess = nearbyFolder(absolute);
@@ -70,7 +73,10 @@ function nearbyFolder(absolute: string): string | undefined {
   const parent = path.dirname(absolute);
   let names: string[];
   try {
-    names = fs.readdirSync(parent, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+    names = fs
+      .readdirSync(parent, { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name);
   } catch {
     return undefined;
   }
@@ -82,8 +88,10 @@ function nearbyFolder(absolute: string): string | undefined {
 export function lintCloudRootText(repository: string): string | undefined {
   const scheme = cloudScheme(repository);
   if (scheme === undefined) return undefined;
-  return `nodetron lint reads local folders only, and '${repository}' is in cloud storage (${scheme}://): ` +
-    `copy it to a local folder (for example with ${cloudCopyCommand(scheme, repository)}) and lint that folder.`;
+  return (
+    `nodetron lint reads local folders only, and '${repository}' is in cloud storage (${scheme}://): ` +
+    `copy it to a local folder (for example with ${cloudCopyCommand(scheme, repository)}) and lint that folder.`
+  );
 }
 
 function cloudCopyCommand(scheme: string, repository: string): string {

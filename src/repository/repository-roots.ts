@@ -61,7 +61,10 @@ export class RepositoryRoots {
       } catch (err) {
         store.close();
         const code = (err as NodeJS.ErrnoException).code ?? toErrorInfo(err).message;
-        throw new ServerError('INTERNAL', `cannot cache model repository '${url}' in --model-cache-dir ${cacheDir} (${code}): point --model-cache-dir at a folder the server can write.`);
+        throw new ServerError(
+          'INTERNAL',
+          `cannot cache model repository '${url}' in --model-cache-dir ${cacheDir} (${code}): point --model-cache-dir at a folder the server can write.`,
+        );
       }
       this.mirrors.push(mirror);
       return mirror.dir;
@@ -77,22 +80,27 @@ export class RepositoryRoots {
   /** At start: every cloud root is read (its names, or all of it); throws the first that cannot be. */
   async start(mode: ModelControlMode, loadAll: boolean): Promise<void> {
     const names = mode === 'explicit' && !loadAll;
-    await Promise.all(this.mirrors.map(async (m) => {
-      const started = Date.now();
-      const listing = await m.list();
-      if (names) {
-        m.markNames(listing);
-        return;
-      }
-      const done = await m.sync(listing);
-      if (done.incomplete.size > 0) {
-        throw new ServerError('INTERNAL', `failed to fetch ${[...done.incomplete].map((n) => `'${n}'`).join(', ')} from model repository '${m.store.url}' (logged above)`);
-      }
-      this.log.info(
-        `model repository '${m.store.url}' mirrored into ${m.dir} in ${Date.now() - started} ms: ` +
-          `${done.fetched} of ${done.objects} objects downloaded, the others unchanged in the cache (credential from ${m.store.credentialSource})`,
-      );
-    }));
+    await Promise.all(
+      this.mirrors.map(async (m) => {
+        const started = Date.now();
+        const listing = await m.list();
+        if (names) {
+          m.markNames(listing);
+          return;
+        }
+        const done = await m.sync(listing);
+        if (done.incomplete.size > 0) {
+          throw new ServerError(
+            'INTERNAL',
+            `failed to fetch ${[...done.incomplete].map((n) => `'${n}'`).join(', ')} from model repository '${m.store.url}' (logged above)`,
+          );
+        }
+        this.log.info(
+          `model repository '${m.store.url}' mirrored into ${m.dir} in ${Date.now() - started} ms: ` +
+            `${done.fetched} of ${done.objects} objects downloaded, the others unchanged in the cache (credential from ${m.store.credentialSource})`,
+        );
+      }),
+    );
   }
 
   /**
@@ -102,17 +110,19 @@ export class RepositoryRoots {
    */
   async refresh(): Promise<RefreshOutcome> {
     const out: RefreshOutcome = { unreadable: new Set(), incomplete: new Set() };
-    await Promise.all(this.mirrors.map(async (m) => {
-      try {
-        const done = await m.sync(await m.list());
-        for (const name of done.incomplete) out.incomplete.add(path.join(m.dir, name));
-        if (done.fetched > 0) this.log.verbose(1, `model repository '${m.store.url}': ${done.fetched} changed objects downloaded`);
-        this.recovered(m.dir);
-      } catch (err) {
-        out.unreadable.add(m.dir);
-        this.failed(m.dir, err);
-      }
-    }));
+    await Promise.all(
+      this.mirrors.map(async (m) => {
+        try {
+          const done = await m.sync(await m.list());
+          for (const name of done.incomplete) out.incomplete.add(path.join(m.dir, name));
+          if (done.fetched > 0) this.log.verbose(1, `model repository '${m.store.url}': ${done.fetched} changed objects downloaded`);
+          this.recovered(m.dir);
+        } catch (err) {
+          out.unreadable.add(m.dir);
+          this.failed(m.dir, err);
+        }
+      }),
+    );
     return out;
   }
 
@@ -135,14 +145,16 @@ export class RepositoryRoots {
    * is logged (once per reason); the index lists the others.
    */
   async refreshNames(): Promise<void> {
-    await Promise.all(this.mirrors.map(async (m) => {
-      try {
-        m.markNames(await m.list());
-        this.recovered(m.dir);
-      } catch (err) {
-        this.failed(m.dir, err, 'list', 'The index shows the models it listed last.');
-      }
-    }));
+    await Promise.all(
+      this.mirrors.map(async (m) => {
+        try {
+          m.markNames(await m.list());
+          this.recovered(m.dir);
+        } catch (err) {
+          this.failed(m.dir, err, 'list', 'The index shows the models it listed last.');
+        }
+      }),
+    );
   }
 
   /** A fresh `Listings` for one load (pass the same one to the loads it makes along). */
@@ -156,18 +168,21 @@ export class RepositoryRoots {
    * per `listings`.
    */
   async fetchModel(name: string, listings: Listings = this.newListings()): Promise<void> {
-    await Promise.all(this.mirrors.map(async (m) => {
-      // An empty root has no such model; a bucket that is not there is its own error.
-      let listed = listings.get(m);
-      if (listed === undefined) listings.set(m, (listed = m.list(true)));
-      const listing = await listed;
-      if (!listing.has(name)) {
-        if (fs.existsSync(path.join(m.dir, name))) m.drop(name);
-        return;
-      }
-      const done = await m.sync(listing, [name]);
-      if (done.incomplete.size > 0) throw new ServerError('INTERNAL', `failed to fetch model '${name}' from model repository '${m.store.url}' (logged above)`);
-    }));
+    await Promise.all(
+      this.mirrors.map(async (m) => {
+        // An empty root has no such model; a bucket that is not there is its own error.
+        let listed = listings.get(m);
+        if (listed === undefined) listings.set(m, (listed = m.list(true)));
+        const listing = await listed;
+        if (!listing.has(name)) {
+          if (fs.existsSync(path.join(m.dir, name))) m.drop(name);
+          return;
+        }
+        const done = await m.sync(listing, [name]);
+        if (done.incomplete.size > 0)
+          throw new ServerError('INTERNAL', `failed to fetch model '${name}' from model repository '${m.store.url}' (logged above)`);
+      }),
+    );
   }
 
   /** Explicit unload: the model's mirrored files leave the cache. */

@@ -47,11 +47,19 @@ export class VersionBuilder {
     const started = performance.now();
     if (this.log.isVerbose(1)) {
       const groups = prepared.config.instance_group.map((g) => `${g.count} x ${g.kind}`).join(', ') || 'no instances';
-      this.log.verbose(1, `model '${location.name}' version ${version}: building ${groups} with backend '${prepared.backend.name || prepared.config.platform}' from ${location.dir}/${version}/`);
+      this.log.verbose(
+        1,
+        `model '${location.name}' version ${version}: building ${groups} with backend '${prepared.backend.name || prepared.config.platform}' from ${location.dir}/${version}/`,
+      );
     }
     const hooks = this.observer?.loading(location.name, version, prepared.config.model_transaction_policy?.decoupled === true);
     const loaded = await this.slots.run(
-      () => loadVersion(prepared, location, version, this.instanceCtx, hooks, { ensemble: this.ensembleServices(), responseCache: this.responseCache, rateLimiter: this.rateLimiter }),
+      () =>
+        loadVersion(prepared, location, version, this.instanceCtx, hooks, {
+          ensemble: this.ensembleServices(),
+          responseCache: this.responseCache,
+          rateLimiter: this.rateLimiter,
+        }),
       (n, err) => this.log.warn(`retrying load of '${location.name}' version ${version} (${n}): ${this.reasonOf(err)}`),
     );
     if (hooks) this.observer?.loaded(location.name, version, hooks, (performance.now() - started) / 1000, () => loaded.scheduler.inflightCount());

@@ -50,7 +50,11 @@ export function admitRequest(arena: Arena, decoded: DecodedRequest, target: Admi
  * embedding inputs) together: all of them, or, when the arena cannot take
  * one, none (what the earlier ones took is freed) and the error is rethrown.
  */
-export function admitAll(arena: Arena, planned: readonly { decoded: DecodedRequest; batchSize: number }[], target: Omit<AdmitTarget, 'batchSize'>): InferRequest[] {
+export function admitAll(
+  arena: Arena,
+  planned: readonly { decoded: DecodedRequest; batchSize: number }[],
+  target: Omit<AdmitTarget, 'batchSize'>,
+): InferRequest[] {
   const requests: InferRequest[] = [];
   try {
     for (const p of planned) requests.push(admitRequest(arena, p.decoded, { ...target, batchSize: p.batchSize }));

@@ -21,7 +21,10 @@ export function forwardHeaders(rule: RegExp, headers: Iterable<[string, string]>
   for (const [name, value] of headers) {
     if (!rule.test(name)) continue;
     if (isReservedParameter(name)) {
-      throw new ServerError('INVALID_ARG', `header '${name}' matches the header forward pattern, but '${name}' is a parameter name reserved for Triton usage; rename the header or narrow the pattern`);
+      throw new ServerError(
+        'INVALID_ARG',
+        `header '${name}' matches the header forward pattern, but '${name}' is a parameter name reserved for Triton usage; rename the header or narrow the pattern`,
+      );
     }
     parameters[name] = value;
   }

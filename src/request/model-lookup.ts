@@ -87,12 +87,19 @@ export function parseVersion(text: string): number {
     throw new ServerError('INVALID_ARG', `invalid model version specified '${text}' , version should be an integral value > 0`);
   }
   if (!/^[0-9]+$/.test(text) || !Number.isSafeInteger(Number(text))) {
-    throw new ServerError('INVALID_ARG', `failed to get model version from specified version string '${text}' (details: not an integral value), version should be an integral value > 0`);
+    throw new ServerError(
+      'INVALID_ARG',
+      `failed to get model version from specified version string '${text}' (details: not an integral value), version should be an integral value > 0`,
+    );
   }
   return Number(text);
 }
 
 /** READY versions of a model, ascending, as strings (metadata `versions`). */
 export function readyVersions(view: ModelView): string[] {
-  return view.versions.filter((v) => v.state === 'READY').map((v) => v.version).sort((a, b) => a - b).map(String);
+  return view.versions
+    .filter((v) => v.state === 'READY')
+    .map((v) => v.version)
+    .sort((a, b) => a - b)
+    .map(String);
 }

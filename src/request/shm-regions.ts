@@ -126,10 +126,7 @@ export function writeShm(ref: ShmRef, output: string, data: Uint8Array): void {
 }
 
 /** Writes every response output the request sent into shared memory (both frontends, before encoding). */
-export function writeShmOutputs(
-  outputs: readonly { name: string; data: Uint8Array }[],
-  requested: readonly { name: string; shm?: ShmRef }[] | null,
-): void {
+export function writeShmOutputs(outputs: readonly { name: string; data: Uint8Array }[], requested: readonly { name: string; shm?: ShmRef }[] | null): void {
   if (requested === null) return;
   for (const req of requested) {
     if (req.shm === undefined) continue;

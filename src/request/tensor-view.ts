@@ -7,8 +7,7 @@
 import type { DataType } from '../core/datatypes';
 
 export type NumericView =
-  | Uint8Array | Int8Array | Uint16Array | Int16Array | Uint32Array | Int32Array
-  | Float32Array | Float64Array | BigInt64Array | BigUint64Array;
+  Uint8Array | Int8Array | Uint16Array | Int16Array | Uint32Array | Int32Array | Float32Array | Float64Array | BigInt64Array | BigUint64Array;
 
 interface TypedCtor<T> {
   new (buffer: ArrayBufferLike, byteOffset: number, length: number): T;

@@ -117,8 +117,7 @@ function checkInputCount(plan: ValidationPlan, req: DecodedRequest, rid: string)
   missing = `${missing.slice(0, -1)}]`;
   const gotList = got === 0 ? '[]' : `[${req.inputs.map((i) => `'${i.name}'`).join(',')}]`;
   const tail =
-    ` inputs for model '${plan.modelName}'. Got input(s) ${gotList}, but missing required input(s) ${missing}. ` +
-    'Please provide all required input(s).';
+    ` inputs for model '${plan.modelName}'. Got input(s) ${gotList}, but missing required input(s) ${missing}. ` + 'Please provide all required input(s).';
   if (total === required) throw invalid(`${rid}expected ${total} inputs but got ${got}${tail}`);
   throw invalid(`${rid}expected number of inputs between ${required} and ${total} but got ${got}${tail}`);
 }
@@ -153,16 +152,13 @@ function checkDatatypeAndShape(plan: ValidationPlan, input: DecodedInput, cfg: P
     const expected = plan.maxBatchSize > 0 ? [-1, ...cfg.dims] : cfg.dims;
     const note = plan.maxBatchSize > 0 ? BATCH_NOTE : '';
     throw invalid(
-      `${rid}unexpected shape for input '${input.name}' for model '${model}'. Expected ${dimsToString(expected)}, ` +
-        `got ${dimsToString(shape)}. ${note}`,
+      `${rid}unexpected shape for input '${input.name}' for model '${model}'. Expected ${dimsToString(expected)}, ` + `got ${dimsToString(shape)}. ${note}`,
     );
   }
 }
 
 function unspecified(input: DecodedInput, model: string, rid: string): ServerError {
-  return invalid(
-    `${rid}All input dimensions should be specified for input '${input.name}' for model '${model}', got ${dimsToString(input.shape)}`,
-  );
+  return invalid(`${rid}All input dimensions should be specified for input '${input.name}' for model '${model}', got ${dimsToString(input.shape)}`);
 }
 
 function checkByteSize(plan: ValidationPlan, input: DecodedInput, rid: string): void {
@@ -174,9 +170,7 @@ function checkByteSize(plan: ValidationPlan, input: DecodedInput, rid: string): 
   if (size !== 0) {
     const expected = count * size;
     if (input.data.byteLength !== expected) {
-      throw invalid(
-        `${rid}input byte size mismatch for input '${input.name}' for model '${model}'. Expected ${expected}, got ${input.data.byteLength}`,
-      );
+      throw invalid(`${rid}input byte size mismatch for input '${input.name}' for model '${model}'. Expected ${expected}, got ${input.data.byteLength}`);
     }
     return;
   }

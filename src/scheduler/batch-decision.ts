@@ -39,10 +39,7 @@ export interface BatchPolicy {
   maxQueueDelayUs: number;
 }
 
-export type BatchDecision =
-  | { kind: 'run'; count: number }
-  | { kind: 'wait'; untilUs: number }
-  | { kind: 'idle' };
+export type BatchDecision = { kind: 'run'; count: number } | { kind: 'wait'; untilUs: number } | { kind: 'idle' };
 
 const IDLE: BatchDecision = { kind: 'idle' };
 

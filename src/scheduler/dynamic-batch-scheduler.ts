@@ -50,9 +50,7 @@ export class DynamicBatchScheduler implements Scheduler {
     this.model = config.name;
     const db = config.dynamic_batching;
     const maxBatchSize = Math.max(1, config.max_batch_size);
-    const preferred = [...new Set(db?.preferred_batch_size ?? [])]
-      .filter((s) => s >= 1 && s <= maxBatchSize)
-      .sort((a, b) => a - b);
+    const preferred = [...new Set(db?.preferred_batch_size ?? [])].filter((s) => s >= 1 && s <= maxBatchSize).sort((a, b) => a - b);
     this.policy = { maxBatchSize, preferredBatchSizes: preferred, maxQueueDelayUs: db?.max_queue_delay_microseconds ?? 0 };
     this.drainPolicy = { ...this.policy, maxQueueDelayUs: 0 };
     this.queue = new PriorityQueue(compilePriorityPlan(db));
@@ -84,7 +82,8 @@ export class DynamicBatchScheduler implements Scheduler {
       const max = plan.levels[level]!.maxQueueSize;
       this.pool.reject(request, respond, {
         code: 'RESOURCE_EXHAUSTED',
-        message: `${requestIdPrefix(request.id)}Exceeds maximum queue size: model '${this.model}' queues at most ${max} request(s)` +
+        message:
+          `${requestIdPrefix(request.id)}Exceeds maximum queue size: model '${this.model}' queues at most ${max} request(s)` +
           `${plan.levels.length > 1 ? ` at priority level ${level + 1}` : ''} (its max_queue_size); retry after ${RETRY_AFTER_SECONDS} s, or raise max_queue_size`,
       });
       return;

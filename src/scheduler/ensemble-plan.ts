@@ -76,10 +76,14 @@ const dimsText = (d: readonly number[]): string => `[${d.join(',')}]`;
 
 function checkConsistent(known: TensorNode, seen: TensorNode, prefix: string): void {
   if (known.type !== seen.type) {
-    throw invalid(`${prefix}inconsistent data type: ${known.type} is inferred from model ${known.model} while ${seen.type} is inferred from model ${seen.model}`);
+    throw invalid(
+      `${prefix}inconsistent data type: ${known.type} is inferred from model ${known.model} while ${seen.type} is inferred from model ${seen.model}`,
+    );
   }
   if (!sameWithWildcard(known.dims, seen.dims) && !sameWithWildcard(known.fullDims, seen.fullDims)) {
-    throw invalid(`${prefix}inconsistent shape: ${dimsText(known.fullDims)} is inferred from model ${known.model} while ${dimsText(seen.fullDims)} is inferred from model ${seen.model}`);
+    throw invalid(
+      `${prefix}inconsistent shape: ${dimsText(known.fullDims)} is inferred from model ${known.model} while ${dimsText(seen.fullDims)} is inferred from model ${seen.model}`,
+    );
   }
 }
 
@@ -103,7 +107,9 @@ export function compileEnsemblePlan(config: ModelConfig, composing: ComposingCon
     const mc = modelConfigs[idx]!;
     const m = step.model_name;
     if (mc.max_batch_size !== 0 && mc.max_batch_size < config.max_batch_size) {
-      throw invalid(`ensemble ${e} allows maximum batch size ${config.max_batch_size}, but it contains model ${m} which only allows maximum batch size to be ${mc.max_batch_size}`);
+      throw invalid(
+        `ensemble ${e} allows maximum batch size ${config.max_batch_size}, but it contains model ${m} which only allows maximum batch size to be ${mc.max_batch_size}`,
+      );
     }
     if (mc.model_transaction_policy?.decoupled === true) {
       throw new ServerError('UNSUPPORTED', `in ensemble ${e}, step of model '${m}': decoupled composing models are not supported`);

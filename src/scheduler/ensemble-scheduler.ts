@@ -60,7 +60,11 @@ export class EnsembleScheduler implements Scheduler {
   private drainWaiters: (() => void)[] = [];
   private stopped: Promise<void> | null = null;
 
-  constructor(config: ModelConfig, private readonly services: EnsembleServices, private readonly hooks?: SchedulerHooks) {
+  constructor(
+    config: ModelConfig,
+    private readonly services: EnsembleServices,
+    private readonly hooks?: SchedulerHooks,
+  ) {
     this.plan = compileEnsemblePlan(config, services.composingConfig);
     const max = config.ensemble_scheduling?.max_inflight_requests ?? 0;
     if (max > 0) this.limiters = this.plan.steps.map(() => new StepInflightLimiter(max));
@@ -114,8 +118,13 @@ export class EnsembleScheduler implements Scheduler {
     if (hooks === undefined) return;
     const ran = computeStartNs !== queueStartNs || endNs !== queueStartNs;
     const s: RequestDoneStats = {
-      success, queueStartNs, computeStartNs: ran ? computeStartNs : 0, computeInputEndNs: ran ? computeStartNs : 0,
-      computeInferEndNs: ran ? endNs : 0, computeEndNs: ran ? endNs : 0, endNs,
+      success,
+      queueStartNs,
+      computeStartNs: ran ? computeStartNs : 0,
+      computeInputEndNs: ran ? computeStartNs : 0,
+      computeInferEndNs: ran ? endNs : 0,
+      computeEndNs: ran ? endNs : 0,
+      endNs,
     };
     if (cancelled && !success) s.failure = 'CANCELED';
     try {

@@ -13,7 +13,15 @@ import type { ModelInstance } from '../instances/instance';
 import { InlineGates } from './inline-gates';
 import { nowNs } from '../core/clock';
 import { OrderedRelease } from './ordered-release';
-import { cancelledMessage, executionFailedMessage, type ExecuteResult, type InferRequest, type InferResponse, type ReplyAddress, type Respond } from '../core/request';
+import {
+  cancelledMessage,
+  executionFailedMessage,
+  type ExecuteResult,
+  type InferRequest,
+  type InferResponse,
+  type ReplyAddress,
+  type Respond,
+} from '../core/request';
 import type { SchedulerHooks } from './scheduler-hooks';
 import { RequestAccounting, schedulerWarning as warn } from './request-accounting';
 import { QueuedRequest } from './queued-request';
@@ -111,9 +119,7 @@ export class ExecutionPool {
     this.decoupled = opts.decoupled === true;
     this.reschedule = opts.reschedule;
     this.direct = opts.directReplies === true && opts.preserveOrdering !== true && opts.onResult === undefined;
-    this.order = opts.preserveOrdering === true
-      ? new OrderedRelease<QueuedRequest>((q, r) => this.release(q, r))
-      : null;
+    this.order = opts.preserveOrdering === true ? new OrderedRelease<QueuedRequest>((q, r) => this.release(q, r)) : null;
     this.gates = new InlineGates(opts.instances, opts.hooks, this.accounting);
   }
 
@@ -233,9 +239,13 @@ export class ExecutionPool {
     let pending: Promise<ExecuteResult>;
     try {
       // Non-final responses (decoupled models) go out as they come.
-      pending = instance.execute(requests, (i, r) => {
-        if (!r.final && batch[i] !== undefined) this.deliver(batch[i]!, r);
-      }, replyTo);
+      pending = instance.execute(
+        requests,
+        (i, r) => {
+          if (!r.final && batch[i] !== undefined) this.deliver(batch[i]!, r);
+        },
+        replyTo,
+      );
     } catch (err) {
       pending = Promise.reject(err);
     }
@@ -302,7 +312,13 @@ export class ExecutionPool {
       if (r?.skipped === true) q.failure = 'CANCELED';
       else q.timings = timings;
       if (r === undefined) {
-        this.deliver(q, errorResponse(q.request, `instance '${instance.name}' of model '${q.request.model}' version ${q.request.version} returned ${responses.length} responses for a batch of ${batch.length} requests`));
+        this.deliver(
+          q,
+          errorResponse(
+            q.request,
+            `instance '${instance.name}' of model '${q.request.model}' version ${q.request.version} returned ${responses.length} responses for a batch of ${batch.length} requests`,
+          ),
+        );
         continue;
       }
       if (r.rescheduled === true) {

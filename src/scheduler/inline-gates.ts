@@ -20,7 +20,11 @@ export class InlineGates {
   private serving = false;
   private open = false;
 
-  constructor(instances: readonly ModelInstance[], private readonly hooks: SchedulerHooks | undefined, private readonly accounting: RequestAccounting) {
+  constructor(
+    instances: readonly ModelInstance[],
+    private readonly hooks: SchedulerHooks | undefined,
+    private readonly accounting: RequestAccounting,
+  ) {
     this.runs = instances.flatMap((i) => (i.inline === undefined ? [] : [i.inline]));
     for (const r of this.runs) r.onRun((request, run) => this.ran(request, run));
   }

@@ -32,7 +32,11 @@ export class IterativeSequences {
   private nextId = 1;
   private readonly requests = new Map<QueuedRequest, IterativeRequest>();
 
-  constructor(private readonly controls: ControlPlan, private readonly arena: Arena, private readonly model: string) {}
+  constructor(
+    private readonly controls: ControlPlan,
+    private readonly arena: Arena,
+    private readonly model: string,
+  ) {}
 
   /** A request without a correlation id starts a sequence of its own, with the next id and START; the model sees both. */
   withId(request: InferRequest): InferRequest {

@@ -26,9 +26,11 @@ export function admitsAnother(held: number, limit: number): boolean {
 
 /** Triton's queue-full text, then what is full and what to do. */
 export function queueFullMessage(requestId: string, held: number, limit: number): string {
-  return `${requestIdPrefix(requestId)}Exceeds maximum queue size: the server holds ${held} inference requests, `
-    + `the most --max-queued-requests=${limit} allows; retry after ${RETRY_AFTER_SECONDS} s, `
-    + 'or raise --max-queued-requests';
+  return (
+    `${requestIdPrefix(requestId)}Exceeds maximum queue size: the server holds ${held} inference requests, ` +
+    `the most --max-queued-requests=${limit} allows; retry after ${RETRY_AFTER_SECONDS} s, ` +
+    'or raise --max-queued-requests'
+  );
 }
 
 export class QueueBound {

@@ -163,7 +163,10 @@ export class RateLimiter {
       for (const p of planInstances({ ...config, instance_group: [group] }, this.gpuIds)) groupOf.push({ group, device: p.deviceId });
     }
     if (groupOf.length !== instances.length) {
-      throw new ServerError('INTERNAL', `rate limiter: model '${config.name}' has ${instances.length} instances but its instance groups plan ${groupOf.length}`);
+      throw new ServerError(
+        'INTERNAL',
+        `rate limiter: model '${config.name}' has ${instances.length} instances but its instance groups plan ${groupOf.length}`,
+      );
     }
     const asks = groupOf.map(({ group, device }) => asksOf(group.rate_limiter, device));
     // Check every instance before registering any, so a failed load leaves nothing behind.
@@ -171,7 +174,10 @@ export class RateLimiter {
       for (const ask of mine) {
         const have = availableCount(ask.key, this.overrides, [mine, ...this.registered.values()]);
         if (ask.count > have) {
-          throw new ServerError('INVALID_ARG', `rate limiter: instance ${instances[i]!.name} of model '${config.name}' asks for ${ask.count} of resource '${ask.key.split(':').pop()!}' but only ${have} are available (--rate-limit-resource)`);
+          throw new ServerError(
+            'INVALID_ARG',
+            `rate limiter: instance ${instances[i]!.name} of model '${config.name}' asks for ${ask.count} of resource '${ask.key.split(':').pop()!}' but only ${have} are available (--rate-limit-resource)`,
+          );
         }
       }
     });
@@ -324,7 +330,12 @@ class RateLimitedInstance implements ModelInstance {
   }
 
   /** Runs the requests of the batch that were not cancelled while it waited; the others are answered skipped. */
-  private async runRest(requests: InferRequest[], cancelled: ReadonlySet<number>, stream?: StreamResponse, replyTo?: (ReplyAddress | null)[]): Promise<ExecuteResult> {
+  private async runRest(
+    requests: InferRequest[],
+    cancelled: ReadonlySet<number>,
+    stream?: StreamResponse,
+    replyTo?: (ReplyAddress | null)[],
+  ): Promise<ExecuteResult> {
     const keep: number[] = [];
     for (let i = 0; i < requests.length; i++) if (!cancelled.has(i)) keep.push(i);
     const result = await this.inner.execute(

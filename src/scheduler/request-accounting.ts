@@ -13,8 +13,13 @@ import type { RequestDoneStats, SchedulerHooks } from './scheduler-hooks';
 
 export class RequestAccounting {
   private readonly stats: RequestDoneStats = {
-    success: false, queueStartNs: 0, computeStartNs: 0, computeInputEndNs: 0,
-    computeInferEndNs: 0, computeEndNs: 0, endNs: 0,
+    success: false,
+    queueStartNs: 0,
+    computeStartNs: 0,
+    computeInputEndNs: 0,
+    computeInferEndNs: 0,
+    computeEndNs: 0,
+    endNs: 0,
   };
 
   constructor(private readonly hooks: SchedulerHooks | undefined) {}
@@ -57,5 +62,5 @@ export class RequestAccounting {
 
 /** A hook or callback of the scheduler threw: say where, keep serving. */
 export function schedulerWarning(where: string, err: unknown): void {
-  process.emitWarning(`scheduler: ${where} threw: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+  process.emitWarning(`scheduler: ${where} threw: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
 }

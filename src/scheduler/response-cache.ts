@@ -67,7 +67,9 @@ export class ResponseCache {
     field(req.model);
     field(String(req.version));
     field(req.requestedOutputs === null ? '*' : req.requestedOutputs.join('\u0000'));
-    const params = Object.keys(req.parameters).filter((k) => !NOT_IN_KEY.has(k)).sort();
+    const params = Object.keys(req.parameters)
+      .filter((k) => !NOT_IN_KEY.has(k))
+      .sort();
     for (const k of params) {
       field(k);
       const v = req.parameters[k]!;
@@ -197,8 +199,14 @@ export class CachingScheduler implements Scheduler {
     callHook(() => this.hooks?.cacheDone?.(request, true, lookupNs));
     const end = nowNs();
     const s: RequestDoneStats = {
-      success: true, queueStartNs: startNs, computeStartNs: 0, computeInputEndNs: 0,
-      computeInferEndNs: 0, computeEndNs: 0, endNs: end, cacheHit: true,
+      success: true,
+      queueStartNs: startNs,
+      computeStartNs: 0,
+      computeInputEndNs: 0,
+      computeInferEndNs: 0,
+      computeEndNs: 0,
+      endNs: end,
+      cacheHit: true,
     };
     callHook(() => this.hooks?.requestDone?.(request, s));
   }

@@ -18,7 +18,8 @@ import { cancelledMessage, type CorrelationId, type InferRequest } from '../core
 export function rescheduleRefused(request: InferRequest): ErrorInfo {
   return {
     code: 'UNSUPPORTED',
-    message: `${requestIdPrefix(request.id)}Request is released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, while the model is not configured to handle such a flag. ` +
+    message:
+      `${requestIdPrefix(request.id)}Request is released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, while the model is not configured to handle such a flag. ` +
       `Only the iterative sequence batcher takes a request back: add 'sequence_batching { iterative_sequence: true }' to the config of model '${request.model}', or answer the request in the execution that has it.`,
   };
 }
@@ -31,8 +32,10 @@ export function stoppingMessage(request: InferRequest): string {
 /** The answer to a later request of a sequence whose request `cancelled` was cancelled. */
 export function sequenceCancelledMessage(request: InferRequest, cancelled: InferRequest, id: CorrelationId): string {
   const which = cancelled.id === '' ? 'another request' : `request '${cancelled.id}'`;
-  return `${requestIdPrefix(request.id)}request for model '${request.model}' version ${request.version} was cancelled before it ran: ` +
-    `${which} of its sequence ${String(id)} was cancelled, which ends the sequence (send a new START to begin again)`;
+  return (
+    `${requestIdPrefix(request.id)}request for model '${request.model}' version ${request.version} was cancelled before it ran: ` +
+    `${which} of its sequence ${String(id)} was cancelled, which ends the sequence (send a new START to begin again)`
+  );
 }
 
 /** Triton's answer to a request of a sequence that is not active and lacks START. */

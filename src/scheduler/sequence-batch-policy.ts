@@ -88,9 +88,13 @@ export function decideSequenceBatch(strategy: SequenceStrategy, heads: readonly 
     return { kind: 'wait', untilUs: oldestUs + delay };
   }
   const views: QueuedView[] = heads.map((h) => ({ batchSize: 1, enqueuedUs: h.enqueuedUs, shapeKey: h.shapeKey ?? '' }));
-  return decideBatch(views, {
-    maxBatchSize: strategy.maxBatchSize,
-    preferredBatchSizes: strategy.preferredBatchSizes,
-    maxQueueDelayUs: strategy.maxQueueDelayUs,
-  }, nowUs);
+  return decideBatch(
+    views,
+    {
+      maxBatchSize: strategy.maxBatchSize,
+      preferredBatchSizes: strategy.preferredBatchSizes,
+      maxQueueDelayUs: strategy.maxQueueDelayUs,
+    },
+    nowUs,
+  );
 }

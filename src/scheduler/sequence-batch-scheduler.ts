@@ -68,7 +68,13 @@ export class SequenceBatchScheduler implements Scheduler {
   /** sequence_batching.iterative_sequence, or null without it. */
   private readonly iterative: IterativeSequences | null;
 
-  constructor(config: ModelConfig, instances: readonly ModelInstance[], private readonly arena: Arena, hooks?: SchedulerHooks, modelDir?: string) {
+  constructor(
+    config: ModelConfig,
+    instances: readonly ModelInstance[],
+    private readonly arena: Arena,
+    hooks?: SchedulerHooks,
+    modelDir?: string,
+  ) {
     if (instances.length === 0) throw new ServerError('INTERNAL', `model '${config.name}' has no instances to schedule on`);
     this.model = config.name;
     this.controls = compileControls(config);
@@ -85,11 +91,19 @@ export class SequenceBatchScheduler implements Scheduler {
     this.configOutputs = config.output.map((o) => o.name);
     const onResult = this.states === null ? undefined : (q: QueuedRequest, r: InferResponse): void => this.stateResult(q, r);
     const preserveOrdering = this.strategy.kind === 'oldest' && this.strategy.preserveOrdering;
-    this.pools = instances.map((instance, i) => new ExecutionPool({
-      model: config.name, instances: [instance], hooks, onIdle: () => this.dispatchAll(), onResult, preserveOrdering,
-      decoupled: config.model_transaction_policy?.decoupled === true,
-      reschedule: this.iterative === null ? undefined : (q: QueuedRequest): void => this.reschedule(q, i),
-    }));
+    this.pools = instances.map(
+      (instance, i) =>
+        new ExecutionPool({
+          model: config.name,
+          instances: [instance],
+          hooks,
+          onIdle: () => this.dispatchAll(),
+          onResult,
+          preserveOrdering,
+          decoupled: config.model_transaction_policy?.decoupled === true,
+          reschedule: this.iterative === null ? undefined : (q: QueuedRequest): void => this.reschedule(q, i),
+        }),
+    );
   }
 
   enqueue(request: InferRequest, respond: Respond): void {
@@ -256,15 +270,18 @@ export class SequenceBatchScheduler implements Scheduler {
     const withExtra: InferRequest = extra.length === 0 ? request : { ...request, inputs: [...request.inputs, ...extra] };
     const iterative = this.iterative;
     let q: QueuedRequest | undefined;
-    const wrapped: Respond = extra.length === 0 && iterative === null ? respond : (response) => {
-      if (response.final) {
-        const it = q === undefined ? undefined : iterative?.done(q);
-        for (const t of it?.controls ?? extra) this.arena.free(t);
-        if (it !== undefined) this.slots.finish(it.key);
-      }
-      respond(response);
-      if (response.final && iterative !== null) this.dispatchAll();
-    };
+    const wrapped: Respond =
+      extra.length === 0 && iterative === null
+        ? respond
+        : (response) => {
+            if (response.final) {
+              const it = q === undefined ? undefined : iterative?.done(q);
+              for (const t of it?.controls ?? extra) this.arena.free(t);
+              if (it !== undefined) this.slots.finish(it.key);
+            }
+            respond(response);
+            if (response.final && iterative !== null) this.dispatchAll();
+          };
     q = new QueuedRequest(withExtra, wrapped, nowNs(), this.ragged === null ? '' : shapeKeyOf(request, this.ragged));
     iterative?.track(q, key, id, request, extra);
     return q;
@@ -311,7 +328,11 @@ export class SequenceBatchScheduler implements Scheduler {
       batch = this.slots.take(instance, now, decision.count);
     } else {
       rows = directRows(this.slots.heads(instance).map((q) => (q === undefined ? null : q.shapeKey)));
-      batch = this.slots.takeSlots(instance, rows.filter((k): k is number => k !== null), now);
+      batch = this.slots.takeSlots(
+        instance,
+        rows.filter((k): k is number => k !== null),
+        now,
+      );
     }
     for (const q of batch) {
       // A rescheduled request is still in flight in the pool that ran it (and was never counted as queued again).
@@ -373,10 +394,13 @@ export class SequenceBatchScheduler implements Scheduler {
   /** Dispatch the instance again once its queue delay has passed (one wake-up pending per instance). */
   private wakeAt(instance: number, inUs: number): void {
     if (this.waitTimers[instance] !== null) return;
-    const timer = setTimeout(() => {
-      this.waitTimers[instance] = null;
-      this.dispatch(instance);
-    }, Math.max(0, Math.ceil(inUs / 1000)));
+    const timer = setTimeout(
+      () => {
+        this.waitTimers[instance] = null;
+        this.dispatch(instance);
+      },
+      Math.max(0, Math.ceil(inUs / 1000)),
+    );
     this.waitTimers[instance] = timer;
   }
 

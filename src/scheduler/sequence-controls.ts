@@ -104,9 +104,11 @@ export function checkCorridType(plan: ControlPlan, req: InferRequest): void {
     const numericControl = plan.corridType !== 'BYTES';
     if ((typeof id === 'string') === numericControl) {
       const corrid = plan.controls.find((c) => c.kind === 'CONTROL_SEQUENCE_CORRID')!;
-      throw new ServerError('INVALID_ARG',
+      throw new ServerError(
+        'INVALID_ARG',
         `${requestIdPrefix(req.id)}sequence batching control '${corrid.name}' data-type is '${typeof id === 'string' ? 'BYTES' : 'UINT64'}', ` +
-        `but model '${plan.model}' expects '${plan.corridType}'`);
+          `but model '${plan.model}' expects '${plan.corridType}'`,
+      );
     }
   }
 }
@@ -125,9 +127,12 @@ export function writeControls(plan: ControlPlan, arena: Arena, id: CorrelationId
   }
   try {
     for (const c of plan.controls) {
-      const data = c.kind === 'CONTROL_SEQUENCE_CORRID'
-        ? corridBytes(c.datatype, id)
-        : (c.kind === 'CONTROL_SEQUENCE_START' ? start : c.kind === 'CONTROL_SEQUENCE_END' ? end : ready) ? c.trueBytes : c.falseBytes;
+      const data =
+        c.kind === 'CONTROL_SEQUENCE_CORRID'
+          ? corridBytes(c.datatype, id)
+          : (c.kind === 'CONTROL_SEQUENCE_START' ? start : c.kind === 'CONTROL_SEQUENCE_END' ? end : ready)
+            ? c.trueBytes
+            : c.falseBytes;
       const { offset, gen } = arena.alloc(data.byteLength);
       out.push({ name: c.name, datatype: c.datatype, shape: [...plan.shape], offset, gen, byteSize: data.byteLength });
       arena.bytes(offset, data.byteLength).set(data);

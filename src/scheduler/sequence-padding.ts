@@ -27,7 +27,10 @@ export interface PaddingRow {
 export class SlotPadding {
   private readonly controlNames: ReadonlySet<string>;
 
-  constructor(private readonly plan: ControlPlan, private readonly arena: Arena) {
+  constructor(
+    private readonly plan: ControlPlan,
+    private readonly arena: Arena,
+  ) {
     this.controlNames = new Set(plan.controls.map((c) => c.name));
   }
 
@@ -64,8 +67,15 @@ export class SlotPadding {
     const out: PaddingRow[] = [];
     for (let k = 0; k < count; k++) {
       const request: InferRequest = {
-        id: '', model: like.model, version: like.version, latest: false, batchSize: 1,
-        inputs, requestedOutputs: [], parameters: {}, arrivalNs: nowNs,
+        id: '',
+        model: like.model,
+        version: like.version,
+        latest: false,
+        batchSize: 1,
+        inputs,
+        requestedOutputs: [],
+        parameters: {},
+        arrivalNs: nowNs,
       };
       const respond: Respond = (r) => {
         for (const t of r.outputs) this.arena.free(t);

@@ -77,7 +77,11 @@ export class SequenceSlots<T> {
   private readonly occupied: number[];
   private admitted = 0;
 
-  constructor(readonly instanceCount: number, readonly slotsPerInstance: number, private readonly keyOf?: (item: T) => string) {
+  constructor(
+    readonly instanceCount: number,
+    readonly slotsPerInstance: number,
+    private readonly keyOf?: (item: T) => string,
+  ) {
     if (!(instanceCount >= 1 && slotsPerInstance >= 1)) {
       throw new RangeError(`sequence slots need at least one instance and one slot, got ${instanceCount} x ${slotsPerInstance}`);
     }
@@ -181,9 +185,12 @@ export class SequenceSlots<T> {
    */
   take(instance: number, nowUs: number, limit?: number): T[] {
     const base = instance * this.slotsPerInstance;
-    const positions = limit === undefined
-      ? Array.from({ length: this.slotsPerInstance }, (_, k) => k)
-      : this.readyHeads(instance).slice(0, limit).map((h) => h.slot - base);
+    const positions =
+      limit === undefined
+        ? Array.from({ length: this.slotsPerInstance }, (_, k) => k)
+        : this.readyHeads(instance)
+            .slice(0, limit)
+            .map((h) => h.slot - base);
     return this.takeSlots(instance, positions, nowUs);
   }
 

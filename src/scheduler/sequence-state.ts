@@ -53,9 +53,11 @@ export function compileStates(config: ModelConfig, modelDir?: string): StateSpec
     if (datatype === '<invalid>') throw new ServerError('INVALID_ARG', `${where} has unsupported data type ${s.data_type ?? ''}`);
     if (s.use_growable_memory === true) {
       // Triton checks these when a sequence starts; a load error says it once, with the model.
-      throw invalid(s.use_same_buffer_for_input_output !== true
-        ? `In order to 'use_growable_memory', you must also enable 'use_single_buffer' for state input name '${name}'.`
-        : `'use_growable_memory' can only work with KIND_GPU model instances right now. Please either change the instance type to KIND_GPU or set 'use_growable_memory' to false for state input '${name}'.`);
+      throw invalid(
+        s.use_same_buffer_for_input_output !== true
+          ? `In order to 'use_growable_memory', you must also enable 'use_single_buffer' for state input name '${name}'.`
+          : `'use_growable_memory' can only work with KIND_GPU model instances right now. Please either change the instance type to KIND_GPU or set 'use_growable_memory' to false for state input '${name}'.`,
+      );
     }
     const stateDims = (s.dims ?? []).map(Number);
     const inits = s.initial_state ?? [];
@@ -65,7 +67,10 @@ export function compileStates(config: ModelConfig, modelDir?: string): StateSpec
     const init = inits[0];
     if (init === undefined) {
       // Triton makes a variable dim 1 for the first request.
-      const shape = batched(config, stateDims.map((d) => (d < 0 ? 1 : d)));
+      const shape = batched(
+        config,
+        stateDims.map((d) => (d < 0 ? 1 : d)),
+      );
       return { inputName: name, outputName: s.output_name, datatype, initialShape: shape, initialBytes: zeros(datatype, shape) };
     }
     if ((init.data_type ?? 'TYPE_INVALID') !== s.data_type) {
@@ -76,7 +81,9 @@ export function compileStates(config: ModelConfig, modelDir?: string): StateSpec
     seen.add(name);
     const dims = (init.dims ?? []).map(Number);
     if (dims.length !== stateDims.length) {
-      throw invalid(`Number of dimensions in 'initial_state' doesn't match the size of 'state' dimensions for state input '${name}'. ${dims.length} != ${stateDims.length}`);
+      throw invalid(
+        `Number of dimensions in 'initial_state' doesn't match the size of 'state' dimensions for state input '${name}'. ${dims.length} != ${stateDims.length}`,
+      );
     }
     dims.forEach((d, i) => {
       if (d < 0) throw invalid(`'initial_state' field for state input name '${name}' contains variable dimensions.`);
@@ -120,8 +127,10 @@ function readInitialFile(where: string, datatype: DataType, shape: readonly numb
     const count = stringElements(bytes);
     const want = elementCount(shape);
     if (count !== want) {
-      throw invalid(`${where}: initial_state data_file ${file} holds ${count < 0 ? 'no whole' : count} TYPE_STRING element${count === 1 ? '' : 's'} ` +
-        `(each a 4-byte little-endian length, then its bytes), expected ${want} for dims [${shape.join(',')}]`);
+      throw invalid(
+        `${where}: initial_state data_file ${file} holds ${count < 0 ? 'no whole' : count} TYPE_STRING element${count === 1 ? '' : 's'} ` +
+          `(each a 4-byte little-endian length, then its bytes), expected ${want} for dims [${shape.join(',')}]`,
+      );
     }
     return bytes;
   }
@@ -151,7 +160,10 @@ function stringElements(bytes: Uint8Array): number {
 export class SequenceStates {
   private readonly bySequence = new Map<string, TensorRef[]>();
 
-  constructor(readonly specs: readonly StateSpec[], private readonly arena: Arena) {}
+  constructor(
+    readonly specs: readonly StateSpec[],
+    private readonly arena: Arena,
+  ) {}
 
   /**
    * The request as the model sees it: plus the state inputs (reset at
@@ -204,7 +216,10 @@ export class SequenceStates {
       this.freeAll(next);
       this.bySequence.delete(key);
       if (!end && response.error === undefined) {
-        response.error = { code: 'INTERNAL', message: `model '${original.model}' did not return every state output (${this.specs.map((s) => s.outputName).join(', ')})` };
+        response.error = {
+          code: 'INTERNAL',
+          message: `model '${original.model}' did not return every state output (${this.specs.map((s) => s.outputName).join(', ')})`,
+        };
       }
       return;
     }

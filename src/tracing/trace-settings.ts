@@ -24,8 +24,13 @@ export type TraceOverride = Partial<Pick<TraceSetting, 'level' | 'rate' | 'count
 
 export function settingFromConfig(c: TraceConfig): TraceSetting {
   return {
-    level: [...c.level], rate: c.rate, count: c.count, logFrequency: c.logFrequency,
-    file: c.file, mode: c.mode, extra: c.mode === 'opentelemetry' ? { ...c.opentelemetry } : {},
+    level: [...c.level],
+    rate: c.rate,
+    count: c.count,
+    logFrequency: c.logFrequency,
+    file: c.file,
+    mode: c.mode,
+    extra: c.mode === 'opentelemetry' ? { ...c.opentelemetry } : {},
   };
 }
 

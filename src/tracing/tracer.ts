@@ -15,8 +15,13 @@ import { ServerError } from '../core/errors';
 import type { InferRequest } from '../core/request';
 import type { RequestDoneStats } from '../scheduler/scheduler-hooks';
 import {
-  applyTraceUpdate, effectiveSetting, settingFromConfig, traceSettingJson,
-  type TraceOverride, type TraceSetting, type TraceSettingJson,
+  applyTraceUpdate,
+  effectiveSetting,
+  settingFromConfig,
+  traceSettingJson,
+  type TraceOverride,
+  type TraceSetting,
+  type TraceSettingJson,
 } from './trace-settings';
 
 const GLOBAL = '';
@@ -33,7 +38,10 @@ export class Tracer {
   /** False when no setting has a level: the hot path checks only this. */
   active = false;
 
-  constructor(config: TraceConfig, private readonly onError: (msg: string) => void) {
+  constructor(
+    config: TraceConfig,
+    private readonly onError: (msg: string) => void,
+  ) {
     this.global = settingFromConfig(config);
     this.refresh();
   }
@@ -85,8 +93,10 @@ export class Tracer {
     const timestamps = [ts('REQUEST_START', s.queueStartNs), ts('QUEUE_START', s.queueStartNs)];
     if (s.computeStartNs !== 0) {
       timestamps.push(
-        ts('COMPUTE_START', s.computeStartNs), ts('COMPUTE_INPUT_END', s.computeInputEndNs),
-        ts('COMPUTE_OUTPUT_START', s.computeInferEndNs), ts('COMPUTE_END', s.computeEndNs),
+        ts('COMPUTE_START', s.computeStartNs),
+        ts('COMPUTE_INPUT_END', s.computeInputEndNs),
+        ts('COMPUTE_OUTPUT_START', s.computeInferEndNs),
+        ts('COMPUTE_END', s.computeEndNs),
       );
     }
     timestamps.push(ts('REQUEST_END', s.endNs));

@@ -31,9 +31,23 @@ before(async () => {
   fs.writeFileSync(file, `# nodetron tokens\n${TOKEN}\n\n${OTHER}\n`);
   const repo = [`--model-repository=${MODEL_REPOSITORY}`, '--model-control-mode=explicit', '--load-model=simple'];
   [server, exempt] = await Promise.all([
-    startServer([...repo, `--http-auth-token-file=${file}`, `--grpc-auth-token-file=${file}`, '--allow-grpc=true', '--grpc-port=0',
-      '--openai-port=0', '--http-restricted-api=model-repository:admin-key=secret']),
-    startServer([...repo, `--http-auth-token-file=${file}`, `--grpc-auth-token-file=${file}`, '--allow-grpc=true', '--grpc-port=0', '--auth-exempt-health=true']),
+    startServer([
+      ...repo,
+      `--http-auth-token-file=${file}`,
+      `--grpc-auth-token-file=${file}`,
+      '--allow-grpc=true',
+      '--grpc-port=0',
+      '--openai-port=0',
+      '--http-restricted-api=model-repository:admin-key=secret',
+    ]),
+    startServer([
+      ...repo,
+      `--http-auth-token-file=${file}`,
+      `--grpc-auth-token-file=${file}`,
+      '--allow-grpc=true',
+      '--grpc-port=0',
+      '--auth-exempt-health=true',
+    ]),
   ]);
   openaiPort = Number(/Started OpenAI-compatible frontend at \S*:(\d+)/.exec(server.output())?.[1] ?? 0);
   client = createClient(server.grpcPort);
@@ -48,10 +62,12 @@ after(async () => {
 
 const bearer = (t: string): Record<string, string> => ({ Authorization: `Bearer ${t}` });
 const A = Array.from({ length: 16 }, (_, i) => i);
-const INFER_BODY = JSON.stringify({ inputs: [
-  { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: A },
-  { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: A },
-] });
+const INFER_BODY = JSON.stringify({
+  inputs: [
+    { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: A },
+    { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: A },
+  ],
+});
 
 test('HTTP: no token is 401 with a Bearer challenge, a wrong one 401 invalid_token, either token 200', async () => {
   const none = await fetch(`${server.url}/v2/models/simple/infer`, { method: 'POST', body: INFER_BODY });
@@ -77,11 +93,19 @@ test('HTTP: no token is 401 with a Bearer challenge, a wrong one 401 invalid_tok
 });
 
 test('HTTP: a refused request runs nothing (an unload without a token unloads nothing) and its connection goes on', async () => {
-  const ex = await rawExchange(server.port, [
-    'POST /v2/repository/models/simple/unload HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}',
-    `GET /v2/models/simple/ready HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\n\r\n`,
-  ], { answers: 2 });
-  assert.deepEqual(ex.answers.map((a) => a.status), [401, 200], 'the model is still ready: the unload never ran');
+  const ex = await rawExchange(
+    server.port,
+    [
+      'POST /v2/repository/models/simple/unload HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}',
+      `GET /v2/models/simple/ready HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\n\r\n`,
+    ],
+    { answers: 2 },
+  );
+  assert.deepEqual(
+    ex.answers.map((a) => a.status),
+    [401, 200],
+    'the model is still ready: the unload never ran',
+  );
 });
 
 test('HTTP: the restricted API still asks for its key once the token passes', async () => {
@@ -123,10 +147,16 @@ test('gRPC: every call needs the token in its metadata, health too', async () =>
   };
   const req = {
     model_name: 'simple',
-    inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16] }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] }],
+    inputs: [
+      { name: 'INPUT0', datatype: 'INT32', shape: [1, 16] },
+      { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] },
+    ],
     raw_input_contents: [int32Bytes(A), int32Bytes(A)],
   };
-  await grpcRejects(client.call('ModelInfer', req), /^missing bearer token: this server requires the metadata 'authorization: Bearer <token>' on every request \(--grpc-auth-token-file\)$/);
+  await grpcRejects(
+    client.call('ModelInfer', req),
+    /^missing bearer token: this server requires the metadata 'authorization: Bearer <token>' on every request \(--grpc-auth-token-file\)$/,
+  );
   await grpcRejects(client.call('ModelInfer', req, md('nope')), /^invalid bearer token/);
   await grpcRejects(client.call('ServerLive', {}), /missing bearer token/);
   await grpcRejects(client.call('RepositoryIndex', {}), /missing bearer token/);

@@ -36,10 +36,11 @@ export async function startAzurite(accounts: { name: string; key: string }[] = [
   if (accounts.length > 0) {
     env['AZURITE_ACCOUNTS'] = [`${DEV_ACCOUNT}:${DEV_KEY}`, ...accounts.map((a) => `${a.name}:${a.key}`)].join(';');
   }
-  const child: ChildProcess = spawn(bin, [
-    '--disableTelemetry', '--silent', '--skipApiVersionCheck',
-    '--blobHost', '127.0.0.1', '--blobPort', String(port), '--location', dir,
-  ], { stdio: ['ignore', 'pipe', 'pipe'], env, cwd: dir });
+  const child: ChildProcess = spawn(
+    bin,
+    ['--disableTelemetry', '--silent', '--skipApiVersionCheck', '--blobHost', '127.0.0.1', '--blobPort', String(port), '--location', dir],
+    { stdio: ['ignore', 'pipe', 'pipe'], env, cwd: dir },
+  );
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-20_000)));
   child.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-20_000)));
@@ -49,7 +50,10 @@ export async function startAzurite(accounts: { name: string; key: string }[] = [
   const end = Date.now() + 30_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`azurite-blob exited with ${child.exitCode}:\n${out}`);
-    const answered = await fetch(`${endpoint()}?comp=list`).then(() => true, () => false);
+    const answered = await fetch(`${endpoint()}?comp=list`).then(
+      () => true,
+      () => false,
+    );
     if (answered) break;
     if (Date.now() > end) {
       await stop();

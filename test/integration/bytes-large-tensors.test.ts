@@ -27,7 +27,10 @@ let client: GrpcTestClient;
 before(async () => {
   server = await startServer([
     `--model-repository=${path.join(REPO_ROOT, 'test/integration/fixtures/large_models')}`,
-    '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1', '--http-max-input-size=268435456',
+    '--allow-grpc=true',
+    '--grpc-port=0',
+    '--grpc-address=127.0.0.1',
+    '--http-max-input-size=268435456',
   ]);
   client = createClient(server.grpcPort);
 });
@@ -38,38 +41,52 @@ after(async () => {
 });
 
 function serialized(elements: readonly Buffer[]): Buffer {
-  return Buffer.concat(elements.flatMap((e) => {
-    const len = Buffer.alloc(4);
-    len.writeUInt32LE(e.length);
-    return [len, e];
-  }));
+  return Buffer.concat(
+    elements.flatMap((e) => {
+      const len = Buffer.alloc(4);
+      len.writeUInt32LE(e.length);
+      return [len, e];
+    }),
+  );
 }
 
 /** Text elements: empty, ASCII, multi-byte UTF-8, NUL, quotes, backslashes, control chars. */
 const TEXT = Array.from({ length: N }, (_, i) => {
   switch (i % 7) {
-    case 0: return '';
-    case 1: return `élément-${i}`;
-    case 2: return '🚀識別子';
-    case 3: return `a\u0000b"c\\d\n\t${i}`;
-    case 4: return String(i % 10);
-    case 5: return 'x'.repeat(i % 97);
-    default: return `\u007f\u2028€${i}`;
+    case 0:
+      return '';
+    case 1:
+      return `élément-${i}`;
+    case 2:
+      return '🚀識別子';
+    case 3:
+      return `a\u0000b"c\\d\n\t${i}`;
+    case 4:
+      return String(i % 10);
+    case 5:
+      return 'x'.repeat(i % 97);
+    default:
+      return `\u007f\u2028€${i}`;
   }
 });
 /** Binary elements: the text ones, and bytes that are no UTF-8 at all. */
 const BINARY = TEXT.map((s, i) => (i % 11 === 10 ? Buffer.from([0xff, 0x00, 0x80, i & 0xff, 0xc3]) : Buffer.from(s)));
 const BINARY_DATA = serialized(BINARY);
 
-interface HttpAnswer { status: number; json: Record<string, unknown>; binary: Buffer }
+interface HttpAnswer {
+  status: number;
+  json: Record<string, unknown>;
+  binary: Buffer;
+}
 
 async function httpInfer(header: object, binary?: Buffer): Promise<HttpAnswer> {
   const head = Buffer.from(JSON.stringify(header));
   const res = await fetch(`${server.url}/v2/models/${MODEL}/infer`, {
     method: 'POST',
-    headers: binary === undefined
-      ? { 'Content-Type': 'application/json' }
-      : { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(head.length) },
+    headers:
+      binary === undefined
+        ? { 'Content-Type': 'application/json' }
+        : { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': String(head.length) },
     body: binary === undefined ? head : Buffer.concat([head, binary]),
   });
   const body = Buffer.from(await res.arrayBuffer());
@@ -85,29 +102,41 @@ function binaryRequest(shape: number[], data: Buffer, outputBinary = true): obje
   };
 }
 
-interface GrpcOut { raw_output_contents: Buffer[]; outputs: { name: string; datatype: string; shape: string[] }[] }
+interface GrpcOut {
+  raw_output_contents: Buffer[];
+  outputs: { name: string; datatype: string; shape: string[] }[];
+}
 
 function grpcRaw(shape: number[], data: Buffer): Promise<GrpcOut> {
   return client.call<GrpcOut>('ModelInfer', {
-    model_name: MODEL, inputs: [{ name: 'INPUT0', datatype: 'BYTES', shape }], raw_input_contents: [data],
+    model_name: MODEL,
+    inputs: [{ name: 'INPUT0', datatype: 'BYTES', shape }],
+    raw_input_contents: [data],
   });
 }
 
 function grpcContents(shape: number[], elements: readonly Buffer[]): Promise<GrpcOut> {
   return client.call<GrpcOut>('ModelInfer', {
-    model_name: MODEL, inputs: [{ name: 'INPUT0', datatype: 'BYTES', shape, contents: { bytes_contents: elements } }],
+    model_name: MODEL,
+    inputs: [{ name: 'INPUT0', datatype: 'BYTES', shape, contents: { bytes_contents: elements } }],
   });
 }
 
 test('gRPC raw_input_contents: 200,000 BYTES elements come back byte for byte', async () => {
   const r = await grpcRaw([N], BINARY_DATA);
-  assert.deepEqual(r.outputs.map((o) => [o.name, o.datatype, o.shape]), [['OUTPUT0', 'BYTES', [String(N)]]]);
+  assert.deepEqual(
+    r.outputs.map((o) => [o.name, o.datatype, o.shape]),
+    [['OUTPUT0', 'BYTES', [String(N)]]],
+  );
   assert.ok(Buffer.from(r.raw_output_contents[0]).equals(BINARY_DATA), 'OUTPUT0 is INPUT0, lengths and bytes');
 });
 
 test('gRPC bytes_contents: 200,000 elements, one per entry, come back as the serialized tensor', async () => {
   const r = await grpcContents([N], BINARY);
-  assert.deepEqual(r.outputs.map((o) => [o.name, o.shape]), [['OUTPUT0', [String(N)]]]);
+  assert.deepEqual(
+    r.outputs.map((o) => [o.name, o.shape]),
+    [['OUTPUT0', [String(N)]]],
+  );
   assert.ok(Buffer.from(r.raw_output_contents[0]).equals(BINARY_DATA), 'OUTPUT0 holds the entries in order, each with its length');
 });
 
@@ -130,7 +159,10 @@ test('HTTP: binary elements asked for as a JSON output come back as their UTF-8 
   const r = await httpInfer(binaryRequest([N], BINARY_DATA, false), BINARY_DATA);
   assert.equal(r.status, 200, JSON.stringify(r.json).slice(0, 300));
   const out = (r.json.outputs as { data: string[] }[])[0];
-  assert.deepEqual(out.data, BINARY.map((b) => b.toString('utf8')));
+  assert.deepEqual(
+    out.data,
+    BINARY.map((b) => b.toString('utf8')),
+  );
 });
 
 /** Element streams that are not what the shape says, with Triton's text for each. */
@@ -174,7 +206,7 @@ for (const c of MALFORMED) {
   });
 }
 
-test('bytes_contents and JSON data whose count is not the shape\'s get the count texts', async () => {
+test("bytes_contents and JSON data whose count is not the shape's get the count texts", async () => {
   await assert.rejects(grpcContents([3], [Buffer.from('a'), Buffer.alloc(0)]), (err: grpc.ServiceError) => {
     assert.equal(err.code, 3);
     assert.equal(err.details, `${R}expected 3 string elements ${WHAT}, got 2`);

@@ -37,14 +37,19 @@ let marks: string;
 before(async () => {
   repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-cancel-'));
   marks = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-cancel-marks-'));
-  for (const m of ['cancel_watch', 'cancel_plain', 'cancel_stream', 'bls_cancel', 'bls_cancel_waiting']) fs.cpSync(path.join(FIXTURES, m), path.join(repo, m), { recursive: true });
+  for (const m of ['cancel_watch', 'cancel_plain', 'cancel_stream', 'bls_cancel', 'bls_cancel_waiting'])
+    fs.cpSync(path.join(FIXTURES, m), path.join(repo, m), { recursive: true });
   // The same model behind a dynamic batcher (max batch 1): a second request waits in the scheduler's queue.
   watchCopy('cancel_watch_queue', (c) => `${c.replace('max_batch_size: 0', 'max_batch_size: 1')}dynamic_batching { }\n`);
   // Behind the sequence batcher (one slot): a sequence's next requests wait in its slot's queue.
   watchCopy('cancel_watch_seq', (c) => `${c}sequence_batching { }\n`);
   // Two instances sharing one unit of a rate-limiter resource: while one runs, the other's batch waits for it.
-  watchCopy('cancel_watch_limited', (c) => c.replace('instance_group [ { count: 1 kind: KIND_CPU } ]',
-    'instance_group [ { count: 2 kind: KIND_CPU rate_limiter { resources [ { name: "R" global: true count: 1 } ] } } ]'));
+  watchCopy('cancel_watch_limited', (c) =>
+    c.replace(
+      'instance_group [ { count: 1 kind: KIND_CPU } ]',
+      'instance_group [ { count: 2 kind: KIND_CPU rate_limiter { resources [ { name: "R" global: true count: 1 } ] } } ]',
+    ),
+  );
   server = await startServer([`--model-repository=${repo}`, '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1', '--rate-limit=execution_count']);
   client = createClient(server.grpcPort);
 });
@@ -109,10 +114,13 @@ function watchMessage(model: string, waitMs: number, tag: string, batched = fals
 function startPost(p: string, body: string): { gone(): void; answer: Promise<number | Error> } {
   let req!: http.ClientRequest;
   const answer = new Promise<number | Error>((resolve) => {
-    req = http.request({ host: '127.0.0.1', port: server.port, path: p, method: 'POST', agent: false, headers: { 'Content-Type': 'application/json' } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    req = http.request(
+      { host: '127.0.0.1', port: server.port, path: p, method: 'POST', agent: false, headers: { 'Content-Type': 'application/json' } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on('error', (err) => resolve(err));
     req.end(body);
   });
@@ -161,14 +169,19 @@ test('an HTTP client that disconnects cancels its request: the Python model sees
   assert.ok(!seen('http', 'done'));
   assert.ok((await post.answer) instanceof Error, 'the client went away without an answer');
   // The model answered the request (with its CANCELLED error): a failure of the execution, as Triton counts it.
-  await until('the cancelled request is counted', async () => (await stats('cancel_watch')).inference_stats.fail!.count === before.inference_stats.fail!.count + 1);
+  await until(
+    'the cancelled request is counted',
+    async () => (await stats('cancel_watch')).inference_stats.fail!.count === before.inference_stats.fail!.count + 1,
+  );
 });
 
 test('a gRPC cancel reaches is_cancelled() in the model running the request', async () => {
   let status: grpc.status | undefined;
   const call = (client.inference.ModelInfer as (...a: unknown[]) => grpc.ClientUnaryCall)(
-    watchMessage('cancel_watch', 20_000, 'grpc-cancel'), new grpc.Metadata(),
-    (err: grpc.ServiceError | null) => (status = err?.code));
+    watchMessage('cancel_watch', 20_000, 'grpc-cancel'),
+    new grpc.Metadata(),
+    (err: grpc.ServiceError | null) => (status = err?.code),
+  );
   await waitMark('grpc-cancel', 'started');
   call.cancel();
   await waitMark('grpc-cancel', 'cancelled');
@@ -181,7 +194,11 @@ test('a gRPC deadline that passes cancels the request the same way', async () =>
   const deadline = Date.now() + 1500;
   const err = await new Promise<grpc.ServiceError | null>((resolve) => {
     (client.inference.ModelInfer as (...a: unknown[]) => grpc.ClientUnaryCall)(
-      watchMessage('cancel_watch', 20_000, 'grpc-deadline'), new grpc.Metadata(), { deadline }, resolve);
+      watchMessage('cancel_watch', 20_000, 'grpc-deadline'),
+      new grpc.Metadata(),
+      { deadline },
+      resolve,
+    );
   });
   assert.equal(err?.code, grpc.status.DEADLINE_EXCEEDED);
   await waitMark('grpc-deadline', 'cancelled');
@@ -244,7 +261,10 @@ async function waitingCancelLeavesUnrun(model: string, tag: string): Promise<voi
   await waitMark(`${tag}-busy`, 'started');
   const got = await cancelWhileWaiting(model, `${tag}-next`);
   assert.equal(got.code, 1, 'the waiting request was answered CANCELLED');
-  assert.equal(got.text, `[request id: <id_unknown>] request for model '${model}' version 1 was cancelled before it ran (its client cancelled it or went away)`);
+  assert.equal(
+    got.text,
+    `[request id: <id_unknown>] request for model '${model}' version 1 was cancelled before it ran (its client cancelled it or went away)`,
+  );
   assert.ok(!seen(`${tag}-next`, 'started'), 'the model never saw the cancelled request');
   assert.equal(await failureMetric(model, 'CANCELED'), canceledBefore + 1, 'counted as Triton counts a request cancelled before it ran');
   assert.ok(!seen(`${tag}-busy`, 'cancelled'), 'the running request is not the one cancelled');
@@ -270,7 +290,10 @@ test("a model that never asks is_cancelled(): the request waiting in its stub's 
   // The stub reads nothing while execute() runs: it sees the cancel just before the waiting batch would begin.
   const got = await cancelWhileWaiting(model, 'plain-next');
   assert.equal(got.code, 1);
-  assert.equal(got.text, `[request id: <id_unknown>] request for model '${model}' version 1 was cancelled before it ran (its client cancelled it or went away)`);
+  assert.equal(
+    got.text,
+    `[request id: <id_unknown>] request for model '${model}' version 1 was cancelled before it ran (its client cancelled it or went away)`,
+  );
   assert.equal(await busy.answer, 200, 'the running request finished normally');
   assert.ok(seen('plain-busy', 'done'));
   assert.ok(!seen('plain-next', 'started'), 'the model never saw the cancelled request');
@@ -284,20 +307,35 @@ test("a request waiting for the rate limiter's resources leaves unrun when cance
 });
 
 /** A sequence request to cancel_watch_seq over HTTP (id `id`), that can go away. */
-function seqPost(id: string, waitMs: number, tag: string, params: Record<string, unknown>): { gone(): void; answer: Promise<number | Error>; body: Promise<string> } {
+function seqPost(
+  id: string,
+  waitMs: number,
+  tag: string,
+  params: Record<string, unknown>,
+): { gone(): void; answer: Promise<number | Error>; body: Promise<string> } {
   let req!: http.ClientRequest;
   let text!: (t: string) => void;
   const body = new Promise<string>((resolve) => (text = resolve));
   const answer = new Promise<number | Error>((resolve) => {
-    req = http.request({ host: '127.0.0.1', port: server.port, path: '/v2/models/cancel_watch_seq/infer', method: 'POST', agent: false, headers: { 'Content-Type': 'application/json' } }, (res) => {
-      let b = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (b += c));
-      res.on('end', () => {
-        text(b);
-        resolve(res.statusCode ?? 0);
-      });
-    });
+    req = http.request(
+      {
+        host: '127.0.0.1',
+        port: server.port,
+        path: '/v2/models/cancel_watch_seq/infer',
+        method: 'POST',
+        agent: false,
+        headers: { 'Content-Type': 'application/json' },
+      },
+      (res) => {
+        let b = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (b += c));
+        res.on('end', () => {
+          text(b);
+          resolve(res.statusCode ?? 0);
+        });
+      },
+    );
     req.on('error', (err) => {
       text('');
       resolve(err);
@@ -319,13 +357,17 @@ test('a cancelled request of a sequence ends the sequence, as Triton does: it an
   second.gone();
   assert.equal(await third.answer, 400, 'the later request of the sequence is answered too');
   assert.deepEqual(JSON.parse(await third.body), {
-    error: `[request id: s3] request for model '${model}' version 1 was cancelled before it ran: request 's2' of its sequence 42 was cancelled, ` +
+    error:
+      `[request id: s3] request for model '${model}' version 1 was cancelled before it ran: request 's2' of its sequence 42 was cancelled, ` +
       'which ends the sequence (send a new START to begin again)',
   });
   await until('both are counted CANCELED', async () => (await failureMetric(model, 'CANCELED')) === canceledBefore + 2);
   const fourth = seqPost('s4', 100, 'seq-4', {});
   assert.equal(await fourth.answer, 400);
-  assert.match(await fourth.body, /inference request for sequence 42 to model 'cancel_watch_seq' must specify the START flag on the first request of the sequence/);
+  assert.match(
+    await fourth.body,
+    /inference request for sequence 42 to model 'cancel_watch_seq' must specify the START flag on the first request of the sequence/,
+  );
   first.gone();
   await waitMark('seq-1', 'cancelled');
   await until('the running one is counted', async () => (await stats(model)).inference_stats.fail!.count === before.inference_stats.fail!.count + 3);
@@ -347,10 +389,14 @@ test('a cancel that reaches the running request of a sequence ends it too: the l
   await until('both wait in the slot', async () => (await metric('nv_inference_pending_request_count', `model="${model}",version="1"`)) === 3);
   first.gone();
   await waitMark('run-1', 'cancelled');
-  for (const [later, id] of [[second, 'r2'], [third, 'r3']] as const) {
+  for (const [later, id] of [
+    [second, 'r2'],
+    [third, 'r3'],
+  ] as const) {
     assert.equal(await later.answer, 400, `${id} is answered`);
     assert.deepEqual(JSON.parse(await later.body), {
-      error: `[request id: ${id}] request for model '${model}' version 1 was cancelled before it ran: request 'r1' of its sequence 42 was cancelled, ` +
+      error:
+        `[request id: ${id}] request for model '${model}' version 1 was cancelled before it ran: request 'r1' of its sequence 42 was cancelled, ` +
         'which ends the sequence (send a new START to begin again)',
     });
   }
@@ -365,7 +411,7 @@ interface StreamResponse {
   infer_response: { outputs: { name: string }[]; raw_output_contents: Buffer[] };
 }
 
-test('a cancelled gRPC stream reaches a decoupled model\'s response_sender.is_cancelled() and request.is_cancelled()', async () => {
+test("a cancelled gRPC stream reaches a decoupled model's response_sender.is_cancelled() and request.is_cancelled()", async () => {
   const before = await stats('cancel_stream');
   const call = (client.inference.ModelStreamInfer as () => grpc.ClientDuplexStream<object, StreamResponse>)();
   const got: StreamResponse[] = [];
@@ -400,7 +446,7 @@ test('a cancelled gRPC stream reaches a decoupled model\'s response_sender.is_ca
   });
 });
 
-test('a BLS response stream\'s cancel() reaches the model it calls; the caller reads on to the CANCELLED end', async () => {
+test("a BLS response stream's cancel() reaches the model it calls; the caller reads on to the CANCELLED end", async () => {
   const res = await fetch(`${server.url}/v2/models/bls_cancel/infer`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },

@@ -12,12 +12,19 @@ import path from 'node:path';
 import { MODEL_REPOSITORY, REPO_ROOT, runToExit } from './server-process';
 
 const dir = path.join(REPO_ROOT, 'test', 'golden', 'cli');
-const cases = fs.readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name).sort();
+const cases = fs
+  .readdirSync(dir, { withFileTypes: true })
+  .filter((e) => e.isDirectory())
+  .map((e) => e.name)
+  .sort();
 
 for (const name of cases) {
   test(`golden cli: ${name}`, async () => {
     const read = (f: string): string => fs.readFileSync(path.join(dir, name, f), 'utf8');
-    const args = read('args').split('\n').filter((a) => a !== '').map((a) => a.replace('$REPO', MODEL_REPOSITORY));
+    const args = read('args')
+      .split('\n')
+      .filter((a) => a !== '')
+      .map((a) => a.replace('$REPO', MODEL_REPOSITORY));
     const r = await runToExit(args);
     if (process.env.GOLDEN_UPDATE === '1') fs.writeFileSync(path.join(dir, name, 'expected'), r.output);
     assert.equal(r.output, read('expected'));

@@ -59,10 +59,10 @@ describe('Azure Blob store against azurite', () => {
     assert.equal(store.scheme, 'as');
     assert.equal(store.credentialSource, 'environment AZURE_STORAGE_ACCOUNT=devstoreaccount1 and AZURE_STORAGE_KEY');
     const listed = (await store.list()).sort((a, b) => a.key.localeCompare(b.key));
-    assert.deepEqual(listed.map((o) => o.key), [
-      'm0/1/model.bin', 'm0/config.pbtxt', 'm1/1/model.bin', 'm2/1/model.bin', 'm3/1/model.bin',
-      'm4/1/model.bin', 'm5/1/model.bin', 'm6/1/model.bin',
-    ]);
+    assert.deepEqual(
+      listed.map((o) => o.key),
+      ['m0/1/model.bin', 'm0/config.pbtxt', 'm1/1/model.bin', 'm2/1/model.bin', 'm3/1/model.bin', 'm4/1/model.bin', 'm5/1/model.bin', 'm6/1/model.bin'],
+    );
     assert.equal(listed[0]!.size, Buffer.byteLength('bytes of m0'));
     for (const o of listed) assert.match(o.tag, /^"?0x[0-9A-F]+"?$/, `an ETag for ${o.key}`);
     store.close();
@@ -93,10 +93,16 @@ describe('Azure Blob store against azurite', () => {
     const source = 'TRITON_CLOUD_CREDENTIAL_PATH /x/creds.json entry "as://nodetronacct"';
     const byEntry = openAzureStore('as://nodetronacct/private', { source, account_key: OTHER.key, blob_endpoint: az.endpoint(OTHER.name) }, { env: {} });
     assert.equal(byEntry.credentialSource, `${source} (account nodetronacct, account_key)`);
-    assert.deepEqual((await byEntry.list()).map((o) => o.key), ['p/1/model.bin']);
+    assert.deepEqual(
+      (await byEntry.list()).map((o) => o.key),
+      ['p/1/model.bin'],
+    );
 
     const byCs = openAzureStore('as://ignored/private', { source, connection_string: az.connectionString(OTHER.name, OTHER.key) }, { env: {} });
-    assert.deepEqual((await byCs.list()).map((o) => o.key), ['p/1/model.bin']);
+    assert.deepEqual(
+      (await byCs.list()).map((o) => o.key),
+      ['p/1/model.bin'],
+    );
   });
 
   test('a wrong key is refused (403) with a text naming the root and the credential source, never the key', async () => {
@@ -179,7 +185,9 @@ describe('nodetron on an as:// repository', () => {
     let server: ServerProcess | undefined;
     try {
       server = await startServer([
-        '--model-repository=as://devstoreaccount1/models/served', '--model-control-mode=poll', '--repository-poll-secs=1',
+        '--model-repository=as://devstoreaccount1/models/served',
+        '--model-control-mode=poll',
+        '--repository-poll-secs=1',
         `--model-cache-dir=${path.join(tmp, 'cache-poll')}`,
       ]);
     } finally {
@@ -188,8 +196,11 @@ describe('nodetron on an as:// repository', () => {
     try {
       assert.deepEqual(await allThreeAnswer(server.url), { simple: 200, addVectors: [11, 22, 33], ensemble: ENSEMBLE_OUTPUT });
       await put(container, 'served/add_vectors/1/model.py', addVectorsPlus100());
-      await waitFor('add_vectors to be reloaded with the changed model.py', async () =>
-        JSON.stringify(await inferAddVectors(server!.url)) === JSON.stringify([111, 122, 133]), 80);
+      await waitFor(
+        'add_vectors to be reloaded with the changed model.py',
+        async () => JSON.stringify(await inferAddVectors(server!.url)) === JSON.stringify([111, 122, 133]),
+        80,
+      );
       assert.deepEqual(await allThreeAnswer(server.url), { simple: 200, addVectors: [111, 122, 133], ensemble: ENSEMBLE_OUTPUT });
     } finally {
       assert.equal(await server.stop(), 0);

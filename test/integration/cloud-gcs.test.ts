@@ -64,10 +64,10 @@ describe('GCS store against the JSON-API stand-in', () => {
     assert.equal(store.scheme, 'gs');
     assert.equal(store.credentialSource, `anonymous (STORAGE_EMULATOR_HOST=${gcs.host})`);
     const listed = (await store.list()).sort((a, b) => a.key.localeCompare(b.key));
-    assert.deepEqual(listed.map((o) => o.key), [
-      'm0/1/model.bin', 'm0/config.pbtxt', 'm1/1/model.bin', 'm2/1/model.bin', 'm3/1/model.bin',
-      'm4/1/model.bin', 'm5/1/model.bin', 'm6/1/model.bin',
-    ]);
+    assert.deepEqual(
+      listed.map((o) => o.key),
+      ['m0/1/model.bin', 'm0/config.pbtxt', 'm1/1/model.bin', 'm2/1/model.bin', 'm3/1/model.bin', 'm4/1/model.bin', 'm5/1/model.bin', 'm6/1/model.bin'],
+    );
     assert.equal(listed[0]!.size, Buffer.byteLength('bytes of m0'));
     for (const o of listed) assert.match(o.tag, /^\d+$/, `a generation for ${o.key}`);
     const pages = gcs.requests.filter((r) => r === 'GET /storage/v1/b/models/o').length;
@@ -96,9 +96,11 @@ describe('GCS store against the JSON-API stand-in', () => {
     const store = openGcsStore('gs://nosuch/repo', undefined, { env });
     const err = await failure(() => store.list());
     assert.equal(err.code, 'NOT_FOUND');
-    assert.equal(err.message,
+    assert.equal(
+      err.message,
       `failed to list the objects of gs://nosuch/repo: HTTP 404: The specified bucket does not exist. (bucket 'nosuch') ` +
-      `(credential: anonymous (STORAGE_EMULATOR_HOST=${gcs.host})). Check the bucket name in the path.`);
+        `(credential: anonymous (STORAGE_EMULATOR_HOST=${gcs.host})). Check the bucket name in the path.`,
+    );
   });
 
   test('a forbidden bucket (403) names the credential source and why no credential was sent', async () => {
@@ -108,7 +110,10 @@ describe('GCS store against the JSON-API stand-in', () => {
     assert.equal(err.code, 'INTERNAL');
     assert.match(err.message, /^failed to list the objects of gs:\/\/locked: HTTP 403: caller does not have storage\.objects\.list access/);
     assert.match(err.message, /\(credential: anonymous \(STORAGE_EMULATOR_HOST=/);
-    assert.match(err.message, /STORAGE_EMULATOR_HOST is set, so requests carry no credential: let that server serve the bucket to anonymous clients, or unset STORAGE_EMULATOR_HOST/);
+    assert.match(
+      err.message,
+      /STORAGE_EMULATOR_HOST is set, so requests carry no credential: let that server serve the bucket to anonymous clients, or unset STORAGE_EMULATOR_HOST/,
+    );
   });
 
   test('an object listed but gone when fetched is NOT_FOUND for that key; no file is left', async () => {
@@ -149,8 +154,13 @@ describe('GCS key files (read at open; nothing is sent)', () => {
     const { privateKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
     const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
     const f = keyFile('sa.json', {
-      type: 'service_account', project_id: 'proj', private_key_id: 'k1', private_key: pem,
-      client_email: 'reader@proj.iam.gserviceaccount.com', client_id: '1', token_uri: 'https://oauth2.googleapis.com/token',
+      type: 'service_account',
+      project_id: 'proj',
+      private_key_id: 'k1',
+      private_key: pem,
+      client_email: 'reader@proj.iam.gserviceaccount.com',
+      client_id: '1',
+      token_uri: 'https://oauth2.googleapis.com/token',
     });
     const byEnv = openGcsStore('gs://b/r', undefined, { env: { GOOGLE_APPLICATION_CREDENTIALS: f } });
     assert.equal(byEnv.credentialSource, `environment GOOGLE_APPLICATION_CREDENTIALS (${f}, service account reader@proj.iam.gserviceaccount.com)`);
@@ -165,7 +175,11 @@ describe('GCS key files (read at open; nothing is sent)', () => {
     const rows: [string, string, RegExp][] = [
       ['missing', path.join(dir, 'missing.json'), /names '.*missing\.json', which is not a readable JSON key file \(ENOENT/],
       ['not JSON', keyFile('bad.json', 'not json'), /names '.*bad\.json', which is not a readable JSON key file \(.*JSON/],
-      ['another type', keyFile('ext.json', { type: 'external_account' }), /'.*ext\.json' \(TRITON_CLOUD_CREDENTIAL_PATH .*\) has type "external_account"; expected "service_account" or "authorized_user"\.$/],
+      [
+        'another type',
+        keyFile('ext.json', { type: 'external_account' }),
+        /'.*ext\.json' \(TRITON_CLOUD_CREDENTIAL_PATH .*\) has type "external_account"; expected "service_account" or "authorized_user"\.$/,
+      ],
     ];
     for (const [name, file, re] of rows) {
       const err = await failure(() => openGcsStore('gs://b/r', { source, path: file }, { env: {} }));
@@ -179,12 +193,18 @@ describe('GCS key files (read at open; nothing is sent)', () => {
     const source = 'TRITON_CLOUD_CREDENTIAL_PATH /c.json entry ""';
     assert.deepEqual(gcsCredentialFromEntry('/k.json', source), { source, path: '/k.json' });
     for (const entry of [{ path: '/k.json' }, '', 7]) {
-      assert.throws(() => gcsCredentialFromEntry(entry, source), (err: unknown) => {
-        assert.ok(err instanceof ServerError);
-        assert.equal(err.code, 'INVALID_ARG');
-        assert.equal(err.message, `${source} is ${JSON.stringify(entry)}; a "gs" entry is the path of a service account JSON key file, e.g. "/etc/gcs/key.json"`);
-        return true;
-      });
+      assert.throws(
+        () => gcsCredentialFromEntry(entry, source),
+        (err: unknown) => {
+          assert.ok(err instanceof ServerError);
+          assert.equal(err.code, 'INVALID_ARG');
+          assert.equal(
+            err.message,
+            `${source} is ${JSON.stringify(entry)}; a "gs" entry is the path of a service account JSON key file, e.g. "/etc/gcs/key.json"`,
+          );
+          return true;
+        },
+      );
     }
   });
 
@@ -219,21 +239,30 @@ describe('nodetron on a gs:// repository (STORAGE_EMULATOR_HOST at the stand-in)
   });
 
   test('the loopback guard the servers run with reports a name looked up (the control for the checks below)', () => {
-    const r = spawnSync(process.execPath, ['-e', "require('node:net').connect(9, 'localhost').on('error', () => {})"], { env: process.env, encoding: 'utf8', timeout: 10_000 });
+    const r = spawnSync(process.execPath, ['-e', "require('node:net').connect(9, 'localhost').on('error', () => {})"], {
+      env: process.env,
+      encoding: 'utf8',
+      timeout: 10_000,
+    });
     assert.match(r.stderr, /loopback-guard: lookup localhost/);
   });
 
   test('poll mode: the ONNX, Python and ensemble models load from the bucket and answer; a changed model.py is reloaded', async () => {
     const server = await startServer([
-      '--model-repository=gs://models/served', '--model-control-mode=poll', '--repository-poll-secs=1',
+      '--model-repository=gs://models/served',
+      '--model-control-mode=poll',
+      '--repository-poll-secs=1',
       `--model-cache-dir=${path.join(tmp, 'cache-poll')}`,
     ]);
     try {
       assert.deepEqual(await allThreeAnswer(server.url), { simple: 200, addVectors: [11, 22, 33], ensemble: ENSEMBLE_OUTPUT });
       assert.ok(gcs.requests.includes('GET /b/models/o'), 'the server listed the bucket through STORAGE_EMULATOR_HOST');
       gcs.put('models', 'served/add_vectors/1/model.py', addVectorsPlus100());
-      await waitFor('add_vectors to be reloaded with the changed model.py', async () =>
-        JSON.stringify(await inferAddVectors(server.url)) === JSON.stringify([111, 122, 133]), 80);
+      await waitFor(
+        'add_vectors to be reloaded with the changed model.py',
+        async () => JSON.stringify(await inferAddVectors(server.url)) === JSON.stringify([111, 122, 133]),
+        80,
+      );
       assert.deepEqual(await allThreeAnswer(server.url), { simple: 200, addVectors: [111, 122, 133], ensemble: ENSEMBLE_OUTPUT });
     } finally {
       assert.equal(await server.stop(), 0);
@@ -257,6 +286,12 @@ describe('nodetron on a gs:// repository (STORAGE_EMULATOR_HOST at the stand-in)
 });
 
 test('no socket of this file went anywhere but 127.0.0.1 (no metadata server, no token exchange)', () => {
-  assert.ok(reached.some((r) => r === 'connect 127.0.0.1'), `the watch saw the tests' own connections: ${reached.join(', ')}`);
-  assert.deepEqual(reached.filter((r) => r !== 'connect 127.0.0.1'), []);
+  assert.ok(
+    reached.some((r) => r === 'connect 127.0.0.1'),
+    `the watch saw the tests' own connections: ${reached.join(', ')}`,
+  );
+  assert.deepEqual(
+    reached.filter((r) => r !== 'connect 127.0.0.1'),
+    [],
+  );
 });

@@ -91,20 +91,26 @@ function addEnvModel(repo: string): void {
     noVenv = `python3 -m venv failed: ${(err as Error).message.split('\n')[0]}`;
     return;
   }
-  fs.writeFileSync(path.join(repo, 'env_tar', 'config.pbtxt'), [
-    'backend: "python"',
-    'input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]',
-    'output [ { name: "VENV" data_type: TYPE_STRING dims: [ 1 ] } ]',
-    'parameters { key: "EXECUTION_ENV_PATH" value: { string_value: "$$TRITON_MODEL_DIRECTORY/venv.tar.gz" } }',
-  ].join('\n'));
-  fs.writeFileSync(path.join(repo, 'env_tar', '1', 'model.py'), [
-    'import os',
-    'import numpy as np',
-    'import triton_python_backend_utils as pb_utils',
-    'class TritonPythonModel:',
-    '    def execute(self, requests):',
-    '        return [pb_utils.InferenceResponse([pb_utils.Tensor("VENV", np.array([os.environ.get("VIRTUAL_ENV", "").encode()], dtype=np.object_))]) for _ in requests]',
-  ].join('\n'));
+  fs.writeFileSync(
+    path.join(repo, 'env_tar', 'config.pbtxt'),
+    [
+      'backend: "python"',
+      'input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]',
+      'output [ { name: "VENV" data_type: TYPE_STRING dims: [ 1 ] } ]',
+      'parameters { key: "EXECUTION_ENV_PATH" value: { string_value: "$$TRITON_MODEL_DIRECTORY/venv.tar.gz" } }',
+    ].join('\n'),
+  );
+  fs.writeFileSync(
+    path.join(repo, 'env_tar', '1', 'model.py'),
+    [
+      'import os',
+      'import numpy as np',
+      'import triton_python_backend_utils as pb_utils',
+      'class TritonPythonModel:',
+      '    def execute(self, requests):',
+      '        return [pb_utils.InferenceResponse([pb_utils.Tensor("VENV", np.array([os.environ.get("VIRTUAL_ENV", "").encode()], dtype=np.object_))]) for _ in requests]',
+    ].join('\n'),
+  );
 }
 
 /** Objects uploaded under 'repo'. */
@@ -131,7 +137,10 @@ test('mode none: the server starts on an S3 root and serves its ONNX, ensemble a
   try {
     assert.match(server.output(), new RegExp(`mirrored into .* ${repoObjects} of ${repoObjects} objects downloaded`));
     assert.equal((await inferSimple(server.url)).status, 200);
-    assert.deepEqual(await inferEnsemble(server.url), Array.from({ length: 16 }, (_, i) => 2 * i));
+    assert.deepEqual(
+      await inferEnsemble(server.url),
+      Array.from({ length: 16 }, (_, i) => 2 * i),
+    );
     assert.deepEqual(await inferAddSub(server.url), [2, 3, 4, 5]);
     if (noVenv === '') {
       // The stub runs in the venv unpacked from the archive that came through the cache.
@@ -156,7 +165,12 @@ test('mode none: the server starts on an S3 root and serves its ONNX, ensemble a
 test('a wrong secret is refused with 403 and the start fails naming the credential file entry, never the secret', async () => {
   const creds = path.join(tmp, 'creds.json');
   const wrong = 'not-the-secret-at-all';
-  fs.writeFileSync(creds, JSON.stringify({ s3: { '': { key_id: S3_KEY_ID, secret_key: 'x' }, [`s3://${s3.hostPort}/${BUCKET}`]: { key_id: S3_KEY_ID, secret_key: wrong, region: S3_REGION } } }));
+  fs.writeFileSync(
+    creds,
+    JSON.stringify({
+      s3: { '': { key_id: S3_KEY_ID, secret_key: 'x' }, [`s3://${s3.hostPort}/${BUCKET}`]: { key_id: S3_KEY_ID, secret_key: wrong, region: S3_REGION } },
+    }),
+  );
   const refusedBefore = s3.refusedSignatures();
   process.env.TRITON_CLOUD_CREDENTIAL_PATH = creds;
   let exited;
@@ -170,18 +184,45 @@ test('a wrong secret is refused with 403 and the start fails naming the credenti
   assert.ok(s3.refusedSignatures() > refusedBefore, 's3rver saw no request with a wrong signature');
   const last = output.trim().split('\n').pop()!;
   assert.match(last, /^error: creating server: Internal - Unable to create S3 filesystem client\. Check account credentials\./);
-  assert.match(last, new RegExp(`access denied to bucket '${BUCKET}' at .* \\(SignatureDoesNotMatch, HTTP 403.*\\(credential: TRITON_CLOUD_CREDENTIAL_PATH ${creds} entry "s3://${s3.hostPort}/${BUCKET}" \\(key_id NODE…\\)\\)\\. Give that credential`));
+  assert.match(
+    last,
+    new RegExp(
+      `access denied to bucket '${BUCKET}' at .* \\(SignatureDoesNotMatch, HTTP 403.*\\(credential: TRITON_CLOUD_CREDENTIAL_PATH ${creds} entry "s3://${s3.hostPort}/${BUCKET}" \\(key_id NODE…\\)\\)\\. Give that credential`,
+    ),
+  );
   assert.ok(!output.includes(wrong), 'the secret is in the output');
 });
 
 test('a start fails, in seconds and with the reason, on a missing bucket, an empty path, an endpoint that does not answer, a cache it cannot write', async () => {
   const cases: [string, string, RegExp, string?][] = [
-    ['no such bucket', `s3://${s3.hostPort}/nope/repo`, /Not found - failed to list the objects of s3:\/\/.*\/nope\/repo: bucket 'nope' not found at the S3 endpoint http:\/\/127\.0\.0\.1:\d+ \(NoSuchBucket.*\(credential: environment AWS_ACCESS_KEY_ID=NODE…\)\. Check the bucket name/],
-    ['an empty path', url('nothing-here'), /Not found - failed to stat file s3:\/\/.*\/nothing-here: no model folder in it \(the listing is empty; credential from environment AWS_ACCESS_KEY_ID=NODE…\)/],
-    ['an endpoint that does not answer', `s3://127.0.0.1:${await closedPort()}/${BUCKET}/repo`, /Unavailable - failed to list the objects of s3:\/\/127\.0\.0\.1:\d+\/models\/repo: the S3 endpoint http:\/\/127\.0\.0\.1:\d+ is unreachable \(ECONNREFUSED.*\(credential: .*\)\. Check the host and port/],
-    ['a cache folder it cannot write', url('repo'), /Internal - cannot cache model repository 's3:\/\/.*\/repo' in --model-cache-dir .*\/a-file\/cache \(ENOTDIR\): point --model-cache-dir at a folder the server can write\.$/, path.join(tmp, 'a-file', 'cache')],
+    [
+      'no such bucket',
+      `s3://${s3.hostPort}/nope/repo`,
+      /Not found - failed to list the objects of s3:\/\/.*\/nope\/repo: bucket 'nope' not found at the S3 endpoint http:\/\/127\.0\.0\.1:\d+ \(NoSuchBucket.*\(credential: environment AWS_ACCESS_KEY_ID=NODE…\)\. Check the bucket name/,
+    ],
+    [
+      'an empty path',
+      url('nothing-here'),
+      /Not found - failed to stat file s3:\/\/.*\/nothing-here: no model folder in it \(the listing is empty; credential from environment AWS_ACCESS_KEY_ID=NODE…\)/,
+    ],
+    [
+      'an endpoint that does not answer',
+      `s3://127.0.0.1:${await closedPort()}/${BUCKET}/repo`,
+      /Unavailable - failed to list the objects of s3:\/\/127\.0\.0\.1:\d+\/models\/repo: the S3 endpoint http:\/\/127\.0\.0\.1:\d+ is unreachable \(ECONNREFUSED.*\(credential: .*\)\. Check the host and port/,
+    ],
+    [
+      'a cache folder it cannot write',
+      url('repo'),
+      /Internal - cannot cache model repository 's3:\/\/.*\/repo' in --model-cache-dir .*\/a-file\/cache \(ENOTDIR\): point --model-cache-dir at a folder the server can write\.$/,
+      path.join(tmp, 'a-file', 'cache'),
+    ],
     // Under /proc node's recursive mkdir never returns (cloud-mirror.ts makes the folder level by level).
-    ['a cache folder that cannot be made', url('repo'), /Internal - cannot cache model repository 's3:\/\/.*\/repo' in --model-cache-dir \/proc\/nodetron-cache \(ENOENT\): point --model-cache-dir at a folder the server can write\.$/, '/proc/nodetron-cache'],
+    [
+      'a cache folder that cannot be made',
+      url('repo'),
+      /Internal - cannot cache model repository 's3:\/\/.*\/repo' in --model-cache-dir \/proc\/nodetron-cache \(ENOENT\): point --model-cache-dir at a folder the server can write\.$/,
+      '/proc/nodetron-cache',
+    ],
   ];
   fs.writeFileSync(path.join(tmp, 'a-file'), 'not a folder');
   for (const [name, root, want, cache] of cases) {
@@ -210,12 +251,32 @@ test('explicit mode, beside a local root: the index lists the bucket, a load fet
   await s3.upload(BUCKET, 'explicit', localRepo('explicit'));
   const local = path.join(tmp, 'explicit-local');
   fs.cpSync(path.join(MODEL_REPOSITORY, 'simple'), path.join(local, 'local_simple'), { recursive: true });
-  fs.writeFileSync(path.join(local, 'local_simple', 'config.pbtxt'), fs.readFileSync(path.join(MODEL_REPOSITORY, 'simple', 'config.pbtxt'), 'utf8').replace('name: "simple"', 'name: "local_simple"'));
+  fs.writeFileSync(
+    path.join(local, 'local_simple', 'config.pbtxt'),
+    fs.readFileSync(path.join(MODEL_REPOSITORY, 'simple', 'config.pbtxt'), 'utf8').replace('name: "simple"', 'name: "local_simple"'),
+  );
   const cache = cacheDir('explicit');
-  const server = await startServer([`--model-repository=${url('explicit')}`, `--model-repository=${local}`, '--model-control-mode=explicit', `--model-cache-dir=${cache}`]);
+  const server = await startServer([
+    `--model-repository=${url('explicit')}`,
+    `--model-repository=${local}`,
+    '--model-control-mode=explicit',
+    `--model-cache-dir=${cache}`,
+  ]);
   try {
-    const mirror = path.join(cache, fs.readdirSync(cache).find((d) => d.includes('explicit'))!, 'models');
-    assert.deepEqual((await repoIndex(server.url)).map((e) => [e.name, e.state]), [['add_sub', undefined], ['local_simple', undefined], ['simple', undefined], ['simple_ensemble', undefined]]);
+    const mirror = path.join(
+      cache,
+      fs.readdirSync(cache).find((d) => d.includes('explicit'))!,
+      'models',
+    );
+    assert.deepEqual(
+      (await repoIndex(server.url)).map((e) => [e.name, e.state]),
+      [
+        ['add_sub', undefined],
+        ['local_simple', undefined],
+        ['simple', undefined],
+        ['simple_ensemble', undefined],
+      ],
+    );
     assert.equal((await post(server.url, '/v2/repository/models/local_simple/load')).status, 200);
     assert.equal((await inferSimple(server.url, 'local_simple')).status, 200);
     assert.deepEqual(fs.readdirSync(path.join(mirror, 'simple')), [], 'nothing is downloaded before a load');
@@ -223,7 +284,10 @@ test('explicit mode, beside a local root: the index lists the bucket, a load fet
     const listedBefore = s3.listRequests();
     assert.equal((await post(server.url, '/v2/repository/models/simple_ensemble/load')).status, 200);
     assert.equal(s3.listRequests() - listedBefore, 1, 'the bucket is listed once per load, not once per step');
-    assert.deepEqual(await inferEnsemble(server.url), Array.from({ length: 16 }, (_, i) => 2 * i));
+    assert.deepEqual(
+      await inferEnsemble(server.url),
+      Array.from({ length: 16 }, (_, i) => 2 * i),
+    );
     assert.ok(fs.existsSync(path.join(mirror, 'simple', '1', 'model.onnx')));
     // A config override over the bucket's files.
     const a = await post(server.url, '/v2/repository/models/simple/load', { parameters: { config: JSON.stringify({ maxBatchSize: 4 }) } });
@@ -231,7 +295,9 @@ test('explicit mode, beside a local root: the index lists the bucket, a load fet
     assert.equal((await configOf(server.url, 'simple')).max_batch_size, 4);
     // file: overrides (a version 3 of the same ONNX file) come from the request, not the bucket.
     const onnx = fs.readFileSync(path.join(MODEL_REPOSITORY, 'simple', '1', 'model.onnx')).toString('base64');
-    const f = await post(server.url, '/v2/repository/models/simple/load', { parameters: { config: JSON.stringify({ max_batch_size: 2, platform: 'onnxruntime_onnx' }), 'file:3/model.onnx': onnx } });
+    const f = await post(server.url, '/v2/repository/models/simple/load', {
+      parameters: { config: JSON.stringify({ max_batch_size: 2, platform: 'onnxruntime_onnx' }), 'file:3/model.onnx': onnx },
+    });
     assert.equal(f.status, 200, f.text);
     assert.equal((await inferSimple(server.url)).version, '3');
     // A model uploaded after the start is in the next index, and loads.
@@ -259,14 +325,29 @@ test('explicit mode: a root that cannot be listed (its S3 server stopped) does n
   const local = path.join(tmp, 'index-local');
   fs.cpSync(path.join(MODEL_REPOSITORY, 'simple'), path.join(local, 'simple'), { recursive: true });
   const gone = `s3://${other.hostPort}/gone/repo`;
-  const server = await startServer([`--model-repository=${local}`, `--model-repository=${gone}`, '--model-control-mode=explicit', `--model-cache-dir=${cacheDir('index')}`]);
+  const server = await startServer([
+    `--model-repository=${local}`,
+    `--model-repository=${gone}`,
+    '--model-control-mode=explicit',
+    `--model-cache-dir=${cacheDir('index')}`,
+  ]);
   try {
-    assert.deepEqual((await repoIndex(server.url)).map((e) => e.name), ['add_sub', 'simple']);
+    assert.deepEqual(
+      (await repoIndex(server.url)).map((e) => e.name),
+      ['add_sub', 'simple'],
+    );
     await other.close();
     for (let i = 0; i < 2; i++) {
-      assert.deepEqual((await repoIndex(server.url)).map((e) => e.name), ['add_sub', 'simple'], 'the names it listed last stay');
+      assert.deepEqual(
+        (await repoIndex(server.url)).map((e) => e.name),
+        ['add_sub', 'simple'],
+        'the names it listed last stay',
+      );
     }
-    const lines = server.output().split('\n').filter((l) => l.includes(`failed to list model repository '${gone}': `));
+    const lines = server
+      .output()
+      .split('\n')
+      .filter((l) => l.includes(`failed to list model repository '${gone}': `));
     assert.equal(lines.length, 1, server.output());
     assert.match(lines[0], /unreachable \(ECONNREFUSED.*The index shows the models it listed last\./);
     // A load polls every root for the model, as Triton's does: one that cannot be read fails it, naming that root.
@@ -282,7 +363,12 @@ test('poll mode: a new version and a changed config reload; a broken or half upl
   const local = localRepo('poll-src');
   await s3.upload(BUCKET, 'poll/simple', path.join(local, 'simple'));
   await s3.upload(BUCKET, 'poll/add_sub', path.join(local, 'add_sub'));
-  const server = await startServer([`--model-repository=${url('poll')}`, '--model-control-mode=poll', '--repository-poll-secs=1', `--model-cache-dir=${cacheDir('poll')}`]);
+  const server = await startServer([
+    `--model-repository=${url('poll')}`,
+    '--model-control-mode=poll',
+    '--repository-poll-secs=1',
+    `--model-cache-dir=${cacheDir('poll')}`,
+  ]);
   const onnx = fs.readFileSync(path.join(local, 'simple', '1', 'model.onnx'));
   const config = fs.readFileSync(path.join(local, 'simple', 'config.pbtxt'), 'utf8');
   try {
@@ -323,16 +409,27 @@ test('mixed local and S3 roots, poll mode: both serve; a root that cannot be rea
   fs.mkdirSync(local);
   fs.cpSync(path.join(both, 'simple'), path.join(local, 'simple'), { recursive: true });
   const server = await startServer([
-    `--model-repository=${local}`, `--model-repository=s3://${other.hostPort}/more/repo`,
-    '--model-control-mode=poll', '--repository-poll-secs=1', `--model-cache-dir=${cacheDir('mixed')}`,
+    `--model-repository=${local}`,
+    `--model-repository=s3://${other.hostPort}/more/repo`,
+    '--model-control-mode=poll',
+    '--repository-poll-secs=1',
+    `--model-cache-dir=${cacheDir('mixed')}`,
   ]);
   try {
     assert.equal((await inferSimple(server.url)).status, 200);
     assert.deepEqual(await inferAddSub(server.url), [2, 3, 4, 5]);
     await other.close();
-    await waitFor('the failed poll to be logged', async () => /failed to poll model repository 's3:\/\/127\.0\.0\.1:\d+\/more\/repo': .*Its models keep serving/.test(server.output()), 80);
+    await waitFor(
+      'the failed poll to be logged',
+      async () => /failed to poll model repository 's3:\/\/127\.0\.0\.1:\d+\/more\/repo': .*Its models keep serving/.test(server.output()),
+      80,
+    );
     fs.renameSync(local, `${local}-moved`);
-    await waitFor('the missing folder to be logged', async () => new RegExp(`failed to poll model repository '${local}': failed to stat file`).test(server.output()), 80);
+    await waitFor(
+      'the missing folder to be logged',
+      async () => new RegExp(`failed to poll model repository '${local}': failed to stat file`).test(server.output()),
+      80,
+    );
     await new Promise((r) => setTimeout(r, 2500)); // two more polls
     assert.equal((await inferSimple(server.url)).status, 200);
     assert.deepEqual(await inferAddSub(server.url), [2, 3, 4, 5]);

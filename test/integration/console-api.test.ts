@@ -16,10 +16,7 @@ const KEY = { 'admin-key': 'secret' };
 describe('console routes, CORS on, statistics restricted', () => {
   let server: ServerProcess;
   before(async () => {
-    server = await startServer([
-      `--model-repository=${MODEL_REPOSITORY}`, `--http-cors-origin=${ORIGIN}`,
-      '--http-restricted-api=statistics:admin-key=secret',
-    ]);
+    server = await startServer([`--model-repository=${MODEL_REPOSITORY}`, `--http-cors-origin=${ORIGIN}`, '--http-restricted-api=statistics:admin-key=secret']);
   });
   after(async () => {
     await server.stop();
@@ -59,11 +56,14 @@ describe('console routes, CORS on, statistics restricted', () => {
     assert.equal(res.headers.get('content-length'), null, 'a 204 has no Content-Length');
 
     const stranger = await fetch(`${server.url}/v2/models/simple/infer`, {
-      method: 'OPTIONS', headers: { Origin: 'http://evil.example', 'Access-Control-Request-Method': 'POST' },
+      method: 'OPTIONS',
+      headers: { Origin: 'http://evil.example', 'Access-Control-Request-Method': 'POST' },
     });
     assert.equal(stranger.status, 403);
     assert.equal(stranger.headers.get('access-control-allow-origin'), null);
-    assert.deepEqual(await stranger.json(), { error: `origin 'http://evil.example' is not allowed to call this server; allowed by --http-cors-origin: ${ORIGIN}` });
+    assert.deepEqual(await stranger.json(), {
+      error: `origin 'http://evil.example' is not allowed to call this server; allowed by --http-cors-origin: ${ORIGIN}`,
+    });
 
     const answer = await fetch(`${server.url}/v2/health/ready`, { headers: { Origin: ORIGIN } });
     assert.equal(answer.status, 200);
@@ -77,12 +77,17 @@ describe('console routes, CORS on, statistics restricted', () => {
     assert.equal(other.headers.get('access-control-allow-origin'), null);
   });
 
-  test('/v2/openapi.json describes the served routes; a model\'s describes its tensors', async () => {
-    const doc = await (await fetch(`${server.url}/v2/openapi.json`)).json() as { openapi: string; paths: Record<string, Record<string, { security?: unknown }>> };
+  test("/v2/openapi.json describes the served routes; a model's describes its tensors", async () => {
+    const doc = (await (await fetch(`${server.url}/v2/openapi.json`)).json()) as {
+      openapi: string;
+      paths: Record<string, Record<string, { security?: unknown }>>;
+    };
     assert.equal(doc.openapi, '3.1.0');
     assert.ok(doc.paths['/v2/models/{model}/infer'].post !== undefined);
     assert.deepEqual(doc.paths['/v2/models/stats'].get.security, [{ restricted_admin_key: [] }]);
-    const simple = await (await fetch(`${server.url}/v2/models/simple/openapi.json`)).json() as { components: { schemas: Record<string, { properties: Record<string, unknown> }> } };
+    const simple = (await (await fetch(`${server.url}/v2/models/simple/openapi.json`)).json()) as {
+      components: { schemas: Record<string, { properties: Record<string, unknown> }> };
+    };
     assert.deepEqual(simple.components.schemas.input0_INPUT0.properties.datatype, { const: 'INT32' });
     // An unknown model: the metadata route's status and words.
     const missing = await fetch(`${server.url}/v2/models/nope/openapi.json`);
@@ -95,8 +100,11 @@ describe('console routes, CORS on, statistics restricted', () => {
     const denied = await fetch(`${server.url}/v2/nodetron/status`);
     assert.equal(denied.status, 403);
     assert.deepEqual(await denied.json(), { error: "This API is restricted, expecting header 'admin-key'" });
-    const status = await (await fetch(`${server.url}/v2/nodetron/status`, { headers: KEY })).json() as {
-      model_control_mode: string; uptime_s: number; options: string[][]; metrics: { enabled: boolean; summaries: boolean };
+    const status = (await (await fetch(`${server.url}/v2/nodetron/status`, { headers: KEY })).json()) as {
+      model_control_mode: string;
+      uptime_s: number;
+      options: string[][];
+      metrics: { enabled: boolean; summaries: boolean };
       instances: { model: string; version: number; instances: { name: string; restarts: number }[] }[];
     };
     assert.equal(status.model_control_mode, 'none');
@@ -104,7 +112,10 @@ describe('console routes, CORS on, statistics restricted', () => {
     assert.deepEqual(status.options[0], ['server_id', 'triton']);
     assert.deepEqual(status.metrics, { enabled: true, summaries: false });
     const simple = status.instances.find((i) => i.model === 'simple');
-    assert.deepEqual(simple?.instances.map((i) => i.restarts), simple?.instances.map(() => 0));
+    assert.deepEqual(
+      simple?.instances.map((i) => i.restarts),
+      simple?.instances.map(() => 0),
+    );
     assert.ok((simple?.instances.length ?? 0) > 0);
     const metrics = await fetch(`${server.url}/v2/nodetron/metrics`, { headers: KEY });
     assert.equal(metrics.status, 200);
@@ -123,7 +134,10 @@ describe('defaults: CORS off, console moved or off, metrics off', () => {
   });
 
   test('no CORS headers and OPTIONS stays 405 without --http-cors-origin', async () => {
-    const res = await fetch(`${server.url}/v2/models/simple/infer`, { method: 'OPTIONS', headers: { Origin: ORIGIN, 'Access-Control-Request-Method': 'POST' } });
+    const res = await fetch(`${server.url}/v2/models/simple/infer`, {
+      method: 'OPTIONS',
+      headers: { Origin: ORIGIN, 'Access-Control-Request-Method': 'POST' },
+    });
     assert.equal(res.status, 405);
     assert.equal(res.headers.get('access-control-allow-origin'), null);
     const ready = await fetch(`${server.url}/v2/health/ready`, { headers: { Origin: ORIGIN } });

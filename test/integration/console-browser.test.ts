@@ -26,10 +26,12 @@ const SHOTS = process.env.CONSOLE_SCREENSHOTS;
 
 /** A page on another origin that calls the server's infer route and writes what happened into #out. */
 function corsPage(api: string): string {
-  const body = JSON.stringify({ inputs: [
-    { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, (_, i) => i) },
-    { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, () => 1) },
-  ] });
+  const body = JSON.stringify({
+    inputs: [
+      { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, (_, i) => i) },
+      { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, () => 1) },
+    ],
+  });
   return `<!doctype html><p id="out">…</p><script>
 fetch(${JSON.stringify(`${api}/v2/models/simple/infer`)}, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: ${JSON.stringify(body)} })
   .then(async (r) => { const j = await r.json(); document.getElementById('out').textContent = 'status ' + r.status + ' OUTPUT0 ' + j.outputs[0].data.join(','); },
@@ -49,8 +51,10 @@ describe('console in headless chromium', { skip }, () => {
     repo = makeRepo(['simple']);
     // `broken`: a valid config whose model file is missing, so its load fails with a reason.
     fs.mkdirSync(path.join(repo, 'broken', '1'), { recursive: true });
-    fs.writeFileSync(path.join(repo, 'broken', 'config.pbtxt'),
-      fs.readFileSync(path.join(repo, 'simple', 'config.pbtxt'), 'utf8').replace('name: "simple"', 'name: "broken"'));
+    fs.writeFileSync(
+      path.join(repo, 'broken', 'config.pbtxt'),
+      fs.readFileSync(path.join(repo, 'simple', 'config.pbtxt'), 'utf8').replace('name: "simple"', 'name: "broken"'),
+    );
     let api = '';
     pages = http.createServer((_req, res) => {
       res.writeHead(200, { 'Content-Type': 'text/html' });
@@ -59,9 +63,14 @@ describe('console in headless chromium', { skip }, () => {
     await new Promise<void>((r) => pages.listen(0, '127.0.0.1', r));
     pagePort = (pages.address() as AddressInfo).port;
     server = await startServer([
-      `--model-repository=${repo}`, '--model-control-mode=explicit', '--load-model=simple', '--load-model=broken',
-      '--exit-on-error=false', '--http-restricted-api=model-repository:admin-key=secret',
-      `--http-cors-origin=http://127.0.0.1:${pagePort}`, '--metrics-config=summary_latencies=true',
+      `--model-repository=${repo}`,
+      '--model-control-mode=explicit',
+      '--load-model=simple',
+      '--load-model=broken',
+      '--exit-on-error=false',
+      '--http-restricted-api=model-repository:admin-key=secret',
+      `--http-cors-origin=http://127.0.0.1:${pagePort}`,
+      '--metrics-config=summary_latencies=true',
     ]);
     api = server.url;
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
@@ -88,7 +97,7 @@ describe('console in headless chromium', { skip }, () => {
     await page.locator('tr[data-model="simple"][data-state="READY"]').waitFor();
   });
 
-  test('the table shows the READY model and the failed one with the server\'s reason, whole', async () => {
+  test("the table shows the READY model and the failed one with the server's reason, whole", async () => {
     const failed = page.locator('tr[data-model="broken"][data-state="UNAVAILABLE"]');
     await failed.waitFor();
     const reason = (await repoIndex(server.url, KEY)).find((e) => e.name === 'broken')?.reason;
@@ -102,7 +111,10 @@ describe('console in headless chromium', { skip }, () => {
   test('unload and load from the table (explicit mode)', async () => {
     await page.click('button[data-action="unload"][data-model="simple"]');
     await page.locator('tr[data-model="simple"][data-state="UNAVAILABLE"]').waitFor();
-    assert.deepEqual((await repoIndex(server.url, KEY)).find((e) => e.name === 'simple'), { name: 'simple', version: '1', state: 'UNAVAILABLE', reason: 'unloaded' });
+    assert.deepEqual(
+      (await repoIndex(server.url, KEY)).find((e) => e.name === 'simple'),
+      { name: 'simple', version: '1', state: 'UNAVAILABLE', reason: 'unloaded' },
+    );
     await page.click('button[data-action="load"][data-model="simple"]');
     await page.locator('tr[data-model="simple"][data-state="READY"]').waitFor();
     assert.equal((await inferSimple(server.url)).status, 200);
@@ -120,14 +132,17 @@ describe('console in headless chromium', { skip }, () => {
     assert.equal(await out0.nth(3).textContent(), Array.from({ length: 16 }, (_, i) => 2 * i).join(', '));
     assert.equal(await out0.nth(2).textContent(), '[1, 16]');
     assert.equal(await page.locator('#tryit-outputs tr[data-output="OUTPUT1"] td').nth(3).textContent(), new Array(16).fill(0).join(', '));
-    assert.match(await page.locator('#tryit-split').textContent() ?? '', /^server side \(statistics, 1 request in the interval\): request \d+ µs = queue \d+/);
+    assert.match(
+      (await page.locator('#tryit-split').textContent()) ?? '',
+      /^server side \(statistics, 1 request in the interval\): request \d+ µs = queue \d+/,
+    );
   });
 
-  test('the model page shows the model\'s log lines, live', async () => {
+  test("the model page shows the model's log lines, live", async () => {
     // simple was loaded through the console above: its load lines are in its log.
     const log = page.locator('#model-log');
-    await waitFor('the model log', async () => /successfully loaded 'simple'/.test(await log.textContent() ?? ''), 40, 250);
-    assert.doesNotMatch(await log.textContent() ?? '', /add_vectors/, 'only this model\'s lines');
+    await waitFor('the model log', async () => /successfully loaded 'simple'/.test((await log.textContent()) ?? ''), 40, 250);
+    assert.doesNotMatch((await log.textContent()) ?? '', /add_vectors/, "only this model's lines");
   });
 
   test('a chart updates under load: requests/s, batch size and p99 from the live numbers', async () => {
@@ -138,13 +153,21 @@ describe('console in headless chromium', { skip }, () => {
       while (!stop) await inferSimple(server.url);
     });
     try {
-      await waitFor('the charts to show traffic', async () => {
-        const last = (chart: string): Promise<Record<string, number | null>> =>
-          page.locator(`.now[data-chart="${chart}"]`).getAttribute('data-last').then((t) => JSON.parse(t ?? '{}') as Record<string, number | null>);
-        const [throughput, batch, latency] = await Promise.all([last('throughput'), last('batch'), last('latency')]);
-        // Three new points drawn since the load began, the last with the load in it.
-        return (await drawn()) >= Math.min(before + 3, 120) && (throughput.requests ?? 0) > 1 && (batch.batch ?? 0) >= 1 && (latency.p99 ?? 0) > 0;
-      }, 60, 250);
+      await waitFor(
+        'the charts to show traffic',
+        async () => {
+          const last = (chart: string): Promise<Record<string, number | null>> =>
+            page
+              .locator(`.now[data-chart="${chart}"]`)
+              .getAttribute('data-last')
+              .then((t) => JSON.parse(t ?? '{}') as Record<string, number | null>);
+          const [throughput, batch, latency] = await Promise.all([last('throughput'), last('batch'), last('latency')]);
+          // Three new points drawn since the load began, the last with the load in it.
+          return (await drawn()) >= Math.min(before + 3, 120) && (throughput.requests ?? 0) > 1 && (batch.batch ?? 0) >= 1 && (latency.p99 ?? 0) > 0;
+        },
+        60,
+        250,
+      );
     } finally {
       stop = true;
       await Promise.all(load);
@@ -157,10 +180,15 @@ describe('console in headless chromium', { skip }, () => {
   test('the server view shows the version and the log settings, and changes them', async () => {
     await page.goto(`${server.url}/console/#/server`);
     await page.locator('#log-settings').waitFor();
-    assert.match(await page.locator('#server-info').textContent() ?? '', /version2\.73\.0/);
+    assert.match((await page.locator('#server-info').textContent()) ?? '', /version2\.73\.0/);
     await page.fill('#log-settings input[name="log_verbose_level"]', '1');
     await page.click('#log-settings button');
-    await waitFor('log_verbose_level 1', async () => ((await (await fetch(`${server.url}/v2/logging`)).json()) as { log_verbose_level: number }).log_verbose_level === 1, 40, 100);
+    await waitFor(
+      'log_verbose_level 1',
+      async () => ((await (await fetch(`${server.url}/v2/logging`)).json()) as { log_verbose_level: number }).log_verbose_level === 1,
+      40,
+      100,
+    );
     await fetch(`${server.url}/v2/logging`, { method: 'POST', body: JSON.stringify({ log_verbose_level: 0 }) });
     if (SHOTS !== undefined) await page.screenshot({ path: path.join(SHOTS, 'console-server.png') });
   });
@@ -202,8 +230,10 @@ describe('console in headless chromium, with --http-auth-token-file', { skip }, 
     await page.goto(`${server.url}/console/`);
     const form = page.locator('#key-form');
     await form.waitFor({ state: 'visible' });
-    assert.equal(await page.locator('#key-text').textContent(),
-      "missing bearer token: this server requires the header 'Authorization: Bearer <token>' on every request (--http-auth-token-file): the token");
+    assert.equal(
+      await page.locator('#key-text').textContent(),
+      "missing bearer token: this server requires the header 'Authorization: Bearer <token>' on every request (--http-auth-token-file): the token",
+    );
     await page.fill('#key-value', 'wrong');
     await page.click('#key-form button');
     await form.waitFor({ state: 'visible' });

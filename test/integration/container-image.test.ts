@@ -43,7 +43,11 @@ test('deploy/Dockerfile: multi-stage Node 20, production dependencies, non-root,
   assert.ok(build, 'a stage named build');
   assert.ok(stages.length >= 2);
   for (const s of stages) assert.match(s.from, /^node:20[-.]/, `stage ${s.name} is FROM ${s.from}`);
-  const ignored = fs.readFileSync(path.join(REPO_ROOT, '.dockerignore'), 'utf8').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+  const ignored = fs
+    .readFileSync(path.join(REPO_ROOT, '.dockerignore'), 'utf8')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
   for (const s of stages) {
     for (const c of steps(s, 'COPY').map(copyParts)) {
       if (c.from !== undefined) continue;
@@ -57,8 +61,13 @@ test('deploy/Dockerfile: multi-stage Node 20, production dependencies, non-root,
   assert.ok(steps(build, 'RUN').includes('npx tsc -p deploy/tsconfig.image.json'));
   const image = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'deploy/tsconfig.image.json'), 'utf8')) as { include: string[] };
   assert.deepEqual(image.include, ['../src/**/*.ts']);
-  const fromBuild = steps(runtime, 'COPY').map(copyParts).filter((c) => c.from === 'build');
-  assert.deepEqual(fromBuild.map((c) => c.sources), [[`${workdir(build)}/dist/src`]]);
+  const fromBuild = steps(runtime, 'COPY')
+    .map(copyParts)
+    .filter((c) => c.from === 'build');
+  assert.deepEqual(
+    fromBuild.map((c) => c.sources),
+    [[`${workdir(build)}/dist/src`]],
+  );
 
   const runs = steps(runtime, 'RUN').join(' && ');
   assert.match(runs, /apt-get install -y --no-install-recommends python3 python3-numpy/);
@@ -128,13 +137,14 @@ test('deploy/Dockerfile: the runtime stage, run outside Docker, serves from a re
       }
     }
     t.diagnostic(`not run outside Docker: ${skipped.map((s) => `\`${s}\``).join(', ')}`);
-    assert.equal(spawnSync('python3', ['-c', 'import numpy'], { env: process.env }).status, 0, 'python3 with numpy stands in for the image\'s apt-get install');
+    assert.equal(spawnSync('python3', ['-c', 'import numpy'], { env: process.env }).status, 0, "python3 with numpy stands in for the image's apt-get install");
     assert.ok(fs.existsSync(inRoot(`${cwd}/node_modules/onnxruntime-node`)), 'npm ci --omit=dev installed the production dependencies');
     assert.ok(!fs.existsSync(inRoot(`${cwd}/node_modules/typescript`)), 'no dev dependency in the image');
 
     // The volumes: models (read-only), TMPDIR; /dev/shm is the machine's.
     const models = inRoot('mnt/models');
-    for (const m of ['simple', 'add_vectors']) fs.cpSync(path.join(MODEL_REPOSITORY, m), path.join(models, m), { recursive: true, filter: (p) => !p.includes('__pycache__') });
+    for (const m of ['simple', 'add_vectors'])
+      fs.cpSync(path.join(MODEL_REPOSITORY, m), path.join(models, m), { recursive: true, filter: (p) => !p.includes('__pycache__') });
     const tmp = inRoot(env.TMPDIR ?? '/tmp');
     fs.mkdirSync(tmp, { recursive: true });
     fs.chmodSync(tmp, 0o1777);
@@ -143,12 +153,23 @@ test('deploy/Dockerfile: the runtime stage, run outside Docker, serves from a re
 
     const [uid, gid] = user.split(':').map(Number);
     const asUser = process.getuid?.() === 0 && spawnSync('python3', ['-c', 'import numpy'], { uid, gid }).status === 0;
-    t.diagnostic(asUser ? `running as the image's USER ${user}` : `running as uid ${process.getuid?.()}: ${process.getuid?.() === 0 ? `uid ${uid} cannot import numpy on this machine` : 'not root'}; the app and model folders are read-only all the same, and checked unchanged after`);
+    t.diagnostic(
+      asUser
+        ? `running as the image's USER ${user}`
+        : `running as uid ${process.getuid?.()}: ${process.getuid?.() === 0 ? `uid ${uid} cannot import numpy on this machine` : 'not root'}; the app and model folders are read-only all the same, and checked unchanged after`,
+    );
 
     const entry = execForm(runtime.steps.filter((s) => s.op === 'ENTRYPOINT').pop()!.args);
     const cmdArgs = execForm(runtime.steps.filter((s) => s.op === 'CMD').pop()!.args).map((a) => a.replace('=/mnt/models', `=${models}`));
-    const argv = [...entry.slice(1).map((a) => (a.startsWith('/') ? inRoot(a) : a)), ...cmdArgs,
-      '--http-port=0', '--http-address=127.0.0.1', '--allow-grpc=false', '--metrics-port=0', '--metrics-address=127.0.0.1'];
+    const argv = [
+      ...entry.slice(1).map((a) => (a.startsWith('/') ? inRoot(a) : a)),
+      ...cmdArgs,
+      '--http-port=0',
+      '--http-address=127.0.0.1',
+      '--allow-grpc=false',
+      '--metrics-port=0',
+      '--metrics-address=127.0.0.1',
+    ];
     const child = spawn(process.execPath, argv, {
       cwd: inRoot(cwd),
       env: { ...process.env, ...env, TMPDIR: tmp },
@@ -170,20 +191,24 @@ test('deploy/Dockerfile: the runtime stage, run outside Docker, serves from a re
     assert.equal((await fetch(`${url}/v2/health/ready`)).status, 200);
     const simple = await fetch(`${url}/v2/models/simple/infer`, {
       method: 'POST',
-      body: JSON.stringify({ inputs: [
-        { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, (_, i) => i) },
-        { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, () => 1) },
-      ] }),
+      body: JSON.stringify({
+        inputs: [
+          { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, (_, i) => i) },
+          { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, () => 1) },
+        ],
+      }),
     });
     const simpleBody = await simple.text();
     assert.equal(simple.status, 200, simpleBody);
     assert.equal((JSON.parse(simpleBody) as { outputs: { name: string; data: number[] }[] }).outputs.find((o) => o.name === 'OUTPUT0')?.data[5], 6);
     const py = await fetch(`${url}/v2/models/add_vectors/infer`, {
       method: 'POST',
-      body: JSON.stringify({ inputs: [
-        { name: 'INPUT0', datatype: 'FP32', shape: [3], data: [1, 2, 3] },
-        { name: 'INPUT1', datatype: 'FP32', shape: [3], data: [10, 20, 30] },
-      ] }),
+      body: JSON.stringify({
+        inputs: [
+          { name: 'INPUT0', datatype: 'FP32', shape: [3], data: [1, 2, 3] },
+          { name: 'INPUT1', datatype: 'FP32', shape: [3], data: [10, 20, 30] },
+        ],
+      }),
     });
     const pyBody = await py.text();
     assert.equal(py.status, 200, pyBody);
@@ -192,8 +217,16 @@ test('deploy/Dockerfile: the runtime stage, run outside Docker, serves from a re
     assert.equal(await exited, 0, out.slice(-3000));
 
     const after = [...snapshot(inRoot(cwd)), ...snapshot(models)];
-    assert.deepEqual(after.filter((l) => !before.includes(l)), [], 'the server wrote into the app or model folder');
-    assert.deepEqual(fs.readdirSync('/dev/shm').filter((f) => f.startsWith(`nodetron_${child.pid}_`)), [], 'no /dev/shm region left');
+    assert.deepEqual(
+      after.filter((l) => !before.includes(l)),
+      [],
+      'the server wrote into the app or model folder',
+    );
+    assert.deepEqual(
+      fs.readdirSync('/dev/shm').filter((f) => f.startsWith(`nodetron_${child.pid}_`)),
+      [],
+      'no /dev/shm region left',
+    );
   } finally {
     execSync(`chmod -R u+w ${JSON.stringify(root)}`);
     fs.rmSync(root, { recursive: true, force: true });

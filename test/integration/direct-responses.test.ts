@@ -36,8 +36,13 @@ before(async () => {
   simpleCopy('simple_cached', 'response_cache { enable: true }');
   fs.cpSync(path.join(MODEL_REPOSITORY, 'add_vectors'), path.join(repo, 'add_vectors'), { recursive: true });
   server = await startServer([
-    `--model-repository=${repo}`, '--cache-config=local,size=1048576', '--inline-execution-max-us=0',
-    '--allow-metrics=true', '--metrics-port=0', '--allow-grpc=true', '--grpc-port=0',
+    `--model-repository=${repo}`,
+    '--cache-config=local,size=1048576',
+    '--inline-execution-max-us=0',
+    '--allow-metrics=true',
+    '--metrics-port=0',
+    '--allow-grpc=true',
+    '--grpc-port=0',
   ]);
   grpc = createClient(server.grpcPort);
 });
@@ -66,21 +71,23 @@ for (const c of cases) {
     const before = await directResponses(server);
     await httpInfers(c.model, 12);
     if (!c.direct) await new Promise((r) => setTimeout(r, 200)); // as long as a direct one could take to be counted
-    assert.equal(await directResponsesReaching(server, before + (c.direct ? 12 : 0)) - before, c.direct ? 12 : 0);
+    assert.equal((await directResponsesReaching(server, before + (c.direct ? 12 : 0))) - before, c.direct ? 12 : 0);
   });
 }
 
 test('HTTP to a Python model: straight from its host thread (python-direct-replies.test.ts has the rest)', async () => {
   const before = await directResponses(server);
-  const body = JSON.stringify({ inputs: [
-    { name: 'INPUT0', datatype: 'FP32', shape: [4], data: [1, 2, 3, 4] },
-    { name: 'INPUT1', datatype: 'FP32', shape: [4], data: [10, 20, 30, 40] },
-  ] });
+  const body = JSON.stringify({
+    inputs: [
+      { name: 'INPUT0', datatype: 'FP32', shape: [4], data: [1, 2, 3, 4] },
+      { name: 'INPUT1', datatype: 'FP32', shape: [4], data: [10, 20, 30, 40] },
+    ],
+  });
   const res = await fetch(`${server.url}/v2/models/add_vectors/infer`, { method: 'POST', body });
   const text = await res.text();
   assert.equal(res.status, 200, text);
   assert.deepEqual((JSON.parse(text) as { outputs: { data: number[] }[] }).outputs[0]!.data, [11, 22, 33, 44]);
-  assert.equal(await directResponsesReaching(server, before + 1) - before, 1);
+  assert.equal((await directResponsesReaching(server, before + 1)) - before, 1);
 });
 
 test('gRPC to simple: straight from the instance thread to the gRPC thread', async () => {
@@ -95,6 +102,9 @@ test('gRPC to simple: straight from the instance thread to the gRPC thread', asy
     ],
     raw_input_contents: [int32Bytes(a), int32Bytes(b)],
   });
-  assert.deepEqual(int32Values(res.raw_output_contents[0]!), a.map((v) => v + 2));
-  assert.equal(await directResponsesReaching(server, before + 1) - before, 1);
+  assert.deepEqual(
+    int32Values(res.raw_output_contents[0]!),
+    a.map((v) => v + 2),
+  );
+  assert.equal((await directResponsesReaching(server, before + 1)) - before, 1);
 });

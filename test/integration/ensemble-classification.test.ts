@@ -17,12 +17,15 @@ let repo: string;
 let server: ServerProcess;
 let client: GrpcTestClient;
 
-const ensembleConfig = (name: string, step: string, inName: string, outName: string, stepIn: string, stepOut: string, labelFile?: string): string => [
-  `name: "${name}"`, 'platform: "ensemble"', 'max_batch_size: 8',
-  `input [ { name: "${inName}" data_type: TYPE_FP32 dims: [ 64 ] } ]`,
-  `output [ { name: "${outName}" data_type: TYPE_FP32 dims: [ 10 ]${labelFile === undefined ? '' : ` label_filename: "${labelFile}"`} } ]`,
-  `ensemble_scheduling { step [ { model_name: "${step}" model_version: -1 input_map { key: "${stepIn}" value: "${inName}" } output_map { key: "${stepOut}" value: "${outName}" } } ] }`,
-].join('\n');
+const ensembleConfig = (name: string, step: string, inName: string, outName: string, stepIn: string, stepOut: string, labelFile?: string): string =>
+  [
+    `name: "${name}"`,
+    'platform: "ensemble"',
+    'max_batch_size: 8',
+    `input [ { name: "${inName}" data_type: TYPE_FP32 dims: [ 64 ] } ]`,
+    `output [ { name: "${outName}" data_type: TYPE_FP32 dims: [ 10 ]${labelFile === undefined ? '' : ` label_filename: "${labelFile}"`} } ]`,
+    `ensemble_scheduling { step [ { model_name: "${step}" model_version: -1 input_map { key: "${stepIn}" value: "${inName}" } output_map { key: "${stepOut}" value: "${outName}" } } ] }`,
+  ].join('\n');
 
 before(async () => {
   repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-ens-labels-'));
@@ -61,13 +64,13 @@ async function classifyHttp(model: string, input: string, output: string): Promi
       outputs: [{ name: output, parameters: { classification: 3 } }],
     }),
   });
-  const json = await res.json() as { outputs: { datatype: string; data: string[] }[]; error?: string };
+  const json = (await res.json()) as { outputs: { datatype: string; data: string[] }[]; error?: string };
   assert.equal(res.status, 200, JSON.stringify(json));
   assert.equal(json.outputs[0]!.datatype, 'BYTES');
   return json.outputs[0]!.data;
 }
 
-test('an ensemble output without labels of its own is classified with the composing model\'s, two levels deep (HTTP)', async () => {
+test("an ensemble output without labels of its own is classified with the composing model's, two levels deep (HTTP)", async () => {
   const direct = await classifyHttp('dense_classifier', 'input', 'logits');
   assert.equal(direct.length, 3);
   for (const s of direct) assert.match(s, /^-?[0-9.e-]+:[0-9]:digit[0-9]$/);
@@ -77,7 +80,10 @@ test('an ensemble output without labels of its own is classified with the compos
 
 test('an ensemble output with a label file of its own keeps it', async () => {
   const direct = await classifyHttp('dense_classifier', 'input', 'logits');
-  assert.deepEqual(await classifyHttp('own', 'x', 'scores'), direct.map((s) => s.replace(/digit/, 'mine')));
+  assert.deepEqual(
+    await classifyHttp('own', 'x', 'scores'),
+    direct.map((s) => s.replace(/digit/, 'mine')),
+  );
 });
 
 test('the same labels over gRPC', async () => {

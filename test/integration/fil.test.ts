@@ -23,10 +23,21 @@ import type { ServerProcess } from './server-process';
 import { repoIndex } from './repo-kit';
 
 /** The native libraries the answers are compared with; without them every test here skips, saying so (needs.ts). */
-const { before, after, test } = gatedBy([
-  needsPython('/usr/bin/python3', [{ module: 'xgboost', pkg: 'xgboost' }, { module: 'numpy', pkg: 'numpy' }], 'apt-get install python3-xgboost'),
-  needsPython('python3', [{ module: 'lightgbm', pkg: 'lightgbm' }], 'python3 -m pip install lightgbm'),
-].filter((s) => s !== false).join('; ') || false);
+const { before, after, test } = gatedBy(
+  [
+    needsPython(
+      '/usr/bin/python3',
+      [
+        { module: 'xgboost', pkg: 'xgboost' },
+        { module: 'numpy', pkg: 'numpy' },
+      ],
+      'apt-get install python3-xgboost',
+    ),
+    needsPython('python3', [{ module: 'lightgbm', pkg: 'lightgbm' }], 'python3 -m pip install lightgbm'),
+  ]
+    .filter((s) => s !== false)
+    .join('; ') || false,
+);
 
 const FIXTURE = path.join(REPO_ROOT, 'test/integration/fixtures/fil_models.py');
 
@@ -64,15 +75,41 @@ before(async () => {
   const lgb = path.join(repo, 'lgb_reg/1/model.txt');
   const corrupt = path.join(repo, 'corrupt.json');
   fs.writeFileSync(corrupt, fs.readFileSync(path.join(repo, 'xgb_reg_json/1/xgboost.json'), 'utf8').slice(0, 900));
-  place('bad_corrupt', config('bad_corrupt', `${IO(6, 1)}\nparameters [${param('model_type', 'xgboost_json')}, ${param('output_class', 'false')}]`), 'xgboost.json', corrupt);
-  place('bad_type', config('bad_type', `${IO(5, 1)}\nparameters [${param('model_type', 'xgboost_json')}, ${param('output_class', 'false')}]`), 'xgboost.json', lgb);
+  place(
+    'bad_corrupt',
+    config('bad_corrupt', `${IO(6, 1)}\nparameters [${param('model_type', 'xgboost_json')}, ${param('output_class', 'false')}]`),
+    'xgboost.json',
+    corrupt,
+  );
+  place(
+    'bad_type',
+    config('bad_type', `${IO(5, 1)}\nparameters [${param('model_type', 'xgboost_json')}, ${param('output_class', 'false')}]`),
+    'xgboost.json',
+    lgb,
+  );
   place('bad_dims', config('bad_dims', `${IO(5, 3)}\nparameters [${param('model_type', 'lightgbm')}, ${param('output_class', 'false')}]`), 'model.txt', lgb);
   place('bad_algo', config('bad_algo', `${IO(5, 1)}\nparameters [${param('model_type', 'lightgbm')}, ${param('algo', 'FASTEST')}]`), 'model.txt', lgb);
   place('bad_class', config('bad_class', `${IO(5, 1)}\nparameters [${param('model_type', 'lightgbm')}, ${param('output_class', 'true')}]`), 'model.txt', lgb);
-  place('extra_params', config('extra_params', `${IO(5, 1)}\nparameters [${param('model_type', 'lightgbm')}, ${param('output_class', 'false')}, ` +
-    `${param('threads_per_tree', '4')}, ${param('storage_type', 'SPARSE')}, ${param('colour', 'blue')}]`), 'model.txt', lgb);
-  place('dims_any', config('dims_any', `input [{ name: "input__0" data_type: TYPE_FP32 dims: [ -1 ] }]\noutput [{ name: "output__0" data_type: TYPE_FP32 dims: [ 1 ] }]\n` +
-    `dynamic_batching { max_queue_delay_microseconds: 20000 }\nparameters [${param('model_type', 'lightgbm')}, ${param('output_class', 'false')}]`), 'model.txt', lgb);
+  place(
+    'extra_params',
+    config(
+      'extra_params',
+      `${IO(5, 1)}\nparameters [${param('model_type', 'lightgbm')}, ${param('output_class', 'false')}, ` +
+        `${param('threads_per_tree', '4')}, ${param('storage_type', 'SPARSE')}, ${param('colour', 'blue')}]`,
+    ),
+    'model.txt',
+    lgb,
+  );
+  place(
+    'dims_any',
+    config(
+      'dims_any',
+      `input [{ name: "input__0" data_type: TYPE_FP32 dims: [ -1 ] }]\noutput [{ name: "output__0" data_type: TYPE_FP32 dims: [ 1 ] }]\n` +
+        `dynamic_batching { max_queue_delay_microseconds: 20000 }\nparameters [${param('model_type', 'lightgbm')}, ${param('output_class', 'false')}]`,
+    ),
+    'model.txt',
+    lgb,
+  );
   // No config.pbtxt inputs or outputs and no model_type: the file name and auto-complete fill them.
   place('auto_lgb', 'backend: "fil"\ndefault_model_filename: "model.txt"\n', 'model.txt', path.join(repo, 'lgb_multi_proba/1/model.txt'));
   for (const m of ['fil_lightgbm', 'fil_xgboost']) fs.cpSync(path.join(MODEL_REPOSITORY, m), path.join(repo, m), { recursive: true });
@@ -104,14 +141,33 @@ function assertClose(model: string, got: number[], want: number[][], from = 0): 
   });
 }
 
-const MODELS = ['xgb_reg_json', 'xgb_reg_ubj', 'xgb_reg_binary', 'xgb_bin_class', 'xgb_bin_proba', 'xgb_bin_regress', 'xgb_multi_proba',
-  'xgb_multi_class', 'xgb_cat_json', 'lgb_reg', 'lgb_bin_class', 'lgb_bin_proba', 'lgb_multi_proba', 'lgb_multi_class', 'lgb_cat', 'lgb_zero_missing'];
+const MODELS = [
+  'xgb_reg_json',
+  'xgb_reg_ubj',
+  'xgb_reg_binary',
+  'xgb_bin_class',
+  'xgb_bin_proba',
+  'xgb_bin_regress',
+  'xgb_multi_proba',
+  'xgb_multi_class',
+  'xgb_cat_json',
+  'lgb_reg',
+  'lgb_bin_class',
+  'lgb_bin_proba',
+  'lgb_multi_proba',
+  'lgb_multi_class',
+  'lgb_cat',
+  'lgb_zero_missing',
+];
 
 test('every format and output mode equals the native library, 64 rows in one request and row by row', async () => {
   assert.deepEqual([...cases.keys()].sort(), [...MODELS].sort());
   for (const model of MODELS) {
     const c = cases.get(model)!;
-    assert.ok(c.inputs.some((r) => r.some((v) => v === null)), `${model}: the rows hold NaN`);
+    assert.ok(
+      c.inputs.some((r) => r.some((v) => v === null)),
+      `${model}: the rows hold NaN`,
+    );
     const all = await predict(model, c.inputs);
     assert.deepEqual(all.shape, [c.inputs.length, c.expected[0]!.length], model);
     assertClose(model, all.data, c.expected);
@@ -124,10 +180,24 @@ test('every format and output mode equals the native library, 64 rows in one req
 });
 
 // The example models of model_repository/ (scripts/gen_fil_models.py), against the native library on rows with a NaN.
-const EXAMPLE_ROWS: (number | null)[][] = [[5.1, 3.5, 1.4, 0.2], [6.0, 2.9, 4.5, 1.5], [6.7, 3.1, 5.8, 2.2], [5.8, null, 5.1, 1.9], [null, 3.0, 1.5, null]];
+const EXAMPLE_ROWS: (number | null)[][] = [
+  [5.1, 3.5, 1.4, 0.2],
+  [6.0, 2.9, 4.5, 1.5],
+  [6.7, 3.1, 5.8, 2.2],
+  [5.8, null, 5.1, 1.9],
+  [null, 3.0, 1.5, null],
+];
 const NATIVE_EXAMPLES: [string, string, string][] = [
-  ['fil_lightgbm', 'python3', 'import lightgbm, json, sys; m = lightgbm.Booster(model_file=sys.argv[1]); print(json.dumps(m.predict(json.loads(sys.argv[2], parse_constant=float)).tolist()))'],
-  ['fil_xgboost', '/usr/bin/python3', 'import xgboost, numpy, json, sys; m = xgboost.Booster(model_file=sys.argv[1]); x = numpy.array(json.loads(sys.argv[2]), dtype=numpy.float32); print(json.dumps((m.predict(xgboost.DMatrix(x)) > 0.5).astype(float).tolist()))'],
+  [
+    'fil_lightgbm',
+    'python3',
+    'import lightgbm, json, sys; m = lightgbm.Booster(model_file=sys.argv[1]); print(json.dumps(m.predict(json.loads(sys.argv[2], parse_constant=float)).tolist()))',
+  ],
+  [
+    'fil_xgboost',
+    '/usr/bin/python3',
+    'import xgboost, numpy, json, sys; m = xgboost.Booster(model_file=sys.argv[1]); x = numpy.array(json.loads(sys.argv[2]), dtype=numpy.float32); print(json.dumps((m.predict(xgboost.DMatrix(x)) > 0.5).astype(float).tolist()))',
+  ],
 ];
 for (const [model, python, code] of NATIVE_EXAMPLES) {
   test(`example model ${model} answers as the native library does`, async () => {
@@ -144,16 +214,25 @@ test('the threshold decides binary classes: at 0.3 more rows are class 1 than at
   const proba = await predict('xgb_bin_regress', c.inputs);
   const classes = await predict('xgb_bin_class', c.inputs);
   classes.data.forEach((k, i) => assert.equal(k, proba.data[i]! > 0.3 ? 1 : 0, `row ${i}`));
-  assert.ok(proba.data.some((p) => p > 0.3 && p <= 0.5), 'some row lies between the two thresholds');
+  assert.ok(
+    proba.data.some((p) => p > 0.3 && p <= 0.5),
+    'some row lies between the two thresholds',
+  );
 });
 
 test('auto-complete fills input__0, output__0 and the batch size from the model file', async () => {
   const r = await fetch(`${server.url}/v2/models/auto_lgb/config`);
   assert.equal(r.status, 200);
-  const cfg = await r.json() as { max_batch_size: number; input: { name: string; dims: number[] }[]; output: { name: string; dims: number[] }[] };
+  const cfg = (await r.json()) as { max_batch_size: number; input: { name: string; dims: number[] }[]; output: { name: string; dims: number[] }[] };
   assert.equal(cfg.max_batch_size, 1024);
-  assert.deepEqual(cfg.input.map((i) => [i.name, i.dims]), [['input__0', [5]]]);
-  assert.deepEqual(cfg.output.map((o) => [o.name, o.dims]), [['output__0', [1]]]);
+  assert.deepEqual(
+    cfg.input.map((i) => [i.name, i.dims]),
+    [['input__0', [5]]],
+  );
+  assert.deepEqual(
+    cfg.output.map((o) => [o.name, o.dims]),
+    [['output__0', [1]]],
+  );
   const c = cases.get('lgb_multi_class')!;
   assertClose('auto_lgb', (await predict('auto_lgb', c.inputs)).data, c.expected);
 });
@@ -197,11 +276,15 @@ test('bad models fail to load with the file, what is wrong and what to do; the r
   const corrupt = reason('bad_corrupt');
   assert.match(corrupt, /bad_corrupt\/1\/xgboost\.json is not an XGBoost JSON model/);
   assert.match(corrupt, /Save it again with Booster\.save_model\("xgboost\.json"\)/);
-  assert.match(reason('bad_type'), /parameter model_type is 'xgboost_json', but .*bad_type\/1\/xgboost\.json is a LightGBM text model: set model_type to 'lightgbm'/);
+  assert.match(
+    reason('bad_type'),
+    /parameter model_type is 'xgboost_json', but .*bad_type\/1\/xgboost\.json is a LightGBM text model: set model_type to 'lightgbm'/,
+  );
   assert.match(reason('bad_dims'), /output 'output__0' has dims \[3\], but the model answers one prediction per row: set dims: \[ 1 \]/);
   assert.match(reason('bad_algo'), /Unknown FIL algorithm name: FASTEST/);
   assert.match(reason('bad_class'), /output_class is true, but .* is a LightGBM regression model \(objective 'regression'\): set output_class to false/);
-  for (const m of [...MODELS, 'extra_params', 'auto_lgb', 'dims_any', 'fil_lightgbm', 'fil_xgboost']) assert.equal(index.find((x) => x.name === m)?.state, 'READY', m);
+  for (const m of [...MODELS, 'extra_params', 'auto_lgb', 'dims_any', 'fil_lightgbm', 'fil_xgboost'])
+    assert.equal(index.find((x) => x.name === m)?.state, 'READY', m);
 });
 
 test('GPU-only and unknown parameters load with one warning each naming the model and the parameter', () => {

@@ -59,8 +59,14 @@ export class Fleet {
     for (let i = 0; i < count; i++) ports.push({ http: await freePort(), metrics: await freePort() });
     const servers = await Promise.all(ports.map((p) => this.launch(p.http, p.metrics)));
     servers.forEach((server, i) => this.replicas.push({ httpPort: ports[i].http, metricsPort: ports[i].metrics, server }));
-    this.nginx = await startNginx(this.dir, ports.map((p) => p.http));
-    this.prometheus = await startPrometheus(this.dir, ports.map((p) => p.metrics));
+    this.nginx = await startNginx(
+      this.dir,
+      ports.map((p) => p.http),
+    );
+    this.prometheus = await startPrometheus(
+      this.dir,
+      ports.map((p) => p.metrics),
+    );
   }
 
   get url(): string {
@@ -103,7 +109,11 @@ export class Fleet {
         const t0 = performance.now();
         const inRoll = this.rolling;
         result.sent++;
-        const problem = await fetch(`${this.url}/v2/models/simple/infer`, { method: 'POST', body: SIMPLE_BODY, headers: { 'Content-Type': 'application/json' } }).then(
+        const problem = await fetch(`${this.url}/v2/models/simple/infer`, {
+          method: 'POST',
+          body: SIMPLE_BODY,
+          headers: { 'Content-Type': 'application/json' },
+        }).then(
           async (res) => {
             const text = await res.text();
             if (res.status !== 200) return `${res.status} ${text.slice(0, 200)}`;
@@ -137,7 +147,10 @@ export class Fleet {
         let watching = true;
         const watch = (async () => {
           while (watching && readinessDownMs < 0) {
-            const status = await fetch(`http://127.0.0.1:${r.httpPort}/v2/health/ready`).then((res) => res.status, () => 0);
+            const status = await fetch(`http://127.0.0.1:${r.httpPort}/v2/health/ready`).then(
+              (res) => res.status,
+              () => 0,
+            );
             if (status === 503) readinessDownMs = Date.now() - t0;
             await new Promise((res) => setTimeout(res, 20));
           }
@@ -160,11 +173,17 @@ export class Fleet {
   /** `count` concurrent inferences on `slow` through nginx; how many did not answer 200. */
   async burst(count: number): Promise<number> {
     const body = JSON.stringify({ inputs: [{ name: 'IN', datatype: 'INT32', shape: [1], data: [7] }] });
-    const statuses = await Promise.all(Array.from({ length: count }, () =>
-      fetch(`${this.url}/v2/models/slow/infer`, { method: 'POST', body, headers: { 'Content-Type': 'application/json' } }).then(async (res) => {
-        await res.arrayBuffer();
-        return res.status;
-      }, () => 0)));
+    const statuses = await Promise.all(
+      Array.from({ length: count }, () =>
+        fetch(`${this.url}/v2/models/slow/infer`, { method: 'POST', body, headers: { 'Content-Type': 'application/json' } }).then(
+          async (res) => {
+            await res.arrayBuffer();
+            return res.status;
+          },
+          () => 0,
+        ),
+      ),
+    );
     return statuses.filter((s) => s !== 200).length;
   }
 
@@ -212,7 +231,12 @@ export class Fleet {
 
 async function waitReady(port: number, timeoutMs = 30_000): Promise<void> {
   const end = Date.now() + timeoutMs;
-  while ((await fetch(`http://127.0.0.1:${port}/v2/health/ready`).then((r) => r.status, () => 0)) !== 200) {
+  while (
+    (await fetch(`http://127.0.0.1:${port}/v2/health/ready`).then(
+      (r) => r.status,
+      () => 0,
+    )) !== 200
+  ) {
     if (Date.now() > end) throw new Error(`replica on ${port} not ready within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 50));
   }

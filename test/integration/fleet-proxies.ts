@@ -71,7 +71,10 @@ async function waitReady(h: Helper, url: string, what: string, timeoutMs = 30_00
   const end = Date.now() + timeoutMs;
   for (;;) {
     if (h.child.exitCode !== null) throw new Error(`${what} exited with ${h.child.exitCode}:\n${h.output()}`);
-    const ok = await fetch(url).then((r) => r.status === 200, () => false);
+    const ok = await fetch(url).then(
+      (r) => r.status === 200,
+      () => false,
+    );
     if (ok) return;
     if (Date.now() > end) throw new Error(`${what} did not answer ${url} within ${timeoutMs} ms:\n${h.output()}`);
     await new Promise((r) => setTimeout(r, 100));
@@ -145,12 +148,11 @@ export async function startPrometheus(dir: string, metricsPorts: number[], inter
   const port = await freePort();
   const conf = path.join(dir, 'prometheus.yml');
   fs.writeFileSync(conf, prometheusConfig(metricsPorts, intervalMs));
-  const h = spawnHelper(PROMETHEUS, [
-    `--config.file=${conf}`,
-    `--storage.tsdb.path=${path.join(dir, 'tsdb')}`,
-    `--web.listen-address=127.0.0.1:${port}`,
-    '--log.level=warn',
-  ], port);
+  const h = spawnHelper(
+    PROMETHEUS,
+    [`--config.file=${conf}`, `--storage.tsdb.path=${path.join(dir, 'tsdb')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn'],
+    port,
+  );
   await waitReady(h, `http://127.0.0.1:${port}/-/ready`, 'prometheus');
   return h;
 }

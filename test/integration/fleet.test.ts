@@ -20,11 +20,14 @@ const missing = [NGINX, PROMETHEUS].filter((p) => !fs.existsSync(p));
 const skip = missing.length > 0 ? recordSkip(`not installed: ${missing.join(', ')} (apt-get install nginx-light prometheus)`) : false;
 let fleet: Fleet;
 
-before(async () => {
-  if (skip) return;
-  fleet = new Fleet();
-  await fleet.start(3);
-}, { timeout: 90_000 });
+before(
+  async () => {
+    if (skip) return;
+    fleet = new Fleet();
+    await fleet.start(3);
+  },
+  { timeout: 90_000 },
+);
 
 after(async () => {
   await fleet?.stop();
@@ -39,8 +42,13 @@ test('a rolling restart under steady load through nginx fails no request', { ski
   const rollMs = Date.now() - rollStart;
   const load = await loading;
   const p99 = percentile(load.duringRoll, 99);
-  t.diagnostic(`sent ${load.sent}, failed ${load.failed}, ${load.duringRoll.length} during the ${rollMs} ms roll, p50 ${percentile(load.duringRoll, 50).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms`);
-  for (const d of drains) t.diagnostic(`replica ${d.replica}: readiness 503 after ${d.readinessDownMs} ms, exit ${d.exitCode} after ${d.stopMs} ms, replacement ready in ${d.replaceMs} ms`);
+  t.diagnostic(
+    `sent ${load.sent}, failed ${load.failed}, ${load.duringRoll.length} during the ${rollMs} ms roll, p50 ${percentile(load.duringRoll, 50).toFixed(1)} ms, p99 ${p99.toFixed(1)} ms`,
+  );
+  for (const d of drains)
+    t.diagnostic(
+      `replica ${d.replica}: readiness 503 after ${d.readinessDownMs} ms, exit ${d.exitCode} after ${d.stopMs} ms, replacement ready in ${d.replaceMs} ms`,
+    );
 
   assert.deepEqual(load.failures, []);
   assert.equal(load.failed, 0);
@@ -70,7 +78,9 @@ test('Prometheus sees the pending-request gauge rise under a burst and fall back
   await fleet.waitScrape();
   const peak = await fleet.promPendingMax(t0, t1);
   const afterBurst = await fleet.promPendingNow();
-  t.diagnostic(`sum(nv_inference_pending_request_count): ${idle} idle, peak ${peak} during the ${((t1 - t0) * 1000).toFixed(0)} ms burst of 120, ${afterBurst} after`);
+  t.diagnostic(
+    `sum(nv_inference_pending_request_count): ${idle} idle, peak ${peak} during the ${((t1 - t0) * 1000).toFixed(0)} ms burst of 120, ${afterBurst} after`,
+  );
   assert.equal(failed, 0);
   assert.equal(idle, 0);
   assert.ok(peak >= 10, `the pending gauge peaked at ${peak} under a burst of 120 on a 40 ms model (want >= 10)`);

@@ -103,9 +103,12 @@ export async function startGcsStandIn(): Promise<GcsStandIn> {
     const b = buckets.get(bucketName);
     if (!b) return gcsError(res, 404, 'The specified bucket does not exist.', 'notFound');
     if (b.forbidden) {
-      return gcsError(res, 403,
+      return gcsError(
+        res,
+        403,
         `caller does not have storage.objects.list access to the Google Cloud Storage bucket. Permission 'storage.objects.list' denied on resource (or it may not exist).`,
-        'forbidden');
+        'forbidden',
+      );
     }
     if (m[2] === undefined) {
       const prefix = url.searchParams.get('prefix') ?? '';

@@ -51,23 +51,43 @@ interface CurlAnswer {
 /** curl POST `body` to `route`; -N (no buffering) as an SSE client uses it. */
 function curl(route: string, body: string): Promise<CurlAnswer> {
   return new Promise((resolve, reject) => {
-    execFile('curl', ['-sS', '-N', '-X', 'POST', '-H', 'Content-Type: application/json', '-H', 'infer-key: s3cret', '--data-binary', body,
-      '-w', '\n%{http_code} %{content_type}', `${server.url}${route}`], (err, stdout) => {
-      if (err) return reject(err);
-      const cut = stdout.lastIndexOf('\n');
-      const [status, ...type] = stdout.slice(cut + 1).split(' ');
-      resolve({ status: Number(status), contentType: type.join(' '), body: stdout.slice(0, cut) });
-    });
+    execFile(
+      'curl',
+      [
+        '-sS',
+        '-N',
+        '-X',
+        'POST',
+        '-H',
+        'Content-Type: application/json',
+        '-H',
+        'infer-key: s3cret',
+        '--data-binary',
+        body,
+        '-w',
+        '\n%{http_code} %{content_type}',
+        `${server.url}${route}`,
+      ],
+      (err, stdout) => {
+        if (err) return reject(err);
+        const cut = stdout.lastIndexOf('\n');
+        const [status, ...type] = stdout.slice(cut + 1).split(' ');
+        resolve({ status: Number(status), contentType: type.join(' '), body: stdout.slice(0, cut) });
+      },
+    );
   });
 }
 
 /** The events of an SSE body: each must be exactly `data: <json>\n\n`. */
 function events(body: string): Record<string, unknown>[] {
   assert.ok(body.endsWith('\n\n'), `the stream ends with an event's blank line: ${JSON.stringify(body)}`);
-  return body.slice(0, -2).split('\n\n').map((e) => {
-    assert.ok(e.startsWith('data: '), `an event is one data line: ${JSON.stringify(e)}`);
-    return JSON.parse(e.slice(6)) as Record<string, unknown>;
-  });
+  return body
+    .slice(0, -2)
+    .split('\n\n')
+    .map((e) => {
+      assert.ok(e.startsWith('data: '), `an event is one data line: ${JSON.stringify(e)}`);
+      return JSON.parse(e.slice(6)) as Record<string, unknown>;
+    });
 }
 
 const range = (n: number, f: (i: number) => number): number[] => Array.from({ length: n }, (_, i) => f(i));
@@ -77,14 +97,20 @@ test('generate on the ONNX simple: inputs by name, outputs as JSON keys, id echo
   assert.equal(a.status, 200, a.body);
   assert.equal(a.contentType, 'application/json');
   assert.deepEqual(JSON.parse(a.body), {
-    id: 'g-1', model_name: 'simple', model_version: '1',
-    OUTPUT0: range(16, (i) => i + 1), OUTPUT1: range(16, (i) => i - 1),
+    id: 'g-1',
+    model_name: 'simple',
+    model_version: '1',
+    OUTPUT0: range(16, (i) => i + 1),
+    OUTPUT1: range(16, (i) => i - 1),
   });
   const v = await curl('/v2/models/simple/versions/1/generate', JSON.stringify({ INPUT0: range(16, () => 2), INPUT1: range(16, () => 3) }));
   assert.equal(v.status, 200, v.body);
   const j = JSON.parse(v.body) as Record<string, unknown>;
   assert.equal(j.id, undefined, 'no id when the request has none');
-  assert.deepEqual(j.OUTPUT0, range(16, () => 5));
+  assert.deepEqual(
+    j.OUTPUT0,
+    range(16, () => 5),
+  );
 });
 
 test('generate_stream on a non-decoupled model: one event', async () => {
@@ -93,40 +119,58 @@ test('generate_stream on a non-decoupled model: one event', async () => {
   assert.equal(a.contentType, 'text/event-stream; charset=utf-8');
   const ev = events(a.body);
   assert.equal(ev.length, 1);
-  assert.deepEqual(ev[0].OUTPUT1, range(16, () => 3));
+  assert.deepEqual(
+    ev[0].OUTPUT1,
+    range(16, () => 3),
+  );
   assert.equal(ev[0].model_version, '1');
 });
 
 test('generate_stream on the decoupled mock LLM: one event per word, max_tokens as a parameter', async () => {
-  const a = await curl('/v2/models/mock_llm/generate_stream',
-    JSON.stringify({ id: 's-1', text_input: 'the quick brown fox', stream: true, parameters: { max_tokens: 6 } }));
+  const a = await curl(
+    '/v2/models/mock_llm/generate_stream',
+    JSON.stringify({ id: 's-1', text_input: 'the quick brown fox', stream: true, parameters: { max_tokens: 6 } }),
+  );
   assert.equal(a.status, 200, a.body);
   assert.equal(a.contentType, 'text/event-stream; charset=utf-8');
   const ev = events(a.body);
-  assert.deepEqual(ev.map((e) => e.text_output), ['the', 'quick', 'brown', 'fox', 'the', 'quick']);
-  for (const e of ev) assert.deepEqual({ id: e.id, model_name: e.model_name, model_version: e.model_version }, { id: 's-1', model_name: 'mock_llm', model_version: '1' });
+  assert.deepEqual(
+    ev.map((e) => e.text_output),
+    ['the', 'quick', 'brown', 'fox', 'the', 'quick'],
+  );
+  for (const e of ev)
+    assert.deepEqual({ id: e.id, model_name: e.model_name, model_version: e.model_version }, { id: 's-1', model_name: 'mock_llm', model_version: '1' });
   // A top-level key that names no input is a request parameter too.
   const b = await curl('/v2/models/mock_llm/generate_stream', JSON.stringify({ text_input: 'a b', stream: [true], max_tokens: 3 }));
-  assert.deepEqual(events(b.body).map((e) => e.text_output), ['a', 'b', 'a']);
+  assert.deepEqual(
+    events(b.body).map((e) => e.text_output),
+    ['a', 'b', 'a'],
+  );
 });
 
 test('an error in the middle of a stream is an error event of the 200 stream, and the stream goes on', async () => {
-  const a = await curl('/v2/models/mock_llm/generate_stream',
-    JSON.stringify({ text_input: 'one two three', stream: true, parameters: { max_tokens: 4, error_after: 2 } }));
+  const a = await curl(
+    '/v2/models/mock_llm/generate_stream',
+    JSON.stringify({ text_input: 'one two three', stream: true, parameters: { max_tokens: 4, error_after: 2 } }),
+  );
   assert.equal(a.status, 200);
   const ev = events(a.body);
-  assert.deepEqual(ev.map((e) => e.text_output ?? `error: ${String(e.error)}`),
-    ['one', 'two', 'error: mock_llm: error after 2 words, as asked', 'three', 'one']);
+  assert.deepEqual(
+    ev.map((e) => e.text_output ?? `error: ${String(e.error)}`),
+    ['one', 'two', 'error: mock_llm: error after 2 words, as asked', 'three', 'one'],
+  );
 });
 
-test('generate on a decoupled model: one response is answered; several are refused with Triton\'s text', async () => {
+test("generate on a decoupled model: one response is answered; several are refused with Triton's text", async () => {
   const one = await curl('/v2/models/mock_llm/generate', JSON.stringify({ text_input: 'hello there world', stream: false, parameters: { max_tokens: 2 } }));
   assert.equal(one.status, 200, one.body);
   assert.equal((JSON.parse(one.body) as Record<string, unknown>).text_output, 'hello there');
   const many = await curl('/v2/models/mock_llm/generate', JSON.stringify({ text_input: 'a b c', stream: true, parameters: { max_tokens: 3 } }));
   assert.equal(many.status, 400);
-  assert.match(String((JSON.parse(many.body) as { error: string }).error),
-    /^generate expects model to produce exactly 1 response, use generate stream for model that generates various number of responses \(model 'mock_llm' produced 3\)$/);
+  assert.match(
+    String((JSON.parse(many.body) as { error: string }).error),
+    /^generate expects model to produce exactly 1 response, use generate stream for model that generates various number of responses \(model 'mock_llm' produced 3\)$/,
+  );
 });
 
 test('request errors: unknown model as infer answers it, missing input, wrong type, bad parameter, non-JSON body', async () => {
@@ -184,8 +228,14 @@ test('an SSE client that disconnects mid-stream cancels the request: the model s
   const tag = path.join(marks, 'gone');
   const body = JSON.stringify({ text_input: 'tick tock', stream: true, parameters: { max_tokens: 2000, delay_ms: 10, marker: tag } });
   const seen: string[] = [];
-  const req = http.request({ host: '127.0.0.1', port: server.port, path: '/v2/models/mock_llm/generate_stream', method: 'POST', agent: false,
-    headers: { 'Content-Type': 'application/json', ...KEY } });
+  const req = http.request({
+    host: '127.0.0.1',
+    port: server.port,
+    path: '/v2/models/mock_llm/generate_stream',
+    method: 'POST',
+    agent: false,
+    headers: { 'Content-Type': 'application/json', ...KEY },
+  });
   await new Promise<void>((resolve, reject) => {
     req.on('error', reject);
     req.on('response', (res) => {
@@ -225,18 +275,24 @@ async function rawExchange(raw: string): Promise<string> {
 
 test('an HTTP/1.0 client gets the stream unframed, ended by the close', async () => {
   const body = JSON.stringify({ text_input: 'u v', stream: true, max_tokens: 2 });
-  const text = await rawExchange(`POST /v2/models/mock_llm/generate_stream HTTP/1.0\r\ninfer-key: s3cret\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  const text = await rawExchange(
+    `POST /v2/models/mock_llm/generate_stream HTTP/1.0\r\ninfer-key: s3cret\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
   const [head, sse] = [text.slice(0, text.indexOf('\r\n\r\n')), text.slice(text.indexOf('\r\n\r\n') + 4)];
   assert.match(head, /^HTTP\/1\.1 200 OK\r\n/);
   assert.doesNotMatch(head, /Transfer-Encoding|Content-Length/i);
   assert.match(head, /Connection: close/);
-  assert.deepEqual(events(sse).map((e) => e.text_output), ['u', 'v']);
+  assert.deepEqual(
+    events(sse).map((e) => e.text_output),
+    ['u', 'v'],
+  );
 });
 
 test('a keep-alive connection serves a request pipelined behind a stream after the stream ends', async () => {
   const stream = JSON.stringify({ text_input: 'x y', stream: true, parameters: { max_tokens: 3, delay_ms: 20 } });
   const plain = JSON.stringify({ INPUT0: range(16, () => 1), INPUT1: range(16, () => 1) });
-  const raw = `POST /v2/models/mock_llm/generate_stream HTTP/1.1\r\nHost: t\r\ninfer-key: s3cret\r\nContent-Length: ${Buffer.byteLength(stream)}\r\n\r\n${stream}` +
+  const raw =
+    `POST /v2/models/mock_llm/generate_stream HTTP/1.1\r\nHost: t\r\ninfer-key: s3cret\r\nContent-Length: ${Buffer.byteLength(stream)}\r\n\r\n${stream}` +
     `POST /v2/models/simple/generate HTTP/1.1\r\nHost: t\r\ninfer-key: s3cret\r\nContent-Length: ${Buffer.byteLength(plain)}\r\nConnection: close\r\n\r\n${plain}`;
   const text = await rawExchange(raw);
   const second = text.indexOf('HTTP/1.1 200 OK', 1);
@@ -255,14 +311,20 @@ test('--http-restricted-api: generate and generate_stream are in the inference c
     assert.deepEqual(await res.json(), { error: "This API is restricted, expecting header 'infer-key'" });
   }
   const pre = await fetch(`${server.url}/v2/models/mock_llm/generate_stream`, {
-    method: 'OPTIONS', headers: { Origin: ORIGIN, 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'infer-key' },
+    method: 'OPTIONS',
+    headers: { Origin: ORIGIN, 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'infer-key' },
   });
   assert.equal(pre.status, 204);
   assert.equal(pre.headers.get('access-control-allow-methods'), 'POST');
   const res = await fetch(`${server.url}/v2/models/mock_llm/generate_stream`, {
-    method: 'POST', headers: { Origin: ORIGIN, ...KEY }, body: JSON.stringify({ text_input: 'p q', stream: true, max_tokens: 2 }),
+    method: 'POST',
+    headers: { Origin: ORIGIN, ...KEY },
+    body: JSON.stringify({ text_input: 'p q', stream: true, max_tokens: 2 }),
   });
   assert.equal(res.status, 200);
   assert.equal(res.headers.get('access-control-allow-origin'), ORIGIN, 'the stream carries the CORS headers');
-  assert.deepEqual(events(await res.text()).map((e) => e.text_output), ['p', 'q']);
+  assert.deepEqual(
+    events(await res.text()).map((e) => e.text_output),
+    ['p', 'q'],
+  );
 });

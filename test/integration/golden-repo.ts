@@ -24,7 +24,11 @@ export const GOLDEN_DIR = path.join(REPO_ROOT, 'test', 'golden');
 /** Case folder names under test/golden/<kind>, sorted. */
 export function goldenCases(kind: string): string[] {
   const dir = path.join(GOLDEN_DIR, kind);
-  return fs.readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  return fs
+    .readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort();
 }
 
 export function readCase<T>(kind: string, name: string): T {

@@ -32,8 +32,14 @@ let server: ServerProcess;
 let client: GrpcTestClient;
 
 before(async () => {
-  server = await startServer([`--model-repository=${MODEL_REPOSITORY}`, '--model-control-mode=explicit', '--load-model=simple',
-    '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1']);
+  server = await startServer([
+    `--model-repository=${MODEL_REPOSITORY}`,
+    '--model-control-mode=explicit',
+    '--load-model=simple',
+    '--allow-grpc=true',
+    '--grpc-port=0',
+    '--grpc-address=127.0.0.1',
+  ]);
   client = createClient(server.grpcPort);
   server.arenaBaseline = await server.arenaUsedBytes();
 });
@@ -56,8 +62,10 @@ function series(text: string, name: string, labels: string): number {
 /** Requests of `simple` that finished, successfully or not. */
 async function executed(): Promise<number> {
   const text = await metrics();
-  return series(text, 'nv_inference_request_success', 'model="simple",version="1"')
-    + series(text, 'nv_inference_request_failure', 'model="simple",reason="BACKEND",version="1"');
+  return (
+    series(text, 'nv_inference_request_success', 'model="simple",version="1"') +
+    series(text, 'nv_inference_request_failure', 'model="simple",reason="BACKEND",version="1"')
+  );
 }
 
 function rssBytes(pid: number): number {
@@ -84,7 +92,8 @@ async function knownGood(rng: Rng): Promise<void> {
   const in0 = Array.from({ length: 16 }, () => rng.int(-1000, 1000));
   const in1 = Array.from({ length: 16 }, () => rng.int(-1000, 1000));
   const res = await client.call<{ raw_output_contents: Buffer[] }>('ModelInfer', {
-    model_name: 'simple', id: 'other-client',
+    model_name: 'simple',
+    id: 'other-client',
     inputs: ['INPUT0', 'INPUT1'].map((name) => ({ name, datatype: 'INT32', shape: [1, 16] })),
     raw_input_contents: [int32Bytes(in0), int32Bytes(in1)],
   });
@@ -97,7 +106,10 @@ function unreadStream(): { session: http2.ClientHttp2Session; stream: http2.Clie
   const session = http2.connect(`http://127.0.0.1:${server.grpcPort}`, { settings: { initialWindowSize: 4096 } });
   session.on('error', () => {});
   const stream = session.request({
-    ':method': 'POST', ':path': '/inference.GRPCInferenceService/ModelStreamInfer', 'content-type': 'application/grpc', te: 'trailers',
+    ':method': 'POST',
+    ':path': '/inference.GRPCInferenceService/ModelStreamInfer',
+    'content-type': 'application/grpc',
+    te: 'trailers',
   });
   stream.on('error', () => {});
   stream.pause();

@@ -36,12 +36,19 @@ after(async () => {
 
 const A = Array.from({ length: 16 }, (_, i) => i);
 const request = (id: string): object => ({
-  model_name: 'simple', id,
-  inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16] }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] }],
+  model_name: 'simple',
+  id,
+  inputs: [
+    { name: 'INPUT0', datatype: 'INT32', shape: [1, 16] },
+    { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] },
+  ],
   raw_input_contents: [int32Bytes(A), int32Bytes(A)],
 });
 
-interface Reply { error_message: string; infer_response?: { id: string } }
+interface Reply {
+  error_message: string;
+  infer_response?: { id: string };
+}
 
 function open(): { s: grpc.ClientDuplexStream<object, Reply>; replies: Reply[]; ended: Promise<void> } {
   const s = client.inference.ModelStreamInfer() as grpc.ClientDuplexStream<object, Reply>;
@@ -108,7 +115,10 @@ test(`--grpc-max-connections=${CAP}: a connection past the cap is refused UNAVAI
   await new Promise((r) => setTimeout(r, 200)); // the server has accepted them
 
   const late = ownConnection();
-  const err = await late.call('ServerLive', {}).then(() => undefined, (e: grpc.ServiceError) => e);
+  const err = await late.call('ServerLive', {}).then(
+    () => undefined,
+    (e: grpc.ServiceError) => e,
+  );
   assert.ok(err !== undefined, 'a call on a connection past the cap is refused');
   assert.equal(err.code, grpc.status.UNAVAILABLE);
   assert.match(err.details, new RegExp(`the server has too many open gRPC connections \\(${CAP}; --grpc-max-connections=${CAP}\\): try again later`));
@@ -128,7 +138,10 @@ test(`--grpc-max-connections=${CAP}: a connection past the cap is refused UNAVAI
   const again = ownConnection();
   assert.deepEqual(await again.call('ServerLive', {}), { live: true });
   await waitForOutput(capped, /refused gRPC connections from 127\.0\.0\.1: 5 are open, the most --grpc-max-connections allows/);
-  const said = capped.output().split('\n').filter((l) => l.includes('refused gRPC connections from')).length;
+  const said = capped
+    .output()
+    .split('\n')
+    .filter((l) => l.includes('refused gRPC connections from')).length;
   assert.equal(said, 1, 'said once per client');
   again.close();
   keep.close();

@@ -43,7 +43,8 @@ export function escapeRe(s: string): string {
 /** The head and tail of the server's text for a ModelInferRequest of `bytes` bytes that did not parse. */
 export function parseErrorParts(bytes: number, id: string, model: string): { head: string; tail: string } {
   return {
-    head: `${id !== '' ? `[request id: ${id}] ` : ''}unable to parse the ModelInferRequest message (${bytes} bytes)` +
+    head:
+      `${id !== '' ? `[request id: ${id}] ` : ''}unable to parse the ModelInferRequest message (${bytes} bytes)` +
       `${model !== '' ? ` for model '${model}'` : ''}: `,
     tail: ". Send a ModelInferRequest serialized from Triton's grpc_service.proto",
   };
@@ -92,8 +93,11 @@ export class Rng {
 
 /** The server's text for a gzip message of `bytes` bytes that does not decompress (zlib's reason varies with the damage). */
 export function undecompressableText(bytes: number): RegExp {
-  return new RegExp(`^${escapeRe(`unable to decompress the ModelInferRequest message (${bytes} bytes, grpc-encoding gzip): `)}.+` +
-    escapeRe(". Send it compressed with the encoding the call's grpc-encoding header names, or uncompressed (compressed flag 0)") + '$');
+  return new RegExp(
+    `^${escapeRe(`unable to decompress the ModelInferRequest message (${bytes} bytes, grpc-encoding gzip): `)}.+` +
+      escapeRe(". Send it compressed with the encoding the call's grpc-encoding header names, or uncompressed (compressed flag 0)") +
+      '$',
+  );
 }
 
 // ---- protobuf writing ----
@@ -141,7 +145,13 @@ export function layout(fields: Field[]): { bytes: Buffer; spans: { name: string;
 // ---- requests on `simple` (INT32 [-1,16] in, OUTPUT0 = sum, OUTPUT1 = difference) ----
 
 export const TOP_FIELDS: Record<number, string> = {
-  1: 'model_name', 2: 'model_version', 3: 'id', 4: 'parameters', 5: 'inputs', 6: 'outputs', 7: 'raw_input_contents',
+  1: 'model_name',
+  2: 'model_version',
+  3: 'id',
+  4: 'parameters',
+  5: 'inputs',
+  6: 'outputs',
+  7: 'raw_input_contents',
 };
 export const INPUT_FIELDS: Record<number, string> = { 1: 'name', 2: 'datatype', 3: 'shape', 4: 'parameters', 5: 'contents' };
 
@@ -162,10 +172,15 @@ export function simpleRequest(rng: Rng, id: string, opts: { model?: string; shap
   const n = shape.reduce((a, b) => a * b, 1);
   const in0 = Array.from({ length: n }, () => rng.int(-1000, 1000));
   const in1 = Array.from({ length: n }, () => rng.int(-1000, 1000));
-  const head: Field[] = [{ name: 'model_name', bytes: lenField(1, opts.model ?? 'simple') }, { name: 'id', bytes: lenField(3, id) }];
+  const head: Field[] = [
+    { name: 'model_name', bytes: lenField(1, opts.model ?? 'simple') },
+    { name: 'id', bytes: lenField(3, id) },
+  ];
   if (rng.chance(0.5)) head.reverse();
   return {
-    id, in0, in1,
+    id,
+    in0,
+    in1,
     fields: [
       ...head,
       { name: 'inputs', bytes: lenField(5, inputTensor('INPUT0', shape)) },
@@ -188,12 +203,20 @@ export function expectedOutputs(r: { in0: number[]; in1: number[] }): { sum: num
 // ---- response decoding (proto-loader over our protos, as any client would) ----
 
 const pkg = protoLoader.loadSync(['grpc_service.proto'], {
-  keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [path.join(REPO_ROOT, 'proto')],
+  keepCase: true,
+  longs: String,
+  enums: String,
+  defaults: true,
+  oneofs: true,
+  includeDirs: [path.join(REPO_ROOT, 'proto')],
 });
-const service = pkg['inference.GRPCInferenceService'] as unknown as Record<string, {
-  requestSerialize(v: object): Buffer;
-  responseDeserialize(b: Buffer): unknown;
-}>;
+const service = pkg['inference.GRPCInferenceService'] as unknown as Record<
+  string,
+  {
+    requestSerialize(v: object): Buffer;
+    responseDeserialize(b: Buffer): unknown;
+  }
+>;
 
 export interface InferResponseMsg {
   id: string;

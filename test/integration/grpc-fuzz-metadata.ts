@@ -13,14 +13,13 @@
 import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
 import type { FuzzCase, Rng } from './grpc-fuzz-kit';
-import {
-  decodeInferResponse, decodeStreamResponse, expectStatus, expectedOutputs, requestBytes, simpleOutputs, simpleRequest,
-} from './grpc-fuzz-kit';
+import { decodeInferResponse, decodeStreamResponse, expectStatus, expectedOutputs, requestBytes, simpleOutputs, simpleRequest } from './grpc-fuzz-kit';
 import { grpcFrame } from './grpc-raw-client';
 import { int32Bytes } from './grpc-test-client';
 
 const LIMIT = 16 * 1024;
-const TOO_LARGE = /^received metadata size exceeds hard limit \((\d+) vs\. 16384\): request metadata \(headers\) is counted as name \+ value \+ 32 bytes per entry, and the largest entry is '([^']+)' \((\d+) bytes\); send less metadata$/;
+const TOO_LARGE =
+  /^received metadata size exceeds hard limit \((\d+) vs\. 16384\): request metadata \(headers\) is counted as name \+ value \+ 32 bytes per entry, and the largest entry is '([^']+)' \((\d+) bytes\); send less metadata$/;
 
 function entries(rng: Rng, n: number): { headers: Record<string, string>; total: number; largest: string } {
   const headers: Record<string, string> = {};
@@ -43,17 +42,23 @@ export const metadataFamilies: Record<string, { weight: number; make(rng: Rng, n
       const viaClient = !stream && rng.chance(0.4) && Math.abs(total - LIMIT) > 512;
       const req = simpleRequest(rng, `md-${n}`);
       return {
-        family: 'metadata', detail: `${Object.keys(headers).length} entries, ${total} bytes, ${stream ? 'ModelStreamInfer' : 'ModelInfer'}${viaClient ? ' (grpc-js client)' : ''}`,
+        family: 'metadata',
+        detail: `${Object.keys(headers).length} entries, ${total} bytes, ${stream ? 'ModelStreamInfer' : 'ModelInfer'}${viaClient ? ' (grpc-js client)' : ''}`,
         run: async ({ raw, client }) => {
           const over = total > LIMIT;
           if (viaClient) {
             const md = new grpc.Metadata();
             for (const [k, v] of Object.entries(headers)) md.set(k, v);
-            const call = client.call<{ id: string }>('ModelInfer', {
-              model_name: 'simple', id: req.id,
-              inputs: ['INPUT0', 'INPUT1'].map((name) => ({ name, datatype: 'INT32', shape: [1, 16] })),
-              raw_input_contents: [int32Bytes(req.in0), int32Bytes(req.in1)],
-            }, md);
+            const call = client.call<{ id: string }>(
+              'ModelInfer',
+              {
+                model_name: 'simple',
+                id: req.id,
+                inputs: ['INPUT0', 'INPUT1'].map((name) => ({ name, datatype: 'INT32', shape: [1, 16] })),
+                raw_input_contents: [int32Bytes(req.in0), int32Bytes(req.in1)],
+              },
+              md,
+            );
             if (!over) {
               assert.equal((await call).id, req.id);
               return;

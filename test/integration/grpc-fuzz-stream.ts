@@ -11,8 +11,20 @@ import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
 import type { FuzzCase, Rng, SimpleRequest, StreamResponseMsg } from './grpc-fuzz-kit';
 import {
-  WT, decodeStreamResponse, escapeRe, expectStatus, expectedOutputs, layout, lenField, parseErrorParts, requestBytes,
-  simpleOutputs, simpleRequest, tag, undecompressableText, varint,
+  WT,
+  decodeStreamResponse,
+  escapeRe,
+  expectStatus,
+  expectedOutputs,
+  layout,
+  lenField,
+  parseErrorParts,
+  requestBytes,
+  simpleOutputs,
+  simpleRequest,
+  tag,
+  undecompressableText,
+  varint,
 } from './grpc-fuzz-kit';
 import { gzipSync } from 'node:zlib';
 import { grpcFrame } from './grpc-raw-client';
@@ -52,24 +64,39 @@ function plainItem(rng: Rng, kind: string, id: string): Item {
   switch (kind) {
     case 'unknownModel': {
       const model = `nope_${rng.int(0, 99)}`;
-      return { kind, id, frame: grpcFrame(requestBytes(simpleRequest(rng, id, { model }))), code: grpc.status.NOT_FOUND, error: `Request for unknown model: '${model}' is not found` };
+      return {
+        kind,
+        id,
+        frame: grpcFrame(requestBytes(simpleRequest(rng, id, { model }))),
+        code: grpc.status.NOT_FOUND,
+        error: `Request for unknown model: '${model}' is not found`,
+      };
     }
     case 'badShape':
       return {
-        kind, id, frame: grpcFrame(requestBytes(simpleRequest(rng, id, { shape: [1, 8] }))), code: grpc.status.INVALID_ARGUMENT,
+        kind,
+        id,
+        frame: grpcFrame(requestBytes(simpleRequest(rng, id, { shape: [1, 8] }))),
+        code: grpc.status.INVALID_ARGUMENT,
         error: new RegExp(`^${escapeRe(`[request id: ${id}] unexpected shape for input 'INPUT0' for model 'simple'. Expected [-1,16], got [1,8].`)}`),
       };
     case 'cut': {
       // id and model first, so the error names them; the cut falls in a later field.
       const req = simpleRequest(rng, id);
-      const fields = [{ name: 'id', bytes: lenField(3, id) }, { name: 'model_name', bytes: lenField(1, 'simple') },
-        ...req.fields.filter((f) => f.name !== 'id' && f.name !== 'model_name')];
+      const fields = [
+        { name: 'id', bytes: lenField(3, id) },
+        { name: 'model_name', bytes: lenField(1, 'simple') },
+        ...req.fields.filter((f) => f.name !== 'id' && f.name !== 'model_name'),
+      ];
       const { bytes, spans } = layout(fields);
       const span = rng.pick(spans.slice(2));
       const at = span.start + 1 + rng.int(0, span.end - span.start - 2);
       const { head, tail } = parseErrorParts(at, id, 'simple');
       return {
-        kind, id, frame: grpcFrame(bytes.subarray(0, at)), code: grpc.status.INVALID_ARGUMENT,
+        kind,
+        id,
+        frame: grpcFrame(bytes.subarray(0, at)),
+        code: grpc.status.INVALID_ARGUMENT,
         error: new RegExp(`^${escapeRe(head)}protobuf message truncated[^]*${escapeRe(tail)}$`),
       };
     }
@@ -78,7 +105,13 @@ function plainItem(rng: Rng, kind: string, id: string): Item {
       const bytes = Buffer.concat([lenField(3, id), lenField(1, 'simple'), tag(field, WT.VARINT), varint(rng.int(0, 1000))]);
       const { head, tail } = parseErrorParts(bytes.length, id, 'simple');
       const name = ['parameters', 'inputs', 'outputs', 'raw_input_contents'][field - 4];
-      return { kind, id, frame: grpcFrame(bytes), code: grpc.status.INVALID_ARGUMENT, error: `${head}protobuf field '${name}' has unexpected wire type 0${tail}` };
+      return {
+        kind,
+        id,
+        frame: grpcFrame(bytes),
+        code: grpc.status.INVALID_ARGUMENT,
+        error: `${head}protobuf field '${name}' has unexpected wire type 0${tail}`,
+      };
     }
     default: {
       const req = simpleRequest(rng, id);
@@ -92,7 +125,10 @@ function cutAtEnd(rng: Rng, id: string): Item {
   const body = requestBytes(simpleRequest(rng, id));
   const came = rng.int(0, body.length - 1);
   return {
-    kind: 'cutAtEnd', id: '', frame: grpcFrame(body.subarray(0, came), body.length), code: grpc.status.INVALID_ARGUMENT,
+    kind: 'cutAtEnd',
+    id: '',
+    frame: grpcFrame(body.subarray(0, came), body.length),
+    code: grpc.status.INVALID_ARGUMENT,
     error: `the request stream ended inside a ModelInferRequest message: its gRPC prefix declares ${body.length} bytes, ${came} came${CUT_TAIL}`,
   };
 }
@@ -163,7 +199,8 @@ export const streamFamilies: Record<string, { weight: number; make(rng: Rng, n: 
         return { id: `c${n}-${i}`, in0, in1 };
       });
       return {
-        family: 'clientBurst', detail: `${reqs.length} requests`,
+        family: 'clientBurst',
+        detail: `${reqs.length} requests`,
         run: async ({ client }) => {
           const stream = client.inference.ModelStreamInfer({ deadline: Date.now() + 30_000 }) as grpc.ClientDuplexStream<object, StreamResponseMsg>;
           const got: StreamResponseMsg[] = [];
@@ -174,14 +211,19 @@ export const streamFamilies: Record<string, { weight: number; make(rng: Rng, n: 
           });
           for (const r of reqs) {
             stream.write({
-              model_name: 'simple', id: r.id,
+              model_name: 'simple',
+              id: r.id,
               inputs: ['INPUT0', 'INPUT1'].map((name) => ({ name, datatype: 'INT32', shape: [1, 16] })),
               raw_input_contents: [int32Bytes(r.in0), int32Bytes(r.in1)],
             });
           }
           stream.end();
           await ended;
-          assert.deepEqual(got.map((g) => g.infer_response?.id), reqs.map((r) => r.id), 'every request answered, in order');
+          assert.deepEqual(
+            got.map((g) => g.infer_response?.id),
+            reqs.map((r) => r.id),
+            'every request answered, in order',
+          );
           got.forEach((g, k) => assert.deepEqual(simpleOutputs(g.infer_response!), expectedOutputs(reqs[k]), `response ${k}`));
         },
       };
@@ -195,7 +237,8 @@ export const streamFamilies: Record<string, { weight: number; make(rng: Rng, n: 
       const items = Array.from({ length: kind === 'empty' ? 0 : rng.int(1, 40) }, (_, i) => item(rng, 'good', `h${n}-${i}`, false));
       const body = Buffer.concat(items.map((it) => it.frame));
       return {
-        family: 'halfClose', detail: `${kind}, ${items.length} requests`,
+        family: 'halfClose',
+        detail: `${kind}, ${items.length} requests`,
         run: async ({ raw }) => {
           if (kind === 'empty') {
             const res = await raw.call('ModelStreamInfer', [], {});

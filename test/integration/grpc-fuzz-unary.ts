@@ -9,13 +9,26 @@ import { gzipSync } from 'node:zlib';
 import * as grpc from '@grpc/grpc-js';
 import type { FuzzCase, Rng } from './grpc-fuzz-kit';
 import {
-  INPUT_FIELDS, TOP_FIELDS, WT, decodeInferResponse, escapeRe, expectStatus, expectedOutputs, layout, lenField,
-  parseErrorParts, requestBytes, simpleOutputs, simpleRequest, tag, undecompressableText, varint,
+  INPUT_FIELDS,
+  TOP_FIELDS,
+  WT,
+  decodeInferResponse,
+  escapeRe,
+  expectStatus,
+  expectedOutputs,
+  layout,
+  lenField,
+  parseErrorParts,
+  requestBytes,
+  simpleOutputs,
+  simpleRequest,
+  tag,
+  undecompressableText,
+  varint,
 } from './grpc-fuzz-kit';
 import { grpcFrame } from './grpc-raw-client';
 
 const INVALID = grpc.status.INVALID_ARGUMENT;
-
 
 /** model_name 'simple' and id, in random order: what the server reads before the broken part. */
 function head(rng: Rng, id: string): { bytes: Buffer; id: string; model: string } {
@@ -49,9 +62,13 @@ export const unaryFamilies: Record<string, { weight: number; make(rng: Rng, n: n
       const at = span.start + 1 + rng.int(0, span.end - span.start - 2);
       const known = (name: string): boolean => spans.some((s) => s.name === name && s.end <= at);
       return {
-        family: 'protobufCut', detail: `cut at byte ${at} of ${bytes.length}, inside ${span.name}`,
-        run: parseFailure(bytes.subarray(0, at), { id: known('id') ? req.id : '', model: known('model_name') ? 'simple' : '' },
-          /protobuf message truncated[^]*/),
+        family: 'protobufCut',
+        detail: `cut at byte ${at} of ${bytes.length}, inside ${span.name}`,
+        run: parseFailure(
+          bytes.subarray(0, at),
+          { id: known('id') ? req.id : '', model: known('model_name') ? 'simple' : '' },
+          /protobuf message truncated[^]*/,
+        ),
       };
     },
   },
@@ -67,7 +84,8 @@ export const unaryFamilies: Record<string, { weight: number; make(rng: Rng, n: n
       const bytes = Buffer.concat([h.bytes, nested ? lenField(5, bad) : bad]);
       const name = nested ? INPUT_FIELDS[field] : TOP_FIELDS[field];
       return {
-        family: 'wrongWireType', detail: `${nested ? 'inputs.' : ''}${name} with wire type ${wt}`,
+        family: 'wrongWireType',
+        detail: `${nested ? 'inputs.' : ''}${name} with wire type ${wt}`,
         run: parseFailure(bytes, h, `protobuf field '${name}' has unexpected wire type ${wt}`),
       };
     },
@@ -82,9 +100,13 @@ export const unaryFamilies: Record<string, { weight: number; make(rng: Rng, n: n
       const declared = Math.min(2 ** 32 - 1, left + 1 + Math.floor(2 ** (rng.next() * 32)));
       const prefix = Buffer.concat([h.bytes, tag(field, WT.LEN), varint(declared)]);
       return {
-        family: 'hugeFieldLength', detail: `field ${field} declares ${declared} bytes, ${left} follow`,
-        run: parseFailure(Buffer.concat([prefix, rng.bytes(left)]), h,
-          `protobuf message truncated: a length-delimited field at byte ${prefix.length} declares ${declared} bytes, ${left} remain`),
+        family: 'hugeFieldLength',
+        detail: `field ${field} declares ${declared} bytes, ${left} follow`,
+        run: parseFailure(
+          Buffer.concat([prefix, rng.bytes(left)]),
+          h,
+          `protobuf message truncated: a length-delimited field at byte ${prefix.length} declares ${declared} bytes, ${left} remain`,
+        ),
       };
     },
   },
@@ -97,7 +119,8 @@ export const unaryFamilies: Record<string, { weight: number; make(rng: Rng, n: n
       const before = inTag ? h.bytes : Buffer.concat([h.bytes, tag(rng.int(8, 2000), WT.VARINT)]);
       const bytes = Buffer.concat([before, Buffer.alloc(rng.int(10, 20), 0xff), Buffer.from([0x01])]);
       return {
-        family: 'overlongVarint', detail: inTag ? 'in a tag' : 'in a value',
+        family: 'overlongVarint',
+        detail: inTag ? 'in a tag' : 'in a value',
         run: parseFailure(bytes, h, `protobuf varint at byte ${before.length} is longer than 10 bytes`),
       };
     },
@@ -110,7 +133,8 @@ export const unaryFamilies: Record<string, { weight: number; make(rng: Rng, n: n
       const wt = rng.pick([4, 6, 7]);
       const before = Buffer.concat([h.bytes, tag(rng.int(8, 2000), wt)]);
       return {
-        family: 'invalidWireType', detail: `wire type ${wt}`,
+        family: 'invalidWireType',
+        detail: `wire type ${wt}`,
         run: parseFailure(Buffer.concat([before, rng.bytes(rng.int(0, 16))]), h, `invalid protobuf wire type ${wt} at byte ${before.length}`),
       };
     },
@@ -123,9 +147,13 @@ export const unaryFamilies: Record<string, { weight: number; make(rng: Rng, n: n
       const depth = rng.int(101, 5000);
       const group = tag(9, WT.START_GROUP);
       return {
-        family: 'deepGroups', detail: `${depth} nested groups`,
-        run: parseFailure(Buffer.concat([h.bytes, Buffer.concat(Array(depth).fill(group))]), h,
-          `protobuf groups nested deeper than 100 at byte ${h.bytes.length + 101 * group.length}`),
+        family: 'deepGroups',
+        detail: `${depth} nested groups`,
+        run: parseFailure(
+          Buffer.concat([h.bytes, Buffer.concat(Array(depth).fill(group))]),
+          h,
+          `protobuf groups nested deeper than 100 at byte ${h.bytes.length + 101 * group.length}`,
+        ),
       };
     },
   },
@@ -149,7 +177,8 @@ export const unaryFamilies: Record<string, { weight: number; make(rng: Rng, n: n
         expected = `the request stream ended inside a ModelInferRequest message: its gRPC prefix declares ${declared} bytes, ${came} came${tail}`;
       }
       return {
-        family: 'frameCut', detail: `${kind}: ${bytes.length} bytes sent`,
+        family: 'frameCut',
+        detail: `${kind}: ${bytes.length} bytes sent`,
         run: async ({ raw }) => expectStatus(await raw.call('ModelInfer', bytes), INVALID, expected),
       };
     },
@@ -160,9 +189,14 @@ export const unaryFamilies: Record<string, { weight: number; make(rng: Rng, n: n
     make(rng) {
       const declared = 2 ** 31 + rng.int(0, 2 ** 31 - 1);
       return {
-        family: 'frameOverLimit', detail: `declares ${declared} bytes`,
-        run: async ({ raw }) => expectStatus(await raw.call('ModelInfer', grpcFrame(rng.bytes(rng.int(0, 32)), declared)),
-          grpc.status.RESOURCE_EXHAUSTED, `Received message larger than max (${declared} vs 2147483647)`),
+        family: 'frameOverLimit',
+        detail: `declares ${declared} bytes`,
+        run: async ({ raw }) =>
+          expectStatus(
+            await raw.call('ModelInfer', grpcFrame(rng.bytes(rng.int(0, 32)), declared)),
+            grpc.status.RESOURCE_EXHAUSTED,
+            `Received message larger than max (${declared} vs 2147483647)`,
+          ),
       };
     },
   },
@@ -176,7 +210,8 @@ export const unaryFamilies: Record<string, { weight: number; make(rng: Rng, n: n
         ? 'ModelInfer received a second request message: a unary call carries exactly one ModelInferRequest message'
         : 'ModelInfer received no request message: a unary call carries exactly one ModelInferRequest message';
       return {
-        family: 'messageCount', detail: two ? 'two messages' : 'no message',
+        family: 'messageCount',
+        detail: two ? 'two messages' : 'no message',
         run: async ({ raw }) => expectStatus(await raw.call('ModelInfer', body), INVALID, expected),
       };
     },
@@ -191,7 +226,8 @@ export const unaryFamilies: Record<string, { weight: number; make(rng: Rng, n: n
       if (kind === 'corrupt') gz[rng.int(10, gz.length - 9)] ^= 0xff;
       const headers = { 'grpc-encoding': kind === 'unknown' ? 'br' : 'gzip' };
       return {
-        family: 'compression', detail: kind,
+        family: 'compression',
+        detail: kind,
         run: async ({ raw }) => {
           const res = await raw.call('ModelInfer', grpcFrame(gz, gz.length, 1), { headers });
           if (kind === 'unknown') return expectStatus(res, grpc.status.UNIMPLEMENTED, 'Received message compressed with unsupported encoding "br"');

@@ -50,7 +50,8 @@ async function knownGood(rng: Rng, n: number): Promise<void> {
   const in0 = Array.from({ length: 16 }, () => rng.int(-1000, 1000));
   const in1 = Array.from({ length: 16 }, () => rng.int(-1000, 1000));
   const res = await env.client.call<{ id: string; raw_output_contents: Buffer[] }>('ModelInfer', {
-    model_name: 'simple', id: `good-${n}`,
+    model_name: 'simple',
+    id: `good-${n}`,
     inputs: ['INPUT0', 'INPUT1'].map((name) => ({ name, datatype: 'INT32', shape: [1, 16] })),
     raw_input_contents: [int32Bytes(in0), int32Bytes(in1)],
   });

@@ -20,8 +20,12 @@ let client: GrpcTestClient;
 before(async () => {
   server = await startServer([
     `--model-repository=${MODEL_REPOSITORY}`,
-    '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1',
-    '--model-control-mode=explicit', '--load-model=simple', '--allow-client-shm=true',
+    '--allow-grpc=true',
+    '--grpc-port=0',
+    '--grpc-address=127.0.0.1',
+    '--model-control-mode=explicit',
+    '--load-model=simple',
+    '--allow-client-shm=true',
   ]);
   client = createClient(server.grpcPort);
 });
@@ -45,11 +49,17 @@ function simpleRequest(extra: Record<string, unknown> = {}): Record<string, unkn
   };
 }
 
-interface InferReply { raw_output_contents: Buffer[] }
+interface InferReply {
+  raw_output_contents: Buffer[];
+}
 
 async function assertServes(after: string): Promise<void> {
   const r = await client.call<InferReply>('ModelInfer', simpleRequest());
-  assert.deepEqual(int32Values(r.raw_output_contents[0]), in0.map((v) => v + 3), `a good inference after ${after}`);
+  assert.deepEqual(
+    int32Values(r.raw_output_contents[0]),
+    in0.map((v) => v + 3),
+    `a good inference after ${after}`,
+  );
 }
 
 async function rejects(p: Promise<unknown>, code: grpc.status, details: string, what: string): Promise<void> {
@@ -59,13 +69,16 @@ async function rejects(p: Promise<unknown>, code: grpc.status, details: string, 
   });
 }
 
-test('reserved triton_ parameter keys and duplicate output names are refused with Triton\'s texts', async () => {
+test("reserved triton_ parameter keys and duplicate output names are refused with Triton's texts", async () => {
   const reserved =
     "parameter keys starting with 'triton_' are reserved for Triton usage. Only the following keys starting with 'triton_' are allowed: triton_enable_empty_final_response";
   const cases: [request: Record<string, unknown>, details: string][] = [
     [simpleRequest({ parameters: { triton_x: { bool_param: true } } }), reserved],
     [simpleRequest({ parameters: { triton_enable_empty_final_responses: { bool_param: true } } }), reserved],
-    [simpleRequest({ id: 'g1', outputs: [{ name: 'OUTPUT1' }, { name: 'OUTPUT0' }, { name: 'OUTPUT1' }] }), "[request id: g1] output 'OUTPUT1' already exists in request"],
+    [
+      simpleRequest({ id: 'g1', outputs: [{ name: 'OUTPUT1' }, { name: 'OUTPUT0' }, { name: 'OUTPUT1' }] }),
+      "[request id: g1] output 'OUTPUT1' already exists in request",
+    ],
   ];
   for (const [request, details] of cases) {
     await rejects(client.call('ModelInfer', request), grpc.status.INVALID_ARGUMENT, details, details);
@@ -91,12 +104,20 @@ test('model names that try to leave the repository are refused by every rpc', as
     ];
     for (const [rpc, call] of calls) await rejects(call, grpc.status.INVALID_ARGUMENT, details, `${rpc} of ${JSON.stringify(name)}`);
   }
-  await rejects(client.call('ModelConfig', { name: 'no_such_model' }), grpc.status.NOT_FOUND, "Request for unknown model: 'no_such_model' is not found", 'an unknown name');
+  await rejects(
+    client.call('ModelConfig', { name: 'no_such_model' }),
+    grpc.status.NOT_FOUND,
+    "Request for unknown model: 'no_such_model' is not found",
+    'an unknown name',
+  );
   await assertServes('path-traversal model names');
 });
 
 test('ModelStreamInfer answers a refused model name on the stream and serves the next request', async () => {
-  const stream = client.inference.ModelStreamInfer() as grpc.ClientDuplexStream<object, { error_message: string; infer_response?: { id: string; raw_output_contents: Buffer[] } }>;
+  const stream = client.inference.ModelStreamInfer() as grpc.ClientDuplexStream<
+    object,
+    { error_message: string; infer_response?: { id: string; raw_output_contents: Buffer[] } }
+  >;
   const replies: { error_message: string; infer_response?: { id: string; raw_output_contents: Buffer[] } }[] = [];
   const ended = new Promise<void>((resolve, reject) => {
     stream.on('data', (r: (typeof replies)[number]) => replies.push(r));
@@ -107,17 +128,26 @@ test('ModelStreamInfer answers a refused model name on the stream and serves the
   stream.write(simpleRequest({ id: 'good' }));
   stream.end();
   await ended;
-  assert.deepEqual(replies.map((r) => [r.infer_response?.id, r.error_message]), [
-    ['bad', "invalid model name '../simple', model name must not contain path traversal characters"],
-    ['good', ''],
-  ]);
-  assert.deepEqual(int32Values(replies[1].infer_response!.raw_output_contents[0]), in0.map((v) => v + 3));
+  assert.deepEqual(
+    replies.map((r) => [r.infer_response?.id, r.error_message]),
+    [
+      ['bad', "invalid model name '../simple', model name must not contain path traversal characters"],
+      ['good', ''],
+    ],
+  );
+  assert.deepEqual(
+    int32Values(replies[1].infer_response!.raw_output_contents[0]),
+    in0.map((v) => v + 3),
+  );
 });
 
 test('a config override nested past 100 levels and shared-memory keys that leave /dev/shm are refused', async () => {
   const deep = '['.repeat(200_000) + '"v"' + ']'.repeat(200_000);
   await rejects(
-    client.call('RepositoryModelLoad', { model_name: 'simple', parameters: { config: { string_param: `{"name":"simple","parameters":{"x":{"string_value":${deep}}}}` } } }),
+    client.call('RepositoryModelLoad', {
+      model_name: 'simple',
+      parameters: { config: { string_param: `{"name":"simple","parameters":{"x":{"string_value":${deep}}}}` } },
+    }),
     grpc.status.INTERNAL,
     "failed to load 'simple', failed to poll from model repository: Invalid config override: JSON nesting depth exceeds maximum allowed limit (100)",
     'deep config override',

@@ -88,7 +88,11 @@ export class RawGrpcClient {
     const session = this.connect();
     const path = rpc.startsWith('/') ? rpc : `/inference.GRPCInferenceService/${rpc}`;
     const stream = session.request({
-      ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers', ...opts.headers,
+      ':method': 'POST',
+      ':path': path,
+      'content-type': 'application/grpc',
+      te: 'trailers',
+      ...opts.headers,
     });
     return new Promise((resolve) => {
       const chunks: Buffer[] = [];

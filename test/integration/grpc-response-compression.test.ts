@@ -20,7 +20,14 @@ import { MODEL_REPOSITORY, startServer } from './server-process';
 import type { ServerProcess } from './server-process';
 import { recordSkip } from './needs';
 
-const GRPC_ARGS = [`--model-repository=${MODEL_REPOSITORY}`, '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1', '--load-model=simple', '--model-control-mode=explicit'];
+const GRPC_ARGS = [
+  `--model-repository=${MODEL_REPOSITORY}`,
+  '--allow-grpc=true',
+  '--grpc-port=0',
+  '--grpc-address=127.0.0.1',
+  '--load-model=simple',
+  '--model-control-mode=explicit',
+];
 const ALL = 'identity,deflate,gzip';
 
 const servers: Record<'high' | 'low' | 'none', ServerProcess | undefined> = { high: undefined, low: undefined, none: undefined };
@@ -58,7 +65,7 @@ async function inferOn(level: keyof typeof servers, accept: string | undefined):
   return { res };
 }
 
-test('high, client accepts deflate and gzip: ModelInfer answers deflate (gRPC core\'s highest), compressed flag set', async () => {
+test("high, client accepts deflate and gzip: ModelInfer answers deflate (gRPC core's highest), compressed flag set", async () => {
   const { res } = await inferOn('high', ALL);
   assert.equal(res.encoding, 'deflate');
   assert.deepEqual(res.compressedFlags, [1]);
@@ -92,7 +99,11 @@ test('none (the default): identity, whatever the client accepts', async () => {
 
 test('ModelStreamInfer: every response message of the stream is compressed', async () => {
   const reqs = [simpleRequest(rng, 's1'), simpleRequest(rng, 's2')];
-  const res = await raw.high!.call('ModelStreamInfer', reqs.map((r) => grpcFrame(requestBytes(r))), { headers: { 'grpc-accept-encoding': ALL } });
+  const res = await raw.high!.call(
+    'ModelStreamInfer',
+    reqs.map((r) => grpcFrame(requestBytes(r))),
+    { headers: { 'grpc-accept-encoding': ALL } },
+  );
   assert.equal(res.status, 0, res.message);
   assert.equal(res.encoding, 'deflate');
   assert.deepEqual(res.compressedFlags, [1, 1]);
@@ -117,11 +128,20 @@ test('a grpc-js client reads the compressed responses as usual', async () => {
     const in1 = in0.map(() => 1);
     const r = await client.call<{ raw_output_contents: Buffer[] }>('ModelInfer', {
       model_name: 'simple',
-      inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16] }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] }],
+      inputs: [
+        { name: 'INPUT0', datatype: 'INT32', shape: [1, 16] },
+        { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] },
+      ],
       raw_input_contents: [int32Bytes(in0), int32Bytes(in1)],
     });
-    assert.deepEqual(int32Values(r.raw_output_contents[0]!), in0.map((v) => v + 1));
-    assert.deepEqual(int32Values(r.raw_output_contents[1]!), in0.map((v) => v - 1));
+    assert.deepEqual(
+      int32Values(r.raw_output_contents[0]!),
+      in0.map((v) => v + 1),
+    );
+    assert.deepEqual(
+      int32Values(r.raw_output_contents[1]!),
+      in0.map((v) => v - 1),
+    );
   } finally {
     client.close();
   }
@@ -129,16 +149,23 @@ test('a grpc-js client reads the compressed responses as usual', async () => {
 
 const hasGrpcio = spawnSync('python3', ['-c', 'import grpc'], { stdio: 'ignore' }).status === 0;
 
-test('a Python grpcio client reads the compressed responses', { skip: hasGrpcio ? false : recordSkip('python3 has no grpcio (python3 -m pip install grpcio)') }, () => {
-  const r = simpleRequest(rng, 'py');
-  const script = [
-    'import sys, grpc',
-    'ch = grpc.insecure_channel(sys.argv[1])',
-    "call = ch.unary_unary('/inference.GRPCInferenceService/ModelInfer', request_serializer=None, response_deserializer=None)",
-    'out = call(bytes.fromhex(sys.argv[2]), timeout=20)',
-    'sys.stdout.write(out.hex())',
-  ].join('\n');
-  const py = spawnSync('python3', ['-c', script, `127.0.0.1:${servers.high!.grpcPort}`, requestBytes(r).toString('hex')], { encoding: 'utf8', timeout: 30_000 });
-  assert.equal(py.status, 0, py.stderr);
-  assert.deepEqual(simpleOutputs(decodeInferResponse(Buffer.from(py.stdout, 'hex'))), expectedOutputs(r));
-});
+test(
+  'a Python grpcio client reads the compressed responses',
+  { skip: hasGrpcio ? false : recordSkip('python3 has no grpcio (python3 -m pip install grpcio)') },
+  () => {
+    const r = simpleRequest(rng, 'py');
+    const script = [
+      'import sys, grpc',
+      'ch = grpc.insecure_channel(sys.argv[1])',
+      "call = ch.unary_unary('/inference.GRPCInferenceService/ModelInfer', request_serializer=None, response_deserializer=None)",
+      'out = call(bytes.fromhex(sys.argv[2]), timeout=20)',
+      'sys.stdout.write(out.hex())',
+    ].join('\n');
+    const py = spawnSync('python3', ['-c', script, `127.0.0.1:${servers.high!.grpcPort}`, requestBytes(r).toString('hex')], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    assert.equal(py.status, 0, py.stderr);
+    assert.deepEqual(simpleOutputs(decodeInferResponse(Buffer.from(py.stdout, 'hex'))), expectedOutputs(r));
+  },
+);

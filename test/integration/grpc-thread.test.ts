@@ -26,8 +26,16 @@ before(async () => {
   fs.cpSync(path.join(MODEL_REPOSITORY, 'simple'), path.join(repo, 'simple'), { recursive: true });
   fs.cpSync(path.join(REPO_ROOT, 'test/integration/fixtures/scheduling_models/gated'), path.join(repo, 'gated'), { recursive: true });
   process.env.NODETRON_TEST_FAULTS = 'grpc-crash';
-  server = await startServer([`--model-repository=${repo}`, '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1',
-    '--http-thread-count=1', '--allow-metrics=true', '--metrics-port=0', '--grpc-restricted-protocol=statistics:admin-key=secret']);
+  server = await startServer([
+    `--model-repository=${repo}`,
+    '--allow-grpc=true',
+    '--grpc-port=0',
+    '--grpc-address=127.0.0.1',
+    '--http-thread-count=1',
+    '--allow-metrics=true',
+    '--metrics-port=0',
+    '--grpc-restricted-protocol=statistics:admin-key=secret',
+  ]);
   delete process.env.NODETRON_TEST_FAULTS;
 });
 
@@ -91,7 +99,10 @@ test('control rpcs forwarded to the main thread answer their own call while infe
         const id = `${k}-${i}`;
         const res = await client.call<Record<string, any>>('ModelInfer', simpleRequest(id));
         assert.equal(res.id, id);
-        assert.deepEqual(int32Values(res.raw_output_contents[0]), in0.map((v) => v + 1));
+        assert.deepEqual(
+          int32Values(res.raw_output_contents[0]),
+          in0.map((v) => v + 1),
+        );
         inferred++;
       }
     });
@@ -108,10 +119,16 @@ test('control rpcs forwarded to the main thread answer their own call while infe
         client.call<{ settings: Record<string, { value: string[] }> }>('TraceSetting', { model_name: 'simple' }),
         client.call('ModelReady', { name: 'simple', version: '' }),
       ]);
-      assert.deepEqual(stats.model_stats.map((m) => [m.name, m.version]), [['simple', '1']]);
+      assert.deepEqual(
+        stats.model_stats.map((m) => [m.name, m.version]),
+        [['simple', '1']],
+      );
       assert.deepEqual(unknown, { code: grpc.status.INVALID_ARGUMENT, details: "requested model 'nope' is not available" });
       assert.deepEqual(denied, { code: grpc.status.UNAVAILABLE, details: restricted });
-      assert.deepEqual(index.models.map((m) => m.name), ['gated', 'simple']);
+      assert.deepEqual(
+        index.models.map((m) => m.name),
+        ['gated', 'simple'],
+      );
       assert.deepEqual(shm, { code: grpc.status.NOT_FOUND, details: `Unable to find system shared memory region: 'region-${round}'` });
       assert.equal(log.settings.log_info.bool_param, true);
       assert.ok(Array.isArray(trace.settings.trace_level.value));
@@ -133,14 +150,15 @@ test('a gRPC thread that dies is logged, its arena blocks swept, and it is repla
   const client = createClient(server.grpcPort);
   // A request the thread admitted, held in the gated model while the thread dies.
   fs.writeFileSync(path.join(repo, 'gated', 'closed'), '');
-  const held = failure(client.call('ModelInfer', {
-    model_name: 'gated',
-    inputs: [{ name: 'IN', datatype: 'INT32', shape: [1, 1] }],
-    raw_input_contents: [int32Bytes([7])],
-  }));
-  await until(async () => /nv_inference_pending_request_count\{model="gated",version="1"\} 1/.test(await metricsText()),
-    'the gated request to be admitted');
-  assert.ok(await server.arenaUsedBytes() > baseline, 'the held request\'s inputs are in the arena');
+  const held = failure(
+    client.call('ModelInfer', {
+      model_name: 'gated',
+      inputs: [{ name: 'IN', datatype: 'INT32', shape: [1, 1] }],
+      raw_input_contents: [int32Bytes([7])],
+    }),
+  );
+  await until(async () => /nv_inference_pending_request_count\{model="gated",version="1"\} 1/.test(await metricsText()), 'the gated request to be admitted');
+  assert.ok((await server.arenaUsedBytes()) > baseline, "the held request's inputs are in the arena");
 
   const md = new grpc.Metadata();
   md.set('nodetron-test-crash', '1');
@@ -158,13 +176,15 @@ test('a gRPC thread that dies is logged, its arena blocks swept, and it is repla
   const again = createClient(server.grpcPort);
   try {
     const res = await again.call<Record<string, any>>('ModelInfer', simpleRequest('after'));
-    assert.deepEqual(int32Values(res.raw_output_contents[1]), in0.map((v) => v - 1));
+    assert.deepEqual(
+      int32Values(res.raw_output_contents[1]),
+      in0.map((v) => v - 1),
+    );
     assert.deepEqual(await again.call('ServerReady', {}), { ready: true });
 
     // The held request finishes in the model; its outputs, given to nobody, go back to the arena.
     fs.rmSync(path.join(repo, 'gated', 'closed'));
-    await until(async () => /nv_inference_request_success\{model="gated",version="1"\} 1/.test(await metricsText()),
-      'the held request to finish');
+    await until(async () => /nv_inference_request_success\{model="gated",version="1"\} 1/.test(await metricsText()), 'the held request to finish');
     await until(async () => (await server.arenaUsedBytes()) === baseline, 'the arena to be back at its baseline');
     assert.equal((await again.call<Record<string, any>>('ModelInfer', simpleRequest('last'))).id, 'last');
   } finally {
@@ -191,8 +211,14 @@ test('repeated deaths are each followed by a replacement', async () => {
 });
 
 test('SIGTERM: the gRPC thread answers the call in flight, ends an idle stream, and the server exits 0', async () => {
-  const own = await startServer([`--model-repository=${repo}`, '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1',
-    '--http-thread-count=1', '--allow-metrics=false']);
+  const own = await startServer([
+    `--model-repository=${repo}`,
+    '--allow-grpc=true',
+    '--grpc-port=0',
+    '--grpc-address=127.0.0.1',
+    '--http-thread-count=1',
+    '--allow-metrics=false',
+  ]);
   const client = createClient(own.grpcPort);
   try {
     fs.writeFileSync(path.join(repo, 'gated', 'closed'), '');

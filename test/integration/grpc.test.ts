@@ -99,10 +99,13 @@ test('ModelConfig returns the ModelConfig message, 64-bit fields intact', async 
   assert.equal(config.name, 'simple');
   assert.equal(config.platform, 'onnxruntime_onnx');
   assert.equal(config.max_batch_size, 8);
-  assert.deepEqual(config.input.map((i: any) => [i.name, i.data_type, i.dims]), [
-    ['INPUT0', 'TYPE_INT32', ['16']],
-    ['INPUT1', 'TYPE_INT32', ['16']],
-  ]);
+  assert.deepEqual(
+    config.input.map((i: any) => [i.name, i.data_type, i.dims]),
+    [
+      ['INPUT0', 'TYPE_INT32', ['16']],
+      ['INPUT1', 'TYPE_INT32', ['16']],
+    ],
+  );
   assert.equal(config.instance_group[0].kind, 'KIND_CPU');
   const dense = await client.call<{ config: Record<string, any> }>('ModelConfig', { name: 'dense_classifier' });
   assert.deepEqual(dense.config.dynamic_batching.preferred_batch_size, [8, 16, 32]); // int32
@@ -115,13 +118,22 @@ test('ModelInfer on simple with raw_input_contents: one raw output per output', 
   assert.equal(res.model_name, 'simple');
   assert.equal(res.model_version, '1');
   assert.equal(res.id, 'r1');
-  assert.deepEqual(res.outputs.map((o: any) => [o.name, o.datatype, o.shape]), [
-    ['OUTPUT0', 'INT32', ['1', '16']],
-    ['OUTPUT1', 'INT32', ['1', '16']],
-  ]);
+  assert.deepEqual(
+    res.outputs.map((o: any) => [o.name, o.datatype, o.shape]),
+    [
+      ['OUTPUT0', 'INT32', ['1', '16']],
+      ['OUTPUT1', 'INT32', ['1', '16']],
+    ],
+  );
   assert.equal(res.raw_output_contents.length, 2);
-  assert.deepEqual(int32Values(res.raw_output_contents[0]), in0.map((v) => v + 1));
-  assert.deepEqual(int32Values(res.raw_output_contents[1]), in0.map((v) => v - 1));
+  assert.deepEqual(
+    int32Values(res.raw_output_contents[0]),
+    in0.map((v) => v + 1),
+  );
+  assert.deepEqual(
+    int32Values(res.raw_output_contents[1]),
+    in0.map((v) => v - 1),
+  );
 });
 
 test('ModelInfer with typed contents, a requested output subset and parameters', async () => {
@@ -136,34 +148,55 @@ test('ModelInfer with typed contents, a requested output subset and parameters',
     outputs: [{ name: 'OUTPUT1' }],
   });
   assert.equal(res.id, '');
-  assert.deepEqual(res.outputs.map((o: any) => o.name), ['OUTPUT1']);
+  assert.deepEqual(
+    res.outputs.map((o: any) => o.name),
+    ['OUTPUT1'],
+  );
   assert.equal(res.raw_output_contents.length, 1);
-  assert.deepEqual(int32Values(res.raw_output_contents[0]), in0.map((v) => v - 1));
+  assert.deepEqual(
+    int32Values(res.raw_output_contents[0]),
+    in0.map((v) => v - 1),
+  );
 });
 
 test('ModelInfer errors carry Triton status codes and texts', async () => {
   await rejects(client.call('ModelInfer', { ...simpleRequest(), model_name: 'nope' }), grpc.status.NOT_FOUND, "Request for unknown model: 'nope' is not found");
   await rejects(
-    client.call('ModelInfer', simpleRequest({ inputs: [
-      { name: 'INPUT0', datatype: 'INT32', shape: [1, 8] },
-      { name: 'INPUT1', datatype: 'INT32', shape: [1, 8] },
-    ] })),
+    client.call(
+      'ModelInfer',
+      simpleRequest({
+        inputs: [
+          { name: 'INPUT0', datatype: 'INT32', shape: [1, 8] },
+          { name: 'INPUT1', datatype: 'INT32', shape: [1, 8] },
+        ],
+      }),
+    ),
     grpc.status.INVALID_ARGUMENT,
     /^\[request id: r1\] unexpected shape for input 'INPUT0' for model 'simple'\. Expected \[-1,16\], got \[1,8\]\. NOTE:/,
   );
   await rejects(
-    client.call('ModelInfer', simpleRequest({ inputs: [
-      { name: 'INPUT0', datatype: 'INT32', shape: [1, -1] },
-      { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] },
-    ] })),
+    client.call(
+      'ModelInfer',
+      simpleRequest({
+        inputs: [
+          { name: 'INPUT0', datatype: 'INT32', shape: [1, -1] },
+          { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] },
+        ],
+      }),
+    ),
     grpc.status.INVALID_ARGUMENT,
     "[request id: r1] All input dimensions should be specified for input 'INPUT0' for model 'simple', got [1,-1]",
   );
   await rejects(
-    client.call('ModelInfer', simpleRequest({ inputs: [
-      { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], contents: { int_contents: in0 } },
-      { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] },
-    ] })),
+    client.call(
+      'ModelInfer',
+      simpleRequest({
+        inputs: [
+          { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], contents: { int_contents: in0 } },
+          { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] },
+        ],
+      }),
+    ),
     grpc.status.INVALID_ARGUMENT,
     "contents field must not be specified when using raw_input_contents for 'INPUT0' for model 'simple'",
   );
@@ -203,18 +236,22 @@ test('ModelStreamInfer: responses in request order, an error in the middle keeps
   stream.write(simpleRequest({ id: 'd' }));
   stream.end();
   await ended;
-  assert.deepEqual(replies.map((r) => r.infer_response?.id), ['a', 'b', 'c', 'd']);
-  assert.deepEqual(replies.map((r) => r.error_message), [
-    '',
-    "unable to find data for input tensor 'INPUT1' for model 'simple' in request.",
-    "Request for unknown model: 'nope' is not found",
-    '',
-  ]);
+  assert.deepEqual(
+    replies.map((r) => r.infer_response?.id),
+    ['a', 'b', 'c', 'd'],
+  );
+  assert.deepEqual(
+    replies.map((r) => r.error_message),
+    ['', "unable to find data for input tensor 'INPUT1' for model 'simple' in request.", "Request for unknown model: 'nope' is not found", ''],
+  );
   for (const k of [0, 3]) {
     const r = replies[k].infer_response!;
     assert.equal(r.model_name, 'simple');
     assert.deepEqual(r.parameters.triton_final_response, { parameter_choice: 'bool_param', bool_param: true });
-    assert.deepEqual(int32Values(r.raw_output_contents[0]), in0.map((v) => v + 1));
+    assert.deepEqual(
+      int32Values(r.raw_output_contents[0]),
+      in0.map((v) => v + 1),
+    );
   }
 });
 
@@ -232,7 +269,10 @@ test('ModelStreamInfer with triton_grpc_error ends the stream with the first err
   const err = await status;
   assert.equal(err.code, grpc.status.NOT_FOUND);
   assert.equal(err.details, "Request for unknown model: 'nope' is not found");
-  assert.deepEqual(replies.map((r) => r.infer_response?.id), ['a']);
+  assert.deepEqual(
+    replies.map((r) => r.infer_response?.id),
+    ['a'],
+  );
 });
 
 test('repository, statistics, trace, log and shared-memory rpcs', async () => {
@@ -267,13 +307,20 @@ test('repository, statistics, trace, log and shared-memory rpcs', async () => {
   const trace = await client.call<{ settings: Record<string, { value: string[] }> }>('TraceSetting', {});
   assert.ok(Array.isArray(trace.settings.trace_level.value));
   const stats = await client.call<{ model_stats: Record<string, any>[] }>('ModelStatistics', { name: 'simple' });
-  assert.deepEqual(stats.model_stats.map((m) => [m.name, m.version]), [['simple', '1']]);
+  assert.deepEqual(
+    stats.model_stats.map((m) => [m.name, m.version]),
+    [['simple', '1']],
+  );
   assert.ok(Number(stats.model_stats[0].inference_stats.success.count) > 0, 'the gRPC inferences above were counted');
   await rejects(client.call('ModelStatistics', { name: 'nope' }), grpc.status.INVALID_ARGUMENT, "requested model 'nope' is not available");
   const set = await client.call<{ settings: Record<string, Record<string, unknown>> }>('LogSettings', { settings: { log_verbose_level: { uint32_param: 0 } } });
   assert.equal(set.settings.log_verbose_level.uint32_param, 0);
   await rejects(client.call('LogSettings', { settings: { log_info: { string_param: 'x' } } }), grpc.status.INVALID_ARGUMENT, "expect boolean for 'log_info'");
-  await rejects(client.call('TraceSetting', { settings: { trace_rate: { value: ['1', '2'] } } }), grpc.status.INVALID_ARGUMENT, "expect only 1 value for 'trace_rate'");
+  await rejects(
+    client.call('TraceSetting', { settings: { trace_rate: { value: ['1', '2'] } } }),
+    grpc.status.INVALID_ARGUMENT,
+    "expect only 1 value for 'trace_rate'",
+  );
 });
 
 test('a Python grpcio client generated from our protos infers on simple', (t) => {
@@ -285,8 +332,11 @@ test('a Python grpcio client generated from our protos infers on simple', (t) =>
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-pygrpc-'));
   try {
     const proto = path.join(REPO_ROOT, 'proto');
-    execFileSync('python3', ['-m', 'grpc_tools.protoc', `-I${proto}`, `--python_out=${dir}`, `--grpc_python_out=${dir}`,
-      'grpc_service.proto', 'model_config.proto', 'health.proto'], { cwd: proto });
+    execFileSync(
+      'python3',
+      ['-m', 'grpc_tools.protoc', `-I${proto}`, `--python_out=${dir}`, `--grpc_python_out=${dir}`, 'grpc_service.proto', 'model_config.proto', 'health.proto'],
+      { cwd: proto },
+    );
     const script = path.join(REPO_ROOT, 'test/integration/fixtures/grpc_infer_simple.py');
     const out = execFileSync('python3', [script, dir, `127.0.0.1:${server.grpcPort}`], { encoding: 'utf8' });
     assert.match(out, /^ok /m);
@@ -302,8 +352,35 @@ function makeCerts(dir: string): void {
   fs.writeFileSync(path.join(dir, 'san.cnf'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
   run(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=nodetron-test-ca', '-keyout', 'ca.key', '-out', 'ca.pem']);
   for (const name of ['server', 'client']) {
-    run(['req', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=${name === 'server' ? 'localhost' : 'client'}`, '-keyout', `${name}.key`, '-out', `${name}.csr`]);
-    run(['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1', '-out', `${name}.pem`, '-extfile', 'san.cnf']);
+    run([
+      'req',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-subj',
+      `/CN=${name === 'server' ? 'localhost' : 'client'}`,
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.csr`,
+    ]);
+    run([
+      'x509',
+      '-req',
+      '-in',
+      `${name}.csr`,
+      '-CA',
+      'ca.pem',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-days',
+      '1',
+      '-out',
+      `${name}.pem`,
+      '-extfile',
+      'san.cnf',
+    ]);
   }
 }
 
@@ -317,15 +394,24 @@ test('TLS and mutual TLS', async (t) => {
     makeCerts(dir);
     const f = (n: string): string => path.join(dir, n);
     const read = (n: string): Buffer => fs.readFileSync(f(n));
-    const tlsArgs = [`--model-repository=${MODEL_REPOSITORY}`, ...GRPC_ARGS, '--http-thread-count=1',
-      `--grpc-server-cert=${f('server.pem')}`, `--grpc-server-key=${f('server.key')}`, `--grpc-root-cert=${f('ca.pem')}`];
+    const tlsArgs = [
+      `--model-repository=${MODEL_REPOSITORY}`,
+      ...GRPC_ARGS,
+      '--http-thread-count=1',
+      `--grpc-server-cert=${f('server.pem')}`,
+      `--grpc-server-key=${f('server.key')}`,
+      `--grpc-root-cert=${f('ca.pem')}`,
+    ];
 
     await t.test('TLS: a client trusting the CA infers', async () => {
       const s = await startServer([...tlsArgs, '--grpc-use-ssl=true']);
       const c = createClient(s.grpcPort, grpc.credentials.createSsl(read('ca.pem')), { 'grpc.ssl_target_name_override': 'localhost' });
       try {
         const res = await c.call<Record<string, any>>('ModelInfer', simpleRequest());
-        assert.deepEqual(int32Values(res.raw_output_contents[0]), in0.map((v) => v + 1));
+        assert.deepEqual(
+          int32Values(res.raw_output_contents[0]),
+          in0.map((v) => v + 1),
+        );
         const plain = createClient(s.grpcPort);
         await assert.rejects(plain.call('ServerLive', {}), (e: grpc.ServiceError) => e.code === grpc.status.UNAVAILABLE);
         plain.close();
@@ -337,8 +423,9 @@ test('TLS and mutual TLS', async (t) => {
 
     await t.test('mutual TLS: a client certificate is required', async () => {
       const s = await startServer([...tlsArgs, '--grpc-use-ssl-mutual=true']);
-      const good = createClient(s.grpcPort, grpc.credentials.createSsl(read('ca.pem'), read('client.key'), read('client.pem')),
-        { 'grpc.ssl_target_name_override': 'localhost' });
+      const good = createClient(s.grpcPort, grpc.credentials.createSsl(read('ca.pem'), read('client.key'), read('client.pem')), {
+        'grpc.ssl_target_name_override': 'localhost',
+      });
       const anonymous = createClient(s.grpcPort, grpc.credentials.createSsl(read('ca.pem')), { 'grpc.ssl_target_name_override': 'localhost' });
       try {
         assert.deepEqual(await good.call('ServerLive', {}), { live: true });

@@ -14,15 +14,18 @@ import zlib from 'node:zlib';
 import { buildInferBody } from '../../src/client/kserve-http-client';
 import { MODEL_REPOSITORY, startServer, type ServerProcess } from './server-process';
 
-const ARGS = [`--model-repository=${MODEL_REPOSITORY}`, '--model-control-mode=explicit',
-  '--load-model=simple', '--load-model=image_classifier', '--load-model=identity_types', '--http-thread-count=1'];
+const ARGS = [
+  `--model-repository=${MODEL_REPOSITORY}`,
+  '--model-control-mode=explicit',
+  '--load-model=simple',
+  '--load-model=image_classifier',
+  '--load-model=identity_types',
+  '--http-thread-count=1',
+];
 let pooled: ServerProcess;
 let inline: ServerProcess;
 before(async () => {
-  [pooled, inline] = await Promise.all([
-    startServer([...ARGS, '--http-codec-offload-bytes=65536']),
-    startServer([...ARGS, '--http-codec-offload-bytes=0']),
-  ]);
+  [pooled, inline] = await Promise.all([startServer([...ARGS, '--http-codec-offload-bytes=65536']), startServer([...ARGS, '--http-codec-offload-bytes=0'])]);
 });
 after(async () => {
   // The pool thread must neither keep the process alive nor spoil a clean exit.
@@ -39,17 +42,23 @@ interface Answer {
 
 function post(server: ServerProcess, model: string, body: Buffer, headers: Record<string, string> = {}): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = http.request(`${server.url}/v2/models/${model}/infer`, { method: 'POST', headers: { ...headers, 'Content-Length': String(body.length) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({
-        status: res.statusCode ?? 0,
-        contentType: String(res.headers['content-type']),
-        contentEncoding: String(res.headers['content-encoding'] ?? ''),
-        headerLength: String(res.headers['inference-header-content-length'] ?? ''),
-        body: Buffer.concat(chunks),
-      }));
-    });
+    const req = http.request(
+      `${server.url}/v2/models/${model}/infer`,
+      { method: 'POST', headers: { ...headers, 'Content-Length': String(body.length) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            contentType: String(res.headers['content-type']),
+            contentEncoding: String(res.headers['content-encoding'] ?? ''),
+            headerLength: String(res.headers['inference-header-content-length'] ?? ''),
+            body: Buffer.concat(chunks),
+          }),
+        );
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -86,7 +95,7 @@ function poolTicks(server: ServerProcess): number {
 const PIXELS = 3 * 224 * 224;
 /** A ResNet-50-shaped JSON body (~1 MB): pseudo-random pixel values with 4 decimals. */
 function imageJson(seed: number): Buffer {
-  let x = seed * 2654435761 >>> 0;
+  let x = (seed * 2654435761) >>> 0;
   const data = Array.from({ length: PIXELS }, () => {
     x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
     return Math.round((x / 2 ** 32) * 1e4) / 1e4;
@@ -94,10 +103,14 @@ function imageJson(seed: number): Buffer {
   return Buffer.from(JSON.stringify({ id: `img-${seed}`, inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 3, 224, 224], data }] }));
 }
 
-const SMALL = Buffer.from(JSON.stringify({ inputs: [
-  { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, (_, i) => i) },
-  { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, () => 1) },
-] }));
+const SMALL = Buffer.from(
+  JSON.stringify({
+    inputs: [
+      { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, (_, i) => i) },
+      { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, () => 1) },
+    ],
+  }),
+);
 
 async function sameOnBoth(model: string, body: Buffer, headers: Record<string, string> = {}): Promise<Answer> {
   const [a, b] = await Promise.all([post(pooled, model, body, headers), post(inline, model, body, headers)]);
@@ -154,7 +167,9 @@ test('a large gzip body (and a gzip response) answer as inline', async () => {
   assert.equal(c.status, 400);
   assert.match(JSON.parse(c.body.toString()).error, /^failed to decompress the request body: /);
   // A small compressed body that inflates to a large one counts as large too.
-  const zeros = zlib.gzipSync(Buffer.from(JSON.stringify({ inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 3, 224, 224], data: new Array(PIXELS).fill(0) }] })));
+  const zeros = zlib.gzipSync(
+    Buffer.from(JSON.stringify({ inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 3, 224, 224], data: new Array(PIXELS).fill(0) }] })),
+  );
   assert.ok(zeros.length < 8192, `${zeros.length}`);
   assert.equal((await sameOnBoth('image_classifier', zeros, { 'Content-Encoding': 'gzip' })).status, 200);
   assert.ok(poolTicks(pooled) > ticks, 'the pool thread did the inflating and parsing');
@@ -164,8 +179,15 @@ test('a large JSON response (encoded in the pool) has the bytes of the inline on
   const n = 100_000; // FP32 output as JSON: ~2 MB of text
   const fp32 = Float32Array.from({ length: n }, (_, i) => Math.sin(i) * 1000);
   const inputs = ['BOOL', 'UINT8', 'UINT16', 'UINT32', 'UINT64', 'INT8', 'INT16', 'INT32', 'INT64', 'FP16', 'FP32', 'FP64', 'BYTES'].map((dt) => ({
-    name: `INPUT_${dt}`, datatype: dt, shape: [1, dt === 'FP32' ? n : 1],
-    data: dt === 'FP32' ? new Uint8Array(fp32.buffer) : dt === 'BYTES' ? Uint8Array.from([1, 0, 0, 0, 0x61]) : new Uint8Array({ BOOL: 1, UINT8: 1, INT8: 1, UINT16: 2, INT16: 2, FP16: 2 }[dt] ?? (dt.endsWith('64') ? 8 : 4)),
+    name: `INPUT_${dt}`,
+    datatype: dt,
+    shape: [1, dt === 'FP32' ? n : 1],
+    data:
+      dt === 'FP32'
+        ? new Uint8Array(fp32.buffer)
+        : dt === 'BYTES'
+          ? Uint8Array.from([1, 0, 0, 0, 0x61])
+          : new Uint8Array({ BOOL: 1, UINT8: 1, INT8: 1, UINT16: 2, INT16: 2, FP16: 2 }[dt] ?? (dt.endsWith('64') ? 8 : 4)),
   }));
   const { body, headerLength } = buildInferBody(inputs, { outputs: [{ name: 'OUTPUT_FP32' }, { name: 'OUTPUT_INT32', binary: true }] });
   assert.ok(headerLength! < 65536, 'the request itself is decoded inline (small JSON header)');
@@ -188,8 +210,14 @@ test('small and large requests at once: every answer right, the large ones as in
   for (const s of smallAnswers) {
     assert.equal(s.status, 200);
     const out = (JSON.parse(s.body.toString()) as { outputs: { name: string; data: number[] }[] }).outputs;
-    assert.deepEqual(out.find((o) => o.name === 'OUTPUT0')!.data, Array.from({ length: 16 }, (_, i) => i + 1));
-    assert.deepEqual(out.find((o) => o.name === 'OUTPUT1')!.data, Array.from({ length: 16 }, (_, i) => i - 1));
+    assert.deepEqual(
+      out.find((o) => o.name === 'OUTPUT0')!.data,
+      Array.from({ length: 16 }, (_, i) => i + 1),
+    );
+    assert.deepEqual(
+      out.find((o) => o.name === 'OUTPUT1')!.data,
+      Array.from({ length: 16 }, (_, i) => i - 1),
+    );
   }
   largeAnswers.forEach((l, k) => assert.deepEqual(l.body, expected[Math.floor(k / 2)].body, `large ${k}`));
 });
@@ -199,10 +227,12 @@ test('a client that goes away during a pooled decode leaves the server serving',
   await new Promise<void>((resolve) => {
     const req = http.request(`${pooled.url}/v2/models/image_classifier/infer`, { method: 'POST', headers: { 'Content-Length': String(big.length) } });
     req.on('error', () => resolve());
-    req.end(big, () => setTimeout(() => {
-      req.destroy();
-      resolve();
-    }, 2));
+    req.end(big, () =>
+      setTimeout(() => {
+        req.destroy();
+        resolve();
+      }, 2),
+    );
   });
   const a = await post(pooled, 'image_classifier', big);
   assert.equal(a.status, 200);

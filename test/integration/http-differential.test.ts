@@ -27,7 +27,10 @@ import { Rng } from './grpc-fuzz-kit';
 const SEED = Number(process.env.NODETRON_DIFF_SEED ?? 20261202);
 const STREAMS = Number(process.env.NODETRON_DIFF_STREAMS ?? 5000);
 
-interface Stream { kind: string; bytes: string }
+interface Stream {
+  kind: string;
+  bytes: string;
+}
 
 function generate(rand: () => number): Stream {
   const int = (lo: number, hi: number): number => lo + Math.floor(rand() * (hi - lo + 1));
@@ -45,12 +48,28 @@ function generate(rand: () => number): Stream {
     () => ({ kind: 'HTTP/1.0', bytes: `GET /old HTTP/1.0\r\n${pick(['', 'Host: h\r\n', 'Connection: keep-alive\r\n'])}\r\n` }),
     () => ({ kind: 'HTTP/1.1 without Host', bytes: 'GET / HTTP/1.1\r\nX: y\r\n\r\n' }),
     () => ({ kind: 'repeated Host', bytes: `GET / HTTP/1.1\r\nHost: a\r\nHost: ${pick(['a', 'b'])}\r\n\r\n` }),
-    () => ({ kind: 'two Content-Lengths', bytes: (() => { const n = int(1, 5); const m = pick([n, n + 1]); return `POST / HTTP/1.1\r\nHost: h\r\nContent-Length: ${n}\r\nContent-Length: ${m}\r\n\r\n${body(Math.max(n, m))}`; })() }),
+    () => ({
+      kind: 'two Content-Lengths',
+      bytes: (() => {
+        const n = int(1, 5);
+        const m = pick([n, n + 1]);
+        return `POST / HTTP/1.1\r\nHost: h\r\nContent-Length: ${n}\r\nContent-Length: ${m}\r\n\r\n${body(Math.max(n, m))}`;
+      })(),
+    }),
     () => ({ kind: 'a list in Content-Length', bytes: 'POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 3, 3\r\n\r\nabc' }),
-    () => ({ kind: 'Content-Length and chunked', bytes: 'POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n\r\n' }),
-    () => ({ kind: 'transfer codings', bytes: `POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: ${pick(['chunked', 'Chunked', 'CHUNKED', 'gzip, chunked', 'chunked, gzip', 'identity', 'chunked, chunked', 'xchunked'])}\r\n\r\n1\r\na\r\n0\r\n\r\n` }),
+    () => ({
+      kind: 'Content-Length and chunked',
+      bytes: 'POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n\r\n',
+    }),
+    () => ({
+      kind: 'transfer codings',
+      bytes: `POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: ${pick(['chunked', 'Chunked', 'CHUNKED', 'gzip, chunked', 'chunked, gzip', 'identity', 'chunked, chunked', 'xchunked'])}\r\n\r\n1\r\na\r\n0\r\n\r\n`,
+    }),
     () => ({ kind: 'Transfer-Encoding in HTTP/1.0', bytes: 'POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n\r\n' }),
-    () => ({ kind: 'a bad Content-Length', bytes: `POST / HTTP/1.1\r\nHost: h\r\nContent-Length: ${pick(['-1', '+3', '0x3', '3 4', 'abc', '', '99999999999999999999', ' 3', '3 '])}\r\n\r\nabc` }),
+    () => ({
+      kind: 'a bad Content-Length',
+      bytes: `POST / HTTP/1.1\r\nHost: h\r\nContent-Length: ${pick(['-1', '+3', '0x3', '3 4', 'abc', '', '99999999999999999999', ' 3', '3 '])}\r\n\r\nabc`,
+    }),
     () => {
       // One CRLF of the head becomes a bare LF or CR.
       const whole = get(`X-A: 1\r\nX-B: 2\r\n`);
@@ -62,15 +81,47 @@ function generate(rand: () => number): Stream {
     () => ({ kind: 'space before the colon', bytes: `GET / HTTP/1.1\r\nHost: h\r\nX-S${pick([' ', '\t'])}: v\r\n\r\n` }),
     () => ({ kind: 'a bad header name', bytes: `GET / HTTP/1.1\r\nHost: h\r\nX${pick(['(', '"', '@', '\x01', '\x7f', '/'])}Y: v\r\n\r\n` }),
     () => ({ kind: 'a control character in a value', bytes: `GET / HTTP/1.1\r\nHost: h\r\nX-V: a${pick(['\x00', '\x01', '\x7f', '\x1b', '\t'])}b\r\n\r\n` }),
-    () => ({ kind: 'chunk extensions', bytes: chunked([int(1, 6)], pick([';a', ';a=b', '; a = b', ';a="q;x"', ';a="\\"q"', ';', ';a=', ';a b', ';a=b c', ';a=\x00', ';\x01', ' ;a'])) }),
-    () => ({ kind: 'chunk sizes', bytes: chunked([int(1, 12)], '', (n) => pick([` ${n.toString(16)}`, `${n.toString(16)} `, `0x${n.toString(16)}`, `00${n.toString(16)}`, n.toString(16).toUpperCase(), `+${n.toString(16)}`])) }),
-    () => ({ kind: 'a bare LF in chunk framing', bytes: pick(['POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1\na\r\n0\r\n\r\n', 'POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\n0\r\n\r\n', 'POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\n\n']) }),
+    () => ({
+      kind: 'chunk extensions',
+      bytes: chunked([int(1, 6)], pick([';a', ';a=b', '; a = b', ';a="q;x"', ';a="\\"q"', ';', ';a=', ';a b', ';a=b c', ';a=\x00', ';\x01', ' ;a'])),
+    }),
+    () => ({
+      kind: 'chunk sizes',
+      bytes: chunked([int(1, 12)], '', (n) =>
+        pick([` ${n.toString(16)}`, `${n.toString(16)} `, `0x${n.toString(16)}`, `00${n.toString(16)}`, n.toString(16).toUpperCase(), `+${n.toString(16)}`]),
+      ),
+    }),
+    () => ({
+      kind: 'a bare LF in chunk framing',
+      bytes: pick([
+        'POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1\na\r\n0\r\n\r\n',
+        'POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\n0\r\n\r\n',
+        'POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\n\n',
+      ]),
+    }),
     () => ({ kind: 'chunk data longer than its size', bytes: 'POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nab\r\n0\r\n\r\n' }),
-    () => ({ kind: 'trailers', bytes: `POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n${pick(['X-T: 1\r\n', 'X-T: 1\r\nY: 2\r\n', 'bad trailer\r\n'])}\r\n` }),
-    () => ({ kind: 'methods', bytes: `${pick(['GET', 'get', 'Get', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'HEAD', 'PROPFIND', 'FOO', 'G-T', 'M_X'])} / HTTP/1.1\r\nHost: h\r\n\r\n` }),
+    () => ({
+      kind: 'trailers',
+      bytes: `POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n${pick(['X-T: 1\r\n', 'X-T: 1\r\nY: 2\r\n', 'bad trailer\r\n'])}\r\n`,
+    }),
+    () => ({
+      kind: 'methods',
+      bytes: `${pick(['GET', 'get', 'Get', 'PUT', 'DELETE', 'OPTIONS', 'PATCH', 'HEAD', 'PROPFIND', 'FOO', 'G-T', 'M_X'])} / HTTP/1.1\r\nHost: h\r\n\r\n`,
+    }),
     () => ({ kind: 'request targets', bytes: `GET ${pick(['/a?b=c', '*', 'http://h/x', 'x', '/a b', '/a\x01', '//x', '/%zz'])} HTTP/1.1\r\nHost: h\r\n\r\n` }),
-    () => ({ kind: 'versions', bytes: `GET / ${pick(['HTTP/1.1', 'HTTP/1.0', 'HTTP/2.0', 'HTTP/1.2', 'HTTP/0.9', 'http/1.1', 'HTTP/1', 'FTP/1.1'])}\r\nHost: h\r\n\r\n` }),
-    () => ({ kind: 'request line spacing', bytes: pick(['GET  / HTTP/1.1\r\nHost: h\r\n\r\n', 'GET / HTTP/1.1 \r\nHost: h\r\n\r\n', ' GET / HTTP/1.1\r\nHost: h\r\n\r\n', 'GET\t/ HTTP/1.1\r\nHost: h\r\n\r\n']) }),
+    () => ({
+      kind: 'versions',
+      bytes: `GET / ${pick(['HTTP/1.1', 'HTTP/1.0', 'HTTP/2.0', 'HTTP/1.2', 'HTTP/0.9', 'http/1.1', 'HTTP/1', 'FTP/1.1'])}\r\nHost: h\r\n\r\n`,
+    }),
+    () => ({
+      kind: 'request line spacing',
+      bytes: pick([
+        'GET  / HTTP/1.1\r\nHost: h\r\n\r\n',
+        'GET / HTTP/1.1 \r\nHost: h\r\n\r\n',
+        ' GET / HTTP/1.1\r\nHost: h\r\n\r\n',
+        'GET\t/ HTTP/1.1\r\nHost: h\r\n\r\n',
+      ]),
+    }),
     () => ({ kind: 'leading empty lines', bytes: `${pick(['\r\n', '\r\n\r\n', '\n'])}GET / HTTP/1.1\r\nHost: h\r\n\r\n` }),
     () => ({ kind: 'a big header', bytes: `GET / HTTP/1.1\r\nHost: h\r\nX-Big: ${'a'.repeat(pick([1000, 15_000, 70_000]))}\r\n\r\n` }),
     () => ({ kind: 'many headers', bytes: `GET / HTTP/1.1\r\nHost: h\r\n${'X-M: 1\r\n'.repeat(pick([50, 127, 150]))}\r\n` }),
@@ -86,7 +137,10 @@ function generate(rand: () => number): Stream {
 }
 
 /** What a server did with one stream: the requests it read (in order), and whether it refused the stream. */
-interface Seen { read: string[]; refused: number | undefined }
+interface Seen {
+  read: string[];
+  refused: number | undefined;
+}
 
 function parseAnswers(text: string): Seen {
   const read: string[] = [];
@@ -183,7 +237,9 @@ after(() => {
  * unless `alsoReads` says why.
  */
 const KNOWN: Record<string, { why: string; alsoReads?: string }> = {
-  'a bare line end in the head': { why: 'RFC 9112 §2.2 allows a bare LF but a proxy that does not (or takes a bare CR) sees another head: we refuse both, llhttp reads a bare LF in places' },
+  'a bare line end in the head': {
+    why: 'RFC 9112 §2.2 allows a bare LF but a proxy that does not (or takes a bare CR) sees another head: we refuse both, llhttp reads a bare LF in places',
+  },
   'repeated Host': { why: 'RFC 9112 §3.2: a request with more than one Host must be refused (400); llhttp passes it on' },
   'transfer codings': {
     why: 'RFC 9112 §6.1: we decode only `chunked` and refuse any other coding (llhttp reads `gzip, chunked` and passes gzip on)',
@@ -196,13 +252,16 @@ const KNOWN: Record<string, { why: string; alsoReads?: string }> = {
     why: 'we refuse a target with control characters or that is not origin, absolute or asterisk form',
     alsoReads: "'*' with GET and '/%zz' are read by us and refused by llhttp; neither changes where the request ends (the router answers 404/400)",
   },
-  'chunk extensions': { why: 'RFC 9112 §7.1.1 grammar: we refuse a malformed extension (`;`, `;a=`, `;a b`, control characters) where llhttp is lenient; like llhttp, we refuse the whitespace (BWS) the grammar allows around `;` and `=`' },
+  'chunk extensions': {
+    why: 'RFC 9112 §7.1.1 grammar: we refuse a malformed extension (`;`, `;a=`, `;a b`, control characters) where llhttp is lenient; like llhttp, we refuse the whitespace (BWS) the grammar allows around `;` and `=`',
+  },
   'request line spacing': { why: 'RFC 9112 §3: one SP between the parts; we refuse other spacing' },
   'leading empty lines': { why: 'RFC 9112 §2.2: we skip empty CRLF lines before a request line, not a bare LF' },
   'many headers': { why: 'we take at most 128 header fields (431), llhttp 2000' },
   'one byte replaced': {
     why: 'a random byte can make any of the above',
-    alsoReads: 'a replaced byte inside a value, a body or a method name can leave a request both parsers must read; where llhttp refuses a method or target byte we accept, the kinds above say why',
+    alsoReads:
+      'a replaced byte inside a value, a body or a method name can leave a request both parsers must read; where llhttp refuses a method or target byte we accept, the kinds above say why',
   },
   versions: { why: 'we answer 505 to an HTTP version we do not speak; llhttp reads HTTP/1.2 as 1.x' },
   'Transfer-Encoding in HTTP/1.0': { why: 'RFC 9112 §6.1: a server must treat chunked in HTTP/1.0 as faulty framing; we refuse it' },
@@ -217,27 +276,30 @@ test(`differential fuzz: ${STREAMS} seeded streams, our framing against node's l
   const listed = new Map<string, number>();
   const WIDTH = 100;
   for (let i = 0; i < streams.length; i += WIDTH) {
-    await Promise.all(streams.slice(i, i + WIDTH).map(async (s, j) => {
-      const same = (x: Seen, y: Seen): boolean => JSON.stringify(x.read) === JSON.stringify(y.read) && (x.refused !== undefined) === (y.refused !== undefined);
-      const known = KNOWN[s.kind];
-      // Reading more than llhttp (a request it did not read) needs its own reason.
-      const isListed = (x: Seen, y: Seen): boolean => {
-        const readsMore = x.read.length > y.read.length || x.read.some((r, k) => y.read[k] !== undefined && r !== y.read[k]);
-        return known !== undefined && (!readsMore || known.alsoReads !== undefined);
-      };
-      let [a, b] = await Promise.all([exchange(oursPort, s.bytes), exchange(llhttpPort, s.bytes)]);
-      if (same(a, b)) return;
-      if (!isListed(a, b)) {
-        // Under load an answer can come after the quiet window: an unlisted difference is judged on a second, slower exchange.
-        [a, b] = await Promise.all([exchange(oursPort, s.bytes, 1500), exchange(llhttpPort, s.bytes, 1500)]);
+    await Promise.all(
+      streams.slice(i, i + WIDTH).map(async (s, j) => {
+        const same = (x: Seen, y: Seen): boolean =>
+          JSON.stringify(x.read) === JSON.stringify(y.read) && (x.refused !== undefined) === (y.refused !== undefined);
+        const known = KNOWN[s.kind];
+        // Reading more than llhttp (a request it did not read) needs its own reason.
+        const isListed = (x: Seen, y: Seen): boolean => {
+          const readsMore = x.read.length > y.read.length || x.read.some((r, k) => y.read[k] !== undefined && r !== y.read[k]);
+          return known !== undefined && (!readsMore || known.alsoReads !== undefined);
+        };
+        let [a, b] = await Promise.all([exchange(oursPort, s.bytes), exchange(llhttpPort, s.bytes)]);
         if (same(a, b)) return;
-      }
-      if (isListed(a, b)) {
-        listed.set(s.kind, (listed.get(s.kind) ?? 0) + 1);
-        return;
-      }
-      unlisted.push(`#${i + j} ${s.kind}: ${JSON.stringify(s.bytes.slice(0, 160))}\n  ours:   ${JSON.stringify(a)}\n  llhttp: ${JSON.stringify(b)}`);
-    }));
+        if (!isListed(a, b)) {
+          // Under load an answer can come after the quiet window: an unlisted difference is judged on a second, slower exchange.
+          [a, b] = await Promise.all([exchange(oursPort, s.bytes, 1500), exchange(llhttpPort, s.bytes, 1500)]);
+          if (same(a, b)) return;
+        }
+        if (isListed(a, b)) {
+          listed.set(s.kind, (listed.get(s.kind) ?? 0) + 1);
+          return;
+        }
+        unlisted.push(`#${i + j} ${s.kind}: ${JSON.stringify(s.bytes.slice(0, 160))}\n  ours:   ${JSON.stringify(a)}\n  llhttp: ${JSON.stringify(b)}`);
+      }),
+    );
   }
   const summary = [...listed].map(([k, n]) => `${k}: ${n}`).join('; ');
   t.diagnostic(`listed differences by kind: ${summary}`);

@@ -45,7 +45,11 @@ after(async () => {
   assert.equal(await perThread.stop(), 0, perThread.output().slice(-3000));
 });
 
-interface Socketed { socket: net.Socket; got: string; closed: Promise<void> }
+interface Socketed {
+  socket: net.Socket;
+  got: string;
+  closed: Promise<void>;
+}
 
 function connect(port: number): Promise<Socketed> {
   return new Promise((resolve, reject) => {
@@ -122,7 +126,10 @@ test(`${SLOW} slowloris heads, a byte a second, all get 408 from the head deadli
   // the worst is bounded too, as a stall would not be.
   assert.ok(p95 < 100 && worst < 1000, said);
   // Logged once per client address (all of them are 127.0.0.1 here) by each HTTP thread.
-  const lines = server.output().split('\n').filter((l) => l.includes('did not arrive whole within'));
+  const lines = server
+    .output()
+    .split('\n')
+    .filter((l) => l.includes('did not arrive whole within'));
   assert.ok(lines.length >= 1 && lines.length <= 2, lines.join('\n'));
   normal.socket.destroy();
 });
@@ -149,11 +156,15 @@ test(`connections past --http-max-connections=${CAP} get 503 and close; a kept-a
   // In waves of 100: more at once overflow the listen backlog, and the kernel drops what the server never sees.
   const refused: Socketed[] = [];
   for (let i = 0; i < PAST_CAP; i += 100) {
-    refused.push(...await Promise.all(Array.from({ length: Math.min(100, PAST_CAP - i) }, async () => {
-      const s = await connect(capped.port);
-      await Promise.race([s.closed, new Promise((r) => setTimeout(r, 10_000))]);
-      return s;
-    })));
+    refused.push(
+      ...(await Promise.all(
+        Array.from({ length: Math.min(100, PAST_CAP - i) }, async () => {
+          const s = await connect(capped.port);
+          await Promise.race([s.closed, new Promise((r) => setTimeout(r, 10_000))]);
+          return s;
+        }),
+      )),
+    );
   }
   for (const s of refused) {
     assert.match(s.got, /^HTTP\/1\.1 503 /, s.got.slice(0, 200));
@@ -162,7 +173,10 @@ test(`connections past --http-max-connections=${CAP} get 503 and close; a kept-a
   }
   for (let i = 0; i < 5; i++) assert.equal((await probe(keep)).status, 200, 'the kept-alive client is served');
   await waitForOutput(capped, /refused connections from 127\.0\.0\.1: \d+ are open, the most --http-max-connections allows; answered 503/);
-  const said = capped.output().split('\n').filter((l) => l.includes('the most --http-max-connections allows')).length;
+  const said = capped
+    .output()
+    .split('\n')
+    .filter((l) => l.includes('the most --http-max-connections allows')).length;
   assert.ok(said >= 1 && said <= 2, `said once per client by each of the 2 HTTP threads, not ${said} times`);
   // Slots that free are taken again.
   for (const s of held.splice(0, 10)) s.socket.destroy();
@@ -193,11 +207,13 @@ test(`--http-max-connections-per-thread=${THREAD_CAP}: a thread holding that man
 test(`${HEAVY} heads that each declare a 64 MiB body and send none leave the memory flat`, async () => {
   const pid = server.child.pid!;
   const before = vm(pid);
-  const heavy = await Promise.all(Array.from({ length: HEAVY }, async () => {
-    const s = await connect(server.port);
-    s.socket.write(`POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${64 * 1024 * 1024}\r\n\r\n`);
-    return s;
-  }));
+  const heavy = await Promise.all(
+    Array.from({ length: HEAVY }, async () => {
+      const s = await connect(server.port);
+      s.socket.write(`POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${64 * 1024 * 1024}\r\n\r\n`);
+      return s;
+    }),
+  );
   await new Promise((r) => setTimeout(r, 1000));
   const during = vm(pid);
   for (const s of heavy) assert.equal(s.got, '', 'nothing answered yet: the bodies are awaited');

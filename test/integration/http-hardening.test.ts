@@ -51,7 +51,11 @@ async function assertServes(after: string): Promise<void> {
   ]);
   assert.equal(r.status, 200, `a good request after ${after}: ${JSON.stringify(r.json)}`);
   const outputs = r.json.outputs as { name: string; data: number[] }[];
-  assert.deepEqual(outputs.find((o) => o.name === 'OUTPUT0')?.data, in0.map((v) => v + 2), `sum after ${after}`);
+  assert.deepEqual(
+    outputs.find((o) => o.name === 'OUTPUT0')?.data,
+    in0.map((v) => v + 2),
+    `sum after ${after}`,
+  );
 }
 
 /**
@@ -166,23 +170,39 @@ test('a response whose JSON would pass 256 MiB is refused with the output, the m
     if (t === 'BYTES') return Buffer.from([1, 0, 0, 0, 0x61]);
     return Buffer.alloc(size[t] ?? 1);
   });
-  const header = (binaryBool: boolean): Buffer => Buffer.from(JSON.stringify({
-    inputs: types.map((t, i) => ({ name: `INPUT_${t}`, datatype: t, shape: [1, t === 'BOOL' ? elements : 1], parameters: { binary_data_size: blobs[i].length } })),
-    outputs: types.map((t) => ({ name: `OUTPUT_${t}`, parameters: { binary_data: t === 'FP16' || (binaryBool && t === 'BOOL') } })),
-  }));
+  const header = (binaryBool: boolean): Buffer =>
+    Buffer.from(
+      JSON.stringify({
+        inputs: types.map((t, i) => ({
+          name: `INPUT_${t}`,
+          datatype: t,
+          shape: [1, t === 'BOOL' ? elements : 1],
+          parameters: { binary_data_size: blobs[i].length },
+        })),
+        outputs: types.map((t) => ({ name: `OUTPUT_${t}`, parameters: { binary_data: t === 'FP16' || (binaryBool && t === 'BOOL') } })),
+      }),
+    );
   const send = (h: Buffer): Promise<{ status: number; text: string; headers: Headers }> =>
     post('/v2/models/identity_types/infer', Buffer.concat([h, ...blobs]), { 'Inference-Header-Content-Length': String(h.length) });
   const refused = await send(header(false));
-  assert.deepEqual([refused.status, refused.text], [400, error(
-    `the JSON of output 'OUTPUT_BOOL' (${elements} elements) of model 'identity_types' would make the response larger than ` +
-      `${256 * 1024 * 1024} bytes, the most an HTTP inference response may carry as JSON (--http-max-json-response-size). Request the output in binary: ` +
-      '"parameters":{"binary_data":true} on the output, or "binary_data_output":true in the request parameters (the tritonclient default).',
-  )]);
+  assert.deepEqual(
+    [refused.status, refused.text],
+    [
+      400,
+      error(
+        `the JSON of output 'OUTPUT_BOOL' (${elements} elements) of model 'identity_types' would make the response larger than ` +
+          `${256 * 1024 * 1024} bytes, the most an HTTP inference response may carry as JSON (--http-max-json-response-size). Request the output in binary: ` +
+          '"parameters":{"binary_data":true} on the output, or "binary_data_output":true in the request parameters (the tritonclient default).',
+      ),
+    ],
+  );
   await assertServes('a refused oversized JSON response');
   // The same outputs with the large one in binary are sent.
   const h = header(true);
   const res = await fetch(`${server.url}/v2/models/identity_types/infer`, {
-    method: 'POST', body: Buffer.concat([h, ...blobs]), headers: { 'Inference-Header-Content-Length': String(h.length) },
+    method: 'POST',
+    body: Buffer.concat([h, ...blobs]),
+    headers: { 'Inference-Header-Content-Length': String(h.length) },
   });
   assert.equal(res.status, 200);
   const body = Buffer.from(await res.arrayBuffer());
@@ -193,12 +213,21 @@ test('a response whose JSON would pass 256 MiB is refused with the output, the m
   await assertServes('a large binary response');
 });
 
-test('reserved parameter keys and duplicate output names are refused with Triton\'s texts', async () => {
+test("reserved parameter keys and duplicate output names are refused with Triton's texts", async () => {
   const cases: [body: object, message: string][] = [
-    [{ parameters: { triton_enable_empty_final_response: true }, inputs: [] }, "parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified."],
+    [
+      { parameters: { triton_enable_empty_final_response: true }, inputs: [] },
+      "parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified.",
+    ],
     [{ parameters: { triton_anything: 'x' }, inputs: [] }, "parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified."],
-    [{ id: 'r7', ...JSON.parse(goodBody), outputs: [{ name: 'OUTPUT0' }, { name: 'OUTPUT1' }, { name: 'OUTPUT0' }] }, "[request id: r7] output 'OUTPUT0' already exists in request"],
-    [{ ...JSON.parse(goodBody), outputs: [{ name: 'OUTPUT1', parameters: { binary_data: true } }, { name: 'OUTPUT1' }] }, "[request id: <id_unknown>] output 'OUTPUT1' already exists in request"],
+    [
+      { id: 'r7', ...JSON.parse(goodBody), outputs: [{ name: 'OUTPUT0' }, { name: 'OUTPUT1' }, { name: 'OUTPUT0' }] },
+      "[request id: r7] output 'OUTPUT0' already exists in request",
+    ],
+    [
+      { ...JSON.parse(goodBody), outputs: [{ name: 'OUTPUT1', parameters: { binary_data: true } }, { name: 'OUTPUT1' }] },
+      "[request id: <id_unknown>] output 'OUTPUT1' already exists in request",
+    ],
   ];
   for (const [body, message] of cases) {
     const r = await post('/v2/models/simple/infer', JSON.stringify(body));
@@ -265,8 +294,14 @@ test('model names that try to leave the repository are refused by every API', as
 
 test('shared-memory keys that would leave /dev/shm are refused at registration', async () => {
   const cases: [key: string, message: string][] = [
-    ['/../../etc/hostname', "cannot register shared memory region 'r' - invalid shm key '/../../etc/hostname': a key names one object in /dev/shm, so after its leading '/' it must not contain '/', be '.' or '..', or hold a NUL byte"],
-    ['/..', "cannot register shared memory region 'r' - invalid shm key '/..': a key names one object in /dev/shm, so after its leading '/' it must not contain '/', be '.' or '..', or hold a NUL byte"],
+    [
+      '/../../etc/hostname',
+      "cannot register shared memory region 'r' - invalid shm key '/../../etc/hostname': a key names one object in /dev/shm, so after its leading '/' it must not contain '/', be '.' or '..', or hold a NUL byte",
+    ],
+    [
+      '/..',
+      "cannot register shared memory region 'r' - invalid shm key '/..': a key names one object in /dev/shm, so after its leading '/' it must not contain '/', be '.' or '..', or hold a NUL byte",
+    ],
     ['//', "cannot register shared memory region 'r' - invalid shm key '//'"],
   ];
   for (const [key, message] of cases) {

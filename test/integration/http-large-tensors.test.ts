@@ -17,10 +17,7 @@ import type { ServerProcess } from './server-process';
 let server: ServerProcess;
 
 before(async () => {
-  server = await startServer([
-    `--model-repository=${path.join(REPO_ROOT, 'test/integration/fixtures/large_models')}`,
-    '--http-max-input-size=134217728',
-  ]);
+  server = await startServer([`--model-repository=${path.join(REPO_ROOT, 'test/integration/fixtures/large_models')}`, '--http-max-input-size=134217728']);
 });
 
 after(async () => {
@@ -37,27 +34,35 @@ function body(elements: number): { header: string; data: Buffer; whole: Buffer }
   return { header, data, whole: Buffer.concat([Buffer.from(header), data]) };
 }
 
-interface Answer { status: number; headers: http.IncomingHttpHeaders; body: Buffer }
+interface Answer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
 
 /** POSTs the request; `stopAfter` bytes of the response body, then hangs up (the promise then resolves with what came). */
 function post(b: { header: string; whole: Buffer }, stopAfter = Infinity, model = 'identity_fp32_py'): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = http.request(`${server.url}/v2/models/${model}/infer`, {
-      method: 'POST',
-      headers: { 'Inference-Header-Content-Length': String(b.header.length), 'Content-Type': 'application/octet-stream' },
-    }, (res) => {
-      const parts: Buffer[] = [];
-      let got = 0;
-      res.on('data', (d: Buffer) => {
-        parts.push(d);
-        got += d.length;
-        if (got >= stopAfter) {
-          req.destroy();
-          resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(parts) });
-        }
-      });
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(parts) }));
-    });
+    const req = http.request(
+      `${server.url}/v2/models/${model}/infer`,
+      {
+        method: 'POST',
+        headers: { 'Inference-Header-Content-Length': String(b.header.length), 'Content-Type': 'application/octet-stream' },
+      },
+      (res) => {
+        const parts: Buffer[] = [];
+        let got = 0;
+        res.on('data', (d: Buffer) => {
+          parts.push(d);
+          got += d.length;
+          if (got >= stopAfter) {
+            req.destroy();
+            resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(parts) });
+          }
+        });
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(parts) }));
+      },
+    );
     req.on('error', (err) => (stopAfter === Infinity ? reject(err) : undefined));
     req.end(b.whole);
   });
@@ -69,8 +74,13 @@ test('a 64 MiB FP32 tensor goes through a Python identity and back byte for byte
   assert.equal(r.status, 200, r.body.subarray(0, 300).toString());
   const headerLength = Number(r.headers['inference-header-content-length']);
   assert.equal(Number(r.headers['content-length']), r.body.length);
-  const json = JSON.parse(r.body.subarray(0, headerLength).toString()) as { outputs: { name: string; shape: number[]; parameters: { binary_data_size: number } }[] };
-  assert.deepEqual(json.outputs.map((o) => [o.name, o.shape, o.parameters.binary_data_size]), [['OUTPUT0', [16 * 1024 * 1024], b.data.length]]);
+  const json = JSON.parse(r.body.subarray(0, headerLength).toString()) as {
+    outputs: { name: string; shape: number[]; parameters: { binary_data_size: number } }[];
+  };
+  assert.deepEqual(
+    json.outputs.map((o) => [o.name, o.shape, o.parameters.binary_data_size]),
+    [['OUTPUT0', [16 * 1024 * 1024], b.data.length]],
+  );
   assert.ok(r.body.subarray(headerLength).equals(b.data), 'OUTPUT0 bytes equal INPUT0 bytes');
 });
 
@@ -91,11 +101,13 @@ test('a client that hangs up in the middle of a large response does not disturb 
 
 test('a 200,000-element BYTES tensor goes through a Python identity and back element for element', async () => {
   const elements = Array.from({ length: 200_000 }, (_, i) => Buffer.from(i % 7 === 0 ? '' : `élément-${i}\u0000${'x'.repeat(i % 13)}`));
-  const data = Buffer.concat(elements.flatMap((e) => {
-    const len = Buffer.alloc(4);
-    len.writeUInt32LE(e.length);
-    return [len, e];
-  }));
+  const data = Buffer.concat(
+    elements.flatMap((e) => {
+      const len = Buffer.alloc(4);
+      len.writeUInt32LE(e.length);
+      return [len, e];
+    }),
+  );
   const header = JSON.stringify({
     inputs: [{ name: 'INPUT0', datatype: 'BYTES', shape: [elements.length], parameters: { binary_data_size: data.length } }],
     outputs: [{ name: 'OUTPUT0', parameters: { binary_data: true } }],

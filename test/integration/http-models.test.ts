@@ -21,9 +21,7 @@ after(async () => {
 
 test('dense_classifier: 48 concurrent single-row requests equal the batched answers row by row', async () => {
   const rows = Array.from({ length: 48 }, (_, k) => Array.from({ length: 64 }, (_, i) => Math.sin(k * 64 + i)));
-  const single = await Promise.all(
-    rows.map((row) => infer(server.url, 'dense_classifier', [{ name: 'input', datatype: 'FP32', shape: [1, 64], data: row }])),
-  );
+  const single = await Promise.all(rows.map((row) => infer(server.url, 'dense_classifier', [{ name: 'input', datatype: 'FP32', shape: [1, 64], data: row }])));
   const batched = await infer(server.url, 'dense_classifier', [{ name: 'input', datatype: 'FP32', shape: [8, 64], data: rows.slice(0, 8).flat() }]);
   assert.equal(batched.status, 200, JSON.stringify(batched.json));
   const all = (batched.json.outputs as { data: number[]; shape: number[] }[])[0];
@@ -38,7 +36,7 @@ test('dense_classifier: 48 concurrent single-row requests equal the batched answ
   });
 });
 
-test('dense_classifier: batch over max_batch_size is refused with Triton\'s text', async () => {
+test("dense_classifier: batch over max_batch_size is refused with Triton's text", async () => {
   const r = await infer(server.url, 'dense_classifier', [{ name: 'input', datatype: 'FP32', shape: [33, 64], data: new Uint8Array(33 * 64 * 4) }]);
   assert.equal(r.status, 400);
   assert.equal(r.json.error, "[request id: <id_unknown>] inference request batch-size must be <= 32 for 'dense_classifier'");
@@ -56,10 +54,12 @@ test('image_classifier: binary [2,3,224,224] input, probabilities sum to 1, clas
     assert.ok(Math.abs(half.reduce((a, b) => a + b, 0) - 1) < 1e-3);
   }
   const body = Buffer.concat([
-    Buffer.from(JSON.stringify({
-      inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 3, 224, 224], parameters: { binary_data_size: 3 * 224 * 224 * 4 } }],
-      outputs: [{ name: 'probabilities', parameters: { classification: 3 } }],
-    })),
+    Buffer.from(
+      JSON.stringify({
+        inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 3, 224, 224], parameters: { binary_data_size: 3 * 224 * 224 * 4 } }],
+        outputs: [{ name: 'probabilities', parameters: { classification: 3 } }],
+      }),
+    ),
   ]);
   const header = body.length;
   const res = await fetch(`${server.url}/v2/models/image_classifier/infer`, {
@@ -83,7 +83,11 @@ const TYPES: { dt: string; json: unknown[]; bytes: (n: number) => Uint8Array }[]
   { dt: 'INT8', json: [-128, 0, 127], bytes: () => new Uint8Array(Int8Array.from([-128, 0, 127]).buffer) },
   { dt: 'INT16', json: [-32768, 0, 32767], bytes: () => new Uint8Array(Int16Array.from([-32768, 0, 32767]).buffer) },
   { dt: 'INT32', json: [-2147483648, 0, 2147483647], bytes: () => new Uint8Array(Int32Array.from([-2147483648, 0, 2147483647]).buffer) },
-  { dt: 'INT64', json: [-9007199254740991, 0, 9007199254740991], bytes: () => new Uint8Array(BigInt64Array.from([-9223372036854775808n, 0n, 9223372036854775807n]).buffer) },
+  {
+    dt: 'INT64',
+    json: [-9007199254740991, 0, 9007199254740991],
+    bytes: () => new Uint8Array(BigInt64Array.from([-9223372036854775808n, 0n, 9223372036854775807n]).buffer),
+  },
   { dt: 'FP16', json: [], bytes: () => new Uint8Array(Uint16Array.from([0x3c00, 0x0000, 0xc000]).buffer) },
   { dt: 'FP32', json: [1.5, -0.25, 3e38], bytes: () => new Uint8Array(Float32Array.from([1.5, -0.25, 3e38]).buffer) },
   { dt: 'FP64', json: [1.5, -0.1, 1e300], bytes: () => new Uint8Array(Float64Array.from([1.5, -0.1, 1e300]).buffer) },
@@ -154,7 +158,10 @@ test('datatype mismatch names the input, the model, expected and got', async () 
 test('missing and unknown inputs are named', async () => {
   const missing = await infer(server.url, 'simple', [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: new Uint8Array(64) }], { id: 'm1' });
   assert.equal(missing.status, 400);
-  assert.match(String(missing.json.error), /^\[request id: m1\] expected 2 inputs but got 1 inputs for model 'simple'\. Got input\(s\) \['INPUT0'\], but missing required input\(s\) \['INPUT1'\]/);
+  assert.match(
+    String(missing.json.error),
+    /^\[request id: m1\] expected 2 inputs but got 1 inputs for model 'simple'\. Got input\(s\) \['INPUT0'\], but missing required input\(s\) \['INPUT1'\]/,
+  );
   const unknown = await infer(server.url, 'simple', [
     { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: new Uint8Array(64) },
     { name: 'INPUTX', datatype: 'INT32', shape: [1, 16], data: new Uint8Array(64) },

@@ -39,7 +39,10 @@ test('responses carry only our headers: no uWebSockets mark on 200s, errors or i
       { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: new Uint8Array(64) },
     ]),
   ];
-  assert.deepEqual(replies.map((r) => r.status), [200, 200, 404, 200]);
+  assert.deepEqual(
+    replies.map((r) => r.status),
+    [200, 200, 404, 200],
+  );
   for (const r of replies) assert.equal(r.headers.get('uwebsockets'), null, [...r.headers.keys()].join(','));
 });
 
@@ -85,10 +88,15 @@ test('model config is Triton-shaped JSON', async () => {
 });
 
 test('JSON inference on simple returns sum and difference', async () => {
-  const r = await infer(server.url, 'simple', [
-    { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: in0 },
-    { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: in1 },
-  ], { id: 'req-7' });
+  const r = await infer(
+    server.url,
+    'simple',
+    [
+      { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: in0 },
+      { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: in1 },
+    ],
+    { id: 'req-7' },
+  );
   assert.equal(r.status, 200, JSON.stringify(r.json));
   assert.equal(r.json.id, 'req-7');
   assert.equal(r.json.model_name, 'simple');
@@ -98,33 +106,63 @@ test('JSON inference on simple returns sum and difference', async () => {
   const out1 = outputs.find((o) => o.name === 'OUTPUT1')!;
   assert.deepEqual(out0.shape, [1, 16]);
   assert.equal(out0.datatype, 'INT32');
-  assert.deepEqual(out0.data, in0.map((x) => x + 1));
-  assert.deepEqual(out1.data, in0.map((x) => x - 1));
+  assert.deepEqual(
+    out0.data,
+    in0.map((x) => x + 1),
+  );
+  assert.deepEqual(
+    out1.data,
+    in0.map((x) => x - 1),
+  );
 });
 
 test('binary-extension inference on simple, batch 2, binary outputs', async () => {
   const a = Int32Array.from({ length: 32 }, (_, i) => i * 3);
   const b = Int32Array.from({ length: 32 }, (_, i) => i);
-  const r = await infer(server.url, 'simple', [
-    { name: 'INPUT0', datatype: 'INT32', shape: [2, 16], data: new Uint8Array(a.buffer) },
-    { name: 'INPUT1', datatype: 'INT32', shape: [2, 16], data: new Uint8Array(b.buffer) },
-  ], { outputs: [{ name: 'OUTPUT0', binary: true }, { name: 'OUTPUT1', binary: true }] });
+  const r = await infer(
+    server.url,
+    'simple',
+    [
+      { name: 'INPUT0', datatype: 'INT32', shape: [2, 16], data: new Uint8Array(a.buffer) },
+      { name: 'INPUT1', datatype: 'INT32', shape: [2, 16], data: new Uint8Array(b.buffer) },
+    ],
+    {
+      outputs: [
+        { name: 'OUTPUT0', binary: true },
+        { name: 'OUTPUT1', binary: true },
+      ],
+    },
+  );
   assert.equal(r.status, 200, JSON.stringify(r.json));
   assert.equal(r.headers.get('content-type'), 'application/octet-stream');
   const sum = new Int32Array(new Uint8Array(r.binary.get('OUTPUT0')!).buffer);
   const diff = new Int32Array(new Uint8Array(r.binary.get('OUTPUT1')!).buffer);
-  assert.deepEqual([...sum], [...a].map((x, i) => x + b[i]));
-  assert.deepEqual([...diff], [...a].map((x, i) => x - b[i]));
+  assert.deepEqual(
+    [...sum],
+    [...a].map((x, i) => x + b[i]),
+  );
+  assert.deepEqual(
+    [...diff],
+    [...a].map((x, i) => x - b[i]),
+  );
 });
 
 test('requested output subset returns only that output', async () => {
-  const r = await infer(server.url, 'simple', [
-    { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: in0 },
-    { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: in1 },
-  ], { outputs: [{ name: 'OUTPUT1' }] });
+  const r = await infer(
+    server.url,
+    'simple',
+    [
+      { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: in0 },
+      { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: in1 },
+    ],
+    { outputs: [{ name: 'OUTPUT1' }] },
+  );
   assert.equal(r.status, 200);
   const outputs = r.json.outputs as { name: string }[];
-  assert.deepEqual(outputs.map((o) => o.name), ['OUTPUT1']);
+  assert.deepEqual(
+    outputs.map((o) => o.name),
+    ['OUTPUT1'],
+  );
 });
 
 test('wrong shape is a 400 that names INPUT0', async () => {
@@ -136,7 +174,7 @@ test('wrong shape is a 400 that names INPUT0', async () => {
   assert.match(String(r.json.error), /unexpected shape for input 'INPUT0' for model 'simple'\. Expected \[-1,16\], got \[1,8\]/);
 });
 
-test('unknown model is a 404 with Triton\'s text', async () => {
+test("unknown model is a 404 with Triton's text", async () => {
   const r = await infer(server.url, 'nope', [{ name: 'X', datatype: 'INT32', shape: [1], data: [1] }]);
   assert.equal(r.status, 404);
   assert.equal(r.json.error, "Request for unknown model: 'nope' is not found");
@@ -154,12 +192,14 @@ test('unknown path is 404, wrong method is 405', async () => {
 });
 
 test('gzip request body and gzip response', async () => {
-  const body = Buffer.from(JSON.stringify({
-    inputs: [
-      { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: in0 },
-      { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: in1 },
-    ],
-  }));
+  const body = Buffer.from(
+    JSON.stringify({
+      inputs: [
+        { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: in0 },
+        { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: in1 },
+      ],
+    }),
+  );
   const res = await fetch(server.url + '/v2/models/simple/infer', {
     method: 'POST',
     headers: { 'Content-Encoding': 'gzip', 'Accept-Encoding': 'gzip' },
@@ -168,7 +208,10 @@ test('gzip request body and gzip response', async () => {
   assert.equal(res.status, 200);
   assert.equal(res.headers.get('content-encoding'), 'gzip');
   const json = (await res.json()) as { outputs: { name: string; data: number[] }[] };
-  assert.deepEqual(json.outputs.find((o) => o.name === 'OUTPUT0')!.data, in0.map((x) => x + 1));
+  assert.deepEqual(
+    json.outputs.find((o) => o.name === 'OUTPUT0')!.data,
+    in0.map((x) => x + 1),
+  );
 });
 
 test('unsupported Content-Encoding is 501', async () => {
@@ -187,16 +230,24 @@ test('malformed JSON is a 500 with the parse position, and the server keeps serv
 test('64 concurrent requests each get their own answer', async () => {
   const results = await Promise.all(
     Array.from({ length: 64 }, (_, k) =>
-      infer(server.url, 'simple', [
-        { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: in0.map((x) => x * k) },
-        { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: in1 },
-      ], { id: `c${k}` }),
+      infer(
+        server.url,
+        'simple',
+        [
+          { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: in0.map((x) => x * k) },
+          { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: in1 },
+        ],
+        { id: `c${k}` },
+      ),
     ),
   );
   results.forEach((r, k) => {
     assert.equal(r.status, 200);
     assert.equal(r.json.id, `c${k}`);
     const out0 = (r.json.outputs as { name: string; data: number[] }[]).find((o) => o.name === 'OUTPUT0')!;
-    assert.deepEqual(out0.data, in0.map((x) => x * k + 1));
+    assert.deepEqual(
+      out0.data,
+      in0.map((x) => x * k + 1),
+    );
   });
 });

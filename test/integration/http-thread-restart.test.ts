@@ -60,10 +60,12 @@ test('a thread that dies is logged with its reason, replaced on the same port, a
     (r) => ({ status: r.status }),
     (err: Error) => ({ error: (err.cause as { code?: string } | undefined)?.code ?? err.message }),
   );
-  await until(async () => /nv_inference_pending_request_count\{model="gated",version="1"\} 1/.test(await metricsText()),
-    'the gated request to be admitted');
+  await until(async () => /nv_inference_pending_request_count\{model="gated",version="1"\} 1/.test(await metricsText()), 'the gated request to be admitted');
 
-  const crash = await fetch(`${server.url}/nodetron-test/crash`, { method: 'POST' }).then((r) => r.status, (e: Error) => e.name);
+  const crash = await fetch(`${server.url}/nodetron-test/crash`, { method: 'POST' }).then(
+    (r) => r.status,
+    (e: Error) => e.name,
+  );
   assert.notEqual(crash, 200, 'the crash route must not answer');
   const out = await waitForOutput(server, /HTTP thread 0 restarted, listening on port \d+/, 10_000);
   assert.match(out, /HTTP thread 0 died: Error: fault injected: POST \/nodetron-test\/crash/);
@@ -81,8 +83,7 @@ test('a thread that dies is logged with its reason, replaced on the same port, a
 
   // The held request finishes in the model; its inputs and outputs go back to the arena.
   fs.rmSync(path.join(repo, 'gated', 'closed'));
-  await until(async () => /nv_inference_request_success\{model="gated",version="1"\} 1/.test(await metricsText()),
-    'the held request to finish');
+  await until(async () => /nv_inference_request_success\{model="gated",version="1"\} 1/.test(await metricsText()), 'the held request to finish');
   assert.equal((await infer(server.url, 'simple', SIMPLE)).status, 200);
 });
 

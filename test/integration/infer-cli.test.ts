@@ -21,11 +21,16 @@ let server: ServerProcess;
 before(async () => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-infer-cli-'));
   fs.mkdirSync(path.join(tmp, 'repo', 'echo_text', '1'), { recursive: true });
-  fs.writeFileSync(path.join(tmp, 'repo', 'echo_text', 'config.pbtxt'), [
-    'name: "echo_text"', 'backend: "identity"', 'max_batch_size: 0',
-    'input [ { name: "INPUT0" data_type: TYPE_STRING dims: [ 1 ] } ]',
-    'output [ { name: "OUTPUT0" data_type: TYPE_STRING dims: [ 1 ] } ]',
-  ].join('\n'));
+  fs.writeFileSync(
+    path.join(tmp, 'repo', 'echo_text', 'config.pbtxt'),
+    [
+      'name: "echo_text"',
+      'backend: "identity"',
+      'max_batch_size: 0',
+      'input [ { name: "INPUT0" data_type: TYPE_STRING dims: [ 1 ] } ]',
+      'output [ { name: "OUTPUT0" data_type: TYPE_STRING dims: [ 1 ] } ]',
+    ].join('\n'),
+  );
   fs.cpSync(path.join(MODEL_REPOSITORY, 'simple'), path.join(tmp, 'repo', 'simple'), { recursive: true });
   server = await startServer([`--model-repository=${path.join(tmp, 'repo')}`]);
 });
@@ -70,7 +75,7 @@ test('against a running server (-u): the batch dimension is added; --json prints
   assert.deepEqual(parsed.outputs, [{ name: 'OUTPUT1', datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, (_, i) => i - 1) }]);
 });
 
-test('a .npy input; a file\'s bytes as a BYTES element', () => {
+test("a .npy input; a file's bytes as a BYTES element", () => {
   const ints = new Int32Array(16).map((_, i) => 100 + i);
   const f0 = npy(path.join(tmp, 'a.npy'), '<i4', [1, 16], new Uint8Array(ints.buffer));
   const f1 = npy(path.join(tmp, 'b.npy'), '<i4', [16], new Uint8Array(new Int32Array(16).fill(2).buffer));
@@ -84,7 +89,7 @@ test('a .npy input; a file\'s bytes as a BYTES element', () => {
   assert.match(bytes.stdout, /OUTPUT0 +BYTES +\[1\] +\["héllo from a file"\]/);
 });
 
-test('failures: the server\'s text and exit 1; a .npy of the wrong dtype; no server', () => {
+test("failures: the server's text and exit 1; a .npy of the wrong dtype; no server", () => {
   const shape = infer('-u', server.url, '-m', 'simple', '--input', 'INPUT0=[1,2,3]', '--input', 'INPUT1=[1,2,3]');
   assert.equal(shape.status, 1);
   assert.match(shape.stderr, /^error: .*unexpected shape for input 'INPUT\d' for model 'simple'/);

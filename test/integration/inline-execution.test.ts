@@ -23,8 +23,16 @@ let server: ServerProcess;
 let grpc: GrpcTestClient;
 
 // One HTTP thread, so one instance of simple is hosted.
-const HOSTED = ['--http-thread-count=1', '--allow-metrics=true', '--metrics-port=0',
-  '--allow-grpc=true', '--grpc-port=0', '--model-control-mode=explicit', '--load-model=simple', '--load-model=image_classifier'];
+const HOSTED = [
+  '--http-thread-count=1',
+  '--allow-metrics=true',
+  '--metrics-port=0',
+  '--allow-grpc=true',
+  '--grpc-port=0',
+  '--model-control-mode=explicit',
+  '--load-model=simple',
+  '--load-model=image_classifier',
+];
 
 before(async () => {
   repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-inline-'));
@@ -62,7 +70,7 @@ function simpleInputs(k: number): { name: string; datatype: string; shape: numbe
 }
 
 async function stats(model: string): Promise<{ success: number; executions: number; inferences: number }> {
-  const j = await (await fetch(`${server.url}/v2/models/${model}/stats`)).json() as {
+  const j = (await (await fetch(`${server.url}/v2/models/${model}/stats`)).json()) as {
     model_stats: { execution_count: number; inference_count: number; inference_stats: { success: { count: number } } }[];
   };
   const s = j.model_stats[0]!;
@@ -82,7 +90,10 @@ test('simple_0 lives on the HTTP thread, simple_1 and image_classifier on thread
   assert.ok(!names.includes('nt:simple_0'), `simple_0 must be hosted, not a thread: ${names.join(', ')}`);
   assert.ok(names.includes('nt:simple_1'), `simple_1 keeps its thread (one HTTP thread hosts one instance): ${names.join(', ')}`);
   assert.ok(names.includes('nt:image_classi'), `image_classifier's probe is too long to host: ${names.join(', ')}`);
-  assert.match(server.output(), /instance image_classifier_0 of model 'image_classifier' runs on a thread of its own: its probe run took \d+ us, over --inline-execution-max-us/);
+  assert.match(
+    server.output(),
+    /instance image_classifier_0 of model 'image_classifier' runs on a thread of its own: its probe run took \d+ us, over --inline-execution-max-us/,
+  );
   assert.match(server.output(), /instance simple_0 of model 'simple' runs on HTTP thread 0: its probe run took \d+ us \(--inline-execution-max-us\)/);
 });
 
@@ -93,8 +104,14 @@ test('HTTP requests run inline with the right answers, counted once each in the 
   for (const [k, r] of results.entries()) {
     assert.equal(r.status, 200, JSON.stringify(r.json));
     const out = (r.json as { outputs: { name: string; data: number[] }[] }).outputs;
-    assert.deepEqual(out.find((o) => o.name === 'OUTPUT0')!.data, A.map((v) => v + k + 1));
-    assert.deepEqual(out.find((o) => o.name === 'OUTPUT1')!.data, A.map((v) => v + k - 1));
+    assert.deepEqual(
+      out.find((o) => o.name === 'OUTPUT0')!.data,
+      A.map((v) => v + k + 1),
+    );
+    assert.deepEqual(
+      out.find((o) => o.name === 'OUTPUT1')!.data,
+      A.map((v) => v + k - 1),
+    );
   }
   await until(async () => (await stats('simple')).success === before.success + n, `${n} more successes`);
   const after = await stats('simple');
@@ -116,10 +133,13 @@ test('gRPC requests reach the hosted instance through the scheduler, and its res
       raw_input_contents: [int32Bytes(A.map((v) => v * k)), int32Bytes(Array(16).fill(2))],
     });
     const i = res.outputs.findIndex((o) => o.name === 'OUTPUT0');
-    assert.deepEqual(int32Values(res.raw_output_contents[i]!), A.map((v) => v * k + 2));
+    assert.deepEqual(
+      int32Values(res.raw_output_contents[i]!),
+      A.map((v) => v * k + 2),
+    );
   }
   // simple_0 (on the HTTP thread) and simple_1 (its own thread) both answer the gRPC thread directly.
-  assert.equal(await directResponses(server) - direct, 20);
+  assert.equal((await directResponses(server)) - direct, 20);
 });
 
 test('an unload while requests arrive answers every request once, and a load serves inline again', async () => {
@@ -139,7 +159,10 @@ test('an unload while requests arrive answers every request once, and a load ser
   stop = true;
   await load;
   // Each request got one answer: a result while simple served, Triton's unknown-model refusal after.
-  assert.ok(answers.every((s) => s === 200 || s === 400 || s === 404), `only answers or refusals: ${[...new Set(answers)].join(', ')}`);
+  assert.ok(
+    answers.every((s) => s === 200 || s === 400 || s === 404),
+    `only answers or refusals: ${[...new Set(answers)].join(', ')}`,
+  );
   await waitForOutput(server, /successfully unloaded 'simple' version 1/);
   const ld = await fetch(`${server.url}/v2/repository/models/simple/load`, { method: 'POST', body: '{}' });
   assert.equal(ld.status, 200, await ld.text());
@@ -149,7 +172,10 @@ test('an unload while requests arrive answers every request once, and a load ser
 });
 
 test('an HTTP thread that dies with an instance on it: the instance goes on, on a thread of its own', async () => {
-  const crash = await fetch(`${server.url}/nodetron-test/crash`, { method: 'POST' }).then((r) => r.status, (e: Error) => e.name);
+  const crash = await fetch(`${server.url}/nodetron-test/crash`, { method: 'POST' }).then(
+    (r) => r.status,
+    (e: Error) => e.name,
+  );
   assert.notEqual(crash, 200);
   await waitForOutput(server, /instance simple_0 of model 'simple' lost its HTTP thread; starting it on a thread of its own/, 10_000);
   await waitForOutput(server, /HTTP thread 0 restarted/, 10_000);
@@ -160,14 +186,23 @@ test('an HTTP thread that dies with an instance on it: the instance goes on, on 
   }
   const res = await grpc.call<{ outputs: unknown[] }>('ModelInfer', {
     model_name: 'simple',
-    inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16] }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] }],
+    inputs: [
+      { name: 'INPUT0', datatype: 'INT32', shape: [1, 16] },
+      { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] },
+    ],
     raw_input_contents: [int32Bytes(A), int32Bytes(A)],
   });
   assert.equal(res.outputs.length, 2);
 });
 
 test('--inline-execution-max-us=0 hosts nothing', async () => {
-  const off = await startServer([`--model-repository=${repo}`, '--inline-execution-max-us=0', '--http-thread-count=1', '--model-control-mode=explicit', '--load-model=simple']);
+  const off = await startServer([
+    `--model-repository=${repo}`,
+    '--inline-execution-max-us=0',
+    '--http-thread-count=1',
+    '--model-control-mode=explicit',
+    '--load-model=simple',
+  ]);
   try {
     const names = threadNames(off.child.pid!);
     assert.ok(names.includes('nt:simple_0') && names.includes('nt:simple_1'), names.join(', '));

@@ -32,7 +32,13 @@ before(async () => {
   // The same model with an INT64 CORRID control (the id's 64 bits, two's complement).
   fs.cpSync(path.join(FIXTURES, 'corrid_u64'), path.join(repo, 'corrid_i64'), { recursive: true });
   const cfg = path.join(repo, 'corrid_i64', 'config.pbtxt');
-  fs.writeFileSync(cfg, fs.readFileSync(cfg, 'utf8').replace(/CORRID_OUT" data_type: TYPE_UINT64/, 'CORRID_OUT" data_type: TYPE_INT64').replace(/CONTROL_SEQUENCE_CORRID data_type: TYPE_UINT64/, 'CONTROL_SEQUENCE_CORRID data_type: TYPE_INT64'));
+  fs.writeFileSync(
+    cfg,
+    fs
+      .readFileSync(cfg, 'utf8')
+      .replace(/CORRID_OUT" data_type: TYPE_UINT64/, 'CORRID_OUT" data_type: TYPE_INT64')
+      .replace(/CONTROL_SEQUENCE_CORRID data_type: TYPE_UINT64/, 'CONTROL_SEQUENCE_CORRID data_type: TYPE_INT64'),
+  );
   server = await startServer([`--model-repository=${repo}`, '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1']);
   client = createClient(server.grpcPort);
 });
@@ -74,12 +80,19 @@ function identityBody(int64: string[], uint64: string[]): { body: Buffer; header
   const n = int64.length;
   const small = (dt: string, v: string): string => `{"name":"INPUT_${dt}","datatype":"${dt}","shape":[1,${n}],"data":[${Array(n).fill(v).join(',')}]}`;
   const inputs = [
-    small('BOOL', 'true'), small('UINT8', '1'), small('UINT16', '1'), small('UINT32', '1'),
+    small('BOOL', 'true'),
+    small('UINT8', '1'),
+    small('UINT16', '1'),
+    small('UINT32', '1'),
     `{"name":"INPUT_UINT64","datatype":"UINT64","shape":[1,${uint64.length}],"data":[${uint64.join(',')}]}`,
-    small('INT8', '1'), small('INT16', '1'), small('INT32', '1'),
+    small('INT8', '1'),
+    small('INT16', '1'),
+    small('INT32', '1'),
     `{"name":"INPUT_INT64","datatype":"INT64","shape":[1,${n}],"data":[${int64.join(',')}]}`,
     `{"name":"INPUT_FP16","datatype":"FP16","shape":[1,${n}],"parameters":{"binary_data_size":${2 * n}}}`,
-    small('FP32', '1'), small('FP64', '1'), small('BYTES', '"a"'),
+    small('FP32', '1'),
+    small('FP64', '1'),
+    small('BYTES', '"a"'),
   ];
   const json = `{"inputs":[${inputs.join(',')}],"outputs":[{"name":"OUTPUT_INT64"},{"name":"OUTPUT_UINT64"}]}`;
   const body = Buffer.concat([Buffer.from(json), Buffer.alloc(2 * n)]);
@@ -90,8 +103,14 @@ test('INT64 and UINT64 JSON data round-trip exactly through identity_types, the 
   const { body, headers } = identityBody(INT64_VALUES, UINT64_VALUES);
   const a = await post('identity_types', body, headers);
   assert.equal(a.status, 200, a.text);
-  assert.deepEqual(output(a, 'OUTPUT_INT64').data, INT64_VALUES.map((v) => BigInt(v)).map((v) => (Number.isSafeInteger(Number(v)) ? Number(v) : v)));
-  assert.deepEqual(output(a, 'OUTPUT_UINT64').data, UINT64_VALUES.map((v) => BigInt(v)).map((v) => (Number.isSafeInteger(Number(v)) ? Number(v) : v)));
+  assert.deepEqual(
+    output(a, 'OUTPUT_INT64').data,
+    INT64_VALUES.map((v) => BigInt(v)).map((v) => (Number.isSafeInteger(Number(v)) ? Number(v) : v)),
+  );
+  assert.deepEqual(
+    output(a, 'OUTPUT_UINT64').data,
+    UINT64_VALUES.map((v) => BigInt(v)).map((v) => (Number.isSafeInteger(Number(v)) ? Number(v) : v)),
+  );
   // The literals themselves, as sent.
   assert.ok(a.text.includes(`"data":[${INT64_VALUES.join(',')}]`), a.text);
   assert.ok(a.text.includes(`"data":[${UINT64_VALUES.join(',')}]`), a.text);
@@ -122,15 +141,24 @@ const ID = 9223372036854775813n; // 2^63 + 5
 const ID_AS_INT64 = BigInt.asIntN(64, ID); // -9223372036854775803: its bits in an int64
 const CUSTOM = -9223372036854775807n;
 
-for (const [model, corrid] of [['corrid_u64', ID], ['corrid_i64', ID_AS_INT64]] as const) {
+for (const [model, corrid] of [
+  ['corrid_u64', ID],
+  ['corrid_i64', ID_AS_INT64],
+] as const) {
   test(`HTTP sequence_id 2^63+5 reaches ${model}'s CORRID and correlation_id() exactly and comes back in the response parameters`, async () => {
-    const start = await post(model, `{"parameters":{"sequence_id":${ID},"sequence_start":true,"custom":${CUSTOM}},"inputs":[{"name":"INPUT","datatype":"INT32","shape":[1,1],"data":[1]}]}`);
+    const start = await post(
+      model,
+      `{"parameters":{"sequence_id":${ID},"sequence_start":true,"custom":${CUSTOM}},"inputs":[{"name":"INPUT","datatype":"INT32","shape":[1,1],"data":[1]}]}`,
+    );
     assert.equal(start.status, 200, start.text);
     assert.deepEqual(output(start, 'CORRID_OUT').data, [corrid]);
     assert.deepEqual(output(start, 'CID_OUT').data, [ID]);
     assert.deepEqual(start.doc.parameters, { correlation_id: ID, custom: CUSTOM });
     // The sequence is known by that exact id: the next request (no START) finds it, a neighbour id does not.
-    const next = await post(model, `{"parameters":{"sequence_id":${ID},"sequence_end":true},"inputs":[{"name":"INPUT","datatype":"INT32","shape":[1,1],"data":[2]}]}`);
+    const next = await post(
+      model,
+      `{"parameters":{"sequence_id":${ID},"sequence_end":true},"inputs":[{"name":"INPUT","datatype":"INT32","shape":[1,1],"data":[2]}]}`,
+    );
     assert.equal(next.status, 200, next.text);
     assert.deepEqual(output(next, 'CID_OUT').data, [ID]);
     const other = await post(model, `{"parameters":{"sequence_id":${ID + 1n}},"inputs":[{"name":"INPUT","datatype":"INT32","shape":[1,1],"data":[3]}]}`);
@@ -141,20 +169,26 @@ for (const [model, corrid] of [['corrid_u64', ID], ['corrid_i64', ID_AS_INT64]] 
   });
 }
 
-test('gRPC sequence_id: an int64_param is the id\'s 64 bits (2^63+5 sent as its int64), exact past 2^53 too', async () => {
-  const cases: [string, bigint][] = [[ID_AS_INT64.toString(), ID], ['9007199254740993', 9007199254740993n]];
+test("gRPC sequence_id: an int64_param is the id's 64 bits (2^63+5 sent as its int64), exact past 2^53 too", async () => {
+  const cases: [string, bigint][] = [
+    [ID_AS_INT64.toString(), ID],
+    ['9007199254740993', 9007199254740993n],
+  ];
   for (const [sent, id] of cases) {
-    const res = await client.call<{ raw_output_contents: Buffer[]; outputs: { name: string }[]; parameters: Record<string, { int64_param?: string }> }>('ModelInfer', {
-      model_name: 'corrid_u64',
-      inputs: [{ name: 'INPUT', datatype: 'INT32', shape: [1, 1] }],
-      raw_input_contents: [int32Bytes([7])],
-      parameters: {
-        sequence_id: { int64_param: sent },
-        sequence_start: { bool_param: true },
-        sequence_end: { bool_param: true },
-        custom: { int64_param: CUSTOM.toString() },
+    const res = await client.call<{ raw_output_contents: Buffer[]; outputs: { name: string }[]; parameters: Record<string, { int64_param?: string }> }>(
+      'ModelInfer',
+      {
+        model_name: 'corrid_u64',
+        inputs: [{ name: 'INPUT', datatype: 'INT32', shape: [1, 1] }],
+        raw_input_contents: [int32Bytes([7])],
+        parameters: {
+          sequence_id: { int64_param: sent },
+          sequence_start: { bool_param: true },
+          sequence_end: { bool_param: true },
+          custom: { int64_param: CUSTOM.toString() },
+        },
       },
-    });
+    );
     const raw = new Map(res.outputs.map((o, i) => [o.name, res.raw_output_contents[i]!]));
     assert.equal(raw.get('CORRID_OUT')!.readBigUInt64LE(0), id, sent);
     assert.equal(raw.get('CID_OUT')!.readBigUInt64LE(0), id, sent);
@@ -165,10 +199,16 @@ test('gRPC sequence_id: an int64_param is the id\'s 64 bits (2^63+5 sent as its 
 });
 
 test('sequence_id refused past uint64 (a double to rapidjson), and the model still serves', async () => {
-  const a = await post('corrid_u64', '{"parameters":{"sequence_id":18446744073709551616,"sequence_start":true},"inputs":[{"name":"INPUT","datatype":"INT32","shape":[1,1],"data":[1]}]}');
+  const a = await post(
+    'corrid_u64',
+    '{"parameters":{"sequence_id":18446744073709551616,"sequence_start":true},"inputs":[{"name":"INPUT","datatype":"INT32","shape":[1,1],"data":[1]}]}',
+  );
   assert.equal(a.status, 500, a.text);
   assert.deepEqual(a.doc, { error: "Unable to parse 'sequence_id': attempt to access JSON non-string as string" });
-  const ok = await post('corrid_u64', '{"parameters":{"sequence_id":18446744073709551615,"sequence_start":true,"sequence_end":true},"inputs":[{"name":"INPUT","datatype":"INT32","shape":[1,1],"data":[1]}]}');
+  const ok = await post(
+    'corrid_u64',
+    '{"parameters":{"sequence_id":18446744073709551615,"sequence_start":true,"sequence_end":true},"inputs":[{"name":"INPUT","datatype":"INT32","shape":[1,1],"data":[1]}]}',
+  );
   assert.equal(ok.status, 200, ok.text);
   assert.deepEqual(output(ok, 'CID_OUT').data, [18446744073709551615n]);
 });

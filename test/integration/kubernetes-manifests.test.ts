@@ -50,8 +50,16 @@ function flag(args: string[], name: string): string | undefined {
 }
 
 test('renderer and schemas this run uses', (t) => {
-  t.diagnostic(KUBECTL ? `rendering with kubectl kustomize (${KUBECTL}), checked against the fallback renderer` : 'kubectl not found: rendering with the fallback renderer only');
-  t.diagnostic(CRDS ? `KServe CRD schemas from ${CRDS}` : 'KServe CRD schemas not found beside the checkout (../shared/reference/kserve): checking the fields known from KServe\'s API docs only');
+  t.diagnostic(
+    KUBECTL
+      ? `rendering with kubectl kustomize (${KUBECTL}), checked against the fallback renderer`
+      : 'kubectl not found: rendering with the fallback renderer only',
+  );
+  t.diagnostic(
+    CRDS
+      ? `KServe CRD schemas from ${CRDS}`
+      : "KServe CRD schemas not found beside the checkout (../shared/reference/kserve): checking the fields known from KServe's API docs only",
+  );
   assert.ok(true);
 });
 
@@ -91,18 +99,30 @@ for (const dir of ['kubernetes/base', 'kubernetes/overlays/dev', 'kubernetes/ove
     const startupBudget = probe('startupProbe').periodSeconds * probe('startupProbe').failureThreshold;
     assert.ok(startupBudget >= 300, `the startup probe allows ${startupBudget} s of model load; at least 300 s`);
     const ports = new Map((c.ports as { name: string; containerPort: number }[]).map((p) => [p.name, p.containerPort]));
-    assert.deepEqual([...ports], [['http', 8000], ['grpc', 8001], ['metrics', 8002]]);
+    assert.deepEqual(
+      [...ports],
+      [
+        ['http', 8000],
+        ['grpc', 8001],
+        ['metrics', 8002],
+      ],
+    );
     assert.equal(flag(args, 'http-port'), '8000');
     assert.equal(flag(args, 'grpc-port'), '8001');
     assert.equal(flag(args, 'metrics-port'), '8002');
-    for (const p of ['startupProbe', 'readinessProbe', 'livenessProbe']) assert.ok(ports.has(probe(p).httpGet.port), `${p} names port ${probe(p).httpGet.port}`);
+    for (const p of ['startupProbe', 'readinessProbe', 'livenessProbe'])
+      assert.ok(ports.has(probe(p).httpGet.port), `${p} names port ${probe(p).httpGet.port}`);
 
     // The drain: readiness drops within one period, and the server's stop ends before the kubelet's SIGKILL.
     const exitTimeout = Number(flag(args, 'exit-timeout-secs'));
-    assert.ok(exitTimeout > probe('readinessProbe').periodSeconds * probe('readinessProbe').failureThreshold,
-      `--exit-timeout-secs=${exitTimeout} must outlast the readiness probe noticing the 503`);
-    assert.ok((pod.terminationGracePeriodSeconds as number) > exitTimeout,
-      `terminationGracePeriodSeconds ${String(pod.terminationGracePeriodSeconds)} must exceed --exit-timeout-secs=${exitTimeout}`);
+    assert.ok(
+      exitTimeout > probe('readinessProbe').periodSeconds * probe('readinessProbe').failureThreshold,
+      `--exit-timeout-secs=${exitTimeout} must outlast the readiness probe noticing the 503`,
+    );
+    assert.ok(
+      (pod.terminationGracePeriodSeconds as number) > exitTimeout,
+      `terminationGracePeriodSeconds ${String(pod.terminationGracePeriodSeconds)} must exceed --exit-timeout-secs=${exitTimeout}`,
+    );
     const rolling = (spec.strategy as { rollingUpdate: { maxUnavailable: number } }).rollingUpdate;
     assert.equal(rolling.maxUnavailable, 0, 'a rollout must not take a replica away before its successor is ready');
 
@@ -116,7 +136,10 @@ for (const dir of ['kubernetes/base', 'kubernetes/overlays/dev', 'kubernetes/ove
     assert.deepEqual((sec.capabilities as Obj).drop, ['ALL']);
     const volumes = new Map((pod.volumes as Obj[]).map((v) => [v.name as string, v]));
     const mounts = c.volumeMounts as { name: string; mountPath: string; readOnly?: boolean }[];
-    const writable = mounts.filter((m) => !m.readOnly).map((m) => m.mountPath).sort();
+    const writable = mounts
+      .filter((m) => !m.readOnly)
+      .map((m) => m.mountPath)
+      .sort();
     assert.deepEqual(writable, ['/dev/shm', '/tmp']);
     const shm = volumes.get(mounts.find((m) => m.mountPath === '/dev/shm')!.name)!.emptyDir as { medium: string; sizeLimit: string };
     assert.equal(shm.medium, 'Memory');
@@ -133,21 +156,38 @@ for (const dir of ['kubernetes/base', 'kubernetes/overlays/dev', 'kubernetes/ove
     const selects = (sel: Record<string, string>): boolean => Object.entries(sel).every(([k, v]) => labels[k] === v);
     const svc = one(objs, 'Service').spec as { selector: Record<string, string>; ports: { name: string; targetPort: string }[] };
     assert.ok(selects(svc.selector));
-    assert.deepEqual(svc.ports.map((p) => p.targetPort), ['http', 'grpc', 'metrics']);
+    assert.deepEqual(
+      svc.ports.map((p) => p.targetPort),
+      ['http', 'grpc', 'metrics'],
+    );
     const pdb = one(objs, 'PodDisruptionBudget').spec as { selector: { matchLabels: Record<string, string> }; maxUnavailable: number };
     assert.ok(selects(pdb.selector.matchLabels));
     assert.equal(pdb.maxUnavailable, 1);
-    const hpa = one(objs, 'HorizontalPodAutoscaler').spec as { scaleTargetRef: { kind: string; name: string }; minReplicas: number; maxReplicas: number; metrics: { type: string; pods?: { metric: { name: string } } }[] };
+    const hpa = one(objs, 'HorizontalPodAutoscaler').spec as {
+      scaleTargetRef: { kind: string; name: string };
+      minReplicas: number;
+      maxReplicas: number;
+      metrics: { type: string; pods?: { metric: { name: string } } }[];
+    };
     assert.deepEqual(hpa.scaleTargetRef, { apiVersion: 'apps/v1', kind: 'Deployment', name: dep.metadata.name });
     assert.ok(hpa.minReplicas >= 1 && hpa.maxReplicas > hpa.minReplicas);
-    assert.deepEqual(hpa.metrics.map((m) => [m.type, m.pods?.metric.name]), [['Pods', 'nv_inference_pending_request_count']], 'the HPA scales on the queue, not on CPU');
+    assert.deepEqual(
+      hpa.metrics.map((m) => [m.type, m.pods?.metric.name]),
+      [['Pods', 'nv_inference_pending_request_count']],
+      'the HPA scales on the queue, not on CPU',
+    );
   });
 }
 
 test('kubernetes/prometheus-adapter: a rule serves the metric the HPA reads, per pod', () => {
   const cm = one(render('kubernetes/prometheus-adapter'), 'ConfigMap');
   const config = YAML.parse((cm.data as Record<string, string>)['config.yaml']) as {
-    rules: { seriesQuery: string; resources: { overrides: Record<string, { resource: string }> }; name: { matches: string; as: string }; metricsQuery: string }[];
+    rules: {
+      seriesQuery: string;
+      resources: { overrides: Record<string, { resource: string }> };
+      name: { matches: string; as: string };
+      metricsQuery: string;
+    }[];
   };
   const rule = config.rules.find((r) => r.name.as === 'nv_inference_pending_request_count');
   assert.ok(rule, 'no rule names nv_inference_pending_request_count');
@@ -158,7 +198,7 @@ test('kubernetes/prometheus-adapter: a rule serves the metric the HPA reads, per
   assert.match(rule.metricsQuery, /by \(<<\.GroupBy>>\)/);
 });
 
-test('kserve: the runtime follows KServe\'s Triton conventions and the InferenceService uses it', () => {
+test("kserve: the runtime follows KServe's Triton conventions and the InferenceService uses it", () => {
   const objs = render('kserve');
   const rt = one(objs, 'ClusterServingRuntime');
   const spec = rt.spec as { protocolVersions: string[]; supportedModelFormats: { name: string }[]; annotations: Record<string, string> };
@@ -176,7 +216,10 @@ test('kserve: the runtime follows KServe\'s Triton conventions and the Inference
   const isvc = one(objs, 'InferenceService');
   const model = ((isvc.spec as Obj).predictor as Obj).model as { runtime: string; modelFormat: { name: string }; protocolVersion: string; storageUri: string };
   assert.equal(model.runtime, rt.metadata.name);
-  assert.ok(spec.supportedModelFormats.some((f) => f.name === model.modelFormat.name), `the runtime does not list format ${model.modelFormat.name}`);
+  assert.ok(
+    spec.supportedModelFormats.some((f) => f.name === model.modelFormat.name),
+    `the runtime does not list format ${model.modelFormat.name}`,
+  );
   assert.equal(model.protocolVersion, 'v2');
   assert.match(model.storageUri, /^pvc:\/\/[a-z0-9-]+\//);
 });

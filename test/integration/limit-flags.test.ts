@@ -13,21 +13,27 @@ import type { ServerProcess } from './server-process';
 let server: ServerProcess;
 
 before(async () => {
-  server = await startServer([`--model-repository=${MODEL_REPOSITORY}`, '--load-model=simple', '--model-control-mode=explicit',
-    '--http-max-json-response-size=150', '--exit-quiet-ms=3000']);
+  server = await startServer([
+    `--model-repository=${MODEL_REPOSITORY}`,
+    '--load-model=simple',
+    '--model-control-mode=explicit',
+    '--http-max-json-response-size=150',
+    '--exit-quiet-ms=3000',
+  ]);
 });
 
 after(() => {
   if (server.child.exitCode === null) server.child.kill('SIGKILL');
 });
 
-const body = (binary: boolean): string => JSON.stringify({
-  inputs: [
-    { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, (_, i) => i) },
-    { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, () => 1) },
-  ],
-  ...(binary ? { parameters: { binary_data_output: true } } : {}),
-});
+const body = (binary: boolean): string =>
+  JSON.stringify({
+    inputs: [
+      { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, (_, i) => i) },
+      { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, () => 1) },
+    ],
+    ...(binary ? { parameters: { binary_data_output: true } } : {}),
+  });
 
 function infer(binary: boolean): Promise<Response> {
   return fetch(`${server.url}/v2/models/simple/infer`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: body(binary) });
@@ -37,7 +43,8 @@ test('--http-max-json-response-size: a JSON response past it is refused with the
   const refused = await infer(false);
   assert.equal(refused.status, 400);
   assert.deepEqual(await refused.json(), {
-    error: "the JSON of output 'OUTPUT0' (16 elements) of model 'simple' would make the response larger than 150 bytes, " +
+    error:
+      "the JSON of output 'OUTPUT0' (16 elements) of model 'simple' would make the response larger than 150 bytes, " +
       'the most an HTTP inference response may carry as JSON (--http-max-json-response-size). Request the output in binary: ' +
       '"parameters":{"binary_data":true} on the output, or "binary_data_output":true in the request parameters (the tritonclient default).',
   });

@@ -40,7 +40,9 @@ export function kubectlVersion(): string | undefined {
 export function renderWithKubectl(dir: string): K8sObject[] {
   const r = spawnSync('kubectl', ['kustomize', dir], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`kubectl kustomize ${dir} exited ${r.status}: ${r.stderr}`);
-  return YAML.parseAllDocuments(r.stdout).map((d) => d.toJS() as K8sObject).filter((d) => d !== null);
+  return YAML.parseAllDocuments(r.stdout)
+    .map((d) => d.toJS() as K8sObject)
+    .filter((d) => d !== null);
 }
 
 const KNOWN_FIELDS = new Set(['apiVersion', 'kind', 'resources', 'namespace', 'images', 'labels', 'patches']);
@@ -60,7 +62,8 @@ export function renderFallback(dir: string): K8sObject[] {
   const kfile = path.join(dir, 'kustomization.yaml');
   const k = YAML.parse(fs.readFileSync(kfile, 'utf8')) as Kustomization & Obj;
   const unknown = Object.keys(k).filter((f) => !KNOWN_FIELDS.has(f));
-  if (unknown.length > 0) throw new Error(`${kfile}: the fallback renderer does not know ${unknown.join(', ')}; teach it (test/integration/manifest-render.ts) or install kubectl`);
+  if (unknown.length > 0)
+    throw new Error(`${kfile}: the fallback renderer does not know ${unknown.join(', ')}; teach it (test/integration/manifest-render.ts) or install kubectl`);
   let objects: K8sObject[] = [];
   for (const r of k.resources ?? []) {
     const p = path.join(dir, r);

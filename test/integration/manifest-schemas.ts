@@ -90,7 +90,11 @@ export function prune(schema: Obj, value: unknown): Obj {
     const v = value as Obj;
     if (schema.properties) {
       const props = schema.properties as Record<string, Obj>;
-      out.properties = Object.fromEntries(Object.keys(props).filter((k) => k in v).map((k) => [k, prune(props[k], v[k])]));
+      out.properties = Object.fromEntries(
+        Object.keys(props)
+          .filter((k) => k in v)
+          .map((k) => [k, prune(props[k], v[k])]),
+      );
     }
     if (typeof schema.additionalProperties === 'object') out.additionalProperties = prune(schema.additionalProperties as Obj, union(Object.values(v)));
   }

@@ -20,8 +20,12 @@ let stopped = false;
 
 before(async () => {
   server = await startServer([
-    `--model-repository=${MODEL_REPOSITORY}`, '--allow-metrics=true', '--metrics-port=0', '--metrics-address=127.0.0.1',
-    '--metrics-config=summary_latencies=true', `--trace-config=triton,file=${traceFile}`,
+    `--model-repository=${MODEL_REPOSITORY}`,
+    '--allow-metrics=true',
+    '--metrics-port=0',
+    '--metrics-address=127.0.0.1',
+    '--metrics-config=summary_latencies=true',
+    `--trace-config=triton,file=${traceFile}`,
   ]);
 });
 after(async () => {
@@ -51,8 +55,16 @@ const post = (body: string): RequestInit => ({ method: 'POST', body });
 const DENSE = 'model="dense_classifier",version="1"';
 
 test(`metrics and statistics agree after ${REQUESTS} concurrent requests to dense_classifier`, async () => {
-  const results = await Promise.all(Array.from({ length: REQUESTS }, (_, k) =>
-    infer(server.url, 'dense_classifier', [{ name: 'input', datatype: 'FP32', shape: [1, 64], data: Array.from({ length: 64 }, (_, i) => Math.cos(k + i)) }], { id: `r${k}` })));
+  const results = await Promise.all(
+    Array.from({ length: REQUESTS }, (_, k) =>
+      infer(
+        server.url,
+        'dense_classifier',
+        [{ name: 'input', datatype: 'FP32', shape: [1, 64], data: Array.from({ length: 64 }, (_, i) => Math.cos(k + i)) }],
+        { id: `r${k}` },
+      ),
+    ),
+  );
   for (const r of results) assert.equal(r.status, 200, JSON.stringify(r.json));
   // A request refused by validation never reaches the scheduler: counted nowhere.
   const bad = await infer(server.url, 'dense_classifier', [{ name: 'input', datatype: 'FP32', shape: [1, 3], data: [1, 2, 3] }]);
@@ -98,13 +110,24 @@ test(`metrics and statistics agree after ${REQUESTS} concurrent requests to dens
   assert.deepEqual(is.cache_hit, { count: 0, ns: 0 });
   assert.deepEqual(is.cache_miss, { count: 0, ns: 0 });
   assert.equal(Math.floor(is.success.ns / 1000), v('nv_inference_request_duration_us'));
-  for (const [key, family] of [['queue', 'queue'], ['compute_input', 'compute_input'], ['compute_infer', 'compute_infer'], ['compute_output', 'compute_output']]) {
+  for (const [key, family] of [
+    ['queue', 'queue'],
+    ['compute_input', 'compute_input'],
+    ['compute_infer', 'compute_infer'],
+    ['compute_output', 'compute_output'],
+  ]) {
     assert.equal(is[key].count, REQUESTS, key);
     assert.equal(Math.floor(is[key].ns / 1000), v(`nv_inference_${family}_duration_us`), key);
   }
   const batches = stats.batch_stats as { batch_size: number; compute_infer: { count: number } }[];
-  assert.equal(batches.reduce((n, b) => n + b.compute_infer.count, 0), execs);
-  assert.equal(batches.reduce((n, b) => n + b.batch_size * b.compute_infer.count, 0), REQUESTS);
+  assert.equal(
+    batches.reduce((n, b) => n + b.compute_infer.count, 0),
+    execs,
+  );
+  assert.equal(
+    batches.reduce((n, b) => n + b.batch_size * b.compute_infer.count, 0),
+    REQUESTS,
+  );
   assert.deepEqual(stats.response_stats, {});
   assert.deepEqual(stats.memory_usage, []);
 });
@@ -114,9 +137,13 @@ test('data-plane families: wake-up counters, and the arena gauge follows tensors
   assert.ok(Number.isInteger(baseline) && baseline % 64 === 0, `arena baseline ${baseline}`);
   const pixels = new Uint8Array(3 * 224 * 224 * 4);
   let done = false;
-  const requests = Promise.all(Array.from({ length: 16 }, () =>
-    infer(server.url, 'image_classifier', [{ name: 'input', datatype: 'FP32', shape: [1, 3, 224, 224], data: pixels }], { binaryDataOutput: true })))
-    .finally(() => { done = true; });
+  const requests = Promise.all(
+    Array.from({ length: 16 }, () =>
+      infer(server.url, 'image_classifier', [{ name: 'input', datatype: 'FP32', shape: [1, 3, 224, 224], data: pixels }], { binaryDataOutput: true }),
+    ),
+  ).finally(() => {
+    done = true;
+  });
   let peak = 0;
   while (!done) peak = Math.max(peak, await server.arenaUsedBytes());
   for (const r of await requests) assert.equal(r.status, 200);
@@ -148,8 +175,10 @@ test('statistics routes: every model, one version, Triton errors', async () => {
   assert.ok(names.includes('simple') && names.includes('dense_classifier'));
   assert.equal((await getJson('/v2/models/simple/versions/1/stats')).status, 200);
   assert.deepEqual(await getJson('/v2/models/nope/stats'), { status: 400, json: { error: "requested model 'nope' is not available" } });
-  assert.deepEqual(await getJson('/v2/models/simple/versions/7/stats'),
-    { status: 400, json: { error: "requested model version is not available for model 'simple'" } });
+  assert.deepEqual(await getJson('/v2/models/simple/versions/7/stats'), {
+    status: 400,
+    json: { error: "requested model version is not available for model 'simple'" },
+  });
 });
 
 test('metrics endpoint quirks: other paths answer 200 empty, other methods 405', async () => {
@@ -163,9 +192,17 @@ test('metrics endpoint quirks: other paths answer 200 empty, other methods 405',
 
 test('logging extension: GET/POST round trip, request-id verbose lines, Triton errors', async () => {
   const initial = await getJson('/v2/logging');
-  assert.deepEqual(initial, { status: 200, json: {
-    log_file: '', log_info: true, log_warning: true, log_error: true, log_verbose_level: 0, log_format: 'default',
-  } });
+  assert.deepEqual(initial, {
+    status: 200,
+    json: {
+      log_file: '',
+      log_info: true,
+      log_warning: true,
+      log_error: true,
+      log_verbose_level: 0,
+      log_format: 'default',
+    },
+  });
   const changed = await getJson('/v2/logging', post('{"log_verbose_level":1,"log_format":"ISO8601","log_info":null}'));
   assert.equal(changed.status, 200);
   assert.equal(changed.json.log_verbose_level, 1);
@@ -173,42 +210,61 @@ test('logging extension: GET/POST round trip, request-id verbose lines, Triton e
   assert.equal(changed.json.log_info, true);
   assert.deepEqual((await getJson('/v2/logging')).json, changed.json);
 
-  const r = await infer(server.url, 'simple', [
-    { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: Array(16).fill(1) },
-    { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: Array(16).fill(2) },
-  ], { id: 'verbose-42' });
+  const r = await infer(
+    server.url,
+    'simple',
+    [
+      { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: Array(16).fill(1) },
+      { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: Array(16).fill(2) },
+    ],
+    { id: 'verbose-42' },
+  );
   assert.equal(r.status, 200);
   // ISO8601 line carrying the request id, from the main thread, at the file:line that logged it.
   await waitForOutput(server, /\d{4}-\d\d-\d\dT[\d:]+Z I \d+ telemetry\.ts:\d+\] "\[request id: verbose-42\] model 'simple' version 1/);
 
-  assert.deepEqual(await getJson('/v2/logging', post('{"log_file":"/tmp/x.log"}')),
-    { status: 501, json: { error: 'log file location can not be updated through network protocol' } });
-  assert.deepEqual(await getJson('/v2/logging', post('{"log_format":"xml"}')),
-    { status: 503, json: { error: 'invalid argument for --log_format, got: xml' } });
-  assert.deepEqual(await getJson('/v2/logging', post('{"log_info":"yes"}')),
-    { status: 500, json: { error: 'attempt to access JSON non-boolean as boolean' } });
-  assert.deepEqual(await getJson('/v2/logging', post('')),
-    { status: 500, json: { error: 'failed to parse the request JSON buffer: The document is empty. at 0' } });
+  assert.deepEqual(await getJson('/v2/logging', post('{"log_file":"/tmp/x.log"}')), {
+    status: 501,
+    json: { error: 'log file location can not be updated through network protocol' },
+  });
+  assert.deepEqual(await getJson('/v2/logging', post('{"log_format":"xml"}')), { status: 503, json: { error: 'invalid argument for --log_format, got: xml' } });
+  assert.deepEqual(await getJson('/v2/logging', post('{"log_info":"yes"}')), { status: 500, json: { error: 'attempt to access JSON non-boolean as boolean' } });
+  assert.deepEqual(await getJson('/v2/logging', post('')), {
+    status: 500,
+    json: { error: 'failed to parse the request JSON buffer: The document is empty. at 0' },
+  });
   const back = await getJson('/v2/logging', post('{"log_verbose_level":0,"log_format":"default"}'));
   assert.deepEqual(back.json, initial.json);
 });
 
 test('trace extension: a model setting traces `count` requests into the trace file', async () => {
   assert.deepEqual((await getJson('/v2/trace/setting')).json, {
-    trace_level: ['OFF'], trace_rate: '1000', trace_count: '-1', log_frequency: '0', trace_file: traceFile, trace_mode: 'triton',
+    trace_level: ['OFF'],
+    trace_rate: '1000',
+    trace_count: '-1',
+    log_frequency: '0',
+    trace_file: traceFile,
+    trace_mode: 'triton',
   });
   const set = await getJson('/v2/models/simple/trace/setting', post('{"trace_level":["TIMESTAMPS"],"trace_rate":"1","trace_count":"5"}'));
   assert.equal(set.status, 200, JSON.stringify(set.json));
   assert.deepEqual(set.json.trace_level, ['TIMESTAMPS']);
   assert.equal(set.json.trace_count, '5');
-  assert.deepEqual(await getJson('/v2/trace/setting', post('{"trace_level":["OFF","TIMESTAMPS"]}')),
-    { status: 400, json: { error: "Expect only one trace level 'OFF' is specified" } });
+  assert.deepEqual(await getJson('/v2/trace/setting', post('{"trace_level":["OFF","TIMESTAMPS"]}')), {
+    status: 400,
+    json: { error: "Expect only one trace level 'OFF' is specified" },
+  });
   assert.deepEqual(await getJson('/v2/models/nope/trace/setting'), { status: 400, json: { error: 'Request for unknown model : nope' } });
   for (let k = 0; k < 7; k++) {
-    const r = await infer(server.url, 'simple', [
-      { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: Array(16).fill(k) },
-      { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: Array(16).fill(1) },
-    ], { id: `t${k}` });
+    const r = await infer(
+      server.url,
+      'simple',
+      [
+        { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: Array(16).fill(k) },
+        { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: Array(16).fill(1) },
+      ],
+      { id: `t${k}` },
+    );
     assert.equal(r.status, 200);
   }
   assert.equal((await getJson('/v2/models/simple/trace/setting')).json.trace_count, '0');
@@ -217,12 +273,16 @@ test('trace extension: a model setting traces `count` requests into the trace fi
   assert.equal(await server.stop(), 0);
   const records = JSON.parse(fs.readFileSync(traceFile, 'utf8')) as Record<string, any>[];
   const heads = records.filter((r) => r.model_name !== undefined);
-  assert.deepEqual(heads.map((h) => [h.model_name, h.model_version, h.request_id]),
-    [0, 1, 2, 3, 4].map((k) => ['simple', 1, `t${k}`]));
+  assert.deepEqual(
+    heads.map((h) => [h.model_name, h.model_version, h.request_id]),
+    [0, 1, 2, 3, 4].map((k) => ['simple', 1, `t${k}`]),
+  );
   for (const h of heads) {
     const ts = records.find((r) => r.id === h.id && r.timestamps !== undefined)!.timestamps as { name: string; ns: number }[];
-    assert.deepEqual(ts.map((t) => t.name),
-      ['REQUEST_START', 'QUEUE_START', 'COMPUTE_START', 'COMPUTE_INPUT_END', 'COMPUTE_OUTPUT_START', 'COMPUTE_END', 'REQUEST_END']);
+    assert.deepEqual(
+      ts.map((t) => t.name),
+      ['REQUEST_START', 'QUEUE_START', 'COMPUTE_START', 'COMPUTE_INPUT_END', 'COMPUTE_OUTPUT_START', 'COMPUTE_END', 'REQUEST_END'],
+    );
     for (let i = 1; i < ts.length; i++) assert.ok(ts[i]!.ns >= ts[i - 1]!.ns, `${ts[i]!.name} after ${ts[i - 1]!.name}`);
   }
 });

@@ -27,16 +27,27 @@ before(async () => {
   repo = makeRepo(['simple', 'simple_ensemble']);
   // `broken`: a Python model whose initialize() raises (every version build fails).
   fs.mkdirSync(path.join(repo, 'broken', '1'), { recursive: true });
-  fs.writeFileSync(path.join(repo, 'broken', '1', 'model.py'),
-    'class TritonPythonModel:\n    def initialize(self, args):\n        raise RuntimeError("broken on purpose")\n\n    def execute(self, requests):\n        return []\n');
-  fs.writeFileSync(path.join(repo, 'broken', 'config.pbtxt'), [
-    'name: "broken"', 'backend: "python"',
-    'input [ { name: "IN" data_type: TYPE_FP32 dims: [ 1 ] } ]', 'output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 1 ] } ]',
-  ].join('\n'));
+  fs.writeFileSync(
+    path.join(repo, 'broken', '1', 'model.py'),
+    'class TritonPythonModel:\n    def initialize(self, args):\n        raise RuntimeError("broken on purpose")\n\n    def execute(self, requests):\n        return []\n',
+  );
+  fs.writeFileSync(
+    path.join(repo, 'broken', 'config.pbtxt'),
+    [
+      'name: "broken"',
+      'backend: "python"',
+      'input [ { name: "IN" data_type: TYPE_FP32 dims: [ 1 ] } ]',
+      'output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 1 ] } ]',
+    ].join('\n'),
+  );
   server = await startServer([
-    `--model-repository=${repo}`, '--model-control-mode=explicit',
-    '--model-load-thread-count=1', '--model-load-retry-count=2',
-    '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1',
+    `--model-repository=${repo}`,
+    '--model-control-mode=explicit',
+    '--model-load-thread-count=1',
+    '--model-load-retry-count=2',
+    '--allow-grpc=true',
+    '--grpc-port=0',
+    '--grpc-address=127.0.0.1',
   ]);
   client = createClient(server.grpcPort);
 });
@@ -48,8 +59,7 @@ after(async () => {
 
 const ready = async (model: string): Promise<boolean> => (await fetch(`${server.url}/v2/models/${model}/ready`)).status === 200;
 /** As Triton: a model that is not loaded (never, or unloaded) answers `ready: false` with status OK, not an error. */
-const grpcReady = async (model: string): Promise<boolean> =>
-  (await client.call<{ ready: boolean }>('ModelReady', { name: model, version: '' })).ready;
+const grpcReady = async (model: string): Promise<boolean> => (await client.call<{ ready: boolean }>('ModelReady', { name: model, version: '' })).ready;
 
 async function rejects(p: Promise<unknown>, code: grpc.status, message: string | RegExp): Promise<void> {
   await assert.rejects(p, (err: grpc.ServiceError) => {
@@ -103,20 +113,33 @@ test('HTTP model control flow (simple_http_model_control.py)', async () => {
 
 test('gRPC model control flow (simple_grpc_model_control.py)', async () => {
   const index = await client.call<{ models: Record<string, string>[] }>('RepositoryIndex', { ready: false });
-  assert.deepEqual(index.models.map((m) => [m.name, m.state]), [['broken', ''], ['simple', 'UNAVAILABLE'], ['simple_ensemble', '']]);
+  assert.deepEqual(
+    index.models.map((m) => [m.name, m.state]),
+    [
+      ['broken', ''],
+      ['simple', 'UNAVAILABLE'],
+      ['simple_ensemble', ''],
+    ],
+  );
   assert.equal(await grpcReady('simple'), false);
   assert.deepEqual(await client.call('RepositoryModelLoad', { model_name: 'simple' }), {});
   assert.equal(await grpcReady('simple'), true);
   const res = await grpcInfer('simple');
-  assert.deepEqual(int32Values(res.raw_output_contents[0]), in0.map((v) => v + 1));
+  assert.deepEqual(
+    int32Values(res.raw_output_contents[0]),
+    in0.map((v) => v + 1),
+  );
   assert.deepEqual(await client.call('RepositoryModelUnload', { model_name: 'simple', parameters: { unload_dependents: { bool_param: false } } }), {});
   assert.equal(await grpcReady('simple'), false);
   await rejects(grpcInfer('simple'), grpc.status.NOT_FOUND, "Request for unknown model: 'simple' has no available versions");
   assert.deepEqual(await client.call('RepositoryModelLoad', { model_name: 'simple' }), {});
   assert.equal(await grpcReady('simple'), true);
   assert.equal((await grpcInfer('simple')).model_version, '1');
-  await rejects(client.call('RepositoryModelLoad', { model_name: 'wrong_model_name' }), grpc.status.INTERNAL,
-    "failed to load 'wrong_model_name', failed to poll from model repository");
+  await rejects(
+    client.call('RepositoryModelLoad', { model_name: 'wrong_model_name' }),
+    grpc.status.INTERNAL,
+    "failed to load 'wrong_model_name', failed to poll from model repository",
+  );
   const readyIndex = await client.call<{ models: Record<string, string>[] }>('RepositoryIndex', { ready: true });
   assert.deepEqual(readyIndex.models, [{ name: 'simple', version: '1', state: 'READY', reason: '' }]);
   await unloadAll();
@@ -126,7 +149,7 @@ test('HTTP: unloading simple leaves simple_ensemble READY but failing; unload_de
   // Loading the ensemble loads its composing model along.
   assert.equal((await post(server.url, '/v2/repository/models/simple_ensemble/load')).status, 200);
   assert.equal(await ready('simple'), true);
-  assert.equal((await inferSimple(server.url, 'simple_ensemble')).status, 599, 'the ensemble doubles: not simple\'s result');
+  assert.equal((await inferSimple(server.url, 'simple_ensemble')).status, 599, "the ensemble doubles: not simple's result");
 
   assert.equal((await post(server.url, '/v2/repository/models/simple/unload', { parameters: { unload_dependents: false } })).status, 200);
   await waitFor('simple unloaded', async () => !(await repoIndex(server.url, {}, true)).some((e) => e.name === 'simple'));
@@ -147,7 +170,10 @@ test('HTTP: unloading simple leaves simple_ensemble READY but failing; unload_de
 test('gRPC: unload_dependents on an ensemble takes its composing model along; on simple, the ensemble', async () => {
   assert.deepEqual(await client.call('RepositoryModelLoad', { model_name: 'simple_ensemble' }), {});
   const res = await grpcInfer('simple_ensemble');
-  assert.deepEqual(int32Values(res.raw_output_contents[0]), in0.map((v) => 2 * v));
+  assert.deepEqual(
+    int32Values(res.raw_output_contents[0]),
+    in0.map((v) => 2 * v),
+  );
   await client.call('RepositoryModelUnload', { model_name: 'simple_ensemble', parameters: { unload_dependents: { bool_param: true } } });
   assert.equal(await grpcReady('simple_ensemble'), false);
   assert.equal(await grpcReady('simple'), false);
@@ -167,6 +193,9 @@ test('--model-load-retry-count: a failing version build is tried again, then fai
   assert.equal(out.match(/retrying load of 'broken' version 1/g)?.length, 2);
   // Loads queue behind one thread, all finish.
   const answers = await Promise.all(['simple', 'simple_ensemble'].map((m) => post(server.url, `/v2/repository/models/${m}/load`)));
-  assert.deepEqual(answers.map((a) => a.status), [200, 200]);
+  assert.deepEqual(
+    answers.map((a) => a.status),
+    [200, 200],
+  );
   assert.equal((await inferSimple(server.url)).status, 200);
 });

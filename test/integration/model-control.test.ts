@@ -23,10 +23,14 @@ describe('explicit mode', () => {
     repo = makeRepo(['simple', 'dense_classifier']);
     // `broken`: a valid config whose model file is missing.
     fs.mkdirSync(path.join(repo, 'broken', '1'), { recursive: true });
-    fs.writeFileSync(path.join(repo, 'broken', 'config.pbtxt'),
-      fs.readFileSync(path.join(repo, 'simple', 'config.pbtxt'), 'utf8').replace('name: "simple"', 'name: "broken"'));
+    fs.writeFileSync(
+      path.join(repo, 'broken', 'config.pbtxt'),
+      fs.readFileSync(path.join(repo, 'simple', 'config.pbtxt'), 'utf8').replace('name: "simple"', 'name: "broken"'),
+    );
     server = await startServer([
-      `--model-repository=${repo}`, '--model-control-mode=explicit', '--load-model=simple',
+      `--model-repository=${repo}`,
+      '--model-control-mode=explicit',
+      '--load-model=simple',
       '--http-restricted-api=model-repository:admin-key=secret',
     ]);
   });
@@ -38,11 +42,7 @@ describe('explicit mode', () => {
   test('--load-model loads only the named model; the index lists the others by name', async () => {
     assert.match(server.output(), /\| simple +\| 1 +\| READY/);
     assert.doesNotMatch(server.output(), /\| dense_classifier/);
-    assert.deepEqual(await repoIndex(server.url, KEY), [
-      { name: 'broken' },
-      { name: 'dense_classifier' },
-      { name: 'simple', version: '1', state: 'READY' },
-    ]);
+    assert.deepEqual(await repoIndex(server.url, KEY), [{ name: 'broken' }, { name: 'dense_classifier' }, { name: 'simple', version: '1', state: 'READY' }]);
     assert.deepEqual(await repoIndex(server.url, KEY, true), [{ name: 'simple', version: '1', state: 'READY' }]);
     assert.equal((await inferSimple(server.url)).status, 200);
   });
@@ -58,7 +58,10 @@ describe('explicit mode', () => {
     const getWithKey = await fetch(server.url + '/v2/repository/index', { headers: KEY });
     assert.equal(getWithKey.status, 405);
     const index = await repoIndex(server.url, KEY);
-    assert.deepEqual(index.find((e) => e.name === 'dense_classifier'), { name: 'dense_classifier' });
+    assert.deepEqual(
+      index.find((e) => e.name === 'dense_classifier'),
+      { name: 'dense_classifier' },
+    );
     // Other categories are not restricted.
     assert.equal((await fetch(server.url + '/v2/models/simple')).status, 200);
   });
@@ -73,9 +76,12 @@ describe('explicit mode', () => {
     const unload = await post(server.url, '/v2/repository/models/dense_classifier/unload', { parameters: { unload_dependents: false } }, KEY);
     assert.equal(unload.status, 200, unload.text);
     await waitFor('dense_classifier unloaded', async () =>
-      (await repoIndex(server.url, KEY)).some((e) => e.name === 'dense_classifier' && e.reason === 'unloaded'));
-    assert.deepEqual((await repoIndex(server.url, KEY)).find((e) => e.name === 'dense_classifier'),
-      { name: 'dense_classifier', version: '1', state: 'UNAVAILABLE', reason: 'unloaded' });
+      (await repoIndex(server.url, KEY)).some((e) => e.name === 'dense_classifier' && e.reason === 'unloaded'),
+    );
+    assert.deepEqual(
+      (await repoIndex(server.url, KEY)).find((e) => e.name === 'dense_classifier'),
+      { name: 'dense_classifier', version: '1', state: 'UNAVAILABLE', reason: 'unloaded' },
+    );
     assert.notEqual((await fetch(server.url + '/v2/models/dense_classifier/ready')).status, 200);
     const unknown = await post(server.url, '/v2/repository/models/not_there/unload', undefined, KEY);
     assert.equal(unknown.status, 200);
@@ -89,15 +95,24 @@ describe('explicit mode', () => {
       error: `load failed for model 'broken': version 1 is at UNAVAILABLE state: Internal: failed to stat file ${file}. broken/1/ is empty: put model.onnx there.;\n`,
     });
     const entry = (await repoIndex(server.url, KEY)).find((e) => e.name === 'broken');
-    assert.deepEqual(entry, { name: 'broken', version: '1', state: 'UNAVAILABLE', reason: `Internal: failed to stat file ${file}. broken/1/ is empty: put model.onnx there.` });
+    assert.deepEqual(entry, {
+      name: 'broken',
+      version: '1',
+      state: 'UNAVAILABLE',
+      reason: `Internal: failed to stat file ${file}. broken/1/ is empty: put model.onnx there.`,
+    });
     const cases: [string, unknown, number, string][] = [
       ['/v2/repository/models/nope/load', undefined, 500, "failed to load 'nope', failed to poll from model repository"],
       ['/v2/repository/models/%20/load', undefined, 400, 'Model name cannot be empty. Please enter a valid name to deploy.'],
       ['/v2/repository/r1/models/simple/load', undefined, 501, "'repository_name' specification is not supported"],
       ['/v2/repository/models/simple/load', { parameters: { config: 1 } }, 500, 'attempt to access JSON non-string as string'],
       ['/v2/repository/models/simple/load', { parameters: { other: 'x' } }, 500, 'unexpected error on creating Triton parameter'],
-      ['/v2/repository/models/simple/load', { parameters: { 'file:1/model.onnx': 'AA==' } }, 400,
-        "Load parameter 'config' must be specified for model file override"],
+      [
+        '/v2/repository/models/simple/load',
+        { parameters: { 'file:1/model.onnx': 'AA==' } },
+        400,
+        "Load parameter 'config' must be specified for model file override",
+      ],
       ['/v2/repository/index', { ready: 'yes' }, 400, "Invalid value for 'ready': expected a boolean"],
     ];
     for (const [p, body, status, error] of cases) {
@@ -111,13 +126,19 @@ describe('explicit mode', () => {
     assert.match(JSON.parse(badConfig.text).error, /^failed to load 'simple', failed to poll from model repository: Invalid config override: /);
     assert.match(server.output(), /Poll failed for model directory 'simple': Invalid config override: /);
     // An override file whose name the file system cannot hold: named, no temporary path, no raw errno text.
-    const longName = await post(server.url, '/v2/repository/models/simple/load',
-      { parameters: { config: '{}', [`file:1/${'n'.repeat(256)}.onnx`]: 'AA==' } }, KEY);
+    const longName = await post(
+      server.url,
+      '/v2/repository/models/simple/load',
+      { parameters: { config: '{}', [`file:1/${'n'.repeat(256)}.onnx`]: 'AA==' } },
+      KEY,
+    );
     assert.equal(longName.status, 400, longName.text);
-    assert.match(JSON.parse(longName.text).error, /^Invalid file parameter 'file:1\/n+\.\.\.': a file or folder name in it is longer than the file system allows \(255 bytes\)$/);
+    assert.match(
+      JSON.parse(longName.text).error,
+      /^Invalid file parameter 'file:1\/n+\.\.\.': a file or folder name in it is longer than the file system allows \(255 bytes\)$/,
+    );
     assert.doesNotMatch(longName.text, /nodetron-override-|ENAMETOOLONG|\/tmp\//);
-    const escape = await post(server.url, '/v2/repository/models/simple/load',
-      { parameters: { config: '{}', 'file:../../etc/x': 'AA==' } }, KEY);
+    const escape = await post(server.url, '/v2/repository/models/simple/load', { parameters: { config: '{}', 'file:../../etc/x': 'AA==' } }, KEY);
     assert.equal(escape.status, 400);
     assert.match(JSON.parse(escape.text).error, /^Invalid file parameter 'file:\.\.\/\.\.\/etc\/x'/);
     assert.equal((await inferSimple(server.url)).status, 200);
@@ -127,17 +148,28 @@ describe('explicit mode', () => {
     const config = JSON.stringify({ maxBatchSize: 4, instance_group: [{ kind: 'kind_cpu', count: 1 }] });
     const a = await post(server.url, '/v2/repository/models/simple/load', { parameters: { config } }, KEY);
     assert.equal(a.status, 200, a.text);
-    const cfg = (await (await fetch(server.url + '/v2/models/simple/config')).json()) as { max_batch_size: number; instance_group: { kind: string; count: number }[] };
+    const cfg = (await (await fetch(server.url + '/v2/models/simple/config')).json()) as {
+      max_batch_size: number;
+      instance_group: { kind: string; count: number }[];
+    };
     assert.equal(cfg.max_batch_size, 4);
-    assert.deepEqual(cfg.instance_group.map((g) => [g.kind, g.count]), [['KIND_CPU', 1]]);
+    assert.deepEqual(
+      cfg.instance_group.map((g) => [g.kind, g.count]),
+      [['KIND_CPU', 1]],
+    );
     assert.equal((await inferSimple(server.url)).status, 200);
 
     const onnx = fs.readFileSync(path.join(repo, 'simple', '1', 'model.onnx')).toString('base64');
-    const b = await post(server.url, '/v2/repository/models/simple/load',
-      { parameters: { config: JSON.stringify({ max_batch_size: 2, platform: 'onnxruntime_onnx' }), 'file:3/model.onnx': onnx } }, KEY);
+    const b = await post(
+      server.url,
+      '/v2/repository/models/simple/load',
+      { parameters: { config: JSON.stringify({ max_batch_size: 2, platform: 'onnxruntime_onnx' }), 'file:3/model.onnx': onnx } },
+      KEY,
+    );
     assert.equal(b.status, 200, b.text);
     await waitFor('simple v1 retired', async () =>
-      (await repoIndex(server.url, KEY)).some((e) => e.name === 'simple' && e.version === '1' && e.reason === 'unloaded'));
+      (await repoIndex(server.url, KEY)).some((e) => e.name === 'simple' && e.version === '1' && e.reason === 'unloaded'),
+    );
     const r = await inferSimple(server.url);
     assert.equal(r.status, 200);
     assert.equal(r.version, '3');
@@ -152,7 +184,8 @@ describe('explicit mode', () => {
   test('unload while requests are in flight: every admitted request succeeds', async () => {
     // A long batching delay holds the requests in the scheduler's queue until the unload drains it.
     const config = JSON.stringify({
-      max_batch_size: 64, instance_group: [{ count: 1 }],
+      max_batch_size: 64,
+      instance_group: [{ count: 1 }],
       dynamic_batching: { preferred_batch_size: [64], max_queue_delay_microseconds: 20_000_000 },
     });
     assert.equal((await post(server.url, '/v2/repository/models/simple/load', { parameters: { config } }, KEY)).status, 200);
@@ -161,9 +194,13 @@ describe('explicit mode', () => {
     const unload = await post(server.url, '/v2/repository/models/simple/unload', undefined, KEY);
     assert.equal(unload.status, 200);
     const results = await Promise.all(requests);
-    assert.deepEqual(results.filter((r) => r.status !== 200).map((r) => r.text), []);
+    assert.deepEqual(
+      results.filter((r) => r.status !== 200).map((r) => r.text),
+      [],
+    );
     await waitFor('simple unloaded', async () =>
-      (await repoIndex(server.url, KEY)).some((e) => e.name === 'simple' && e.reason === 'unloaded' && e.version === '1'));
+      (await repoIndex(server.url, KEY)).some((e) => e.name === 'simple' && e.reason === 'unloaded' && e.version === '1'),
+    );
     assert.notEqual((await inferSimple(server.url)).status, 200);
     assert.equal((await post(server.url, '/v2/repository/models/simple/load', undefined, KEY)).status, 200);
     assert.equal((await inferSimple(server.url)).status, 200);
@@ -179,8 +216,12 @@ describe('poll mode', () => {
     repoA = makeRepo(['simple', 'identity_types']);
     repoB = makeRepo(['identity_types']);
     server = await startServer([
-      `--model-repository=${repoA}`, `--model-repository=${repoB}`, '--model-control-mode=poll',
-      '--repository-poll-secs=1', '--exit-on-error=false', '--strict-readiness=false',
+      `--model-repository=${repoA}`,
+      `--model-repository=${repoB}`,
+      '--model-control-mode=poll',
+      '--repository-poll-secs=1',
+      '--exit-on-error=false',
+      '--strict-readiness=false',
     ]);
   });
   after(async () => {
@@ -200,7 +241,8 @@ describe('poll mode', () => {
       const a = await post(server.url, `/v2/repository/models/simple/${verb}`);
       assert.equal(a.status, 503);
       assert.deepEqual(JSON.parse(a.text), {
-        error: 'explicit model load / unload is not allowed if polling is enabled. Start the server with --model-control-mode=explicit to load and unload models through the repository API.',
+        error:
+          'explicit model load / unload is not allowed if polling is enabled. Start the server with --model-control-mode=explicit to load and unload models through the repository API.',
       });
     }
   });
@@ -216,7 +258,8 @@ describe('poll mode', () => {
 
     fs.writeFileSync(path.join(dir, 'config.pbtxt'), 'name: "simple"\nmax_batch_size: [[[\n');
     await waitFor('the broken config reported', async () =>
-      entries('simple', await repoIndex(server.url)).some((x) => x.version === '2' && /failed to read text proto/.test(x.reason ?? '')));
+      entries('simple', await repoIndex(server.url)).some((x) => x.version === '2' && /failed to read text proto/.test(x.reason ?? '')),
+    );
     const v2 = entries('simple', await repoIndex(server.url)).find((x) => x.version === '2');
     assert.equal(v2?.state, 'READY');
     const r = await inferSimple(server.url);

@@ -47,8 +47,14 @@ export function gatedBy(skip: Skip): {
   test: (name: string, a: TestOptions | TestFn, b?: TestFn) => void;
 } {
   return {
-    before: (fn) => nodeBefore(async () => { if (skip === false) await fn(); }),
-    after: (fn) => nodeAfter(async () => { if (skip === false) await fn(); }),
+    before: (fn) =>
+      nodeBefore(async () => {
+        if (skip === false) await fn();
+      }),
+    after: (fn) =>
+      nodeAfter(async () => {
+        if (skip === false) await fn();
+      }),
     test: (name, a, b) => {
       const opts: TestOptions = typeof a === 'function' ? {} : a;
       const fn = typeof a === 'function' ? a : b!;

@@ -60,13 +60,22 @@ test('the openai client: embeddings as floats and base64, dimensions, usage, and
   const f = o.float;
   assert.equal(f.object, 'list');
   assert.equal(f.model, 'mock_embedder');
-  assert.deepEqual(f.data.map((d: any) => [d.object, d.index, d.embedding.length]), [['embedding', 0, 16], ['embedding', 1, 16]]);
+  assert.deepEqual(
+    f.data.map((d: any) => [d.object, d.index, d.embedding.length]),
+    [
+      ['embedding', 0, 16],
+      ['embedding', 1, 16],
+    ],
+  );
   for (const d of f.data) assert.ok(Math.abs(norm(d.embedding) - 1) < 1e-5, 'the mock answers unit vectors');
   assert.notDeepEqual(f.data[0].embedding, f.data[1].embedding, 'two texts, two vectors, in input order');
-  assert.deepEqual(f.usage, { prompt_tokens: 4, total_tokens: 4 }, 'no tokenizer.json: the inputs\' words');
+  assert.deepEqual(f.usage, { prompt_tokens: 4, total_tokens: 4 }, "no tokenizer.json: the inputs' words");
 
   // The client's default (base64, decoded by the client) gives the same floats.
-  assert.deepEqual(o.default.data.map((d: any) => d.embedding), f.data.map((d: any) => d.embedding));
+  assert.deepEqual(
+    o.default.data.map((d: any) => d.embedding),
+    f.data.map((d: any) => d.embedding),
+  );
   const raw = Buffer.from(o.base64.data[0].embedding as string, 'base64');
   assert.equal(raw.length, 16 * 4);
   const fromB64 = Array.from({ length: 16 }, (_, i) => raw.readFloatLE(i * 4));
@@ -77,7 +86,10 @@ test('the openai client: embeddings as floats and base64, dimensions, usage, and
   assert.equal(o.not_embedding.status, 400);
   assert.equal(o.not_embedding.body.param, 'model');
   assert.equal(o.not_embedding.body.code, 'model_not_embedding');
-  assert.match(o.not_embedding.body.message, /The model 'mock_llm' is not an embedding model: \/v1\/embeddings needs a BYTES input 'text_input' and an FP32 output 'embedding'/);
+  assert.match(
+    o.not_embedding.body.message,
+    /The model 'mock_llm' is not an embedding model: \/v1\/embeddings needs a BYTES input 'text_input' and an FP32 output 'embedding'/,
+  );
   assert.equal(o.chat_on_embedder.status, 400);
   assert.equal(o.chat_on_embedder.body.param, 'model');
   assert.match(o.chat_on_embedder.body.message, /'mock_embedder' does not take Triton's LLM contract/);
@@ -97,12 +109,18 @@ test('the openai client: embeddings as floats and base64, dimensions, usage, and
 });
 
 test('a plain HTTP client: three inputs answered in input order, unknown fields ignored; GET is 405', async () => {
-  const res = await fetch(`${server.url}/v1/embeddings`, { method: 'POST', headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ model: 'mock_embedder', input: ['a', 'b', 'c'], encoding_format: 'float', user: 'ignored' }) });
+  const res = await fetch(`${server.url}/v1/embeddings`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ model: 'mock_embedder', input: ['a', 'b', 'c'], encoding_format: 'float', user: 'ignored' }),
+  });
   assert.equal(res.status, 200);
   assert.equal(res.headers.get('content-type'), 'application/json');
   const body = (await res.json()) as { data: { index: number }[] };
-  assert.deepEqual(body.data.map((d) => d.index), [0, 1, 2]);
+  assert.deepEqual(
+    body.data.map((d) => d.index),
+    [0, 1, 2],
+  );
   const get = await fetch(`${server.url}/v1/embeddings`);
   assert.equal(get.status, 405);
 });
@@ -113,7 +131,7 @@ test('tiny_embedder: its tokenizer counts usage and reads token ids; dimensions 
   assert.equal(a!.length, 32);
   assert.ok(Math.abs(norm(a!) - 1) < 1e-5 && Math.abs(norm(b!) - 1) < 1e-5);
   assert.notDeepEqual(a, b);
-  assert.equal(o.texts.usage.prompt_tokens, o.expected_tokens, 'usage is the model tokenizer\'s count');
+  assert.equal(o.texts.usage.prompt_tokens, o.expected_tokens, "usage is the model tokenizer's count");
   // The ids of "The server streams", decoded by the server with the same tokenizer, give the same vector.
   assert.deepEqual(o.ids.data[0].embedding, a);
   const short = o.dims.data[0].embedding as number[];

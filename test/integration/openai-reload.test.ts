@@ -24,7 +24,14 @@ let dir: string;
 /** A WordLevel tokenizer.json whose token 1 is `word`. */
 function tokenizer(word: string): string {
   return JSON.stringify({
-    version: '1.0', truncation: null, padding: null, added_tokens: [], normalizer: null, pre_tokenizer: { type: 'Whitespace' }, post_processor: null, decoder: null,
+    version: '1.0',
+    truncation: null,
+    padding: null,
+    added_tokens: [],
+    normalizer: null,
+    pre_tokenizer: { type: 'Whitespace' },
+    post_processor: null,
+    decoder: null,
     model: { type: 'WordLevel', vocab: { '[UNK]': 0, [word]: 1 }, unk_token: '[UNK]' },
   });
 }
@@ -41,8 +48,10 @@ before(async () => {
   dir = path.join(repo, MODEL);
   fs.mkdirSync(path.join(dir, '1'), { recursive: true });
   fs.copyFileSync(path.join(FIXTURES, 'mock_llm/1/model.py'), path.join(dir, '1/model.py'));
-  fs.writeFileSync(path.join(dir, 'config.pbtxt'),
-    fs.readFileSync(path.join(FIXTURES, 'templated_llm/config.pbtxt'), 'utf8').replace('name: "templated_llm"', `name: "${MODEL}"`));
+  fs.writeFileSync(
+    path.join(dir, 'config.pbtxt'),
+    fs.readFileSync(path.join(FIXTURES, 'templated_llm/config.pbtxt'), 'utf8').replace('name: "templated_llm"', `name: "${MODEL}"`),
+  );
   writeTexts('T1 {{ messages[0].content }}', 'hello');
   server = await startServer([`--model-repository=${repo}`, '--model-control-mode=explicit', `--load-model=${MODEL}`]);
 });
@@ -72,7 +81,7 @@ test('a reload with a new template and tokenizer (same sizes, same mtimes): the 
   fs.appendFileSync(path.join(dir, 'config.pbtxt'), '# reloaded\n');
   const load = await fetch(`${server.url}/v2/repository/models/${MODEL}/load`, { method: 'POST' });
   assert.equal(load.status, 200, await load.text());
-  assert.deepEqual(await texts(), { chat: 'T2 hi', decoded: 'howdy' }, 'the reloaded model\'s template and tokenizer, at once');
+  assert.deepEqual(await texts(), { chat: 'T2 hi', decoded: 'howdy' }, "the reloaded model's template and tokenizer, at once");
   // And again a moment later (the text is kept, not read per request): still the new one.
   assert.deepEqual(await texts(), { chat: 'T2 hi', decoded: 'howdy' });
 });

@@ -41,8 +41,10 @@ before(async () => {
       fs.mkdirSync(path.join(repo, m, '1'), { recursive: true });
       fs.copyFileSync(path.join(FIXTURES, 'openai_models/mock_llm/1/model.py'), path.join(repo, m, '1/model.py'));
     }
-    fs.appendFileSync(path.join(repo, m, 'config.pbtxt'),
-      `parameters [ { key: "marks" value: { string_value: "${marks}" } }, { key: "delay_ms" value: { string_value: "5" } } ]\n`);
+    fs.appendFileSync(
+      path.join(repo, m, 'config.pbtxt'),
+      `parameters [ { key: "marks" value: { string_value: "${marks}" } }, { key: "delay_ms" value: { string_value: "5" } } ]\n`,
+    );
   }
   server = await startServer([`--model-repository=${repo}`, '--openai-port=0', '--openai-restricted-api', 'health', 'probe-key', 'p1']);
   openaiPort = Number(/Started OpenAI-compatible frontend at \S*:(\d+)/.exec(server.output())?.[1] ?? 0);
@@ -65,7 +67,8 @@ function client(step: string, base = `${server.url}/v1`): Promise<Record<string,
 
 async function counts(model: string): Promise<{ success: number; fail: number }> {
   const res = await fetch(`${server.url}/v2/models/${model}/stats`);
-  const s = ((await res.json()) as { model_stats: { inference_stats: { success: { count: number }; fail: { count: number } } }[] }).model_stats[0]!.inference_stats;
+  const s = ((await res.json()) as { model_stats: { inference_stats: { success: { count: number }; fail: { count: number } } }[] }).model_stats[0]!
+    .inference_stats;
   return { success: s.success.count, fail: s.fail.count };
 }
 
@@ -111,7 +114,10 @@ test('the openai client: models, completions, chat, streaming, stop, templates, 
   assert.ok(chunks.length > 3);
   assert.equal(chunks[0].object, 'chat.completion.chunk');
   assert.equal(chunks[0].choices[0].delta.role, 'assistant');
-  const joined = chunks.filter((k) => k.choices.length > 0).map((k) => k.choices[0].delta.content ?? '').join('');
+  const joined = chunks
+    .filter((k) => k.choices.length > 0)
+    .map((k) => k.choices[0].delta.content ?? '')
+    .join('');
   assert.equal(joined, ch.choices[0].message.content, 'the streamed pieces join into the non-streamed text');
   const withChoices = chunks.filter((k) => k.choices.length > 0);
   assert.equal(withChoices[withChoices.length - 1].choices[0].finish_reason, 'length');
@@ -145,58 +151,86 @@ test('the openai client: models, completions, chat, streaming, stop, templates, 
   assert.equal(o.bad_messages.body.param, 'messages');
 });
 
-test('n and several prompts: one choice per prompt × n, indexed; streamed chunks carry the index; usage sums; token-id prompts', { skip: NO_OPENAI }, async () => {
-  // The basic test's three stopped requests are over by now (their models stop within a word): none is a failure.
-  const before = await counts('mock_llm');
-  assert.equal(before.fail, 0, 'a stop sequence is not a failure');
-  const o = await client('choices');
-  const m = o.multi;
-  assert.deepEqual(m.choices.map((c: any) => [c.index, c.text, c.finish_reason]),
-    [[0, 'a b a', 'length'], [1, 'a b a', 'length'], [2, 'c d c', 'length'], [3, 'c d c', 'length']]);
-  // mock_llm has no tokenizer: words. Each prompt counted once (2 + 2), every choice's text (4 × 3).
-  assert.deepEqual([m.usage.prompt_tokens, m.usage.completion_tokens, m.usage.total_tokens], [4, 12, 16]);
+test(
+  'n and several prompts: one choice per prompt × n, indexed; streamed chunks carry the index; usage sums; token-id prompts',
+  { skip: NO_OPENAI },
+  async () => {
+    // The basic test's three stopped requests are over by now (their models stop within a word): none is a failure.
+    const before = await counts('mock_llm');
+    assert.equal(before.fail, 0, 'a stop sequence is not a failure');
+    const o = await client('choices');
+    const m = o.multi;
+    assert.deepEqual(
+      m.choices.map((c: any) => [c.index, c.text, c.finish_reason]),
+      [
+        [0, 'a b a', 'length'],
+        [1, 'a b a', 'length'],
+        [2, 'c d c', 'length'],
+        [3, 'c d c', 'length'],
+      ],
+    );
+    // mock_llm has no tokenizer: words. Each prompt counted once (2 + 2), every choice's text (4 × 3).
+    assert.deepEqual([m.usage.prompt_tokens, m.usage.completion_tokens, m.usage.total_tokens], [4, 12, 16]);
 
-  const chunks = o.chunks as any[];
-  const byIndex = new Map<number, string>();
-  const roles = new Set<number>();
-  const finishes: [number, string][] = [];
-  for (const k of chunks) {
-    for (const c of k.choices) {
-      if (c.delta.role === 'assistant') roles.add(c.index);
-      byIndex.set(c.index, (byIndex.get(c.index) ?? '') + (c.delta.content ?? ''));
-      if (c.finish_reason !== null) finishes.push([c.index, c.finish_reason]);
+    const chunks = o.chunks as any[];
+    const byIndex = new Map<number, string>();
+    const roles = new Set<number>();
+    const finishes: [number, string][] = [];
+    for (const k of chunks) {
+      for (const c of k.choices) {
+        if (c.delta.role === 'assistant') roles.add(c.index);
+        byIndex.set(c.index, (byIndex.get(c.index) ?? '') + (c.delta.content ?? ''));
+        if (c.finish_reason !== null) finishes.push([c.index, c.finish_reason]);
+      }
     }
-  }
-  assert.deepEqual([...roles].sort(), [0, 1], 'each choice\'s first chunk names the role');
-  assert.deepEqual([...byIndex.entries()].sort(), [[0, 'user: x y assistant:'], [1, 'user: x y assistant:']]);
-  assert.deepEqual(finishes.sort(), [[0, 'length'], [1, 'length']], 'one finish chunk per choice');
-  const last = chunks[chunks.length - 1];
-  assert.deepEqual(last.choices, []);
-  assert.equal(last.usage.completion_tokens, 8, 'usage sums both choices');
+    assert.deepEqual([...roles].sort(), [0, 1], "each choice's first chunk names the role");
+    assert.deepEqual([...byIndex.entries()].sort(), [
+      [0, 'user: x y assistant:'],
+      [1, 'user: x y assistant:'],
+    ]);
+    assert.deepEqual(
+      finishes.sort(),
+      [
+        [0, 'length'],
+        [1, 'length'],
+      ],
+      'one finish chunk per choice',
+    );
+    const last = chunks[chunks.length - 1];
+    assert.deepEqual(last.choices, []);
+    assert.equal(last.usage.completion_tokens, 8, 'usage sums both choices');
 
-  // templated_llm's WordLevel tokenizer reads ids [1, 2] as "hello world".
-  assert.equal(o.tokens.choices[0].text, 'hello world hello');
-  assert.equal(o.tokens.usage.prompt_tokens, 2);
-  assert.equal(o.tokens_no_tokenizer.status, 400);
-  assert.equal(o.tokens_no_tokenizer.body.param, 'prompt');
-  assert.match(o.tokens_no_tokenizer.body.message, /'prompt' is token ids, but the model 'mock_llm' has no tokenizer\.json/);
-  assert.equal(o.logprobs.body.param, 'logprobs');
-  assert.equal(o.tools.status, 400);
-  assert.equal(o.tools.body.param, 'tools');
+    // templated_llm's WordLevel tokenizer reads ids [1, 2] as "hello world".
+    assert.equal(o.tokens.choices[0].text, 'hello world hello');
+    assert.equal(o.tokens.usage.prompt_tokens, 2);
+    assert.equal(o.tokens_no_tokenizer.status, 400);
+    assert.equal(o.tokens_no_tokenizer.body.param, 'prompt');
+    assert.match(o.tokens_no_tokenizer.body.message, /'prompt' is token ids, but the model 'mock_llm' has no tokenizer\.json/);
+    assert.equal(o.logprobs.body.param, 'logprobs');
+    assert.equal(o.tools.status, 400);
+    assert.equal(o.tools.body.param, 'tools');
 
-  // Both streamed choices stopped at " c": answered then, and their cancelled ends count as successes, not failures.
-  assert.deepEqual(o.stop_n, [['a b', 'stop'], ['a b', 'stop']]);
-  await until('both stopped choices are cancelled in the model', () => fs.existsSync(path.join(marks, 'stopn.cancelled')));
-  // 4 + 2 + 2 requests of mock_llm in this test (the refused ones never reach it), every one a success.
-  await until('the statistics count the 8 requests', async () => (await counts('mock_llm')).success === before.success + 8);
-  assert.equal((await counts('mock_llm')).fail, 0);
-});
+    // Both streamed choices stopped at " c": answered then, and their cancelled ends count as successes, not failures.
+    assert.deepEqual(o.stop_n, [
+      ['a b', 'stop'],
+      ['a b', 'stop'],
+    ]);
+    await until('both stopped choices are cancelled in the model', () => fs.existsSync(path.join(marks, 'stopn.cancelled')));
+    // 4 + 2 + 2 requests of mock_llm in this test (the refused ones never reach it), every one a success.
+    await until('the statistics count the 8 requests', async () => (await counts('mock_llm')).success === before.success + 8);
+    assert.equal((await counts('mock_llm')).fail, 0);
+  },
+);
 
 test('curl: the SSE framing, data: [DONE] last, and OpenAI error bodies', async () => {
-  const run = (route: string, body: string): Promise<string> => new Promise((resolve, reject) => {
-    execFile('curl', ['-sS', '-N', '-X', 'POST', '-H', 'Content-Type: application/json', '--data-binary', body, '-w', '\n%{http_code}', `${server.url}${route}`],
-      (err, stdout) => (err ? reject(err) : resolve(stdout)));
-  });
+  const run = (route: string, body: string): Promise<string> =>
+    new Promise((resolve, reject) => {
+      execFile(
+        'curl',
+        ['-sS', '-N', '-X', 'POST', '-H', 'Content-Type: application/json', '--data-binary', body, '-w', '\n%{http_code}', `${server.url}${route}`],
+        (err, stdout) => (err ? reject(err) : resolve(stdout)),
+      );
+    });
   const s = await run('/v1/completions', JSON.stringify({ model: 'mock_llm', prompt: 'x y', max_tokens: 3, stream: true }));
   const [body, status] = [s.slice(0, s.lastIndexOf('\n')), s.slice(s.lastIndexOf('\n') + 1)];
   assert.equal(status, '200');
@@ -207,7 +241,12 @@ test('curl: the SSE framing, data: [DONE] last, and OpenAI error bodies', async 
   const bad = await run('/v1/chat/completions', '{"model": 1}');
   assert.ok(bad.endsWith('\n400'));
   assert.deepEqual(JSON.parse(bad.slice(0, bad.lastIndexOf('\n'))), {
-    error: { message: "'model' is required: the name of a model this server serves (GET /v1/models lists them), got a number.", type: 'invalid_request_error', param: 'model', code: null },
+    error: {
+      message: "'model' is required: the name of a model this server serves (GET /v1/models lists them), got a number.",
+      type: 'invalid_request_error',
+      param: 'model',
+      code: null,
+    },
   });
 });
 
@@ -232,7 +271,9 @@ test('--openai-port: the same routes on a port of their own, --openai-restricted
   // --openai-restricted-api health probe-key p1: the probe needs the header; the routes above did not.
   const shut = await fetch(`http://127.0.0.1:${openaiPort}/health/ready`);
   assert.equal(shut.status, 401);
-  assert.deepEqual(await shut.json(), { error: { message: "This API is restricted, expecting header 'probe-key'", type: 'invalid_request_error', param: null, code: 'restricted_api' } });
+  assert.deepEqual(await shut.json(), {
+    error: { message: "This API is restricted, expecting header 'probe-key'", type: 'invalid_request_error', param: null, code: 'restricted_api' },
+  });
   const ready = await fetch(`http://127.0.0.1:${openaiPort}/health/ready`, { headers: { 'probe-key': 'p1' } });
   assert.equal(ready.status, 200);
   const v2 = await fetch(`http://127.0.0.1:${openaiPort}/v2/health/ready`);

@@ -42,10 +42,7 @@ before(async () => {
   fs.mkdirSync(path.join(repo, 'gated_pipeline', '1'), { recursive: true });
   fs.writeFileSync(path.join(repo, 'gated_pipeline', 'config.pbtxt'), ENSEMBLE);
   gate = path.join(repo, 'gated', 'closed');
-  server = await startServer([
-    `--model-repository=${repo}`, '--max-queued-requests=3',
-    '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1',
-  ]);
+  server = await startServer([`--model-repository=${repo}`, '--max-queued-requests=3', '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1']);
   client = createClient(server.grpcPort);
 });
 
@@ -59,8 +56,9 @@ after(async () => {
 const send = (model = 'gated', id = ''): Promise<InferResult> =>
   infer(server.url, model, [{ name: 'IN', datatype: 'INT32', shape: [1, 1], data: [0] }], id === '' ? {} : { id });
 
-const FULL = 'Exceeds maximum queue size: the server holds 3 inference requests, the most --max-queued-requests=3 allows; '
-  + 'retry after 1 s, or raise --max-queued-requests';
+const FULL =
+  'Exceeds maximum queue size: the server holds 3 inference requests, the most --max-queued-requests=3 allows; ' +
+  'retry after 1 s, or raise --max-queued-requests';
 
 test('over --max-queued-requests: HTTP 429 + Retry-After and gRPC RESOURCE_EXHAUSTED + retry-after, at once; the held requests finish', async () => {
   fs.writeFileSync(gate, '');
@@ -75,9 +73,17 @@ test('over --max-queued-requests: HTTP 429 + Retry-After and gRPC RESOURCE_EXHAU
     assert.equal(over.headers.get('retry-after'), '1');
     assert.equal(over.json.error, `[request id: h4] ${FULL}`);
 
-    const err = await client.call('ModelInfer', {
-      model_name: 'gated', id: 'g4', inputs: [{ name: 'IN', datatype: 'INT32', shape: [1, 1] }], raw_input_contents: [int32Bytes([0])],
-    }).then(() => undefined, (e: grpc.ServiceError) => e);
+    const err = await client
+      .call('ModelInfer', {
+        model_name: 'gated',
+        id: 'g4',
+        inputs: [{ name: 'IN', datatype: 'INT32', shape: [1, 1] }],
+        raw_input_contents: [int32Bytes([0])],
+      })
+      .then(
+        () => undefined,
+        (e: grpc.ServiceError) => e,
+      );
     assert.ok(err !== undefined, 'the gRPC call over the bound fails');
     assert.equal(err.code, 8, 'RESOURCE_EXHAUSTED');
     assert.equal(err.details, `[request id: g4] ${FULL}`);
@@ -92,7 +98,7 @@ test('over --max-queued-requests: HTTP 429 + Retry-After and gRPC RESOURCE_EXHAU
   }
 });
 
-test('ensemble max_inflight_requests: 1 holds the second request\'s step back (backpressure, not an error), then runs it', async () => {
+test("ensemble max_inflight_requests: 1 holds the second request's step back (backpressure, not an error), then runs it", async () => {
   fs.writeFileSync(gate, '');
   try {
     const both = [send('gated_pipeline'), send('gated_pipeline')];

@@ -37,7 +37,10 @@ test('HTTP binary sweep writes a CSV with the server split', () => {
   assert.match(r.out, /Concurrency: 1, throughput: [\d.]+ infer\/sec/);
   assert.match(r.out, /server: queue \d+ us, compute input \d+ us, infer \d+ us/);
   const lines = fs.readFileSync(csv, 'utf8').trim().split('\n');
-  assert.equal(lines[0], 'Concurrency,Inferences/Second,Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,p50 latency,p90 latency,p95 latency,p99 latency,Avg latency,Errors,Stable,Knee');
+  assert.equal(
+    lines[0],
+    'Concurrency,Inferences/Second,Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,p50 latency,p90 latency,p95 latency,p99 latency,Avg latency,Errors,Stable,Knee',
+  );
   assert.equal(lines.length, 3);
   for (const [i, line] of lines.slice(1).entries()) {
     const cells = line.split(',');
@@ -49,8 +52,22 @@ test('HTTP binary sweep writes a CSV with the server split', () => {
 });
 
 test('HTTP JSON tensors, batch 4, request-rate mode', () => {
-  const r = perf(['-m', 'dense_classifier', '-u', `127.0.0.1:${server.port}`, '-b', '4', '--input-tensor-format', 'json',
-    '--output-tensor-format', 'json', '--request-rate-range', '50', '--percentile', '95']);
+  const r = perf([
+    '-m',
+    'dense_classifier',
+    '-u',
+    `127.0.0.1:${server.port}`,
+    '-b',
+    '4',
+    '--input-tensor-format',
+    'json',
+    '--output-tensor-format',
+    'json',
+    '--request-rate-range',
+    '50',
+    '--percentile',
+    '95',
+  ]);
   assert.equal(r.code, 0, r.err + r.out);
   assert.match(r.out, /Request rate: 50, throughput: [\d.]+ infer\/sec/);
   assert.match(r.out, /\| 50 \| [\d.]+ \|/);
@@ -67,15 +84,33 @@ test('two loaded versions: the server split is not zero; perf_analyzer flags pas
   const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-perf-repo-'));
   const src = path.join(MODEL_REPOSITORY, 'simple');
   fs.mkdirSync(path.join(repo, 'simple'));
-  fs.writeFileSync(path.join(repo, 'simple', 'config.pbtxt'),
-    fs.readFileSync(path.join(src, 'config.pbtxt'), 'utf8') + '\nversion_policy: { all { } }\n');
+  fs.writeFileSync(path.join(repo, 'simple', 'config.pbtxt'), fs.readFileSync(path.join(src, 'config.pbtxt'), 'utf8') + '\nversion_policy: { all { } }\n');
   for (const v of ['1', '2']) fs.cpSync(path.join(src, '1'), path.join(repo, 'simple', v), { recursive: true });
   const two = await startServer([`--model-repository=${repo}`]);
   try {
     const csv = path.join(dir, 'two.csv');
-    const r = perf(['-m', 'simple', '-u', `127.0.0.1:${two.port}`, '--async', '-v', '--measurement-mode=count_windows',
-      '--measurement-request-count', '20', '--latency-threshold', '10000', '--max-threads', '4', '--collect-metrics',
-      '--shared-memory=none', '-a', '-t', '1', '-f', csv]);
+    const r = perf([
+      '-m',
+      'simple',
+      '-u',
+      `127.0.0.1:${two.port}`,
+      '--async',
+      '-v',
+      '--measurement-mode=count_windows',
+      '--measurement-request-count',
+      '20',
+      '--latency-threshold',
+      '10000',
+      '--max-threads',
+      '4',
+      '--collect-metrics',
+      '--shared-memory=none',
+      '-a',
+      '-t',
+      '1',
+      '-f',
+      csv,
+    ]);
     assert.equal(r.code, 0, r.err + r.out);
     assert.match(r.out, /note: --async\/--sync: nodetron perf always sends asynchronously/);
     assert.match(r.out, /note: --max-threads=4: ignored/);
@@ -84,8 +119,11 @@ test('two loaded versions: the server split is not zero; perf_analyzer flags pas
     assert.ok(Number(cells[4]) > 0, `compute infer with versions 1 and 2 loaded: ${cells.join(',')}`);
     const shm = perf(['-m', 'simple', '-u', `127.0.0.1:${two.port}`, '--shared-memory=system']);
     assert.equal(shm.code, 1);
-    assert.equal(shm.err, 'error: --shared-memory=system: not supported by nodetron perf yet; tensors go in the request '
-      + '(--shared-memory=none, the default) (see nodetron perf --help)\n');
+    assert.equal(
+      shm.err,
+      'error: --shared-memory=system: not supported by nodetron perf yet; tensors go in the request ' +
+        '(--shared-memory=none, the default) (see nodetron perf --help)\n',
+    );
   } finally {
     assert.equal(await two.stop(), 0);
     fs.rmSync(repo, { recursive: true, force: true });

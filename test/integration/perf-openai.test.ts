@@ -46,15 +46,32 @@ function csvRows(file: string): Record<string, string>[] {
   return rows.map((row) => Object.fromEntries(row.split(',').map((v, i) => [names[i], v])));
 }
 
-test('chat at concurrency 1 and 2, 6 requests each: TTFT, ITL, tokens = requests × max_tokens, in genai-perf\'s columns', () => {
+test("chat at concurrency 1 and 2, 6 requests each: TTFT, ITL, tokens = requests × max_tokens, in genai-perf's columns", () => {
   const csv = path.join(repo, 'chat.csv');
-  const r = perf(['-m', 'mock_llm', '-u', openaiUrl, '--endpoint', 'v1/chat/completions', '--max-tokens', '8', '--concurrency-range', '1:2:1',
-    '--request-count', '6', '-f', csv]);
+  const r = perf([
+    '-m',
+    'mock_llm',
+    '-u',
+    openaiUrl,
+    '--endpoint',
+    'v1/chat/completions',
+    '--max-tokens',
+    '8',
+    '--concurrency-range',
+    '1:2:1',
+    '--request-count',
+    '6',
+    '-f',
+    csv,
+  ]);
   assert.equal(r.code, 0, r.err + r.out);
   assert.match(r.out, /Concurrency: 1, 6 requests in [\d.]+ s: [\d.]+ req\/s, [\d.]+ output tokens\/s \(usage\.completion_tokens\), time to first token avg/);
   assert.match(r.out, /\| conc \| req\/s \| output tok\/s \| TTFT avg ms/);
   const rows = csvRows(csv);
-  assert.deepEqual(rows.map((x) => x.Concurrency), ['1', '2']);
+  assert.deepEqual(
+    rows.map((x) => x.Concurrency),
+    ['1', '2'],
+  );
   for (const x of rows) {
     assert.equal(x.Requests, '6');
     assert.equal(x.Errors, '0');
@@ -81,7 +98,7 @@ test('completions for a time window', () => {
   assert.match(r.out, /errors 0/);
 });
 
-test('an unknown model: the first request\'s error names it, exit 1', () => {
+test("an unknown model: the first request's error names it, exit 1", () => {
   const r = perf(['-m', 'no_such_llm', '-u', openaiUrl]);
   assert.equal(r.code, 1);
   assert.match(r.err, /error: first request to POST \/v1\/chat\/completions failed: HTTP 404: .*The model 'no_such_llm' does not exist/);

@@ -65,7 +65,10 @@ test('tensors above the inline size (64 KiB) go through shared memory, empty one
     assert.equal(r.status, 200, JSON.stringify(r.json).slice(0, 300));
     const out = (r.json.outputs as { shape: number[]; data: number[] }[])[0]!;
     assert.deepEqual(out.shape, [n]);
-    assert.deepEqual(out.data, a.map((x) => 3 * x));
+    assert.deepEqual(
+      out.data,
+      a.map((x) => 3 * x),
+    );
   }
 });
 
@@ -81,10 +84,14 @@ test('text_length counts UTF-8 bytes (Arabic: bytes, not characters), batched', 
   assert.equal(r.status, 200, JSON.stringify(r.json));
   const out = (r.json.outputs as { shape: number[]; data: number[] }[])[0]!;
   assert.deepEqual(out.shape, [4, 1]);
-  assert.deepEqual(out.data, words.map((w) => Buffer.byteLength(w, 'utf8')));
+  assert.deepEqual(
+    out.data,
+    words.map((w) => Buffer.byteLength(w, 'utf8')),
+  );
   assert.equal(out.data[1], 10, "'مرحبا' is 5 characters and 10 bytes");
-  const many = await Promise.all(Array.from({ length: 16 }, (_, i) =>
-    infer(server.url, 'text_length', [{ name: 'TEXT', datatype: 'BYTES', shape: [1, 1], data: ['x'.repeat(i)] }])));
+  const many = await Promise.all(
+    Array.from({ length: 16 }, (_, i) => infer(server.url, 'text_length', [{ name: 'TEXT', datatype: 'BYTES', shape: [1, 1], data: ['x'.repeat(i)] }])),
+  );
   many.forEach((m, i) => assert.deepEqual((m.json.outputs as { data: number[] }[])[0]!.data, [i]));
 });
 
@@ -96,10 +103,13 @@ test('an exception in execute fails the batch with the model named and the Pytho
   assert.match(msg, /At:\n {2}\S*exec_error\/1\/model\.py\(3\): execute\n$/);
 });
 
-test('the exception in execute is logged once, with the traceback at the author\'s model.py line', async () => {
+test("the exception in execute is logged once, with the traceback at the author's model.py line", async () => {
   const r = await infer(server.url, 'exec_error', [vec('INPUT0', [2])]);
   assert.equal(r.status, 500);
-  const text = await waitForOutput(server, /^E.*Failed to process the request\(s\) for model 'exec_error_0'.*\n(?:.*\n){0,6}.*exec_error\/1\/model\.py\(3\): execute/m);
+  const text = await waitForOutput(
+    server,
+    /^E.*Failed to process the request\(s\) for model 'exec_error_0'.*\n(?:.*\n){0,6}.*exec_error\/1\/model\.py\(3\): execute/m,
+  );
   assert.match(text, /NameError: name 'undefined_in_execute' is not defined/);
   const before = server.output().split("Failed to process the request(s) for model 'exec_error_0'").length;
   await infer(server.url, 'exec_error', [vec('INPUT0', [3])]);
@@ -117,29 +127,38 @@ test('print() and stderr of a model reach the server log a line each, prefixed w
   await waitForOutput(server, /^W.*model\.py:\d+\] "printer logs a warning through pb_utils.Logger"/m);
 });
 
-test('GET /v2/nodetron/models/<model>/log: the model\'s own lines (its load, what its stub printed and logged), each numbered; ?after= gives only newer ones; an unknown model is 404', async () => {
+test("GET /v2/nodetron/models/<model>/log: the model's own lines (its load, what its stub printed and logged), each numbered; ?after= gives only newer ones; an unknown model is 404", async () => {
   type Log = { model: string; lines: { seq: number; text: string }[] };
   const logOf = async (model: string, after?: number): Promise<Log> => {
     const res = await fetch(`${server.url}/v2/nodetron/models/${model}/log${after === undefined ? '' : `?after=${after}`}`);
     assert.equal(res.status, 200);
-    return await res.json() as Log;
+    return (await res.json()) as Log;
   };
   const first = await logOf('printer');
   const texts = first.lines.map((l) => l.text).join('\n');
   assert.match(texts, /loading: printer:1/);
   assert.match(texts, /printer says hello from initialize/);
   assert.match(texts, /successfully loaded 'printer'/);
-  assert.doesNotMatch(texts, /text_length|add_vectors/, 'only this model\'s lines');
+  assert.doesNotMatch(texts, /text_length|add_vectors/, "only this model's lines");
   const last = first.lines[first.lines.length - 1]!.seq;
-  assert.ok(first.lines.every((l, i) => i === 0 || l.seq > first.lines[i - 1]!.seq), 'numbered in order');
+  assert.ok(
+    first.lines.every((l, i) => i === 0 || l.seq > first.lines[i - 1]!.seq),
+    'numbered in order',
+  );
   assert.equal((await infer(server.url, 'printer', [vec('INPUT0', [1])])).status, 200);
   const end = Date.now() + 5000;
   let newer: Log;
   do newer = await logOf('printer', last);
   while (!newer.lines.some((l) => /printer got 1 request/.test(l.text)) && Date.now() < end && (await sleep(50), true));
   assert.ok(newer.lines.length > 0 && newer.lines.every((l) => l.seq > last), JSON.stringify(newer));
-  assert.ok(newer.lines.some((l) => /printer got 1 request/.test(l.text)), JSON.stringify(newer));
-  assert.ok(newer.lines.some((l) => /^W.*printer logs a warning through pb_utils.Logger/.test(l.text)), JSON.stringify(newer));
+  assert.ok(
+    newer.lines.some((l) => /printer got 1 request/.test(l.text)),
+    JSON.stringify(newer),
+  );
+  assert.ok(
+    newer.lines.some((l) => /^W.*printer logs a warning through pb_utils.Logger/.test(l.text)),
+    JSON.stringify(newer),
+  );
   const errors = (await logOf('exec_error')).lines.map((l) => l.text).join('\n');
   assert.match(errors, /Failed to process the request\(s\) for model 'exec_error_0'[^]*exec_error\/1\/model\.py\(3\): execute/, 'the traceback, a line each');
   const unknown = await fetch(`${server.url}/v2/nodetron/models/no_such_model/log`);
@@ -170,7 +189,9 @@ test('a stub killed mid-execute fails its request as not healthy, and the instan
   assert.ok(ok, 'the instance serves again after the restart');
   assert.match(server.output(), /instance crash_0 of model 'crash' restarted \(pid \d+\)/);
   // The console's instance health counts the restart (GET /v2/nodetron/status).
-  const status = await (await fetch(`${server.url}/v2/nodetron/status`)).json() as { instances: { model: string; instances: { name: string; restarts: number; unready?: string }[] }[] };
+  const status = (await (await fetch(`${server.url}/v2/nodetron/status`)).json()) as {
+    instances: { model: string; instances: { name: string; restarts: number; unready?: string }[] }[];
+  };
   const crash = status.instances.find((v) => v.model === 'crash')?.instances.find((i) => i.name === 'crash_0');
   assert.ok(crash !== undefined && crash.restarts >= 1 && crash.unready === undefined, JSON.stringify(crash));
   const live = await fetch(`${server.url}/v2/health/live`);

@@ -48,7 +48,7 @@ test('HTTP responses of a Python model go from its host thread straight to the H
     assert.equal(r.status, 200, JSON.stringify(r.json));
     assert.deepEqual(echoed(r), [k + 2, k + 3, 0.5]);
   }
-  assert.equal(await directResponsesReaching(server, before + n) - before, n, 'every response went directly');
+  assert.equal((await directResponsesReaching(server, before + n)) - before, n, 'every response went directly');
 });
 
 test('gRPC responses of a Python model go straight to the gRPC thread', async () => {
@@ -62,16 +62,24 @@ test('gRPC responses of a Python model go straight to the gRPC thread', async ()
     });
     assert.deepEqual([...new Float32Array(new Uint8Array(res.raw_output_contents[0]!).slice().buffer)], [k + 2, -k]);
   }
-  assert.equal(await directResponsesReaching(server, before + 20) - before, 20);
+  assert.equal((await directResponsesReaching(server, before + 20)) - before, 20);
 });
 
-interface StreamReply { error_message: string; infer_response?: { id: string; outputs: { name: string }[]; raw_output_contents: Buffer[] } }
+interface StreamReply {
+  error_message: string;
+  infer_response?: { id: string; outputs: { name: string }[]; raw_output_contents: Buffer[] };
+}
 
 test('a decoupled Python model answers through main: all its responses, none directly', async () => {
   const before = await directResponses(server);
-  const replies = await streamAll<StreamReply>(client, [3, 2].map((n) => (
-    { model_name: 'square', id: `sq${n}`, inputs: [{ name: 'IN', datatype: 'INT32', shape: [1] }], raw_input_contents: [int32Bytes([n])] })));
-  assert.deepEqual(replies.filter((r) => r.error_message !== ''), []);
+  const replies = await streamAll<StreamReply>(
+    client,
+    [3, 2].map((n) => ({ model_name: 'square', id: `sq${n}`, inputs: [{ name: 'IN', datatype: 'INT32', shape: [1] }], raw_input_contents: [int32Bytes([n])] })),
+  );
+  assert.deepEqual(
+    replies.filter((r) => r.error_message !== ''),
+    [],
+  );
   for (const n of [3, 2]) {
     const mine = replies.filter((r) => r.infer_response?.id === `sq${n}`);
     const data = mine.filter((r) => r.infer_response!.outputs.length > 0);
@@ -80,7 +88,7 @@ test('a decoupled Python model answers through main: all its responses, none dir
   }
   // Given the same time a direct response would need to be counted.
   await new Promise((r) => setTimeout(r, 200));
-  assert.equal(await directResponses(server) - before, 0, 'no response of a decoupled model goes directly');
+  assert.equal((await directResponses(server)) - before, 0, 'no response of a decoupled model goes directly');
 });
 
 test('a stub killed with requests in flight answers each once; its replacement replies directly again', async () => {
@@ -100,5 +108,5 @@ test('a stub killed with requests in flight answers each once; its replacement r
   const again = await echo([7, 8]);
   assert.equal(again.status, 200, JSON.stringify(again.json));
   assert.deepEqual(echoed(again), [7, 8]);
-  assert.equal(await directResponsesReaching(server, before + 1) - before, 1, 'the new host thread has its own reply rings');
+  assert.equal((await directResponsesReaching(server, before + 1)) - before, 1, 'the new host thread has its own reply rings');
 });

@@ -34,23 +34,29 @@ let noVenv = '';
 /** A model printing where its interpreter lives, running in the environment `envPath`. */
 function envModel(repo: string, name: string, envPath: string): void {
   fs.mkdirSync(path.join(repo, name, '1'), { recursive: true });
-  fs.writeFileSync(path.join(repo, name, 'config.pbtxt'), [
-    'backend: "python"',
-    'input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]',
-    'output [ { name: "PREFIX" data_type: TYPE_STRING dims: [ 1 ] }, { name: "VENV" data_type: TYPE_STRING dims: [ 1 ] } ]',
-    `parameters { key: "EXECUTION_ENV_PATH" value: { string_value: ${JSON.stringify(envPath)} } }`,
-  ].join('\n'));
-  fs.writeFileSync(path.join(repo, name, '1', 'model.py'), [
-    'import os, sys',
-    'import numpy as np',
-    'import triton_python_backend_utils as pb_utils',
-    'class TritonPythonModel:',
-    '    def execute(self, requests):',
-    '        return [pb_utils.InferenceResponse([',
-    '            pb_utils.Tensor("PREFIX", np.array([sys.prefix.encode()], dtype=np.object_)),',
-    '            pb_utils.Tensor("VENV", np.array([os.environ.get("VIRTUAL_ENV", "").encode()], dtype=np.object_))])',
-    '            for _ in requests]',
-  ].join('\n'));
+  fs.writeFileSync(
+    path.join(repo, name, 'config.pbtxt'),
+    [
+      'backend: "python"',
+      'input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]',
+      'output [ { name: "PREFIX" data_type: TYPE_STRING dims: [ 1 ] }, { name: "VENV" data_type: TYPE_STRING dims: [ 1 ] } ]',
+      `parameters { key: "EXECUTION_ENV_PATH" value: { string_value: ${JSON.stringify(envPath)} } }`,
+    ].join('\n'),
+  );
+  fs.writeFileSync(
+    path.join(repo, name, '1', 'model.py'),
+    [
+      'import os, sys',
+      'import numpy as np',
+      'import triton_python_backend_utils as pb_utils',
+      'class TritonPythonModel:',
+      '    def execute(self, requests):',
+      '        return [pb_utils.InferenceResponse([',
+      '            pb_utils.Tensor("PREFIX", np.array([sys.prefix.encode()], dtype=np.object_)),',
+      '            pb_utils.Tensor("VENV", np.array([os.environ.get("VIRTUAL_ENV", "").encode()], dtype=np.object_))])',
+      '            for _ in requests]',
+    ].join('\n'),
+  );
 }
 
 function makeVenvs(repo: string): void {
@@ -75,10 +81,18 @@ before(async () => {
   fs.cpSync(path.join(MODEL_REPOSITORY, 'simple'), path.join(repo, 'simple'), { recursive: true });
   for (const m of MODELS) fs.cpSync(path.join(FIXTURES, m), path.join(repo, m), { recursive: true });
   makeVenvs(repo);
-  server = await startServer([
-    `--model-repository=${repo}`, '--model-control-mode=explicit', '--load-model=*',
-    '--allow-metrics=true', '--metrics-port=0', '--allow-grpc=true', '--grpc-port=0',
-  ], 120_000);
+  server = await startServer(
+    [
+      `--model-repository=${repo}`,
+      '--model-control-mode=explicit',
+      '--load-model=*',
+      '--allow-metrics=true',
+      '--metrics-port=0',
+      '--allow-grpc=true',
+      '--grpc-port=0',
+    ],
+    120_000,
+  );
   client = createClient(server.grpcPort);
 });
 
@@ -108,15 +122,33 @@ test('auto_complete: the config comes from auto_complete_config, and the model s
   const cfg = (await res.json()) as Record<string, any>;
   assert.equal(cfg.max_batch_size, 4);
   assert.ok(cfg.dynamic_batching, 'set_dynamic_batching() took effect');
-  assert.deepEqual(cfg.input.map((i: any) => [i.name, i.data_type, i.dims]), [['INPUT0', 'TYPE_FP32', [4]], ['INPUT1', 'TYPE_FP32', [4]]]);
-  assert.deepEqual(cfg.output.map((o: any) => [o.name, o.data_type, o.dims]), [['OUTPUT0', 'TYPE_FP32', [4]], ['OUTPUT1', 'TYPE_FP32', [4]]]);
+  assert.deepEqual(
+    cfg.input.map((i: any) => [i.name, i.data_type, i.dims]),
+    [
+      ['INPUT0', 'TYPE_FP32', [4]],
+      ['INPUT1', 'TYPE_FP32', [4]],
+    ],
+  );
+  assert.deepEqual(
+    cfg.output.map((o: any) => [o.name, o.data_type, o.dims]),
+    [
+      ['OUTPUT0', 'TYPE_FP32', [4]],
+      ['OUTPUT1', 'TYPE_FP32', [4]],
+    ],
+  );
   const batch = (d: number[]) => ({ name: '', datatype: 'FP32', shape: [1, 4], data: d });
-  const r = await infer(server.url, 'auto_complete', [{ ...batch(A), name: 'INPUT0' }, { ...batch(B), name: 'INPUT1' }]);
+  const r = await infer(server.url, 'auto_complete', [
+    { ...batch(A), name: 'INPUT0' },
+    { ...batch(B), name: 'INPUT1' },
+  ]);
   assert.equal(r.status, 200, JSON.stringify(r.json));
   assert.deepEqual(outputs(r.json), { OUTPUT0: SUM, OUTPUT1: DIFF });
 });
 
-type StreamReply = { error_message: string; infer_response?: { id: string; outputs: { name: string }[]; raw_output_contents: Buffer[]; parameters?: Record<string, { bool_param?: boolean }> } };
+type StreamReply = {
+  error_message: string;
+  infer_response?: { id: string; outputs: { name: string }[]; raw_output_contents: Buffer[]; parameters?: Record<string, { bool_param?: boolean }> };
+};
 
 /** Send requests on one ModelStreamInfer stream, half-close, collect every reply. */
 const stream = (requests: object[]): Promise<StreamReply[]> => streamAll<StreamReply>(client, requests);
@@ -129,11 +161,18 @@ const raw = (r: StreamReply, name: string): Buffer => {
 
 test('square (decoupled, gRPC stream): IN = N gives N responses of N, none for IN = 0', async () => {
   const ins = [4, 2, 0, 1];
-  const replies = await stream(ins.map((n) => ({
-    model_name: 'square', id: `sq${n}`,
-    inputs: [{ name: 'IN', datatype: 'INT32', shape: [1] }], raw_input_contents: [int32Bytes([n])],
-  })));
-  assert.deepEqual(replies.filter((r) => r.error_message !== ''), []);
+  const replies = await stream(
+    ins.map((n) => ({
+      model_name: 'square',
+      id: `sq${n}`,
+      inputs: [{ name: 'IN', datatype: 'INT32', shape: [1] }],
+      raw_input_contents: [int32Bytes([n])],
+    })),
+  );
+  assert.deepEqual(
+    replies.filter((r) => r.error_message !== ''),
+    [],
+  );
   const data = dataReplies(replies);
   assert.equal(data.length, 7);
   for (const n of ins) {
@@ -148,7 +187,11 @@ test('square (decoupled, gRPC stream): IN = N gives N responses of N, none for I
   };
   const rs = stats.model_stats[0].response_stats;
   assert.equal(rs['0'].success.count, 3, 'first responses of IN=4, 2 and 1');
-  assert.equal(Object.values(rs).reduce((n, r) => n + r.success.count, 0), 7, 'every data response counted once');
+  assert.equal(
+    Object.values(rs).reduce((n, r) => n + r.success.count, 0),
+    7,
+    'every data response counted once',
+  );
   for (const r of Object.values(rs)) assert.deepEqual(Object.keys(r), ['compute_infer', 'compute_output', 'success', 'fail', 'empty_response', 'cancel']);
   const empty = Object.fromEntries(Object.entries(rs).map(([i, r]) => [i, r.empty_response.count]));
   assert.deepEqual(empty, { 0: 1, 1: 1, 2: 1, 3: 0, 4: 1 }, 'the FINALs of IN=0, 1, 2 and 4, at the index after their data responses');
@@ -159,19 +202,31 @@ test('square (decoupled, gRPC stream): IN = N gives N responses of N, none for I
 });
 
 test('repeat (decoupled, gRPC stream): one response per IN element, IDX in order', async () => {
-  const replies = await stream([{
-    model_name: 'repeat', id: 'rep',
-    inputs: [
-      { name: 'IN', datatype: 'INT32', shape: [4] },
-      { name: 'DELAY', datatype: 'UINT32', shape: [4] },
-      { name: 'WAIT', datatype: 'UINT32', shape: [1] },
-    ],
-    raw_input_contents: [int32Bytes([4, 2, 0, 1]), int32Bytes([1, 2, 3, 4]), int32Bytes([5])],
-  }]);
-  assert.deepEqual(replies.filter((r) => r.error_message !== ''), []);
+  const replies = await stream([
+    {
+      model_name: 'repeat',
+      id: 'rep',
+      inputs: [
+        { name: 'IN', datatype: 'INT32', shape: [4] },
+        { name: 'DELAY', datatype: 'UINT32', shape: [4] },
+        { name: 'WAIT', datatype: 'UINT32', shape: [1] },
+      ],
+      raw_input_contents: [int32Bytes([4, 2, 0, 1]), int32Bytes([1, 2, 3, 4]), int32Bytes([5])],
+    },
+  ]);
+  assert.deepEqual(
+    replies.filter((r) => r.error_message !== ''),
+    [],
+  );
   const data = dataReplies(replies);
-  assert.deepEqual(data.map((r) => int32Values(raw(r, 'OUT'))[0]), [4, 2, 0, 1]);
-  assert.deepEqual(data.map((r) => int32Values(raw(r, 'IDX'))[0]), [0, 1, 2, 3]);
+  assert.deepEqual(
+    data.map((r) => int32Values(raw(r, 'OUT'))[0]),
+    [4, 2, 0, 1],
+  );
+  assert.deepEqual(
+    data.map((r) => int32Values(raw(r, 'IDX'))[0]),
+    [0, 1, 2, 3],
+  );
 });
 
 test('bls: sync BLS into add_sub (Python) and simple (ONNX); an unknown model is an error', async () => {

@@ -23,35 +23,44 @@ let repo: string;
 before(async () => {
   repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-py-thread-'));
   fs.mkdirSync(path.join(repo, 'slowid', '1'), { recursive: true });
-  fs.writeFileSync(path.join(repo, 'slowid', 'config.pbtxt'), [
-    'backend: "python"',
-    'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]',
-    'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]',
-  ].join('\n'));
-  fs.writeFileSync(path.join(repo, 'slowid', '1', 'model.py'), [
-    '"""Echo; sleeps INPUT0[0] seconds first when it is positive."""',
-    'import time',
-    'import triton_python_backend_utils as pb_utils',
-    'class TritonPythonModel:',
-    '    def execute(self, requests):',
-    '        out = []',
-    '        for r in requests:',
-    '            x = pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy()',
-    '            if x.size > 0 and x[0] > 0:',
-    '                time.sleep(float(x[0]))',
-    '            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", x.copy())]))',
-    '        return out',
-  ].join('\n'));
+  fs.writeFileSync(
+    path.join(repo, 'slowid', 'config.pbtxt'),
+    [
+      'backend: "python"',
+      'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]',
+      'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]',
+    ].join('\n'),
+  );
+  fs.writeFileSync(
+    path.join(repo, 'slowid', '1', 'model.py'),
+    [
+      '"""Echo; sleeps INPUT0[0] seconds first when it is positive."""',
+      'import time',
+      'import triton_python_backend_utils as pb_utils',
+      'class TritonPythonModel:',
+      '    def execute(self, requests):',
+      '        out = []',
+      '        for r in requests:',
+      '            x = pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy()',
+      '            if x.size > 0 and x[0] > 0:',
+      '                time.sleep(float(x[0]))',
+      '            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", x.copy())]))',
+      '        return out',
+    ].join('\n'),
+  );
   fs.mkdirSync(path.join(repo, 'viewid', '1'), { recursive: true });
   fs.writeFileSync(path.join(repo, 'viewid', 'config.pbtxt'), fs.readFileSync(path.join(repo, 'slowid', 'config.pbtxt')));
-  fs.writeFileSync(path.join(repo, 'viewid', '1', 'model.py'), [
-    '"""Returns a view of its input (a slice: no copy in Python)."""',
-    'import triton_python_backend_utils as pb_utils',
-    'class TritonPythonModel:',
-    '    def execute(self, requests):',
-    '        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy()[1:])])',
-    '                for r in requests]',
-  ].join('\n'));
+  fs.writeFileSync(
+    path.join(repo, 'viewid', '1', 'model.py'),
+    [
+      '"""Returns a view of its input (a slice: no copy in Python)."""',
+      'import triton_python_backend_utils as pb_utils',
+      'class TritonPythonModel:',
+      '    def execute(self, requests):',
+      '        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy()[1:])])',
+      '                for r in requests]',
+    ].join('\n'),
+  );
   server = await startServer([`--model-repository=${repo}`]);
 });
 

@@ -80,31 +80,45 @@ test('a config and override files load a model folder the repository does not ha
   assert.equal(await call(explicit, 'ready', 'simple_override'), 'True');
   const r = await infer(explicit.url, 'simple_override', [ints('INPUT0'), ints('INPUT1')]);
   assert.equal(r.status, 200, JSON.stringify(r.json));
-  assert.deepEqual((r.json.outputs as { name: string; data: number[] }[])[0]!.data, Array.from({ length: 16 }, (_, i) => 2 * i));
+  assert.deepEqual(
+    (r.json.outputs as { name: string; data: number[] }[])[0]!.data,
+    Array.from({ length: 16 }, (_, i) => 2 * i),
+  );
   assert.equal(await call(explicit, 'unload', 'simple_override'), 'ok');
 });
 
 test('a failed load is "Failed to load model: " and the repository API\'s own text', async () => {
   const http = await httpError(explicit, 'load', 'no_such_model');
   assert.equal(await call(explicit, 'load', 'no_such_model'), `TritonModelException: Failed to load model: ${http}`);
-  assert.equal(await call(explicit, 'load', 'simple', '{not json'),
+  assert.equal(
+    await call(explicit, 'load', 'simple', '{not json'),
     `TritonModelException: Failed to load model: ${await (async () => {
-      const r = await fetch(`${explicit.url}/v2/repository/models/simple/load`, { method: 'POST', body: JSON.stringify({ parameters: { config: '{not json' } }) });
+      const r = await fetch(`${explicit.url}/v2/repository/models/simple/load`, {
+        method: 'POST',
+        body: JSON.stringify({ parameters: { config: '{not json' } }),
+      });
       return String(((await r.json()) as { error: string }).error);
-    })()}`);
-  assert.equal(await call(explicit, 'load_bad_files', 'simple'),
-    "TritonModelException: failed to load model 'simple', files should be a dictionary of file paths and file contents");
+    })()}`,
+  );
+  assert.equal(
+    await call(explicit, 'load_bad_files', 'simple'),
+    "TritonModelException: failed to load model 'simple', files should be a dictionary of file paths and file contents",
+  );
 });
 
-test('is_model_ready refuses a version that is not an integer >= 0 with python_backend\'s texts', async () => {
-  assert.equal(await call(explicit, 'ready', 'simple', 'abc'),
-    "TritonModelException: Failed to check model readiness: failed to get model version from specified version string 'abc' (details: stol), version should be an integral value > 0");
-  assert.equal(await call(explicit, 'ready', 'simple', '-2'),
-    "TritonModelException: Failed to check model readiness: failed to get model version from specified version string '-2', version should be an integral value > 0");
+test("is_model_ready refuses a version that is not an integer >= 0 with python_backend's texts", async () => {
+  assert.equal(
+    await call(explicit, 'ready', 'simple', 'abc'),
+    "TritonModelException: Failed to check model readiness: failed to get model version from specified version string 'abc' (details: stol), version should be an integral value > 0",
+  );
+  assert.equal(
+    await call(explicit, 'ready', 'simple', '-2'),
+    "TritonModelException: Failed to check model readiness: failed to get model version from specified version string '-2', version should be an integral value > 0",
+  );
   assert.match(await call(explicit, 'ready_int', 'simple'), /^TypeError: /, 'the version is a str, as in pybind11');
 });
 
-test('outside explicit mode load and unload are refused with the repository API\'s text; is_model_ready answers', async () => {
+test("outside explicit mode load and unload are refused with the repository API's text; is_model_ready answers", async () => {
   const load = await httpError(none, 'load', 'simple');
   // Triton's text first, in none mode too (clients match it); our mode sentence and fix follow.
   assert.match(load, /^explicit model load \/ unload is not allowed if polling is enabled\. The server runs in model control mode 'none'\./);

@@ -45,14 +45,24 @@ function greetModel(repo: string, name: string, requirements: string): void {
 }
 
 function serverArgs(repo: string, more: string[] = []): string[] {
-  return [`--model-repository=${repo}`, '--allow-metrics=false', `--python-env-cache-dir=${cache}`,
-    `--python-env-pip-args=--no-index --find-links ${wheels}`, ...more];
+  return [
+    `--model-repository=${repo}`,
+    '--allow-metrics=false',
+    `--python-env-cache-dir=${cache}`,
+    `--python-env-pip-args=--no-index --find-links ${wheels}`,
+    ...more,
+  ];
 }
 
-interface IndexEntry { name: string; version?: string; state?: string; reason?: string }
+interface IndexEntry {
+  name: string;
+  version?: string;
+  state?: string;
+  reason?: string;
+}
 
 async function index(server: ServerProcess): Promise<IndexEntry[]> {
-  return await (await fetch(`${server.url}/v2/repository/index`, { method: 'POST', body: '{}' })).json() as IndexEntry[];
+  return (await (await fetch(`${server.url}/v2/repository/index`, { method: 'POST', body: '{}' })).json()) as IndexEntry[];
 }
 
 /** Poll the index until `done` says so (bounded); returns the last index. */
@@ -80,7 +90,7 @@ function readyEnvironments(): string[] {
   return fs.readdirSync(cache).filter((d) => fs.existsSync(path.join(cache, d, READY_MARKER)));
 }
 
-test('a model whose requirements.txt names a package the interpreter lacks loads and answers; two models with the same file share one environment; a bad requirement fails only its model, with pip\'s text', async (t) => {
+test("a model whose requirements.txt names a package the interpreter lacks loads and answers; two models with the same file share one environment; a bad requirement fails only its model, with pip's text", async (t) => {
   const repo = path.join(root, 'repo1');
   greetModel(repo, 'greet', 'nt-greeting==1.0\n');
   greetModel(repo, 'greet_twin', 'nt-greeting==1.0\n');
@@ -90,8 +100,10 @@ test('a model whose requirements.txt names a package the interpreter lacks loads
   try {
     // The start did not wait for the builds: the table says what they are doing.
     assert.match(server.output(), /greet\s+\| -\s+\| LOADING: building environment/);
-    const e = await indexUntil(server, (x) => stateOf(x, 'greet')?.state === 'READY' && stateOf(x, 'greet_twin')?.state === 'READY'
-      && stateOf(x, 'greet_bad')?.state === 'UNAVAILABLE');
+    const e = await indexUntil(
+      server,
+      (x) => stateOf(x, 'greet')?.state === 'READY' && stateOf(x, 'greet_twin')?.state === 'READY' && stateOf(x, 'greet_bad')?.state === 'UNAVAILABLE',
+    );
     t.diagnostic(`first build, start to READY: ${((performance.now() - started) / 1000).toFixed(1)} s`);
     assert.equal(await greet(server, 'greet', 'Ada'), 'hello, Ada');
     assert.equal(await greet(server, 'greet_twin', 'Bo'), 'hello, Bo');
@@ -149,7 +161,10 @@ test('a build killed midway leaves nothing trusted: the next start removes the h
 
 function pgrep(text: string): number[] {
   try {
-    return execFileSync('pgrep', ['-f', text], { encoding: 'utf8' }).split('\n').filter((l) => l !== '').map(Number);
+    return execFileSync('pgrep', ['-f', text], { encoding: 'utf8' })
+      .split('\n')
+      .filter((l) => l !== '')
+      .map(Number);
   } catch {
     return []; // none left
   }
@@ -194,7 +209,7 @@ test('poll mode: an edited requirements.txt is built beside the old environment 
   }
 });
 
-test('the example readable_numbers gets humanize from its requirements.txt with the machine\'s own pip configuration, and answers', async () => {
+test("the example readable_numbers gets humanize from its requirements.txt with the machine's own pip configuration, and answers", async () => {
   const repo = path.join(root, 'repo4');
   fs.cpSync(path.join(REPO_ROOT, 'model_repository', 'readable_numbers'), path.join(repo, 'readable_numbers'), { recursive: true });
   // The default cache folder, as `npm start` uses it (npm test's lint step has usually built it already).
@@ -218,8 +233,13 @@ test('a build that hangs (an index that never answers) is ended at --python-env-
   const silent = net.createServer((s) => held.push(s)); // accepts, never answers
   await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
   const port = (silent.address() as net.AddressInfo).port;
-  const server = await startServer([`--model-repository=${repo}`, '--allow-metrics=false', `--python-env-cache-dir=${cache}`,
-    `--python-env-pip-args=--no-index --find-links http://127.0.0.1:${port}/ --timeout 60`, '--python-env-build-timeout-secs=3']);
+  const server = await startServer([
+    `--model-repository=${repo}`,
+    '--allow-metrics=false',
+    `--python-env-cache-dir=${cache}`,
+    `--python-env-pip-args=--no-index --find-links http://127.0.0.1:${port}/ --timeout 60`,
+    '--python-env-build-timeout-secs=3',
+  ]);
   try {
     const started = performance.now();
     const e = await indexUntil(server, (x) => stateOf(x, 'greet_hang')?.state === 'UNAVAILABLE', 60_000);
@@ -244,8 +264,13 @@ test('a stop while an environment builds ends the build at once: exit 0, no pip 
   const silent = net.createServer((s) => held.push(s));
   await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
   const port = (silent.address() as net.AddressInfo).port;
-  const server = await startServer([`--model-repository=${repo}`, '--allow-metrics=false', `--python-env-cache-dir=${cache}`,
-    `--python-env-pip-args=--no-index --find-links http://127.0.0.1:${port}/`, '--python-env-build-timeout-secs=0']);
+  const server = await startServer([
+    `--model-repository=${repo}`,
+    '--allow-metrics=false',
+    `--python-env-cache-dir=${cache}`,
+    `--python-env-pip-args=--no-index --find-links http://127.0.0.1:${port}/`,
+    '--python-env-build-timeout-secs=0',
+  ]);
   try {
     const line = await waitForOutput(server, /building the Python environment for \S+ in (\S+)"/, 30_000);
     const dir = /in (\S+)"/.exec(line)![1]!;

@@ -39,8 +39,13 @@ let repo: string;
 
 /** A server (and its gRPC client) on the repository; explicit: the model is loaded by name. */
 async function serve(explicit: boolean): Promise<void> {
-  server = await startServer([`--model-repository=${repo}`, ...(explicit ? ['--model-control-mode=explicit', `--load-model=${MODEL}`] : []),
-    '--allow-grpc=true', '--grpc-port=0', `--exit-timeout-secs=${EXIT_TIMEOUT_SECS}`]);
+  server = await startServer([
+    `--model-repository=${repo}`,
+    ...(explicit ? ['--model-control-mode=explicit', `--load-model=${MODEL}`] : []),
+    '--allow-grpc=true',
+    '--grpc-port=0',
+    `--exit-timeout-secs=${EXIT_TIMEOUT_SECS}`,
+  ]);
   client = createClient(server.grpcPort);
 }
 
@@ -160,11 +165,15 @@ test('a rescheduled request cancelled while it waits in its slot is answered onc
   assert.equal(await after.ended, 0);
   assert.deepEqual(bystander.outs, [2, 1, 0]);
   assert.deepEqual(after.outs, [1, 0]);
-  for (const c of [bystander, after]) assert.deepEqual(c.errors, c.errors.map(() => ''));
+  for (const c of [bystander, after])
+    assert.deepEqual(
+      c.errors,
+      c.errors.map(() => ''),
+    );
 
   await waitFor('nothing pending', async () => (await metric('nv_inference_pending_request_count', `model="${MODEL}",version="1"`)) === 0, 40);
   const now = await stats();
-  assert.equal(now.execution_count - before.execution_count, 3 + 2 + 2, 'every execution, the cancelled request\'s two among them, and no third');
+  assert.equal(now.execution_count - before.execution_count, 3 + 2 + 2, "every execution, the cancelled request's two among them, and no third");
   assert.equal(now.inference_count - before.inference_count, 7);
   assert.equal(now.inference_stats['success']!.count - before.inference_stats['success']!.count, 2);
   assert.equal(now.inference_stats['fail']!.count - (before.inference_stats['fail']?.count ?? 0), 1, 'the cancelled request fails once');
@@ -185,9 +194,13 @@ test('a cancel that reaches a running step of a model that reschedules anyway en
   const before = await stats(SLOW);
   const canceledBefore = await canceled(SLOW);
   // Step 2 starts as the 1st response arrives and runs 1.5 s: the cancel reaches it halfway.
-  const cancelled = countdown(5, (out, c) => {
-    if (out === 4) setTimeout(() => c.cancel(), 500);
-  }, SLOW);
+  const cancelled = countdown(
+    5,
+    (out, c) => {
+      if (out === 4) setTimeout(() => c.cancel(), 500);
+    },
+    SLOW,
+  );
   assert.equal(await cancelled.ended, 1 /* CANCELLED */);
   await waitFor('the cancelled request is answered', async () => (await canceled(SLOW)) === canceledBefore + 1, 40);
   const next = countdown(2, undefined, SLOW);

@@ -45,10 +45,18 @@ after(async () => {
 });
 
 const run = (c: number) => infer(server.url, 'reschedule', [{ name: 'CASE', datatype: 'INT32', shape: [1], data: [c] }]);
-const steps = (n: number, sequenceId?: number) => infer(server.url, 'iterative_steps', [{ name: 'STEPS', datatype: 'INT32', shape: [1], data: [n] }],
-  sequenceId === undefined ? {} : { parameters: { sequence_id: sequenceId, sequence_start: true } });
+const steps = (n: number, sequenceId?: number) =>
+  infer(
+    server.url,
+    'iterative_steps',
+    [{ name: 'STEPS', datatype: 'INT32', shape: [1], data: [n] }],
+    sequenceId === undefined ? {} : { parameters: { sequence_id: sequenceId, sequence_start: true } },
+  );
 
-type StreamReply = { error_message: string; infer_response?: { outputs: { name: string }[]; raw_output_contents: Buffer[]; parameters?: Record<string, { bool_param?: boolean }> } };
+type StreamReply = {
+  error_message: string;
+  infer_response?: { outputs: { name: string }[]; raw_output_contents: Buffer[]; parameters?: Record<string, { bool_param?: boolean }> };
+};
 
 /** One request on its own ModelStreamInfer stream: every reply until the server ends the stream. */
 async function stream(model: string, inputs: { name: string; values: number[] }[]): Promise<StreamReply[]> {
@@ -103,8 +111,14 @@ test('iterative_sequence, non-decoupled: concurrent sequences each get their own
   const rs = await Promise.all([steps(2), steps(4), steps(1), steps(3, 777)]);
   for (const r of rs) assert.equal(r.status, 200, JSON.stringify(r.json));
   const data = rs.map((r) => (r.json.outputs as { data: number[] }[])[0]!.data);
-  assert.deepEqual(data.map((d) => d[0]), [2, 4, 1, 3]);
-  assert.deepEqual(data.map((d) => d[2]), [0, 0, 1, 0]);
+  assert.deepEqual(
+    data.map((d) => d[0]),
+    [2, 4, 1, 3],
+  );
+  assert.deepEqual(
+    data.map((d) => d[2]),
+    [0, 0, 1, 0],
+  );
   assert.equal(data[3]![3], 777);
   assert.equal(new Set(data.map((d) => d[3])).size, 4, 'each request is a sequence of its own');
 });
@@ -122,21 +136,37 @@ test('statistics: every execution counts, the request succeeds once', async () =
 
 test('iterative_sequence, decoupled: one response per execution, rescheduled between them, then FINAL', async () => {
   const [a, b] = await Promise.all([stream('iterative_generate', [{ name: 'IN', values: [3] }]), stream('iterative_generate', [{ name: 'IN', values: [2] }])]);
-  for (const replies of [a, b]) assert.deepEqual(replies.map((r) => r.error_message), replies.map(() => ''));
+  for (const replies of [a, b])
+    assert.deepEqual(
+      replies.map((r) => r.error_message),
+      replies.map(() => ''),
+    );
   assert.deepEqual(outs(a!), [2, 1, 0]);
   assert.deepEqual(outs(b!), [1, 0]);
 });
 
-test('iterative_sequence, decoupled: responses a thread sends through the first execution\'s sender reach the client; FINAL before the reschedule ends the request', async () => {
-  const threaded = await stream('iterative_once', [{ name: 'CASE', values: [1] }, { name: 'IN', values: [3] }]);
-  assert.deepEqual(threaded.map((r) => r.error_message), threaded.map(() => ''));
+test("iterative_sequence, decoupled: responses a thread sends through the first execution's sender reach the client; FINAL before the reschedule ends the request", async () => {
+  const threaded = await stream('iterative_once', [
+    { name: 'CASE', values: [1] },
+    { name: 'IN', values: [3] },
+  ]);
+  assert.deepEqual(
+    threaded.map((r) => r.error_message),
+    threaded.map(() => ''),
+  );
   assert.deepEqual(outs(threaded), [3, 2, 1, 0]);
-  const finalFirst = await stream('iterative_once', [{ name: 'CASE', values: [0] }, { name: 'IN', values: [9] }]);
-  assert.deepEqual(finalFirst.map((r) => r.error_message), finalFirst.map(() => ''));
+  const finalFirst = await stream('iterative_once', [
+    { name: 'CASE', values: [0] },
+    { name: 'IN', values: [9] },
+  ]);
+  assert.deepEqual(
+    finalFirst.map((r) => r.error_message),
+    finalFirst.map(() => ''),
+  );
   assert.deepEqual(outs(finalFirst), [9]);
 });
 
-test('without iterative_sequence a rescheduled request (None returned for it) is answered with Triton\'s text and what to do', async () => {
+test("without iterative_sequence a rescheduled request (None returned for it) is answered with Triton's text and what to do", async () => {
   const r = await run(0);
   assert.equal(r.status, 501, JSON.stringify(r.json));
   const msg = String(r.json.error);
@@ -144,16 +174,21 @@ test('without iterative_sequence a rescheduled request (None returned for it) is
   assert.match(msg, /add 'sequence_batching \{ iterative_sequence: true \}' to the model's config, or answer the request in the execution that has it\.$/);
 });
 
-test('a response returned for a rescheduled request is python_backend\'s batch error', async () => {
+test("a response returned for a rescheduled request is python_backend's batch error", async () => {
   const r = await run(1);
   assert.equal(r.status, 500);
-  assert.equal(r.json.error,
-    "Failed to process the request(s) for model 'reschedule_0', message: Expected a None object in the execute function return list for reschduled request, found type '<class '_nt_response.InferenceResponse'>'.");
+  assert.equal(
+    r.json.error,
+    "Failed to process the request(s) for model 'reschedule_0', message: Expected a None object in the execute function return list for reschduled request, found type '<class '_nt_response.InferenceResponse'>'.",
+  );
 });
 
 test('the instance keeps serving requests it is not asked to reschedule, also next to rescheduled ones', async () => {
   const rs = await Promise.all([2, 0, 2, 0, 2].map(run));
-  assert.deepEqual(rs.map((r) => r.status), [200, 501, 200, 501, 200]);
+  assert.deepEqual(
+    rs.map((r) => r.status),
+    [200, 501, 200, 501, 200],
+  );
   assert.deepEqual((rs[0]!.json.outputs as { data: number[] }[])[0]!.data, [2]);
 });
 

@@ -40,7 +40,10 @@ const run = (c: number) => infer(server.url, 'response_sender', [{ name: 'CASE',
 function index(r: Awaited<ReturnType<typeof run>>): number {
   assert.equal(r.status, 200, JSON.stringify(r.json));
   const outs = r.json.outputs as { name: string; data: number[] }[];
-  assert.deepEqual(outs.map((o) => o.name), ['INDEX']);
+  assert.deepEqual(
+    outs.map((o) => o.name),
+    ['INDEX'],
+  );
   return outs[0]!.data[0]!;
 }
 
@@ -61,7 +64,7 @@ for (const { c, what, want } of answered) {
   });
 }
 
-test('the error of a second response is the batch error in the log, with Triton\'s text, and answers nobody', async () => {
+test("the error of a second response is the batch error in the log, with Triton's text, and answers nobody", async () => {
   const out = await waitForOutput(server, /cannot send more than one response[\s\S]*cannot send more than one response/);
   const failed = out.split('\n').filter((l) => l.includes("Failed to process the request(s) for model 'response_sender_0_0'"));
   assert.equal(failed.length, 2, `cases 4 and 5 each log one batch error:\n${failed.join('\n')}`);
@@ -76,7 +79,7 @@ test('after FINAL, a second response raises "more than one" (checked first, as T
   assert.ok(late.includes(`case 7: ${MORE_THAN_ONE}`), late.slice(-3000));
 });
 
-test('FINAL before any response fails the request with Triton\'s text, and the model keeps serving', async () => {
+test("FINAL before any response fails the request with Triton's text, and the model keeps serving", async () => {
   const r = await run(6);
   assert.equal(r.status, 500);
   const msg = String(r.json.error);

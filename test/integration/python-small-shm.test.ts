@@ -32,10 +32,7 @@ before(async () => {
   }
   process.env.NODETRON_SHM_DIR = mount;
   try {
-    server = await startServer([
-      `--model-repository=${path.join(REPO_ROOT, 'test/integration/fixtures/large_models')}`,
-      '--http-max-input-size=134217728',
-    ]);
+    server = await startServer([`--model-repository=${path.join(REPO_ROOT, 'test/integration/fixtures/large_models')}`, '--http-max-input-size=134217728']);
   } finally {
     delete process.env.NODETRON_SHM_DIR;
   }
@@ -55,17 +52,25 @@ function identity(elements: number): Promise<{ status: number; body: Buffer; sen
     outputs: [{ name: 'OUTPUT0', parameters: { binary_data: true } }],
   });
   return new Promise((resolve, reject) => {
-    const req = http.request(`${server!.url}/v2/models/identity_fp32_py/infer`, {
-      method: 'POST',
-      headers: { 'Inference-Header-Content-Length': String(header.length), 'Content-Type': 'application/octet-stream' },
-    }, (res) => {
-      const parts: Buffer[] = [];
-      res.on('data', (d: Buffer) => parts.push(d));
-      res.on('end', () => resolve({
-        status: res.statusCode!, body: Buffer.concat(parts), sent: data,
-        headerLength: Number(res.headers['inference-header-content-length'] ?? 0),
-      }));
-    });
+    const req = http.request(
+      `${server!.url}/v2/models/identity_fp32_py/infer`,
+      {
+        method: 'POST',
+        headers: { 'Inference-Header-Content-Length': String(header.length), 'Content-Type': 'application/octet-stream' },
+      },
+      (res) => {
+        const parts: Buffer[] = [];
+        res.on('data', (d: Buffer) => parts.push(d));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode!,
+            body: Buffer.concat(parts),
+            sent: data,
+            headerLength: Number(res.headers['inference-header-content-length'] ?? 0),
+          }),
+        );
+      },
+    );
     req.on('error', reject);
     req.end(Buffer.concat([Buffer.from(header), data]));
   });
@@ -74,7 +79,10 @@ function identity(elements: number): Promise<{ status: number; body: Buffer; sen
 test('the first Python instance warns that the shared memory mount is small, naming it, its size and the fix', (t) => {
   if (!mounted) return t.skip(why);
   const out = server!.output();
-  assert.match(out, new RegExp(`${mount.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is 24\\.0 MiB \\(\\d+\\.\\d MiB free\\): tensors to and from Python models travel through it`));
+  assert.match(
+    out,
+    new RegExp(`${mount.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is 24\\.0 MiB \\(\\d+\\.\\d MiB free\\): tensors to and from Python models travel through it`),
+  );
   assert.match(out, /docker run --shm-size=1g/);
   assert.equal(out.match(/tensors to and from Python models travel through it/g)?.length, 1, 'once, not per instance');
 });

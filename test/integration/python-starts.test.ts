@@ -26,7 +26,8 @@ import { repoIndex, waitFor } from './repo-kit';
 import type { IndexEntry } from './repo-kit';
 import { startServer, waitForOutput } from './server-process';
 
-const IDENTITY_CONFIG = (name: string): string => `name: "${name}"\nbackend: "python"\n` +
+const IDENTITY_CONFIG = (name: string): string =>
+  `name: "${name}"\nbackend: "python"\n` +
   'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n' +
   'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n';
 
@@ -50,8 +51,10 @@ function makeWorkspace(): { repo: string; scratch: string; cleanup: () => void }
 function addModel(repo: string, name: string, body: string, head = ''): void {
   fs.mkdirSync(path.join(repo, name, '1'), { recursive: true });
   fs.writeFileSync(path.join(repo, name, 'config.pbtxt'), IDENTITY_CONFIG(name));
-  fs.writeFileSync(path.join(repo, name, '1', 'model.py'),
-    `import os\nimport time\n\nimport triton_python_backend_utils as pb_utils\n${head}\n\nclass TritonPythonModel:\n${body}${EXECUTE}`);
+  fs.writeFileSync(
+    path.join(repo, name, '1', 'model.py'),
+    `import os\nimport time\n\nimport triton_python_backend_utils as pb_utils\n${head}\n\nclass TritonPythonModel:\n${body}${EXECUTE}`,
+  );
 }
 
 async function status(url: string): Promise<{ status: number; text: string }> {
@@ -63,7 +66,12 @@ const entry = (index: IndexEntry[], name: string): IndexEntry | undefined => ind
 
 /** The most intervals open at one time. */
 function mostAtOnce(intervals: [number, number][]): number {
-  const edges = intervals.flatMap(([a, b]): [number, number][] => [[a, 1], [b, -1]]).sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+  const edges = intervals
+    .flatMap(([a, b]): [number, number][] => [
+      [a, 1],
+      [b, -1],
+    ])
+    .sort((x, y) => x[0] - y[0] || x[1] - y[1]);
   let open = 0;
   let most = 0;
   for (const [, d] of edges) most = Math.max(most, (open += d));
@@ -82,15 +90,23 @@ test('config completion and instance starts of 8 models run at most 2 at a time 
 `;
   const names = Array.from({ length: 8 }, (_, i) => `timed_${i}`);
   for (const name of names) {
-    addModel(w.repo, name, `    @staticmethod
+    addModel(
+      w.repo,
+      name,
+      `    @staticmethod
     def auto_complete_config(config):${record('complete')}        return config
 
-    def initialize(self, args):${record('init')}`, `NAME = ${JSON.stringify(name)}`);
+    def initialize(self, args):${record('init')}`,
+      `NAME = ${JSON.stringify(name)}`,
+    );
   }
   const server = await startServer([`--model-repository=${w.repo}`, '--model-load-thread-count=2'], 120_000);
   try {
     const index = await repoIndex(server.url);
-    assert.deepEqual(names.map((n) => entry(index, n)?.state), names.map(() => 'READY'));
+    assert.deepEqual(
+      names.map((n) => entry(index, n)?.state),
+      names.map(() => 'READY'),
+    );
     const open = new Map<string, number>();
     const intervals: [number, number][] = [];
     for (const line of fs.readFileSync(events, 'utf8').trim().split('\n')) {
@@ -115,12 +131,19 @@ test('a stub that does not report alive within stub-timeout-seconds fails its lo
   fs.writeFileSync(slowPython, '#!/usr/bin/env python3\nimport os, sys, time\ntime.sleep(3)\nos.execvp("python3", ["python3"] + sys.argv[1:])\n');
   fs.chmodSync(slowPython, 0o755);
   addModel(w.repo, 'slow_start', '');
-  const server = await startServer([`--model-repository=${w.repo}`, '--exit-on-error=false',
-    `--backend-config=python,interpreter=${slowPython}`, '--backend-config=python,stub-timeout-seconds=1']);
+  const server = await startServer([
+    `--model-repository=${w.repo}`,
+    '--exit-on-error=false',
+    `--backend-config=python,interpreter=${slowPython}`,
+    '--backend-config=python,stub-timeout-seconds=1',
+  ]);
   try {
     const e = entry(await repoIndex(server.url), 'slow_start');
     assert.equal(e?.state, 'UNAVAILABLE');
-    assert.match(e?.reason ?? '', /^Internal: Timed out after 1 s waiting for the Python stub process of 'slow_start' \(pid \d+\) to start: it did not report alive within stub-timeout-seconds \(1\)\./);
+    assert.match(
+      e?.reason ?? '',
+      /^Internal: Timed out after 1 s waiting for the Python stub process of 'slow_start' \(pid \d+\) to start: it did not report alive within stub-timeout-seconds \(1\)\./,
+    );
     assert.match(e?.reason ?? '', /--backend-config=python,stub-timeout-seconds=<seconds>/);
     assert.match(e?.reason ?? '', /--model-load-thread-count/);
     assert.equal((await status(`${server.url}/v2/health/live`)).status, 200, 'the server serves on');
@@ -134,15 +157,24 @@ test('a model.py that fails to import, or to initialize, the first time comes RE
   const w = makeWorkspace();
   const importMarker = path.join(w.scratch, 'imported-once');
   const initMarker = path.join(w.scratch, 'initialized-once');
-  addModel(w.repo, 'flaky_import', '', `
+  addModel(
+    w.repo,
+    'flaky_import',
+    '',
+    `
 if not os.path.exists(${JSON.stringify(importMarker)}):
     open(${JSON.stringify(importMarker)}, "w").close()
-    raise ImportError("the first import fails on purpose")`);
-  addModel(w.repo, 'flaky_init', `    def initialize(self, args):
+    raise ImportError("the first import fails on purpose")`,
+  );
+  addModel(
+    w.repo,
+    'flaky_init',
+    `    def initialize(self, args):
         if not os.path.exists(${JSON.stringify(initMarker)}):
             open(${JSON.stringify(initMarker)}, "w").close()
             raise RuntimeError("the first initialize fails on purpose")
-`);
+`,
+  );
   const server = await startServer([`--model-repository=${w.repo}`, '--model-load-retry-count=1']);
   try {
     const index = await repoIndex(server.url);
@@ -164,14 +196,18 @@ test('a killed stub: health and model ready say not ready with the reason until 
   const started = path.join(w.scratch, 'started');
   const release = path.join(w.scratch, 'release');
   // The restart's initialize waits for the test, so the not-ready window cannot be missed.
-  addModel(w.repo, 'restartable', `    def initialize(self, args):
+  addModel(
+    w.repo,
+    'restartable',
+    `    def initialize(self, args):
         if os.path.exists(${JSON.stringify(started)}):
             for _ in range(1200):
                 if os.path.exists(${JSON.stringify(release)}):
                     break
                 time.sleep(0.05)
         open(${JSON.stringify(started)}, "w").close()
-`);
+`,
+  );
   const server = await startServer([`--model-repository=${w.repo}`]);
   try {
     const health = `${server.url}/v2/health/ready`;
@@ -202,21 +238,37 @@ test('a killed stub: health and model ready say not ready with the reason until 
   }
 });
 
-test("model.py is_ready(): False, an exception or a non-bool is not ready (inference still works), True or an async True is", async () => {
+test('model.py is_ready(): False, an exception or a non-bool is not ready (inference still works), True or an async True is', async () => {
   const w = makeWorkspace();
   const flag = path.join(w.scratch, 'not-ready');
-  addModel(w.repo, 'ready_flag', `    def is_ready(self):
+  addModel(
+    w.repo,
+    'ready_flag',
+    `    def is_ready(self):
         return not os.path.exists(${JSON.stringify(flag)})
-`);
-  addModel(w.repo, 'ready_async', `    async def is_ready(self):
+`,
+  );
+  addModel(
+    w.repo,
+    'ready_async',
+    `    async def is_ready(self):
         return True
-`);
-  addModel(w.repo, 'ready_raises', `    def is_ready(self):
+`,
+  );
+  addModel(
+    w.repo,
+    'ready_raises',
+    `    def is_ready(self):
         raise RuntimeError("backend offline")
-`);
-  addModel(w.repo, 'ready_nonbool', `    def is_ready(self):
+`,
+  );
+  addModel(
+    w.repo,
+    'ready_nonbool',
+    `    def is_ready(self):
         return "yes"
-`);
+`,
+  );
   const server = await startServer([`--model-repository=${w.repo}`, '--allow-grpc=true', '--grpc-port=0']);
   const grpcClient = createClient(server.grpcPort);
   try {

@@ -19,8 +19,9 @@ import type { ServerProcess } from './server-process';
 import { generateTorchModels, torchReference, type RefTensor } from './torch-kit';
 
 /** Without torch in the stubs' interpreter every test here skips, saying so (needs.ts). */
-const { before, after, test } = gatedBy(needsPython('python3', [{ module: 'torch', pkg: 'torch' }],
-  'python3 -m pip install torch --index-url https://download.pytorch.org/whl/cpu'));
+const { before, after, test } = gatedBy(
+  needsPython('python3', [{ module: 'torch', pkg: 'torch' }], 'python3 -m pip install torch --index-url https://download.pytorch.org/whl/cpu'),
+);
 
 let server: ServerProcess;
 let repo: string;
@@ -55,10 +56,19 @@ test('a .pt2 package under INPUT__0/OUTPUT__0 and under ARGS[i]/RESULT[i] answer
     ['torch_aoti_add_sub', ['INPUT__0', 'INPUT__1'], ['OUTPUT__0', 'OUTPUT__1']],
     ['aoti_spec_names', ['ARGS[0]', 'ARGS[1]'], ['RESULT[0]', 'RESULT[1]']],
   ] as const) {
-    const r = await infer(server.url, model, [{ name: ins[0], ...a }, { name: ins[1], ...b }]);
+    const r = await infer(server.url, model, [
+      { name: ins[0], ...a },
+      { name: ins[1], ...b },
+    ]);
     assert.equal(r.status, 200, JSON.stringify(r.json));
     const got = r.json.outputs as Out[];
-    assert.deepEqual(got.map((o) => [o.name, o.datatype, o.shape]), [[outs[0], 'FP32', [3, 4]], [outs[1], 'FP32', [3, 4]]]);
+    assert.deepEqual(
+      got.map((o) => [o.name, o.datatype, o.shape]),
+      [
+        [outs[0], 'FP32', [3, 4]],
+        [outs[1], 'FP32', [3, 4]],
+      ],
+    );
     assert.deepEqual(got[0]!.data, want[0]!.data, `${model}: sum`);
     assert.deepEqual(got[1]!.data, want[1]!.data, `${model}: difference`);
   }
@@ -69,17 +79,27 @@ test('a config name the package does not have fails the load, naming the ones it
   const rows = (await res.json()) as { name: string; state: string; reason?: string }[];
   const row = rows.find((x) => x.name === 'aoti_unknown_name')!;
   assert.equal(row.state, 'UNAVAILABLE');
-  assert.match(row.reason!, /Input "y" for model instance "aoti_unknown_name_0" is not found in model input map\. The package takes 'ARGS\[0\]', 'INPUT__0', 'ARGS\[1\]', 'INPUT__1'/);
+  assert.match(
+    row.reason!,
+    /Input "y" for model instance "aoti_unknown_name_0" is not found in model input map\. The package takes 'ARGS\[0\]', 'INPUT__0', 'ARGS\[1\]', 'INPUT__1'/,
+  );
 });
 
 test('concurrent requests are batched into the package and each gets its rows', async () => {
   const reqs = Array.from({ length: 12 }, (_, i) => ({ a: [i, i + 1, i + 2, i + 3], b: [1, 2, 3, 4] }));
-  const answers = await Promise.all(reqs.map((q) => infer(server.url, 'torch_aoti_add_sub', [
-    { name: 'INPUT__0', datatype: 'FP32', shape: [1, 4], data: q.a },
-    { name: 'INPUT__1', datatype: 'FP32', shape: [1, 4], data: q.b },
-  ])));
+  const answers = await Promise.all(
+    reqs.map((q) =>
+      infer(server.url, 'torch_aoti_add_sub', [
+        { name: 'INPUT__0', datatype: 'FP32', shape: [1, 4], data: q.a },
+        { name: 'INPUT__1', datatype: 'FP32', shape: [1, 4], data: q.b },
+      ]),
+    ),
+  );
   for (const [i, r] of answers.entries()) {
     assert.equal(r.status, 200, JSON.stringify(r.json));
-    assert.deepEqual((r.json.outputs as Out[])[0]!.data, reqs[i]!.a.map((x, j) => x + reqs[i]!.b[j]!));
+    assert.deepEqual(
+      (r.json.outputs as Out[])[0]!.data,
+      reqs[i]!.a.map((x, j) => x + reqs[i]!.b[j]!),
+    );
   }
 });

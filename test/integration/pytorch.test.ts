@@ -25,8 +25,9 @@ import { canImport, generateTorchModels, torchReference, type RefTensor } from '
 import { repoIndex } from './repo-kit';
 
 /** Without torch in the stubs' interpreter every test here skips, saying so (needs.ts). */
-const { before, after, test } = gatedBy(needsPython('python3', [{ module: 'torch', pkg: 'torch' }],
-  'python3 -m pip install torch --index-url https://download.pytorch.org/whl/cpu'));
+const { before, after, test } = gatedBy(
+  needsPython('python3', [{ module: 'torch', pkg: 'torch' }], 'python3 -m pip install torch --index-url https://download.pytorch.org/whl/cpu'),
+);
 
 let server: ServerProcess;
 let repo: string;
@@ -54,20 +55,37 @@ before(async () => {
   generateTorchModels(repo);
   writeVariant('not_torchscript', '', `platform: "pytorch_libtorch"\nmax_batch_size: 8\n${ADD_SUB_IO}`);
   fs.writeFileSync(path.join(repo, 'not_torchscript', ADD_SUB), 'a state_dict would be a zip too; this is not even that');
-  writeVariant('three_inputs', 'torch_add_sub', `platform: "pytorch_libtorch"\nmax_batch_size: 8\n${ADD_SUB_IO.replace(
-    '{ name: "INPUT__1" data_type: TYPE_FP32 dims: [ 4 ] }',
-    '{ name: "INPUT__1" data_type: TYPE_FP32 dims: [ 4 ] },\n  { name: "INPUT__2" data_type: TYPE_FP32 dims: [ 4 ] }')}`);
-  writeVariant('wrong_output_type', 'torch_add_sub', `platform: "pytorch_libtorch"\nmax_batch_size: 8\n${ADD_SUB_IO.replace(
-    '{ name: "OUTPUT__0" data_type: TYPE_FP32', '{ name: "OUTPUT__0" data_type: TYPE_INT32')}`);
-  writeVariant('bad_parameter', 'torch_add_sub', `platform: "pytorch_libtorch"\nmax_batch_size: 8\n${ADD_SUB_IO}` +
-    'parameters { key: "INFERENCE_MODE" value { string_value: "maybe" } }\n');
-  writeVariant('tuned', 'torch_add_sub', `backend: "pytorch"\nmax_batch_size: 8\n${ADD_SUB_IO}` +
-    'parameters { key: "INTRA_OP_THREAD_COUNT" value { string_value: "1" } }\n' +
-    'parameters { key: "INFERENCE_MODE" value { string_value: "false" } }\n' +
-    'parameters { key: "DISABLE_OPTIMIZED_EXECUTION" value { string_value: "true" } }\n' +
-    'parameters { key: "DISABLE_CUDNN" value { string_value: "true" } }\n');
-  writeVariant('on_gpu', 'torch_add_sub', `platform: "pytorch_libtorch"\nmax_batch_size: 8\n${ADD_SUB_IO}` +
-    'instance_group [ { kind: KIND_GPU } ]\n');
+  writeVariant(
+    'three_inputs',
+    'torch_add_sub',
+    `platform: "pytorch_libtorch"\nmax_batch_size: 8\n${ADD_SUB_IO.replace(
+      '{ name: "INPUT__1" data_type: TYPE_FP32 dims: [ 4 ] }',
+      '{ name: "INPUT__1" data_type: TYPE_FP32 dims: [ 4 ] },\n  { name: "INPUT__2" data_type: TYPE_FP32 dims: [ 4 ] }',
+    )}`,
+  );
+  writeVariant(
+    'wrong_output_type',
+    'torch_add_sub',
+    `platform: "pytorch_libtorch"\nmax_batch_size: 8\n${ADD_SUB_IO.replace(
+      '{ name: "OUTPUT__0" data_type: TYPE_FP32',
+      '{ name: "OUTPUT__0" data_type: TYPE_INT32',
+    )}`,
+  );
+  writeVariant(
+    'bad_parameter',
+    'torch_add_sub',
+    `platform: "pytorch_libtorch"\nmax_batch_size: 8\n${ADD_SUB_IO}` + 'parameters { key: "INFERENCE_MODE" value { string_value: "maybe" } }\n',
+  );
+  writeVariant(
+    'tuned',
+    'torch_add_sub',
+    `backend: "pytorch"\nmax_batch_size: 8\n${ADD_SUB_IO}` +
+      'parameters { key: "INTRA_OP_THREAD_COUNT" value { string_value: "1" } }\n' +
+      'parameters { key: "INFERENCE_MODE" value { string_value: "false" } }\n' +
+      'parameters { key: "DISABLE_OPTIMIZED_EXECUTION" value { string_value: "true" } }\n' +
+      'parameters { key: "DISABLE_CUDNN" value { string_value: "true" } }\n',
+  );
+  writeVariant('on_gpu', 'torch_add_sub', `platform: "pytorch_libtorch"\nmax_batch_size: 8\n${ADD_SUB_IO}` + 'instance_group [ { kind: KIND_GPU } ]\n');
   server = await startServer([`--model-repository=${repo}`, '--exit-on-error=false', '--strict-readiness=false'], 180_000);
 });
 
@@ -100,7 +118,10 @@ test('INPUT__0/OUTPUT__0 naming: the server answers what in-process torch answer
   const r = await infer(server.url, 'torch_add_sub', [tensor('INPUT__0', a), tensor('INPUT__1', b)]);
   assert.equal(r.status, 200, JSON.stringify(r.json));
   const outs = r.json.outputs as Out[];
-  assert.deepEqual(outs.map((o) => o.name), ['OUTPUT__0', 'OUTPUT__1']);
+  assert.deepEqual(
+    outs.map((o) => o.name),
+    ['OUTPUT__0', 'OUTPUT__1'],
+  );
   for (const [i, o] of outs.entries()) {
     assert.equal(o.datatype, want[i]!.datatype);
     assert.deepEqual(o.shape, want[i]!.shape);
@@ -116,7 +137,13 @@ test('forward() argument names, INT32 and FP64: the same answer as in-process to
   const r = await infer(server.url, 'torch_mixed', [tensor('values', values), tensor('counts', counts)]);
   assert.equal(r.status, 200, JSON.stringify(r.json));
   const outs = r.json.outputs as Out[];
-  assert.deepEqual(outs.map((o) => [o.name, o.datatype, o.shape]), [['OUTPUT__0', 'INT32', [2, 3]], ['OUTPUT__1', 'FP64', [2, 3]]]);
+  assert.deepEqual(
+    outs.map((o) => [o.name, o.datatype, o.shape]),
+    [
+      ['OUTPUT__0', 'INT32', [2, 3]],
+      ['OUTPUT__1', 'FP64', [2, 3]],
+    ],
+  );
   assert.deepEqual(outs[0]!.data, want[0]!.data);
   assert.deepEqual(outs[1]!.data, want[1]!.data);
 });
@@ -127,7 +154,13 @@ test('a List[str] model: BYTES in, INT64 and BYTES out, as in-process torch', as
   const r = await infer(server.url, 'torch_strings', [tensor('TEXT', text)]);
   assert.equal(r.status, 200, JSON.stringify(r.json));
   const outs = r.json.outputs as Out[];
-  assert.deepEqual(outs.map((o) => [o.name, o.datatype, o.shape]), [['LENGTHS__0', 'INT64', [4]], ['UPPER__1', 'BYTES', [4]]]);
+  assert.deepEqual(
+    outs.map((o) => [o.name, o.datatype, o.shape]),
+    [
+      ['LENGTHS__0', 'INT64', [4]],
+      ['UPPER__1', 'BYTES', [4]],
+    ],
+  );
   assert.deepEqual(outs[0]!.data, want[0]!.data);
   assert.deepEqual(outs[1]!.data, want[1]!.data);
 });
@@ -175,7 +208,10 @@ test('a wrong input name, shape or datatype is refused naming the model and the 
   const ok = (name: string) => ({ name, datatype: 'FP32', shape: [1, 4], data: [1, 2, 3, 4] });
   const cases: { inputs: ReturnType<typeof ok>[]; want: RegExp[] }[] = [
     { inputs: [ok('INPUT__0'), ok('INPUT__9')], want: [/INPUT__9/, /torch_add_sub/] },
-    { inputs: [ok('INPUT__0'), { ...ok('INPUT__1'), shape: [1, 5], data: [1, 2, 3, 4, 5] }], want: [/INPUT__1/, /torch_add_sub/, /\[-1,4\]|\[ ?-1, ?4 ?\]/, /\[1,5\]|\[ ?1, ?5 ?\]/] },
+    {
+      inputs: [ok('INPUT__0'), { ...ok('INPUT__1'), shape: [1, 5], data: [1, 2, 3, 4, 5] }],
+      want: [/INPUT__1/, /torch_add_sub/, /\[-1,4\]|\[ ?-1, ?4 ?\]/, /\[1,5\]|\[ ?1, ?5 ?\]/],
+    },
     { inputs: [ok('INPUT__0'), { ...ok('INPUT__1'), datatype: 'INT32' }], want: [/INPUT__1/, /torch_add_sub/, /FP32/, /INT32/] },
   ];
   for (const c of cases) {
@@ -195,8 +231,10 @@ test('load errors in the repository index: not TorchScript, input count, a bad p
   assert.match(notScript.reason, /^Internal: failed to load model 'not_torchscript': PytorchStreamReader failed reading zip archive/);
   assert.match(notScript.reason, /must be a TorchScript file \(torch\.jit\.script\(model\)/);
   assert.match(index.get('three_inputs')!.reason, /unable to load model 'three_inputs', configuration expects 3 inputs, model provides 2/);
-  assert.match(index.get('bad_parameter')!.reason,
-    /Failed to parse 'INFERENCE_MODE' parameter for model 'bad_parameter': failed to convert 'maybe' to boolean/);
+  assert.match(
+    index.get('bad_parameter')!.reason,
+    /Failed to parse 'INFERENCE_MODE' parameter for model 'bad_parameter': failed to convert 'maybe' to boolean/,
+  );
   if (!fs.existsSync('/proc/driver/nvidia/gpus')) {
     assert.match(index.get('on_gpu')!.reason, /has kind KIND_GPU but no GPUs are available on this machine/);
   }
@@ -204,7 +242,7 @@ test('load errors in the repository index: not TorchScript, input count, a bad p
   assert.match(unwrapTables(server.output()), /\| not_torchscript\s+\| 1\s+\| UNAVAILABLE: Internal: failed to load model 'not_torchscript'/);
 });
 
-test('an output whose datatype the config gets wrong fails with Triton\'s text, and the model keeps serving', async () => {
+test("an output whose datatype the config gets wrong fails with Triton's text, and the model keeps serving", async () => {
   const a = { name: 'INPUT__0', datatype: 'FP32', shape: [1, 4], data: [1, 2, 3, 4] };
   const r = await infer(server.url, 'wrong_output_type', [a, { ...a, name: 'INPUT__1' }]);
   assert.equal(r.status, 400, JSON.stringify(r.json));
@@ -242,13 +280,20 @@ test('an interpreter without torch: the load fails with the model, the interpret
   }
   const only = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-notorch-'));
   fs.cpSync(path.join(repo, 'torch_add_sub'), path.join(only, 'torch_add_sub'), { recursive: true });
-  const other = await startServer([`--model-repository=${only}`, '--exit-on-error=false', '--strict-readiness=false',
-    `--backend-config=pytorch,interpreter=${python}`]);
+  const other = await startServer([
+    `--model-repository=${only}`,
+    '--exit-on-error=false',
+    '--strict-readiness=false',
+    `--backend-config=pytorch,interpreter=${python}`,
+  ]);
   try {
     const res = await fetch(`${other.url}/v2/repository/index`, { method: 'POST', body: '{}' });
     const [row] = (await res.json()) as { name: string; state: string; reason: string }[];
     assert.equal(row!.state, 'UNAVAILABLE');
-    assert.match(row!.reason, /unable to load model 'torch_add_sub': the pytorch backend runs the model with the torch module of \/usr\/bin\/python3, which cannot import it \(ModuleNotFoundError: No module named 'torch'\)/);
+    assert.match(
+      row!.reason,
+      /unable to load model 'torch_add_sub': the pytorch backend runs the model with the torch module of \/usr\/bin\/python3, which cannot import it \(ModuleNotFoundError: No module named 'torch'\)/,
+    );
     assert.match(row!.reason, /\/usr\/bin\/python3 -m pip install torch --index-url https:\/\/download\.pytorch\.org\/whl\/cpu/);
     assert.match(row!.reason, /--backend-config=pytorch,interpreter=/);
   } finally {

@@ -48,17 +48,22 @@ test('executions holding the one unit of global resource R never overlap, across
   }
 });
 
-test("priority is a weight across models: rl_low (priority 2) gets turns while rl_high (priority 1) has work waiting", async () => {
+test('priority is a weight across models: rl_low (priority 2) gets turns while rl_high (priority 1) has work waiting', async () => {
   const calls = Array.from({ length: 20 }, (_, i) => ({ model: i % 2 === 0 ? 'rl_high' : 'rl_low', value: 100 + i }));
   const results = await Promise.all(calls.map((c) => infer(server.url, c.model, [{ name: 'INPUT', datatype: 'INT32', shape: [1], data: [c.value] }])));
-  const runs = results.map((r, i) => {
-    assert.equal(r.status, 200, JSON.stringify(r.json));
-    const times = (r.json.outputs as { name: string; data: (number | string)[] }[]).find((o) => o.name === 'TIMES')!.data.map((v) => BigInt(v));
-    return { start: times[0]!, end: times[1]!, model: calls[i]!.model };
-  }).sort((x, y) => (x.start < y.start ? -1 : x.start > y.start ? 1 : 0));
+  const runs = results
+    .map((r, i) => {
+      assert.equal(r.status, 200, JSON.stringify(r.json));
+      const times = (r.json.outputs as { name: string; data: (number | string)[] }[]).find((o) => o.name === 'TIMES')!.data.map((v) => BigInt(v));
+      return { start: times[0]!, end: times[1]!, model: calls[i]!.model };
+    })
+    .sort((x, y) => (x.start < y.start ? -1 : x.start > y.start ? 1 : 0));
   for (let i = 1; i < runs.length; i++) assert.ok(runs[i]!.start >= runs[i - 1]!.end, 'one unit of R: executions never overlap');
   // rl_high has 10 requests for its two instances, so it has work waiting through the first 9 executions.
-  const first = runs.slice(0, 9).map((r) => (r.model === 'rl_high' ? 'H' : 'L')).join('');
+  const first = runs
+    .slice(0, 9)
+    .map((r) => (r.model === 'rl_high' ? 'H' : 'L'))
+    .join('');
   const low = [...first].filter((c) => c === 'L').length;
   // Weighted: its second turn comes once each rl_high instance has done two
   // (2 × 1 = 1 × 2), its third only after eight of theirs; strict levels give

@@ -34,8 +34,14 @@ before(async () => {
   fs.cpSync(path.join(FIXTURES, 'mock_llm'), path.join(repo, 'mock_llm'), { recursive: true });
   fs.cpSync(path.join(MODEL_REPOSITORY, 'simple'), path.join(repo, 'simple'), { recursive: true });
   server = await startServer([
-    `--model-repository=${repo}`, '--allow-metrics=true', '--metrics-port=0', '--metrics-address=127.0.0.1',
-    '--metrics-config=histogram_latencies=true', '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1',
+    `--model-repository=${repo}`,
+    '--allow-metrics=true',
+    '--metrics-port=0',
+    '--metrics-address=127.0.0.1',
+    '--metrics-config=histogram_latencies=true',
+    '--allow-grpc=true',
+    '--grpc-port=0',
+    '--grpc-address=127.0.0.1',
   ]);
   client = createClient(server.grpcPort);
 });
@@ -69,8 +75,21 @@ async function histogram(family: string, model: string): Promise<Series> {
 
 function curlStream(model: string, body: object): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile('curl', ['-sS', '-N', '-X', 'POST', '-H', 'Content-Type: application/json', '--data-binary', JSON.stringify(body),
-      `${server.url}/v2/models/${model}/generate_stream`], (err, stdout) => (err ? reject(err) : resolve(stdout)));
+    execFile(
+      'curl',
+      [
+        '-sS',
+        '-N',
+        '-X',
+        'POST',
+        '-H',
+        'Content-Type: application/json',
+        '--data-binary',
+        JSON.stringify(body),
+        `${server.url}/v2/models/${model}/generate_stream`,
+      ],
+      (err, stdout) => (err ? reject(err) : resolve(stdout)),
+    );
   });
 }
 

@@ -138,12 +138,21 @@ export function signatureProblem(ctx: Pick<KoaContext, 'method' | 'url' | 'heade
   const q = ctx.url.indexOf('?');
   const rawPath = q < 0 ? ctx.url : ctx.url.slice(0, q);
   const query = q < 0 ? '' : ctx.url.slice(q + 1);
-  const canonicalQuery = query === '' ? '' : query.split('&').filter(Boolean).map((pair) => {
-    const eq = pair.indexOf('=');
-    const k = decodeURIComponent((eq < 0 ? pair : pair.slice(0, eq)).replace(/\+/g, ' '));
-    const v = eq < 0 ? '' : decodeURIComponent(pair.slice(eq + 1).replace(/\+/g, ' '));
-    return [rfc3986(k), rfc3986(v)];
-  }).sort((a, b) => (a[0] === b[0] ? (a[1] < b[1] ? -1 : 1) : a[0] < b[0] ? -1 : 1)).map(([k, v]) => `${k}=${v}`).join('&');
+  const canonicalQuery =
+    query === ''
+      ? ''
+      : query
+          .split('&')
+          .filter(Boolean)
+          .map((pair) => {
+            const eq = pair.indexOf('=');
+            const k = decodeURIComponent((eq < 0 ? pair : pair.slice(0, eq)).replace(/\+/g, ' '));
+            const v = eq < 0 ? '' : decodeURIComponent(pair.slice(eq + 1).replace(/\+/g, ' '));
+            return [rfc3986(k), rfc3986(v)];
+          })
+          .sort((a, b) => (a[0] === b[0] ? (a[1] < b[1] ? -1 : 1) : a[0] < b[0] ? -1 : 1))
+          .map(([k, v]) => `${k}=${v}`)
+          .join('&');
   const names = signedHeaders.split(';');
   const canonical = [
     ctx.method,

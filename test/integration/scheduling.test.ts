@@ -28,8 +28,11 @@ before(async () => {
   for (const m of fs.readdirSync(FIXTURES)) fs.cpSync(path.join(FIXTURES, m), path.join(repo, m), { recursive: true });
   writeWarmupModels(repo);
   server = await startServer([
-    `--model-repository=${repo}`, '--exit-on-error=false',
-    '--allow-metrics=true', '--metrics-port=0', '--metrics-address=127.0.0.1',
+    `--model-repository=${repo}`,
+    '--exit-on-error=false',
+    '--allow-metrics=true',
+    '--metrics-port=0',
+    '--metrics-address=127.0.0.1',
   ]);
 });
 
@@ -40,7 +43,7 @@ after(async () => {
 
 function order(r: InferResult): number {
   assert.equal(r.status, 200, JSON.stringify(r.json));
-  return ((r.json.outputs as { data: number[] }[])[0]!.data)[0]!;
+  return (r.json.outputs as { data: number[] }[])[0]!.data[0]!;
 }
 
 test('queue policy: a queue timeout, max_queue_size per level, and a high-priority request overtaking', async () => {
@@ -64,7 +67,10 @@ test('queue policy: a queue timeout, max_queue_size per level, and a high-priori
     await untilPending(server, 'gated', 4);
     const full = await send({ priority: 2 });
     assert.equal(full.status, 429);
-    assert.match(full.json.error as string, /^\[request id: <id_unknown>\] Exceeds maximum queue size: model 'gated' queues at most 3 request\(s\) at priority level 2 \(its max_queue_size\); retry after 1 s, or raise max_queue_size$/);
+    assert.match(
+      full.json.error as string,
+      /^\[request id: <id_unknown>\] Exceeds maximum queue size: model 'gated' queues at most 3 request\(s\) at priority level 2 \(its max_queue_size\); retry after 1 s, or raise max_queue_size$/,
+    );
     assert.equal(full.headers.get('retry-after'), '1');
     const high = send({ priority: 1 }); // level 1 has no size limit
     await untilPending(server, 'gated', 5);
@@ -86,9 +92,18 @@ test('ensemble: two steps of simple compose inside the server; statistics count 
   const r = await infer(server.url, 'simple_ensemble', [int16('INPUT0', a), int16('INPUT1', b)]);
   assert.equal(r.status, 200, JSON.stringify(r.json));
   const out = r.json.outputs as { name: string; data: number[] }[];
-  assert.deepEqual(out.map((o) => o.name), ['OUTPUT0', 'OUTPUT1']);
-  assert.deepEqual(out[0]!.data, a.map((x) => 2 * x));
-  assert.deepEqual(out[1]!.data, b.map((x) => 2 * x));
+  assert.deepEqual(
+    out.map((o) => o.name),
+    ['OUTPUT0', 'OUTPUT1'],
+  );
+  assert.deepEqual(
+    out[0]!.data,
+    a.map((x) => 2 * x),
+  );
+  assert.deepEqual(
+    out[1]!.data,
+    b.map((x) => 2 * x),
+  );
   const meta = (await (await fetch(`${server.url}/v2/models/simple_ensemble`)).json()) as Record<string, unknown>;
   assert.equal(meta.platform, 'ensemble');
   const ens = await stats('simple_ensemble');
@@ -108,11 +123,17 @@ test("ensemble: a failing step fails the request with that step's message, prefi
 
 test("ensemble: a step mapped to a missing input fails the load with Triton's text", async () => {
   const index = (await (await fetch(`${server.url}/v2/repository/index`, { method: 'POST' })).json()) as { name: string; reason?: string }[];
-  assert.equal(index.find((e) => e.name === 'bad_ensemble')?.reason,
-    'Invalid argument: in ensemble bad_ensemble, ensemble tensor X is mapping to non-existing input INPUT9 in model simple');
+  assert.equal(
+    index.find((e) => e.name === 'bad_ensemble')?.reason,
+    'Invalid argument: in ensemble bad_ensemble, ensemble tensor X is mapping to non-existing input INPUT9 in model simple',
+  );
 });
 
-interface Stats { inference_stats: Record<string, { count: number; ns: number }>; execution_count: number; inference_count: number }
+interface Stats {
+  inference_stats: Record<string, { count: number; ns: number }>;
+  execution_count: number;
+  inference_count: number;
+}
 async function stats(model: string): Promise<Stats> {
   const j = (await (await fetch(`${server.url}/v2/models/${model}/stats`)).json()) as { model_stats: Stats[] };
   return j.model_stats[0]!;
@@ -125,7 +146,9 @@ function writeWarmupModels(root: string): void {
     fs.cpSync(path.join(MODEL_REPOSITORY, 'simple'), path.join(root, name), { recursive: true });
     fs.writeFileSync(path.join(root, name, 'config.pbtxt'), simple.replace('name: "simple"', `name: "${name}"`) + warmup);
   };
-  make('warm_simple', `
+  make(
+    'warm_simple',
+    `
 model_warmup [
   {
     name: "mixed" batch_size: 2 count: 3
@@ -138,20 +161,26 @@ model_warmup [
     inputs { key: "INPUT1" value: { data_type: TYPE_INT32 dims: [ 16 ] zero_data: true } }
   }
 ]
-`);
+`,
+  );
   fs.mkdirSync(path.join(root, 'warm_simple', 'warmup'));
   fs.writeFileSync(path.join(root, 'warm_simple', 'warmup', 'ones.bin'), Buffer.from(new Int32Array(16).fill(1).buffer));
   // Two Python instances that log each execution: warmup must reach both.
   const py = path.join(root, 'warm_python');
   fs.mkdirSync(path.join(py, '1'), { recursive: true });
-  fs.writeFileSync(path.join(py, 'config.pbtxt'), `name: "warm_python"
+  fs.writeFileSync(
+    path.join(py, 'config.pbtxt'),
+    `name: "warm_python"
 backend: "python"
 input [ { name: "IN" data_type: TYPE_FP32 dims: [ 2 ] } ]
 output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 2 ] } ]
 instance_group [ { count: 2 kind: KIND_CPU } ]
 model_warmup [ { name: "w" inputs { key: "IN" value: { data_type: TYPE_FP32 dims: [ 2 ] zero_data: true } } } ]
-`);
-  fs.writeFileSync(path.join(py, '1', 'model.py'), `import triton_python_backend_utils as pb_utils
+`,
+  );
+  fs.writeFileSync(
+    path.join(py, '1', 'model.py'),
+    `import triton_python_backend_utils as pb_utils
 
 class TritonPythonModel:
     def initialize(self, args):
@@ -160,14 +189,18 @@ class TritonPythonModel:
     def execute(self, requests):
         pb_utils.Logger.log_info("warm_python executed on " + self.instance)
         return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", pb_utils.get_input_tensor_by_name(r, "IN").as_numpy())]) for r in requests]
-`);
-  make('warm_fail', `
+`,
+  );
+  make(
+    'warm_fail',
+    `
 model_warmup [ {
   name: "short"
   inputs { key: "INPUT0" value: { data_type: TYPE_INT32 dims: [ 15 ] zero_data: true } }
   inputs { key: "INPUT1" value: { data_type: TYPE_INT32 dims: [ 16 ] zero_data: true } }
 } ]
-`);
+`,
+  );
 }
 
 test('model_warmup: samples run on every instance before READY, counted in neither statistics nor metrics; a failing sample fails the load with its reason', async () => {
@@ -186,10 +219,12 @@ test('model_warmup: samples run on every instance before READY, counted in neith
   const index = (await (await fetch(`${server.url}/v2/repository/index`, { method: 'POST' })).json()) as { name: string; state?: string; reason?: string }[];
   const failed = index.find((e) => e.name === 'warm_fail');
   assert.equal(failed?.state, 'UNAVAILABLE');
-  assert.equal(failed?.reason,
+  assert.equal(
+    failed?.reason,
     "Invalid argument: failed to run warmup sample 'short': [request id: <id_unknown>] unexpected shape for input 'INPUT0' for model 'warm_fail'. " +
-    'Expected [-1,16], got [1,15]. NOTE: Setting a non-zero max_batch_size in the model config requires a batch dimension to be prepended to each ' +
-    'input shape. If you want to specify the full shape including the batch dim in your input dims config, try setting max_batch_size to zero. ' +
-    'See the model configuration docs for more info on max_batch_size.');
+      'Expected [-1,16], got [1,15]. NOTE: Setting a non-zero max_batch_size in the model config requires a batch dimension to be prepended to each ' +
+      'input shape. If you want to specify the full shape including the batch dim in your input dims config, try setting max_batch_size to zero. ' +
+      'See the model configuration docs for more info on max_batch_size.',
+  );
   assert.match(server.output(), /failed to load 'warm_fail' version 1: Invalid argument: failed to run warmup sample 'short'/);
 });

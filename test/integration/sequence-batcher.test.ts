@@ -34,13 +34,21 @@ before(async () => {
   const seq = path.join(repo, 'simple_seq');
   fs.cpSync(path.join(MODEL_REPOSITORY, 'simple'), seq, { recursive: true });
   const cfg = fs.readFileSync(path.join(seq, 'config.pbtxt'), 'utf8').replace('name: "simple"', 'name: "simple_seq"');
-  fs.writeFileSync(path.join(seq, 'config.pbtxt'), `${cfg}
+  fs.writeFileSync(
+    path.join(seq, 'config.pbtxt'),
+    `${cfg}
 instance_group [ { kind: KIND_CPU count: 1 } ]
 sequence_batching { max_sequence_idle_microseconds: 10000000 direct { max_queue_delay_microseconds: 500000 minimum_slot_utilization: 0.25 } }
-`);
+`,
+  );
   server = await startServer([
-    `--model-repository=${repo}`, '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1',
-    '--allow-metrics=true', '--metrics-port=0', '--metrics-address=127.0.0.1',
+    `--model-repository=${repo}`,
+    '--allow-grpc=true',
+    '--grpc-port=0',
+    '--grpc-address=127.0.0.1',
+    '--allow-metrics=true',
+    '--metrics-port=0',
+    '--metrics-address=127.0.0.1',
   ]);
   client = createClient(server.grpcPort);
 });
@@ -52,7 +60,15 @@ after(async () => {
 });
 
 /** One row of an execution as seq_rows reports it. */
-interface Row { ready: number; start: number; end: number; corrid: number; input: number; correlationId: number; flags: number }
+interface Row {
+  ready: number;
+  start: number;
+  end: number;
+  corrid: number;
+  input: number;
+  correlationId: number;
+  flags: number;
+}
 
 const PAD: Row = { ready: 0, start: 0, end: 0, corrid: 0, input: 0, correlationId: 0, flags: 0 };
 
@@ -103,7 +119,14 @@ test("direct: each sequence keeps its slot's row; idle slots below the highest b
   const s = body.model_stats[0]!;
   assert.equal(s.inference_count, 7);
   assert.equal(s.execution_count, 6);
-  assert.deepEqual(s.batch_stats.map((b) => [b.batch_size, b.compute_infer.count]), [[1, 2], [2, 2], [3, 2]]);
+  assert.deepEqual(
+    s.batch_stats.map((b) => [b.batch_size, b.compute_infer.count]),
+    [
+      [1, 2],
+      [2, 2],
+      [3, 2],
+    ],
+  );
 });
 
 async function simpleStep(id: number, base: number, flags: { start?: boolean; end?: boolean } = {}): Promise<void> {
@@ -112,17 +135,30 @@ async function simpleStep(id: number, base: number, flags: { start?: boolean; en
   if (flags.end === true) parameters.sequence_end = true;
   const in0 = Array.from({ length: 16 }, (_, i) => base + i);
   const in1 = Array.from({ length: 16 }, () => 3);
-  const r = await infer(server.url, 'simple_seq', [
-    { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: in0 },
-    { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: in1 },
-  ], { parameters });
+  const r = await infer(
+    server.url,
+    'simple_seq',
+    [
+      { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: in0 },
+      { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: in1 },
+    ],
+    { parameters },
+  );
   assert.equal(r.status, 200, JSON.stringify(r.json));
   const out = new Map((r.json.outputs as { name: string; data: number[] }[]).map((o) => [o.name, o.data]));
-  assert.deepEqual(out.get('OUTPUT0'), in0.map((v) => v + 3), `sequence ${id}`);
-  assert.deepEqual(out.get('OUTPUT1'), in0.map((v) => v - 3), `sequence ${id}`);
+  assert.deepEqual(
+    out.get('OUTPUT0'),
+    in0.map((v) => v + 3),
+    `sequence ${id}`,
+  );
+  assert.deepEqual(
+    out.get('OUTPUT1'),
+    in0.map((v) => v - 3),
+    `sequence ${id}`,
+  );
 }
 
-test('an ONNX model runs padded direct executions: each sequence gets its own row\'s outputs', async () => {
+test("an ONNX model runs padded direct executions: each sequence gets its own row's outputs", async () => {
   await simpleStep(21, 100, { start: true });
   await simpleStep(22, 200, { start: true });
   await simpleStep(23, 300, { start: true });
@@ -134,7 +170,14 @@ test('an ONNX model runs padded direct executions: each sequence gets its own ro
   const s = body.model_stats[0]!;
   assert.equal(s.inference_count, 6);
   // Rows: [21], [pad, 22], [pad, pad, 23], [21, pad, 23], [pad, 22].
-  assert.deepEqual(s.batch_stats.map((b) => [b.batch_size, b.compute_infer.count]), [[1, 1], [2, 2], [3, 2]]);
+  assert.deepEqual(
+    s.batch_stats.map((b) => [b.batch_size, b.compute_infer.count]),
+    [
+      [1, 1],
+      [2, 2],
+      [3, 2],
+    ],
+  );
 });
 
 test('iterative_sequence: a request without a correlation id gets its own sequence (ids from 1, START), ended once it ran', async () => {
@@ -157,12 +200,19 @@ function textStep(model: string, id: number, text: string, flags: { start?: bool
 function textOf(r: InferResult): string {
   assert.equal(r.status, 200, JSON.stringify(r.json));
   const outputs = r.json.outputs as { name: string; datatype: string; data: string[] }[];
-  assert.deepEqual(outputs.map((o) => [o.name, o.datatype]), [['OUTPUT', 'BYTES']], 'the state output stays hidden');
+  assert.deepEqual(
+    outputs.map((o) => [o.name, o.datatype]),
+    [['OUTPUT', 'BYTES']],
+    'the state output stays hidden',
+  );
   return outputs[0]!.data[0]!;
 }
 
-test('implicit state of TYPE_STRING: each step appends to the state; START resets it to the empty string or the file\'s string', async () => {
-  for (const [model, initial] of [['state_str', ''], ['state_str_file', '>>']] as const) {
+test("implicit state of TYPE_STRING: each step appends to the state; START resets it to the empty string or the file's string", async () => {
+  for (const [model, initial] of [
+    ['state_str', ''],
+    ['state_str_file', '>>'],
+  ] as const) {
     // Two sequences at once, each with its own state.
     const [a1, b1] = await Promise.all([textStep(model, 31, 'ab', { start: true }), textStep(model, 32, 'x', { start: true })]);
     assert.equal(textOf(a1), `${initial}ab`);

@@ -29,8 +29,11 @@ before(async () => {
   const cfg = fs.readFileSync(path.join(cached, 'config.pbtxt'), 'utf8').replace('name: "simple"', 'name: "simple_cached"');
   fs.writeFileSync(path.join(cached, 'config.pbtxt'), `${cfg}\nresponse_cache { enable: true }\n`);
   server = await startServer([
-    `--model-repository=${repo}`, '--cache-config=local,size=1048576',
-    '--allow-metrics=true', '--metrics-port=0', '--metrics-address=127.0.0.1',
+    `--model-repository=${repo}`,
+    '--cache-config=local,size=1048576',
+    '--allow-metrics=true',
+    '--metrics-port=0',
+    '--metrics-address=127.0.0.1',
   ]);
 });
 
@@ -95,7 +98,10 @@ test('oldest strategy: 4 candidate sequences interleave on one instance, at most
 test("sequence errors: missing START, batch size above 1, a string id for a UINT64 CORRID (Triton's texts)", async () => {
   const noStart = await step(4242, 1);
   assert.equal(noStart.status, 400);
-  assert.equal(noStart.json.error, "inference request for sequence 4242 to model 'running_sum' must specify the START flag on the first request of the sequence");
+  assert.equal(
+    noStart.json.error,
+    "inference request for sequence 4242 to model 'running_sum' must specify the START flag on the first request of the sequence",
+  );
   const ended = await step(1001, 1); // ended in the test before
   assert.equal(ended.status, 400);
   const batched = await step(77, 1, { start: true }, 2);
@@ -103,16 +109,20 @@ test("sequence errors: missing START, batch size above 1, a string id for a UINT
   assert.equal(batched.json.error, "inference request to model 'running_sum' must specify batch-size 1 due to requirements of sequence batcher");
   const stringId = await step('abc', 1, { start: true });
   assert.equal(stringId.status, 400);
-  assert.equal(stringId.json.error, "[request id: <id_unknown>] sequence batching control 'CORRID' data-type is 'BYTES', but model 'running_sum' expects 'UINT64'");
+  assert.equal(
+    stringId.json.error,
+    "[request id: <id_unknown>] sequence batching control 'CORRID' data-type is 'BYTES', but model 'running_sum' expects 'UINT64'",
+  );
 });
 
 test('response cache: a repeated request is a hit that does not execute', async () => {
   const a = Array.from({ length: 16 }, (_, i) => i);
   const b = Array.from({ length: 16 }, () => 2);
-  const send = (): Promise<InferResult> => infer(server.url, 'simple_cached', [
-    { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: a },
-    { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: b },
-  ]);
+  const send = (): Promise<InferResult> =>
+    infer(server.url, 'simple_cached', [
+      { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: a },
+      { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: b },
+    ]);
   const first = await send();
   assert.equal(first.status, 200, JSON.stringify(first.json));
   const second = await send();
@@ -150,7 +160,10 @@ function outputNames(r: InferResult): string[] {
 }
 
 test('implicit state: STATE_OUT of each step comes back as STATE_IN; START resets to the initial state; the state output stays hidden', async () => {
-  for (const [model, initial] of [['state_zero', 0], ['state_acc', 100]] as const) {
+  for (const [model, initial] of [
+    ['state_zero', 0],
+    ['state_acc', 100],
+  ] as const) {
     const a = [1, 2, 3];
     const b = [10, 20, 30];
     let sa = initial;

@@ -112,8 +112,9 @@ export async function directResponsesReaching(server: { metricsPort: number }, w
 
 function launch(args: string[]): { child: ChildProcess; output: () => string } {
   // A default the args set themselves is left out (metrics off, for one).
-  const defaults = ['--http-port=0', '--allow-grpc=false', '--allow-metrics=true', '--metrics-port=0', '--metrics-address=127.0.0.1']
-    .filter((d) => !args.some((a) => a.startsWith(d.slice(0, d.indexOf('=') + 1))));
+  const defaults = ['--http-port=0', '--allow-grpc=false', '--allow-metrics=true', '--metrics-port=0', '--metrics-address=127.0.0.1'].filter(
+    (d) => !args.some((a) => a.startsWith(d.slice(0, d.indexOf('=') + 1))),
+  );
   // Node's flags as the executable's shebang and `npm start` pass them (core/young-generation.ts).
   const child = spawn(process.execPath, [MAIN_NODE_FLAG, CLI, ...defaults, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],

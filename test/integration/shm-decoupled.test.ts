@@ -31,13 +31,7 @@ before(async () => {
   fs.cpSync(path.join(MODEL_REPOSITORY, 'simple'), path.join(repo, 'simple'), { recursive: true });
   fs.cpSync(path.join(FIXTURES, 'repeat_py'), path.join(repo, 'repeat_py'), { recursive: true });
   fs.writeFileSync(SHM_FILE, Buffer.alloc(512));
-  server = await startServer([
-    `--model-repository=${repo}`,
-    '--allow-grpc=true',
-    '--grpc-port=0',
-    '--grpc-address=127.0.0.1',
-    '--allow-client-shm=true',
-  ]);
+  server = await startServer([`--model-repository=${repo}`, '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1', '--allow-client-shm=true']);
   client = createClient(server.grpcPort);
 });
 
@@ -98,9 +92,7 @@ test('decoupled repeat_py over ModelStreamInfer: every response in order, then t
     assert.equal(r.infer_response.parameters.triton_final_response?.bool_param, false);
   });
 
-  const flagged = await stream([
-    repeatRequest([7, 8], { parameters: { triton_enable_empty_final_response: { bool_param: true } } }),
-  ]);
+  const flagged = await stream([repeatRequest([7, 8], { parameters: { triton_enable_empty_final_response: { bool_param: true } } })]);
   assert.equal(flagged.length, 3);
   assert.deepEqual(
     flagged.map((r) => r.infer_response.parameters.triton_final_response?.bool_param),
@@ -156,9 +148,7 @@ test('system shared memory over HTTP: register, status, infer in and out of the 
     { name: 'in', key: KEY, offset: 0, byte_size: 128 },
     { name: 'out', key: KEY, offset: 128, byte_size: 128 },
   ]);
-  assert.deepEqual(JSON.parse((await http('GET', '/v2/systemsharedmemory/region/out/status')).text), [
-    { name: 'out', key: KEY, offset: 128, byte_size: 128 },
-  ]);
+  assert.deepEqual(JSON.parse((await http('GET', '/v2/systemsharedmemory/region/out/status')).text), [{ name: 'out', key: KEY, offset: 128, byte_size: 128 }]);
 
   const request = (outParams: object) => ({
     inputs: [
@@ -202,21 +192,37 @@ test('system shared memory over HTTP: register, status, infer in and out of the 
     ['/v2/systemsharedmemory/region/in/register', { key: KEY, byte_size: 8 }, 400, "shared memory region 'in' already in manager"],
     ['/v2/systemsharedmemory/region/x/register', { byte_size: 8 }, 400, "Shared memory register request has no 'key' field"],
     ['/v2/systemsharedmemory/region/x/register', { key: KEY }, 400, "Shared memory register request has no 'byte_size' field"],
-    ['/v2/systemsharedmemory/region/x/register', { key: '/nodetron_no_such_key', byte_size: 8 }, 500, "Unable to open shared memory region: '/nodetron_no_such_key'"],
+    [
+      '/v2/systemsharedmemory/region/x/register',
+      { key: '/nodetron_no_such_key', byte_size: 8 },
+      500,
+      "Unable to open shared memory region: '/nodetron_no_such_key'",
+    ],
     ['/v2/systemsharedmemory/region/x/register', { key: KEY, offset: 500, byte_size: 64 }, 400, "failed to register shared memory region 'x': invalid args"],
     ['/v2/systemsharedmemory/register', { key: KEY, byte_size: 8 }, 400, "'region name' is necessary to register system shared memory region"],
-    ['/v2/cudasharedmemory/region/c/register', { raw_handle: { b64: '' }, device_id: 0, byte_size: 8 }, 400, "failed to register CUDA shared memory region: 'c', GPUs not supported"],
+    [
+      '/v2/cudasharedmemory/region/c/register',
+      { raw_handle: { b64: '' }, device_id: 0, byte_size: 8 },
+      400,
+      "failed to register CUDA shared memory region: 'c', GPUs not supported",
+    ],
   ];
   for (const [p, body, status, error] of registerErrors) {
     const e = await http('POST', p, body);
     assert.deepEqual({ status: e.status, body: JSON.parse(e.text) }, { status, body: { error } }, p);
   }
   const unknown = await http('GET', '/v2/systemsharedmemory/region/x/status');
-  assert.deepEqual({ status: unknown.status, body: JSON.parse(unknown.text) }, { status: 404, body: { error: "Unable to find system shared memory region: 'x'" } });
+  assert.deepEqual(
+    { status: unknown.status, body: JSON.parse(unknown.text) },
+    { status: 404, body: { error: "Unable to find system shared memory region: 'x'" } },
+  );
 
   assert.equal((await http('POST', '/v2/systemsharedmemory/region/in/unregister')).status, 200);
   assert.equal((await http('POST', '/v2/systemsharedmemory/region/never/unregister')).status, 200);
-  assert.deepEqual(JSON.parse((await http('GET', '/v2/systemsharedmemory/status')).text).map((r: { name: string }) => r.name), ['out']);
+  assert.deepEqual(
+    JSON.parse((await http('GET', '/v2/systemsharedmemory/status')).text).map((r: { name: string }) => r.name),
+    ['out'],
+  );
   const gone = await http('POST', '/v2/models/simple/infer', request(shmParams('out', 64, 64)));
   assert.deepEqual(JSON.parse(gone.text), { error: "Unable to find shared memory region: 'in'" });
   assert.equal((await http('POST', '/v2/systemsharedmemory/unregister')).status, 200);
@@ -248,8 +254,15 @@ test('system shared memory over gRPC: register, status, ModelInfer in and out of
     ],
   });
   const r = await client.call<{ outputs: { name: string }[]; raw_output_contents: Buffer[] }>('ModelInfer', request(p('gout', 64, 64)));
-  assert.deepEqual(r.outputs.map((o) => o.name), ['OUTPUT0', 'OUTPUT1']);
-  assert.deepEqual(r.raw_output_contents.map((b) => b.length), [0, 0], 'one empty raw entry per shm output');
+  assert.deepEqual(
+    r.outputs.map((o) => o.name),
+    ['OUTPUT0', 'OUTPUT1'],
+  );
+  assert.deepEqual(
+    r.raw_output_contents.map((b) => b.length),
+    [0, 0],
+    'one empty raw entry per shm output',
+  );
   assert.deepEqual(readOutputs(), { out0: sum, out1: diff });
 
   const mixed = await client.call<{ raw_output_contents: Buffer[] }>('ModelInfer', request({}));
@@ -278,7 +291,10 @@ test('system shared memory over gRPC: register, status, ModelInfer in and out of
   );
 
   // Regions are shared by both protocols.
-  assert.deepEqual(JSON.parse((await http('GET', '/v2/systemsharedmemory/status')).text).map((x: { name: string }) => x.name), ['gin', 'gout']);
+  assert.deepEqual(
+    JSON.parse((await http('GET', '/v2/systemsharedmemory/status')).text).map((x: { name: string }) => x.name),
+    ['gin', 'gout'],
+  );
   await client.call('SystemSharedMemoryUnregister', { name: 'gin' });
   await rejects(client.call('SystemSharedMemoryStatus', { name: 'gin' }), grpc.status.NOT_FOUND, "Unable to find system shared memory region: 'gin'");
   await client.call('SystemSharedMemoryUnregister', {});

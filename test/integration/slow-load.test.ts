@@ -26,13 +26,18 @@ before(async () => {
   const cfg = path.join(repo, 'other/config.pbtxt');
   fs.writeFileSync(cfg, fs.readFileSync(cfg, 'utf8').replace('name: "simple"', 'name: "other"'));
   fs.mkdirSync(path.join(repo, 'slow_init/1'), { recursive: true });
-  fs.writeFileSync(path.join(repo, 'slow_init/config.pbtxt'), `backend: "python"
+  fs.writeFileSync(
+    path.join(repo, 'slow_init/config.pbtxt'),
+    `backend: "python"
 max_batch_size: 0
 input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
 output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
 instance_group [ { kind: KIND_CPU count: 1 } ]
-`);
-  fs.writeFileSync(path.join(repo, 'slow_init/1/model.py'), `import time
+`,
+  );
+  fs.writeFileSync(
+    path.join(repo, 'slow_init/1/model.py'),
+    `import time
 import triton_python_backend_utils as pb_utils
 
 
@@ -43,7 +48,8 @@ class TritonPythonModel:
     def execute(self, requests):
         return [pb_utils.InferenceResponse(output_tensors=[
             pb_utils.Tensor("OUTPUT0", pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy())]) for r in requests]
-`);
+`,
+  );
   server = await startServer([`--model-repository=${repo}`, '--model-control-mode=explicit', '--load-model=simple']);
 });
 
@@ -63,12 +69,21 @@ async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number; e
 function postSimple(agent: http.Agent): Promise<{ status: number; text: string }> {
   const { hostname, port } = new URL(server.url);
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: hostname, port, agent, method: 'POST', path: '/v2/models/simple/infer',
-      headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(SIMPLE_BODY) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
-    });
+    const req = http.request(
+      {
+        host: hostname,
+        port,
+        agent,
+        method: 'POST',
+        path: '/v2/models/simple/infer',
+        headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(SIMPLE_BODY) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
+      },
+    );
     req.on('error', reject);
     req.end(SIMPLE_BODY);
   });
@@ -119,7 +134,12 @@ async function beside(usualMs: number, latencies: number[], failures: string[]):
   assert.ok(index.ms < 200, `index took ${index.ms.toFixed(0)} ms`);
   assert.equal(index.value.find((e) => e.name === 'slow_init')?.state, 'LOADING', JSON.stringify(index.value));
   // Ready is 400 meanwhile, as Triton's strict readiness answers while a wanted model is not READY.
-  for (const [p, status] of [['/v2/health/live', 200], ['/v2/health/ready', 400], ['/v2/models/simple', 200], ['/v2/models/simple/config', 200]] as const) {
+  for (const [p, status] of [
+    ['/v2/health/live', 200],
+    ['/v2/health/ready', 400],
+    ['/v2/models/simple', 200],
+    ['/v2/models/simple/config', 200],
+  ] as const) {
     const r = await getMs(p);
     assert.equal(r.status, status, p);
     assert.ok(r.ms < 200, `${p} took ${r.ms.toFixed(0)} ms`);
@@ -141,8 +161,10 @@ async function beside(usualMs: number, latencies: number[], failures: string[]):
   assert.equal(c.value.status, 200, c.value.text);
   assert.ok(a.ms >= INIT_SECONDS * 1000 - 500, `the first load took ${a.ms.toFixed(0)} ms`);
   // Both waited for the first load (answers on two connections may cross by a few ms on the way back).
-  assert.ok(b.endedAt >= a.endedAt - 50 && c.endedAt >= a.endedAt - 50,
-    `the second load and the unload waited for the first load: ended at ${a.endedAt.toFixed(0)}, ${b.endedAt.toFixed(0)}, ${c.endedAt.toFixed(0)} ms`);
+  assert.ok(
+    b.endedAt >= a.endedAt - 50 && c.endedAt >= a.endedAt - 50,
+    `the second load and the unload waited for the first load: ended at ${a.endedAt.toFixed(0)}, ${b.endedAt.toFixed(0)}, ${c.endedAt.toFixed(0)} ms`,
+  );
   // The unload is answered once UNLOADING (as Triton's); the stub is gone soon after.
   await waitFor('slow_init UNAVAILABLE', async () => (await repoIndex(server.url)).find((e) => e.name === 'slow_init')?.state === 'UNAVAILABLE', 40);
 

@@ -65,27 +65,35 @@ function stallingClient(request: string): ChildProcess {
 
 async function streamWhole(words: string, maxTokens: number): Promise<string[]> {
   const res = await fetch(`${server.url}/v2/models/mock_llm/generate_stream`, {
-    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ text_input: words, stream: true, parameters: { max_tokens: maxTokens } }),
   });
   assert.equal(res.status, 200);
   const text = await res.text();
-  return text.split('\n\n').filter((e) => e.trim() !== '').map((e) => (JSON.parse(e.slice(6)) as { text_output: string }).text_output);
+  return text
+    .split('\n\n')
+    .filter((e) => e.trim() !== '')
+    .map((e) => (JSON.parse(e.slice(6)) as { text_output: string }).text_output);
 }
 
 test('a client that stops reading an SSE stream: held up to the bound, then dropped with a warning and its request cancelled; others are served', async () => {
   const tag = path.join(marks, 'stalled');
   const word = 'w'.repeat(4096);
   const body = JSON.stringify({ text_input: `${word} ${word}x`, stream: true, parameters: { max_tokens: 1_000_000, marker: tag } });
-  stalled = stallingClient(`POST /v2/models/mock_llm/generate_stream HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  stalled = stallingClient(
+    `POST /v2/models/mock_llm/generate_stream HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
   await new Promise<void>((resolve) => stalled!.stdout!.once('data', () => resolve()));
 
   // While it stalls, another client's stream is answered whole.
   assert.deepEqual(await streamWhole('a b', 3), ['a', 'b', 'a']);
 
   await until('the server drops the stalled client', () => /stopped reading a streamed answer/.test(server.output()));
-  const line = /closed the connection of (\S+): it stopped reading a streamed answer, and (\d+) bytes of it waited \(the bound is (\d+)\); its requests are cancelled/
-    .exec(server.output());
+  const line =
+    /closed the connection of (\S+): it stopped reading a streamed answer, and (\d+) bytes of it waited \(the bound is (\d+)\); its requests are cancelled/.exec(
+      server.output(),
+    );
   assert.ok(line !== null, server.output().slice(-2000));
   assert.match(line[1]!, /^127\.0\.0\.1:\d+$/, 'the warning names the client');
   assert.equal(Number(line[3]), BOUND);

@@ -16,10 +16,14 @@ test('a failing model.py: one reason line in the table, its traceback once', asy
   const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-traceback-'));
   try {
     fs.mkdirSync(path.join(repo, 'badpy', '1'), { recursive: true });
-    fs.writeFileSync(path.join(repo, 'badpy', 'config.pbtxt'),
-      'backend: "python"\ninput [ { name: "IN" data_type: TYPE_FP32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_FP32 dims: [ 1 ] } ]\n');
-    fs.writeFileSync(path.join(repo, 'badpy', '1', 'model.py'),
-      'import nodetron_missing_module_xyz\n\nclass TritonPythonModel:\n    def execute(self, requests):\n        return []\n');
+    fs.writeFileSync(
+      path.join(repo, 'badpy', 'config.pbtxt'),
+      'backend: "python"\ninput [ { name: "IN" data_type: TYPE_FP32 dims: [ 1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_FP32 dims: [ 1 ] } ]\n',
+    );
+    fs.writeFileSync(
+      path.join(repo, 'badpy', '1', 'model.py'),
+      'import nodetron_missing_module_xyz\n\nclass TritonPythonModel:\n    def execute(self, requests):\n        return []\n',
+    );
     const r = await runToExit([`--model-repository=${repo}`, '--http-port=0', '--allow-grpc=false', '--allow-metrics=false']);
     assert.equal(r.code, 1, r.output.slice(-3000));
     assert.equal(r.output.match(/badpy\/1\/model\.py\(1\): <module>/g)?.length, 1, `the traceback once:\n${r.output}`);

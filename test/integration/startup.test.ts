@@ -35,7 +35,10 @@ test('a config with an unknown field fails startup, naming the model, the field 
   const repo = makeRepo({ broken: { 'config.pbtxt': 'name: "broken"\nplatform: "onnxruntime_onnx"\nmax_batch_sise: 8\n', '1/model.onnx': '@simple-onnx' } });
   const r = await runToExit([`--model-repository=${repo}`]);
   assert.equal(r.code, 1);
-  assert.match(unwrapTables(r.output), /\| broken +\| 1 +\| UNAVAILABLE: Invalid argument: failed to read text proto from .*config\.pbtxt: line 3: unknown field 'max_batch_sise'/);
+  assert.match(
+    unwrapTables(r.output),
+    /\| broken +\| 1 +\| UNAVAILABLE: Invalid argument: failed to read text proto from .*config\.pbtxt: line 3: unknown field 'max_batch_sise'/,
+  );
   assert.match(unwrapTables(r.output), /\| simple +\| 1 +\| READY/);
   assert.match(r.output, /error: creating server: Internal - failed to load all models/);
 });
@@ -86,14 +89,16 @@ test('an unknown flag and a bad boolean exit 1 naming them', async () => {
 });
 
 test('flags nodetron ignores warn once at start, naming the flag, that it is ignored and what to use', async () => {
-  const server = await startServer([`--model-repository=${makeRepo({})}`, '--allow-sagemaker=true',
-    '--allow-vertex-ai=false', '--grpc-infer-thread-count=8']);
+  const server = await startServer([`--model-repository=${makeRepo({})}`, '--allow-sagemaker=true', '--allow-vertex-ai=false', '--grpc-infer-thread-count=8']);
   try {
     const out = server.output();
-    const sagemaker = "'--allow-sagemaker=true' is ignored: nodetron has no SageMaker endpoint (/ping, /invocations); "
-      + 'use the KServe v2 HTTP API on --http-port.';
+    const sagemaker =
+      "'--allow-sagemaker=true' is ignored: nodetron has no SageMaker endpoint (/ping, /invocations); " + 'use the KServe v2 HTTP API on --http-port.';
     assert.equal(out.split(sagemaker).length - 1, 1, out);
-    assert.match(out, /^W\d{4} [\d:.]+ \d+ [^\]]+\] "Warning: '--grpc-infer-thread-count=8' is ignored: gRPC requests are handled on the main thread by grpc-js\."$/m);
+    assert.match(
+      out,
+      /^W\d{4} [\d:.]+ \d+ [^\]]+\] "Warning: '--grpc-infer-thread-count=8' is ignored: gRPC requests are handled on the main thread by grpc-js\."$/m,
+    );
     assert.doesNotMatch(out, /allow-vertex-ai/);
   } finally {
     assert.equal(await server.stop(), 0);
@@ -101,8 +106,7 @@ test('flags nodetron ignores warn once at start, naming the flag, that it is ign
 });
 
 test('--log-format=json --log-access: every line is one JSON object; each inference gets an access line', async () => {
-  const server = await startServer([`--model-repository=${makeRepo({})}`, '--log-format=json', '--log-access=true',
-    '--allow-grpc=true', '--grpc-port=0']);
+  const server = await startServer([`--model-repository=${makeRepo({})}`, '--log-format=json', '--log-access=true', '--allow-grpc=true', '--grpc-port=0']);
   const zeros = [
     { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: new Uint8Array(64) },
     { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: new Uint8Array(64) },
@@ -113,29 +117,51 @@ test('--log-format=json --log-access: every line is one JSON object; each infere
     assert.notEqual(missing.status, 200); // refused by the HTTP thread itself: its own access line, no times
     const grpc = createClient(server.grpcPort);
     try {
-      await grpc.call('ModelInfer', { model_name: 'simple', id: 'g1', inputs: zeros.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape })),
-        raw_input_contents: zeros.map((t) => Buffer.from(t.data)) });
+      await grpc.call('ModelInfer', {
+        model_name: 'simple',
+        id: 'g1',
+        inputs: zeros.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape })),
+        raw_input_contents: zeros.map((t) => Buffer.from(t.data)),
+      });
       await assert.rejects(grpc.call('ModelInfer', { model_name: 'simple', model_version: '7', inputs: [] }));
     } finally {
       grpc.close();
     }
     const access = await waitForOutput(server, /GRPC client=\S+ model=simple version=7 status=\d+ /);
-    const records = access.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const records = access
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     for (const r of records) {
       assert.match(String(r['time']), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
       assert.ok(['INFO', 'WARNING', 'ERROR'].includes(String(r['level'])), JSON.stringify(r));
       assert.equal(typeof r['source'], 'string');
     }
-    assert.ok(records.some((r) => /^server\.ts:\d+$/.test(String(r['source']))), 'real source locations');
+    assert.ok(
+      records.some((r) => /^server\.ts:\d+$/.test(String(r['source']))),
+      'real source locations',
+    );
     const line = records.find((r) => /^HTTP client=\S+ model=simple version=1 /.test(String(r['message'])))!;
     assert.equal(line['source'], 'access');
-    assert.match(String(line['message']),
-      /^HTTP client=127\.0\.0\.1:\d+ model=simple version=1 status=200 in_bytes=128 out_bytes=128 queue_us=\d+ compute_us=\d+ total_us=\d+ id=""$/);
-    assert.ok(records.some((r) => /^GRPC client=127\.0\.0\.1:\d+ model=simple version=1 status=0 in_bytes=128 out_bytes=128 .*id="g1"$/.test(String(r['message']))));
+    assert.match(
+      String(line['message']),
+      /^HTTP client=127\.0\.0\.1:\d+ model=simple version=1 status=200 in_bytes=128 out_bytes=128 queue_us=\d+ compute_us=\d+ total_us=\d+ id=""$/,
+    );
+    assert.ok(
+      records.some((r) => /^GRPC client=127\.0\.0\.1:\d+ model=simple version=1 status=0 in_bytes=128 out_bytes=128 .*id="g1"$/.test(String(r['message']))),
+    );
     // Refused by the frontend threads themselves, before any scheduler: logged by them, without times.
-    assert.ok(records.some((r) => /^HTTP client=127\.0\.0\.1:\d+ model=simple version=7 status=404 in_bytes=2 out_bytes=0 queue_us=- compute_us=- total_us=- id=""$/.test(String(r['message']))),
-      records.map((r) => r['message']).join('\n'));
-    assert.ok(records.some((r) => /^GRPC client=127\.0\.0\.1:\d+ model=simple version=7 status=\d+ in_bytes=0 out_bytes=0 queue_us=- /.test(String(r['message']))));
+    assert.ok(
+      records.some((r) =>
+        /^HTTP client=127\.0\.0\.1:\d+ model=simple version=7 status=404 in_bytes=2 out_bytes=0 queue_us=- compute_us=- total_us=- id=""$/.test(
+          String(r['message']),
+        ),
+      ),
+      records.map((r) => r['message']).join('\n'),
+    );
+    assert.ok(
+      records.some((r) => /^GRPC client=127\.0\.0\.1:\d+ model=simple version=7 status=\d+ in_bytes=0 out_bytes=0 queue_us=- /.test(String(r['message']))),
+    );
     assert.equal(records.filter((r) => r['source'] === 'access').length, 4, 'every inference request, answered or refused');
   } finally {
     assert.equal(await server.stop(), 0);
@@ -147,10 +173,15 @@ test('two HTTP threads share the port; a body over --http-max-input-size is refu
   try {
     const ok = await Promise.all(
       Array.from({ length: 20 }, () =>
-        infer(server.url, 'simple', [
-          { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: new Uint8Array(64) },
-          { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: new Uint8Array(64) },
-        ], { headers: { Connection: 'close' } }),
+        infer(
+          server.url,
+          'simple',
+          [
+            { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: new Uint8Array(64) },
+            { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: new Uint8Array(64) },
+          ],
+          { headers: { Connection: 'close' } },
+        ),
       ),
     );
     for (const r of ok) assert.equal(r.status, 200);
@@ -160,7 +191,10 @@ test('two HTTP threads share the port; a body over --http-max-input-size is refu
       body: Buffer.alloc(100_000),
     });
     assert.equal(big.status, 400);
-    assert.match(((await big.json()) as { error: string }).error, /exceeds the maximum allowed input size of 4096 bytes\. Use --http-max-input-size to increase the limit\./);
+    assert.match(
+      ((await big.json()) as { error: string }).error,
+      /exceeds the maximum allowed input size of 4096 bytes\. Use --http-max-input-size to increase the limit\./,
+    );
     assert.equal((await fetch(server.url + '/v2/health/ready')).status, 200);
   } finally {
     assert.equal(await server.stop(), 0);
@@ -194,6 +228,9 @@ test('SIGTERM during load: every request gets an answer (200, or 503 Server exit
     if (r.status === 200) assert.equal(r.binary.get('probabilities')!.length, 4000);
     else if (r.status !== 0) assert.deepEqual([r.status, r.json.error], [503, 'Server exiting']);
   }
-  assert.ok(results.some((r) => r.status === 200), 'requests admitted before the signal are answered');
+  assert.ok(
+    results.some((r) => r.status === 200),
+    'requests admitted before the signal are answered',
+  );
   assert.equal(await exited, 0);
 });

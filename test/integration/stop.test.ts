@@ -102,8 +102,14 @@ function socketError(err: unknown): string {
 }
 
 test('SIGTERM under steady HTTP + gRPC traffic: ready non-200 at once, requests keep succeeding through the grace period, exit 0 in time, no stub left', async () => {
-  const server = await startServer([`--model-repository=${repo}`, '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1',
-    '--exit-timeout-secs=6', '--allow-metrics=false']);
+  const server = await startServer([
+    `--model-repository=${repo}`,
+    '--allow-grpc=true',
+    '--grpc-port=0',
+    '--grpc-address=127.0.0.1',
+    '--exit-timeout-secs=6',
+    '--allow-metrics=false',
+  ]);
   const stubs = stubPids(server.child.pid!);
   assert.ok(stubs.length >= 2, `the Python models have their stubs (${stubs.length})`);
   const client = createClient(server.grpcPort);
@@ -125,10 +131,16 @@ test('SIGTERM under steady HTTP + gRPC traffic: ready non-200 at once, requests 
   const grpcLoop = async (): Promise<void> => {
     while (running) {
       const sentAt = Date.now();
-      const result = await client.call('ModelInfer', {
-        model_name: 'simple', inputs: SIMPLE.map(({ name, datatype, shape }) => ({ name, datatype, shape })),
-        raw_input_contents: SIMPLE.map((t) => int32Bytes(t.data)),
-      }).then(() => 'grpc 0', (e: grpc.ServiceError) => `grpc ${e.code}`);
+      const result = await client
+        .call('ModelInfer', {
+          model_name: 'simple',
+          inputs: SIMPLE.map(({ name, datatype, shape }) => ({ name, datatype, shape })),
+          raw_input_contents: SIMPLE.map((t) => int32Bytes(t.data)),
+        })
+        .then(
+          () => 'grpc 0',
+          (e: grpc.ServiceError) => `grpc ${e.code}`,
+        );
       outcomes.push({ what: 'GRPC simple', sentAt, result });
       if (result !== 'grpc 0') await new Promise((r) => setTimeout(r, 20));
     }
@@ -159,12 +171,18 @@ test('SIGTERM under steady HTTP + gRPC traffic: ready non-200 at once, requests 
 
     assert.equal(code, 0, log.slice(-4000));
     assert.ok(exitedAfter < 6000, `exited ${exitedAfter} ms after SIGTERM, within --exit-timeout-secs=6`);
-    assert.ok(probes.some((p) => p.sentAt < signalAt && p.status === 200), 'ready before the signal');
+    assert.ok(
+      probes.some((p) => p.sentAt < signalAt && p.status === 200),
+      'ready before the signal',
+    );
     // The signal reaches the server and its HTTP thread within a few ms; 300 ms is slack for a loaded machine.
     const after = probes.filter((p) => p.sentAt > signalAt + 300);
     assert.ok(after.length > 0);
     for (const p of after) assert.notEqual(p.status, 200, 'readiness is non-200 from the signal on');
-    assert.ok(after.some((p) => p.status === 503 && p.error === 'Server exiting'), "Triton's 503 'Server exiting' while still serving");
+    assert.ok(
+      after.some((p) => p.status === 503 && p.error === 'Server exiting'),
+      "Triton's 503 'Server exiting' while still serving",
+    );
 
     // The grace period: 3 s of the 6 (stop-plan.ts) while traffic goes on. Requests sent in
     // its first 2 s all succeed, on every protocol and model.
@@ -176,8 +194,8 @@ test('SIGTERM under steady HTTP + gRPC traffic: ready non-200 at once, requests 
     }
     // After it: refused with Triton's text, or at the socket (listener closed) — never another error.
     for (const o of outcomes) {
-      const ok = ['200', 'grpc 0', 'grpc 14', 'ECONNREFUSED', 'ECONNRESET', 'UND_ERR_SOCKET'].includes(o.result)
-        || (o.result === '503' && o.error === 'Server exiting');
+      const ok =
+        ['200', 'grpc 0', 'grpc 14', 'ECONNREFUSED', 'ECONNRESET', 'UND_ERR_SOCKET'].includes(o.result) || (o.result === '503' && o.error === 'Server exiting');
       assert.ok(ok, `unexpected answer: ${JSON.stringify(o)}`);
     }
     for (const line of ['Waiting for in-flight requests to complete.', 'All models are stopped, unloading models']) assert.ok(log.includes(line), line);
@@ -201,13 +219,15 @@ test('SIGTERM on an idle server: it stops after its quiet second, not after --ex
   assert.match(server.output(), /Closing the endpoints: no inference in flight and none received for 1000 ms \(--exit-quiet-ms\)/);
 });
 
-test('a request held past --exit-timeout-secs is cut: the process ends by itself with exit 1 and Triton\'s text, not a crash; no stub left', async () => {
+test("a request held past --exit-timeout-secs is cut: the process ends by itself with exit 1 and Triton's text, not a crash; no stub left", async () => {
   const server = await startServer([`--model-repository=${repo}`, '--exit-timeout-secs=2']);
   const stubs = stubPids(server.child.pid!);
   fs.writeFileSync(gate, '');
   try {
     const held = infer(server.url, 'gated', [{ name: 'IN', datatype: 'INT32', shape: [1, 1], data: [0] }]).then(
-      (r) => String(r.status), (err: unknown) => socketError(err));
+      (r) => String(r.status),
+      (err: unknown) => socketError(err),
+    );
     await untilPending(server, 'gated', 1); // admitted; the gate holds it
     server.child.kill('SIGTERM');
     const code = await exited(server, 15_000);
@@ -242,14 +262,21 @@ test('a request held through the whole grace period is still answered; meanwhile
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   fs.writeFileSync(gate, '');
   try {
-    assert.deepEqual(await get(server.port, '/v2/health/live', agent), { status: 200, body: '', connection: 'undefined' }, 'a kept-alive connection (HTTP/1.1)');
+    assert.deepEqual(
+      await get(server.port, '/v2/health/live', agent),
+      { status: 200, body: '', connection: 'undefined' },
+      'a kept-alive connection (HTTP/1.1)',
+    );
     const held = infer(server.url, 'gated', [{ name: 'IN', datatype: 'INT32', shape: [1, 1], data: [0] }]);
     await untilPending(server, 'gated', 1);
     server.child.kill('SIGTERM');
     // In flight: served on until the grace period ends (3 s of 6), then the endpoints close.
     await waitForOutput(server, /Closing the endpoints: the grace period is over/, 10_000);
-    assert.deepEqual(await get(server.port, '/v2/health/ready', agent),
-      { status: 503, body: '{"error":"Server exiting"}', connection: 'close' }, 'the open connection: refused and closed');
+    assert.deepEqual(
+      await get(server.port, '/v2/health/ready', agent),
+      { status: 503, body: '{"error":"Server exiting"}', connection: 'close' },
+      'the open connection: refused and closed',
+    );
     assert.equal(await get(server.port, '/v2/health/ready', false), 'ECONNREFUSED', 'a new connection: the listener is closed');
     fs.rmSync(gate);
     const r = await held;
@@ -268,7 +295,9 @@ test('a second SIGTERM stops at once: exit 1, no stub left', async () => {
   fs.writeFileSync(gate, '');
   try {
     const held = infer(server.url, 'gated', [{ name: 'IN', datatype: 'INT32', shape: [1, 1], data: [0] }]).then(
-      (r) => String(r.status), (err: unknown) => socketError(err));
+      (r) => String(r.status),
+      (err: unknown) => socketError(err),
+    );
     await untilPending(server, 'gated', 1);
     server.child.kill('SIGTERM');
     await waitForOutput(server, /Waiting for in-flight requests to complete/);
@@ -300,12 +329,17 @@ test('SIGTERM while the models load is kept: the server finishes starting, then 
   const slow = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-stop-slow-'));
   try {
     fs.mkdirSync(path.join(slow, 'slow_init', '1'), { recursive: true });
-    fs.writeFileSync(path.join(slow, 'slow_init', 'config.pbtxt'), `backend: "python"
+    fs.writeFileSync(
+      path.join(slow, 'slow_init', 'config.pbtxt'),
+      `backend: "python"
 max_batch_size: 0
 input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]
 output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
-`);
-    fs.writeFileSync(path.join(slow, 'slow_init', '1', 'model.py'), `import time
+`,
+    );
+    fs.writeFileSync(
+      path.join(slow, 'slow_init', '1', 'model.py'),
+      `import time
 import triton_python_backend_utils as pb_utils
 
 class TritonPythonModel:
@@ -314,9 +348,13 @@ class TritonPythonModel:
 
     def execute(self, requests):
         return [pb_utils.InferenceResponse([pb_utils.get_input_tensor_by_name(r, "IN")]) for r in requests]
-`);
-    const child = spawn(process.execPath, [path.join(REPO_ROOT, 'dist/src/cli.js'), `--model-repository=${slow}`, '--http-port=0',
-      '--allow-grpc=false', '--allow-metrics=false'], { stdio: ['ignore', 'pipe', 'pipe'] });
+`,
+    );
+    const child = spawn(
+      process.execPath,
+      [path.join(REPO_ROOT, 'dist/src/cli.js'), `--model-repository=${slow}`, '--http-port=0', '--allow-grpc=false', '--allow-metrics=false'],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));

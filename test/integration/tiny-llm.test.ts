@@ -36,21 +36,40 @@ after(async () => {
 /** curl -N POST `body` to `route`: the status and the body as the client got it. */
 function curl(route: string, body: object): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    execFile('curl', ['-sS', '-N', '-X', 'POST', '-H', 'Content-Type: application/json', '--data-binary', JSON.stringify(body),
-      '-w', '\n%{http_code}', `${server.url}${route}`], { timeout: 60_000 }, (err, stdout) => {
-      if (err) return reject(err);
-      const cut = stdout.lastIndexOf('\n');
-      resolve({ status: Number(stdout.slice(cut + 1)), body: stdout.slice(0, cut) });
-    });
+    execFile(
+      'curl',
+      [
+        '-sS',
+        '-N',
+        '-X',
+        'POST',
+        '-H',
+        'Content-Type: application/json',
+        '--data-binary',
+        JSON.stringify(body),
+        '-w',
+        '\n%{http_code}',
+        `${server.url}${route}`,
+      ],
+      { timeout: 60_000 },
+      (err, stdout) => {
+        if (err) return reject(err);
+        const cut = stdout.lastIndexOf('\n');
+        resolve({ status: Number(stdout.slice(cut + 1)), body: stdout.slice(0, cut) });
+      },
+    );
   });
 }
 
 /** The `data:` payloads of an SSE body, in order. */
 function events(body: string): string[] {
-  return body.split('\n\n').filter((e) => e.trim() !== '').map((e) => {
-    assert.match(e, /^data: /, `an SSE event: ${JSON.stringify(e)}`);
-    return e.slice('data: '.length);
-  });
+  return body
+    .split('\n\n')
+    .filter((e) => e.trim() !== '')
+    .map((e) => {
+      assert.match(e, /^data: /, `an SSE event: ${JSON.stringify(e)}`);
+      return e.slice('data: '.length);
+    });
 }
 
 async function stream(parameters: object): Promise<string[]> {
@@ -91,7 +110,9 @@ async function chat(seed: number): Promise<string[]> {
   assert.equal(r.status, 200, r.body);
   const data = events(r.body);
   assert.equal(data.at(-1), '[DONE]', 'data: [DONE] last');
-  const chunks = data.slice(0, -1).map((e) => JSON.parse(e) as { object: string; choices: { delta: { role?: string; content?: string }; finish_reason: string | null }[] });
+  const chunks = data
+    .slice(0, -1)
+    .map((e) => JSON.parse(e) as { object: string; choices: { delta: { role?: string; content?: string }; finish_reason: string | null }[] });
   for (const c of chunks) assert.equal(c.object, 'chat.completion.chunk');
   assert.equal(chunks[0]!.choices[0]!.delta.role, 'assistant');
   assert.equal(chunks.at(-1)!.choices[0]!.finish_reason, 'length', 'max_tokens reached');
@@ -111,8 +132,14 @@ async function failures(): Promise<number> {
 
 test('a client that leaves mid-stream stops the generation: the model sees is_cancelled() and the failure is counted', async () => {
   const before = await failures();
-  const req = http.request({ host: '127.0.0.1', port: server.port, path: '/v2/models/tiny_llm/generate_stream', method: 'POST', agent: false,
-    headers: { 'Content-Type': 'application/json' } });
+  const req = http.request({
+    host: '127.0.0.1',
+    port: server.port,
+    path: '/v2/models/tiny_llm/generate_stream',
+    method: 'POST',
+    agent: false,
+    headers: { 'Content-Type': 'application/json' },
+  });
   await new Promise<void>((resolve, reject) => {
     req.on('error', reject);
     req.on('response', (res) => {

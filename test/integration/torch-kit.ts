@@ -18,8 +18,10 @@ export const PYTHON = 'python3';
  */
 export function generateTorchModels(dir: string, opts: { aoti?: boolean } = {}): void {
   const fn = opts.aoti ? 'gen_torch_aoti_add_sub(sys.argv[1])' : 'gen_torch_models(sys.argv[1])';
-  execFileSync(PYTHON, ['-c', `import sys; sys.path.insert(0, 'scripts'); from gen_torch_models import *; ${fn}`, dir],
-    { cwd: REPO_ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync(PYTHON, ['-c', `import sys; sys.path.insert(0, 'scripts'); from gen_torch_models import *; ${fn}`, dir], {
+    cwd: REPO_ROOT,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
 }
 
 /** One input for the reference run: KServe datatype, shape, flat data (strings for BYTES). */

@@ -58,7 +58,11 @@ interface Held {
 function holdInfer(urlPath: string): Promise<Held> {
   return new Promise((resolve, reject) => {
     const req = http.request({
-      host: '127.0.0.1', port: server.port, path: urlPath, method: 'POST', agent: false,
+      host: '127.0.0.1',
+      port: server.port,
+      path: urlPath,
+      method: 'POST',
+      agent: false,
       headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(SIMPLE_BODY), Expect: '100-continue' },
     });
     let continued = false;
@@ -94,7 +98,10 @@ function outputOk(text: string): boolean {
 function slowInfer(delayMs: number): Promise<{ status: number; version?: string; text: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request({
-      host: '127.0.0.1', port: server.port, path: '/v2/models/simple/infer', method: 'POST',
+      host: '127.0.0.1',
+      port: server.port,
+      path: '/v2/models/simple/infer',
+      method: 'POST',
       headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(SIMPLE_BODY) },
     });
     req.on('response', (r) => {
@@ -141,7 +148,10 @@ test('clients asking for simple (no version), fast and slow uploads, see no fail
   assert.deepEqual(failures, []);
   assert.ok(versions.has(String(newest)), `served versions ${[...versions].join(',')}`);
   const index = (await repoIndex(server.url)).filter((e) => e.name === 'simple');
-  assert.deepEqual(index.map((e) => [e.version, e.state]), Array.from({ length: newest }, (_, k) => [String(k + 1), k + 1 === newest ? 'READY' : 'UNAVAILABLE']));
+  assert.deepEqual(
+    index.map((e) => [e.version, e.state]),
+    Array.from({ length: newest }, (_, k) => [String(k + 1), k + 1 === newest ? 'READY' : 'UNAVAILABLE']),
+  );
 });
 
 test('a request that named a version, resolved by its HTTP thread before that version moved on, is refused at enqueue; one that named none runs on the new version', async () => {
@@ -160,7 +170,7 @@ test('a request that named a version, resolved by its HTTP thread before that ve
   assert.ok(outputOk(moved.text), moved.text);
 });
 
-test('after an unload, held requests are refused at enqueue with Triton\'s texts, named or not', async () => {
+test("after an unload, held requests are refused at enqueue with Triton's texts, named or not", async () => {
   const named = await holdInfer(`/v2/models/simple/versions/${newest}/infer`);
   const unnamed = await holdInfer('/v2/models/simple/infer');
   const unload = await post(server.url, '/v2/repository/models/simple/unload');

@@ -32,10 +32,17 @@ export function tableRows(markdown: string, name: string): string[][] {
   const begin = markdown.indexOf(`<!-- ${name}:begin -->`);
   const end = markdown.indexOf(`<!-- ${name}:end -->`);
   if (begin < 0 || end < begin) throw new Error(`ARCHITECTURE.md has no '${name}' table (<!-- ${name}:begin/end --> markers)`);
-  return markdown.slice(begin, end).split('\n')
+  return markdown
+    .slice(begin, end)
+    .split('\n')
     .filter((l) => l.startsWith('|'))
     .slice(2) // header and separator
-    .map((l) => l.split('|').slice(1, -1).map((c) => c.trim()));
+    .map((l) =>
+      l
+        .split('|')
+        .slice(1, -1)
+        .map((c) => c.trim()),
+    );
 }
 
 function codeSpans(cell: string): string[] {

@@ -2,9 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import {
-  cycles, importsOf, parseLayers, parsePackages, sourceFiles, violations, type ImportEdge,
-} from './architecture-check';
+import { cycles, importsOf, parseLayers, parsePackages, sourceFiles, violations, type ImportEdge } from './architecture-check';
 
 const ROOT = path.resolve(__dirname, '../../..');
 const DOC = fs.readFileSync(path.join(ROOT, 'ARCHITECTURE.md'), 'utf8');
@@ -30,7 +28,10 @@ test('no files under src/ import each other in a cycle', () => {
 test('every relative import under src/ names a file that exists', () => {
   const { files, edges } = readTree();
   const set = new Set(files);
-  assert.deepEqual(edges.filter((e) => e.relative && !set.has(e.to)).map((e) => `${e.from} -> ${e.to}`), []);
+  assert.deepEqual(
+    edges.filter((e) => e.relative && !set.has(e.to)).map((e) => `${e.from} -> ${e.to}`),
+    [],
+  );
 });
 
 // The checker itself, on made-up trees: each row must produce exactly the listed complaints.

@@ -12,7 +12,17 @@ import assert from 'node:assert/strict';
 import { Arena, type BlockRef } from '../../src/dataplane/arena';
 import { link, release, takeFree, takeTop, unlink } from '../../src/dataplane/arena-heap';
 import {
-  B_GEN, B_OWNER, B_PREV, B_SIZE, B_STATE, FREE, GRANULE, HEADER_GRANULES, USED, W_TOP, W_USED,
+  B_GEN,
+  B_OWNER,
+  B_PREV,
+  B_SIZE,
+  B_STATE,
+  FREE,
+  GRANULE,
+  HEADER_GRANULES,
+  USED,
+  W_TOP,
+  W_USED,
   WORDS_PER_GRANULE as G,
 } from '../../src/dataplane/arena-layout';
 import { checkHeap, repairHeap } from '../../src/dataplane/arena-repair';
@@ -31,52 +41,120 @@ interface Scenario {
 const gran = (b: BlockRef): number => b.offset / GRANULE - 1;
 
 const SCENARIOS: Scenario[] = [
-  { name: 'alloc: split a free block', setup: (a) => {
-    const x = a.alloc(10 * 64); a.alloc(64); a.free(x); // a 16-granule hole
-    return (u) => { takeFree(u, 2, DEAD, GEN); };
-  } },
-  { name: 'alloc: exact fit', setup: (a) => {
-    const x = a.alloc(10 * 64); a.alloc(64); a.free(x);
-    return (u) => { takeFree(u, 16, DEAD, GEN); };
-  } },
-  { name: 'alloc: split from a larger class', setup: (a) => {
-    const x = a.alloc(60 * 64); a.alloc(64); a.free(x); // 64 granules
-    const y = a.alloc(3 * 64); a.alloc(64); a.free(y); // a 4-granule hole elsewhere, too small for 8
-    return (u) => { takeFree(u, 8, DEAD, GEN); };
-  } },
-  { name: 'alloc: at top', setup: (a) => {
-    a.alloc(100);
-    return (u) => { takeTop(u, 8, DEAD, GEN); };
-  } },
-  { name: 'free: no free neighbour', setup: (a) => {
-    a.alloc(100); const b = a.alloc(1000); a.alloc(100);
-    return (u) => release(u, gran(b));
-  } },
-  { name: 'free: merge with the next block', setup: (a) => {
-    a.alloc(100); const b = a.alloc(1000); const c = a.alloc(2000); a.alloc(100); a.free(c);
-    return (u) => release(u, gran(b));
-  } },
-  { name: 'free: merge with the previous block', setup: (a) => {
-    a.alloc(100); const p = a.alloc(3000); const b = a.alloc(1000); a.alloc(100); a.free(p);
-    return (u) => release(u, gran(b));
-  } },
-  { name: 'free: merge with both neighbours', setup: (a) => {
-    a.alloc(100); const p = a.alloc(3000); const b = a.alloc(1000); const n = a.alloc(5000); a.alloc(100);
-    a.free(p); a.free(n);
-    return (u) => release(u, gran(b));
-  } },
-  { name: 'free: the last block goes back to the wilderness', setup: (a) => {
-    a.alloc(100); const b = a.alloc(1000);
-    return (u) => release(u, gran(b));
-  } },
-  { name: 'free: the last block and the free one before it go back to the wilderness', setup: (a) => {
-    a.alloc(100); const p = a.alloc(3000); const b = a.alloc(1000); a.free(p);
-    return (u) => release(u, gran(b));
-  } },
-  { name: 'free: the only block', setup: (a) => {
-    const b = a.alloc(1000);
-    return (u) => release(u, gran(b));
-  } },
+  {
+    name: 'alloc: split a free block',
+    setup: (a) => {
+      const x = a.alloc(10 * 64);
+      a.alloc(64);
+      a.free(x); // a 16-granule hole
+      return (u) => {
+        takeFree(u, 2, DEAD, GEN);
+      };
+    },
+  },
+  {
+    name: 'alloc: exact fit',
+    setup: (a) => {
+      const x = a.alloc(10 * 64);
+      a.alloc(64);
+      a.free(x);
+      return (u) => {
+        takeFree(u, 16, DEAD, GEN);
+      };
+    },
+  },
+  {
+    name: 'alloc: split from a larger class',
+    setup: (a) => {
+      const x = a.alloc(60 * 64);
+      a.alloc(64);
+      a.free(x); // 64 granules
+      const y = a.alloc(3 * 64);
+      a.alloc(64);
+      a.free(y); // a 4-granule hole elsewhere, too small for 8
+      return (u) => {
+        takeFree(u, 8, DEAD, GEN);
+      };
+    },
+  },
+  {
+    name: 'alloc: at top',
+    setup: (a) => {
+      a.alloc(100);
+      return (u) => {
+        takeTop(u, 8, DEAD, GEN);
+      };
+    },
+  },
+  {
+    name: 'free: no free neighbour',
+    setup: (a) => {
+      a.alloc(100);
+      const b = a.alloc(1000);
+      a.alloc(100);
+      return (u) => release(u, gran(b));
+    },
+  },
+  {
+    name: 'free: merge with the next block',
+    setup: (a) => {
+      a.alloc(100);
+      const b = a.alloc(1000);
+      const c = a.alloc(2000);
+      a.alloc(100);
+      a.free(c);
+      return (u) => release(u, gran(b));
+    },
+  },
+  {
+    name: 'free: merge with the previous block',
+    setup: (a) => {
+      a.alloc(100);
+      const p = a.alloc(3000);
+      const b = a.alloc(1000);
+      a.alloc(100);
+      a.free(p);
+      return (u) => release(u, gran(b));
+    },
+  },
+  {
+    name: 'free: merge with both neighbours',
+    setup: (a) => {
+      a.alloc(100);
+      const p = a.alloc(3000);
+      const b = a.alloc(1000);
+      const n = a.alloc(5000);
+      a.alloc(100);
+      a.free(p);
+      a.free(n);
+      return (u) => release(u, gran(b));
+    },
+  },
+  {
+    name: 'free: the last block goes back to the wilderness',
+    setup: (a) => {
+      a.alloc(100);
+      const b = a.alloc(1000);
+      return (u) => release(u, gran(b));
+    },
+  },
+  {
+    name: 'free: the last block and the free one before it go back to the wilderness',
+    setup: (a) => {
+      a.alloc(100);
+      const p = a.alloc(3000);
+      const b = a.alloc(1000);
+      a.free(p);
+      return (u) => release(u, gran(b));
+    },
+  },
+  {
+    name: 'free: the only block',
+    setup: (a) => {
+      const b = a.alloc(1000);
+      return (u) => release(u, gran(b));
+    },
+  },
 ];
 
 /** A copy of the arena's whole SAB as a plain Uint32Array. */
@@ -190,7 +268,11 @@ test('repair itself, interrupted at each of its stores, leaves a heap the next r
 
 test('the harness fails a write order that breaks the tiling (the old release: absorbed header cleared before the merged size was stored)', () => {
   const arena = Arena.create({ initialBytes: 1 << 20 });
-  arena.alloc(100); const b = arena.alloc(1000); const c = arena.alloc(2000); arena.alloc(100); arena.free(c);
+  arena.alloc(100);
+  const b = arena.alloc(1000);
+  const c = arena.alloc(2000);
+  arena.alloc(100);
+  arena.free(c);
   const heap = snapshot(arena);
   const oldRelease: Op = (u) => {
     const x = gran(b);
@@ -205,15 +287,22 @@ test('the harness fails a write order that breaks the tiling (the old release: a
     u[(x + size) * G + B_PREV] = size;
     link(u, x);
   };
-  assert.throws(() => interruptEverywhere(heap, oldRelease, 'old release'),
-    (err: unknown) => err instanceof ServerError && /heap corrupt at granule \d+ \(size \d+, state 0x0/.test(err.message));
+  assert.throws(
+    () => interruptEverywhere(heap, oldRelease, 'old release'),
+    (err: unknown) => err instanceof ServerError && /heap corrupt at granule \d+ \(size \d+, state 0x0/.test(err.message),
+  );
 });
 
 test('checkHeap reports, and repair refuses, a heap whose tiling itself is broken', () => {
   const arena = Arena.create({ initialBytes: 1 << 20 });
-  arena.alloc(100); const b = arena.alloc(1000); arena.alloc(100);
+  arena.alloc(100);
+  const b = arena.alloc(1000);
+  arena.alloc(100);
   const u = snapshot(arena);
   u[gran(b) * G + B_SIZE] = 3; // now points into the middle of b's data
   assert.ok(checkHeap(u).length > 0);
-  assert.throws(() => repairHeap(u), (err: unknown) => err instanceof ServerError && err.code === 'INTERNAL' && /heap corrupt/.test(err.message));
+  assert.throws(
+    () => repairHeap(u),
+    (err: unknown) => err instanceof ServerError && err.code === 'INTERNAL' && /heap corrupt/.test(err.message),
+  );
 });

@@ -59,8 +59,10 @@ function isServerError(code: string, text: RegExp): (err: unknown) => boolean {
   return (err) => err instanceof ServerError && err.code === code && text.test(err.message);
 }
 
-test('a thread terminated at random moments inside alloc/free: the main thread never hangs, threadDied takes the lock over, repairs the heap and reclaims its blocks',
-  { timeout: 120_000 }, async (t) => {
+test(
+  'a thread terminated at random moments inside alloc/free: the main thread never hangs, threadDied takes the lock over, repairs the heap and reclaims its blocks',
+  { timeout: 120_000 },
+  async (t) => {
     const arena = Arena.create({ initialBytes: 1 << 20, maxBytes: 512 << 20 });
     const keep = arena.alloc(1000);
     const baseline = arena.usedBytes();
@@ -102,7 +104,7 @@ test('a thread terminated at random moments inside alloc/free: the main thread n
         dog.pet();
         assert.deepEqual(arena.checkHeap(), [], `round ${round}`);
         assert.equal(arena.usedBytes(), baseline, `round ${round}: the dead thread's blocks are reclaimed`);
-        assert.equal(arena.ownerOf(keep), 0, 'the main thread\'s block is untouched');
+        assert.equal(arena.ownerOf(keep), 0, "the main thread's block is untouched");
       }
     } finally {
       dog.stop();
@@ -113,10 +115,13 @@ test('a thread terminated at random moments inside alloc/free: the main thread n
     assert.equal(arena.repairs(), tookOver);
     arena.free(keep);
     assert.equal(arena.usedBytes(), 0);
-  });
+  },
+);
 
-test('the main thread gives up on a lock held by a dead, unreported thread within its bound; a free waits; threadDied takes over and does it',
-  { timeout: 30_000 }, async () => {
+test(
+  'the main thread gives up on a lock held by a dead, unreported thread within its bound; a free waits; threadDied takes over and does it',
+  { timeout: 30_000 },
+  async () => {
     const arena = Arena.create({ initialBytes: 1 << 20 });
     const mine = arena.alloc(100);
     const w = spawn(arena, 'hold');
@@ -144,7 +149,8 @@ test('the main thread gives up on a lock held by a dead, unreported thread withi
     assert.deepEqual(arena.checkHeap(), []);
     assert.equal(arena.repairs(), 1);
     assert.equal(arena.ownerOf(block), undefined);
-  });
+  },
+);
 
 test('a waiter on another thread takes over a lock whose holder is not a live thread, without waiting for threadDied', { timeout: 30_000 }, async () => {
   const arena = Arena.create({ initialBytes: 1 << 20 });
@@ -162,51 +168,70 @@ test('a waiter on another thread takes over a lock whose holder is not a live th
   assert.deepEqual(arena.checkHeap(), []);
 });
 
-test('adopt: blocks sent by a live thread become main\'s and outlive it; after the sender\'s sweep, adopt refuses with the offset and generation', { timeout: 30_000 }, async () => {
-  const arena = Arena.create({ initialBytes: 1 << 20 });
-  // Adopted before the sender is reported dead: main's, and its sweep leaves them alone.
-  const a = spawn(arena, 'post', { count: 3 });
-  const aTid = a.threadId;
-  const { blocks: sent } = await message<{ blocks: BlockRef[] }>(a);
-  for (const b of sent) assert.equal(arena.adopt(b), undefined);
-  await exited(a);
-  assert.equal(arena.threadDied(aTid).blocks, 0);
-  for (const [i, b] of sent.entries()) {
-    assert.equal(arena.ownerOf(b), 0);
-    assert.ok(arena.bytes(b.offset, 4096).every((v) => v === i + 1), 'adopted bytes intact');
-    arena.free(b);
-  }
-  assert.equal(arena.usedBytes(), 0);
+test(
+  "adopt: blocks sent by a live thread become main's and outlive it; after the sender's sweep, adopt refuses with the offset and generation",
+  { timeout: 30_000 },
+  async () => {
+    const arena = Arena.create({ initialBytes: 1 << 20 });
+    // Adopted before the sender is reported dead: main's, and its sweep leaves them alone.
+    const a = spawn(arena, 'post', { count: 3 });
+    const aTid = a.threadId;
+    const { blocks: sent } = await message<{ blocks: BlockRef[] }>(a);
+    for (const b of sent) assert.equal(arena.adopt(b), undefined);
+    await exited(a);
+    assert.equal(arena.threadDied(aTid).blocks, 0);
+    for (const [i, b] of sent.entries()) {
+      assert.equal(arena.ownerOf(b), 0);
+      assert.ok(
+        arena.bytes(b.offset, 4096).every((v) => v === i + 1),
+        'adopted bytes intact',
+      );
+      arena.free(b);
+    }
+    assert.equal(arena.usedBytes(), 0);
 
-  // The sender died and was swept before its blocks were adopted: refused, reclaimed, never freed twice.
-  const d = spawn(arena, 'post', { count: 2 });
-  const dTid = d.threadId;
-  const { blocks: lost } = await message<{ blocks: BlockRef[] }>(d);
-  await exited(d);
-  assert.deepEqual(arena.threadDied(dTid), { blocks: 2, bytes: 2 * 128 * 64, tookOver: false, deferred: false });
-  assert.equal(arena.usedBytes(), 0);
-  const mineNow = arena.alloc(4096); // may reuse a reclaimed block: a new generation
-  for (const b of lost) {
-    const why = arena.adopt(b);
-    assert.match(why ?? '', new RegExp(`offset ${b.offset} \\(generation ${b.gen}\\)`));
-  }
-  assert.equal(arena.ownerOf(mineNow), 0, 'a failed adopt takes nothing from the block\'s new owner');
+    // The sender died and was swept before its blocks were adopted: refused, reclaimed, never freed twice.
+    const d = spawn(arena, 'post', { count: 2 });
+    const dTid = d.threadId;
+    const { blocks: lost } = await message<{ blocks: BlockRef[] }>(d);
+    await exited(d);
+    assert.deepEqual(arena.threadDied(dTid), { blocks: 2, bytes: 2 * 128 * 64, tookOver: false, deferred: false });
+    assert.equal(arena.usedBytes(), 0);
+    const mineNow = arena.alloc(4096); // may reuse a reclaimed block: a new generation
+    for (const b of lost) {
+      const why = arena.adopt(b);
+      assert.match(why ?? '', new RegExp(`offset ${b.offset} \\(generation ${b.gen}\\)`));
+    }
+    assert.equal(arena.ownerOf(mineNow), 0, "a failed adopt takes nothing from the block's new owner");
 
-  // What worker-instance.ts makes of it: that response fails with a reason; its other, adoptable output is freed.
-  const fine = arena.alloc(100);
-  const responses = adoptOutputs(arena, [
-    { outputs: [{ name: 'A', datatype: 'UINT8', shape: [100], offset: fine.offset, gen: fine.gen, byteSize: 100 },
-      { name: 'B', datatype: 'UINT8', shape: [4096], ...lost[0]!, byteSize: 4096 }], final: true },
-  ], 'm_0');
-  assert.equal(responses[0]!.error?.code, 'INTERNAL');
-  assert.match(responses[0]!.error!.message, new RegExp(`^instance m_0 died while its outputs were in flight \\(output 'B': .*offset ${lost[0]!.offset} \\(generation ${lost[0]!.gen}\\)`));
-  assert.deepEqual(responses[0]!.outputs, []);
-  arena.free(mineNow);
-  assert.equal(arena.usedBytes(), 0, 'the adopted output of the failed response was freed');
-  assert.deepEqual(arena.checkHeap(), []);
-});
+    // What worker-instance.ts makes of it: that response fails with a reason; its other, adoptable output is freed.
+    const fine = arena.alloc(100);
+    const responses = adoptOutputs(
+      arena,
+      [
+        {
+          outputs: [
+            { name: 'A', datatype: 'UINT8', shape: [100], offset: fine.offset, gen: fine.gen, byteSize: 100 },
+            { name: 'B', datatype: 'UINT8', shape: [4096], ...lost[0]!, byteSize: 4096 },
+          ],
+          final: true,
+        },
+      ],
+      'm_0',
+    );
+    assert.equal(responses[0]!.error?.code, 'INTERNAL');
+    assert.match(
+      responses[0]!.error!.message,
+      new RegExp(`^instance m_0 died while its outputs were in flight \\(output 'B': .*offset ${lost[0]!.offset} \\(generation ${lost[0]!.gen}\\)`),
+    );
+    assert.deepEqual(responses[0]!.outputs, []);
+    arena.free(mineNow);
+    assert.equal(arena.usedBytes(), 0, 'the adopted output of the failed response was freed');
+    assert.deepEqual(arena.checkHeap(), []);
+  },
+);
 
-test('adopt and give of a block that lies where another thread grew the arena, beyond this thread\'s views', { timeout: 30_000 }, async () => {
+test("adopt and give of a block that lies where another thread grew the arena, beyond this thread's views", { timeout: 30_000 }, async () => {
   const arena = Arena.create({ initialBytes: 1 << 20 });
   const holder = spawn(arena, 'hold-still');
   await message(holder);
@@ -214,7 +239,9 @@ test('adopt and give of a block that lies where another thread grew the arena, b
   const a = spawn(arena, 'post', { count: 2, size: 2 << 20 });
   const aTid = a.threadId;
   const hTid = holder.threadId;
-  const { blocks: [first, big] } = await message<{ blocks: BlockRef[] }>(a);
+  const {
+    blocks: [first, big],
+  } = await message<{ blocks: BlockRef[] }>(a);
   assert.equal(arena.adopt(big!), undefined);
   assert.equal(arena.adopt(first!), undefined);
   arena.free(first!);
@@ -227,21 +254,25 @@ test('adopt and give of a block that lies where another thread grew the arena, b
   assert.equal(arena.usedBytes(), 0);
 });
 
-test('give: a block handed to a live thread is its own, and that thread\'s sweep reclaims it; a thread reported dead is refused', { timeout: 30_000 }, async () => {
-  const arena = Arena.create({ initialBytes: 1 << 20 });
-  const w = spawn(arena, 'hold-still');
-  const tid = w.threadId;
-  await message(w); // attached
-  const b = arena.alloc(3000);
-  assert.equal(arena.give(b, tid), true);
-  assert.equal(arena.ownerOf(b), tid);
-  await w.terminate();
-  assert.equal(arena.threadDied(tid).blocks, 1);
-  assert.equal(arena.usedBytes(), 0);
-  const c = arena.alloc(3000);
-  assert.equal(arena.give(c, tid), false, 'the receiver is dead: the block stays main\'s');
-  assert.equal(arena.ownerOf(c), 0);
-  assert.throws(() => arena.give(b, 0), isServerError('INTERNAL', new RegExp(`offset ${b.offset} \\(generation ${b.gen}\\)`)));
-  arena.free(c);
-  assert.equal(arena.usedBytes(), 0);
-});
+test(
+  "give: a block handed to a live thread is its own, and that thread's sweep reclaims it; a thread reported dead is refused",
+  { timeout: 30_000 },
+  async () => {
+    const arena = Arena.create({ initialBytes: 1 << 20 });
+    const w = spawn(arena, 'hold-still');
+    const tid = w.threadId;
+    await message(w); // attached
+    const b = arena.alloc(3000);
+    assert.equal(arena.give(b, tid), true);
+    assert.equal(arena.ownerOf(b), tid);
+    await w.terminate();
+    assert.equal(arena.threadDied(tid).blocks, 1);
+    assert.equal(arena.usedBytes(), 0);
+    const c = arena.alloc(3000);
+    assert.equal(arena.give(c, tid), false, "the receiver is dead: the block stays main's");
+    assert.equal(arena.ownerOf(c), 0);
+    assert.throws(() => arena.give(b, 0), isServerError('INTERNAL', new RegExp(`offset ${b.offset} \\(generation ${b.gen}\\)`)));
+    arena.free(c);
+    assert.equal(arena.usedBytes(), 0);
+  },
+);

@@ -80,7 +80,7 @@ test('the arena grows past its initial size and keeps earlier data', () => {
   arena.bytes(first.offset, 1000).fill(7);
   const big = arena.alloc(10 << 20);
   arena.bytes(big.offset, 10 << 20).fill(9);
-  assert.ok(arena.handle.sab.byteLength >= (10 << 20));
+  assert.ok(arena.handle.sab.byteLength >= 10 << 20);
   assert.ok(arena.bytes(first.offset, 1000).every((v) => v === 7));
   arena.free(big);
   arena.free(first);
@@ -88,13 +88,15 @@ test('the arena grows past its initial size and keeps earlier data', () => {
 
 test('allocating past maxBytes throws UNAVAILABLE naming the size', () => {
   const arena = Arena.create({ initialBytes: 64 * 1024, maxBytes: 1 << 20 });
-  assert.throws(() => arena.alloc(2 << 20),
-    isServerError('UNAVAILABLE', /^tensor arena exhausted: cannot allocate 2097152 bytes \(/));
-  assert.throws(() => arena.alloc(2 ** 40),
-    isServerError('UNAVAILABLE', /^tensor arena exhausted: cannot allocate 1099511627776 bytes/));
+  assert.throws(() => arena.alloc(2 << 20), isServerError('UNAVAILABLE', /^tensor arena exhausted: cannot allocate 2097152 bytes \(/));
+  assert.throws(() => arena.alloc(2 ** 40), isServerError('UNAVAILABLE', /^tensor arena exhausted: cannot allocate 1099511627776 bytes/));
   const held: BlockRef[] = [];
-  assert.throws(() => { for (;;) held.push(arena.alloc(100_000)); },
-    isServerError('UNAVAILABLE', /^tensor arena exhausted: cannot allocate 100000 bytes/));
+  assert.throws(
+    () => {
+      for (;;) held.push(arena.alloc(100_000));
+    },
+    isServerError('UNAVAILABLE', /^tensor arena exhausted: cannot allocate 100000 bytes/),
+  );
   // Still usable after the failure.
   for (const off of held) arena.free(off);
   arena.free(arena.alloc(100_000));
@@ -147,7 +149,10 @@ test('random single-thread alloc/free keeps blocks disjoint and frees everything
       const keys = [...live.keys()];
       const off = keys[rand(keys.length)];
       const b = live.get(off)!;
-      assert.ok(arena.bytes(off, b.size).every((v) => v === b.tag), `block ${off} overwritten`);
+      assert.ok(
+        arena.bytes(off, b.size).every((v) => v === b.tag),
+        `block ${off} overwritten`,
+      );
       arena.free({ offset: off, gen: b.gen });
       live.delete(off);
     } else {
@@ -169,13 +174,19 @@ test('four worker threads hammering alloc/free never get overlapping blocks', { 
   const arena = Arena.create({ initialBytes: 256 * 1024, maxBytes: 1 << 30 });
   const script = path.join(__dirname, 'fixtures', 'arena-stress-worker.js');
   const threads = [1, 2, 3, 4];
-  const results = await Promise.all(threads.map((threadId) => new Promise<{ errors: string[]; allocs: number }>(
-    (resolve, reject) => {
-      const w = new Worker(script, { workerData: { arena: arena.handle, threadId, iterations: 20_000, seed: threadId * 7919 } });
-      w.once('message', resolve);
-      w.once('error', reject);
-      w.once('exit', (code) => { if (code !== 0) reject(new Error(`worker ${threadId} exited with ${code}`)); });
-    })));
+  const results = await Promise.all(
+    threads.map(
+      (threadId) =>
+        new Promise<{ errors: string[]; allocs: number }>((resolve, reject) => {
+          const w = new Worker(script, { workerData: { arena: arena.handle, threadId, iterations: 20_000, seed: threadId * 7919 } });
+          w.once('message', resolve);
+          w.once('error', reject);
+          w.once('exit', (code) => {
+            if (code !== 0) reject(new Error(`worker ${threadId} exited with ${code}`));
+          });
+        }),
+    ),
+  );
   for (const r of results) {
     assert.deepEqual(r.errors, []);
     assert.ok(r.allocs > 1000);
@@ -185,7 +196,7 @@ test('four worker threads hammering alloc/free never get overlapping blocks', { 
   assert.ok(arena.handle.sab.byteLength > 256 * 1024);
 });
 
-test('a stale handle (freed, the block allocated again) is refused with INTERNAL naming offset and both generations; the new owner\'s block is intact', () => {
+test("a stale handle (freed, the block allocated again) is refused with INTERNAL naming offset and both generations; the new owner's block is intact", () => {
   const arena = Arena.create({ initialBytes: 1 << 20 });
   const old = arena.alloc(1000);
   const guard = arena.alloc(100); // keeps `old` off the top, so its block is reused in place
@@ -194,11 +205,16 @@ test('a stale handle (freed, the block allocated again) is refused with INTERNAL
   assert.equal(now.offset, old.offset, 'same block, allocated again');
   assert.notEqual(now.gen, old.gen);
   arena.bytes(now.offset, 1000).fill(0x5a);
-  const stale = new RegExp(`^tensor arena: stale handle: offset ${old.offset} \\(generation ${old.gen}\\), but the block there is generation ${now.gen} .*; not freed$`);
+  const stale = new RegExp(
+    `^tensor arena: stale handle: offset ${old.offset} \\(generation ${old.gen}\\), but the block there is generation ${now.gen} .*; not freed$`,
+  );
   assert.throws(() => arena.free(old), isServerError('INTERNAL', stale));
   assert.match(arena.adopt(old) ?? '', new RegExp(`offset ${old.offset} \\(generation ${old.gen}\\), but the block there is generation ${now.gen}`));
   assert.throws(() => arena.give(old, 0), isServerError('INTERNAL', new RegExp(`generation ${old.gen}\\), but the block there is generation ${now.gen}`)));
-  assert.ok(arena.bytes(now.offset, 1000).every((v) => v === 0x5a), 'the new owner\'s bytes are intact');
+  assert.ok(
+    arena.bytes(now.offset, 1000).every((v) => v === 0x5a),
+    "the new owner's bytes are intact",
+  );
   assert.equal(arena.ownerOf(now), 0);
   assert.equal(arena.ownerOf(old), undefined);
   assert.deepEqual(arena.checkHeap(), []);
@@ -229,11 +245,15 @@ test('a reader sees the bytes in place but may not alloc, free, adopt or give', 
   const reader = Arena.reader(arena.handle);
   assert.ok(reader.bytes(block.offset, 64).every((v) => v === 9));
   for (const [what, call] of [
-    ['alloc', () => reader.alloc(8)], ['free', () => reader.free(block)],
-    ['adopt', () => reader.adopt(block)], ['give', () => reader.give(block, 0)],
+    ['alloc', () => reader.alloc(8)],
+    ['free', () => reader.free(block)],
+    ['adopt', () => reader.adopt(block)],
+    ['give', () => reader.give(block, 0)],
   ] as const) {
-    assert.throws(call, (e: unknown) => e instanceof ServerError && e.code === 'INTERNAL' &&
-      e.message === `tensor arena: ${what} on a read-only view (Arena.reader)`);
+    assert.throws(
+      call,
+      (e: unknown) => e instanceof ServerError && e.code === 'INTERNAL' && e.message === `tensor arena: ${what} on a read-only view (Arena.reader)`,
+    );
   }
   arena.free(block);
   assert.equal(arena.usedBytes(), 0);

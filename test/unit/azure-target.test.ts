@@ -21,12 +21,15 @@ test('parseAzureUrl: account, container and prefix', () => {
 
 test('parseAzureUrl: malformed paths are INVALID_ARG naming the path and the form', () => {
   for (const url of ['as://acct', 'as://acct/', 'as:///models', 'as://acct/models?sv=1', 's3://acct/models']) {
-    assert.throws(() => parseAzureUrl(url), (err: unknown) => {
-      assert.ok(err instanceof ServerError);
-      assert.equal(err.code, 'INVALID_ARG');
-      assert.equal(err.message, `invalid Azure Blob repository path '${url}': expected 'as://<account>/<container>[/<path>]'`);
-      return true;
-    });
+    assert.throws(
+      () => parseAzureUrl(url),
+      (err: unknown) => {
+        assert.ok(err instanceof ServerError);
+        assert.equal(err.code, 'INVALID_ARG');
+        assert.equal(err.message, `invalid Azure Blob repository path '${url}': expected 'as://<account>/<container>[/<path>]'`);
+        return true;
+      },
+    );
   }
 });
 
@@ -48,62 +51,86 @@ interface Row {
 const ROWS: Row[] = [
   {
     name: 'nothing set: anonymous on the public endpoint of the URL account',
-    env: {}, account: 'acct', serviceUrl: 'https://acct.blob.core.windows.net', auth: 'anonymous',
+    env: {},
+    account: 'acct',
+    serviceUrl: 'https://acct.blob.core.windows.net',
+    auth: 'anonymous',
     source: 'anonymous (no TRITON_CLOUD_CREDENTIAL_PATH entry, AZURE_STORAGE_CONNECTION_STRING or AZURE_STORAGE_KEY)',
   },
   {
     name: "Triton's variables: AZURE_STORAGE_ACCOUNT names the account instead of the URL's",
     env: { AZURE_STORAGE_ACCOUNT: 'envacct', AZURE_STORAGE_KEY: KEY },
-    account: 'envacct', serviceUrl: 'https://envacct.blob.core.windows.net', auth: 'key',
+    account: 'envacct',
+    serviceUrl: 'https://envacct.blob.core.windows.net',
+    auth: 'key',
     source: 'environment AZURE_STORAGE_ACCOUNT=envacct and AZURE_STORAGE_KEY',
   },
   {
     name: 'a key alone: the URL account',
-    env: { AZURE_STORAGE_KEY: KEY }, account: 'acct', serviceUrl: 'https://acct.blob.core.windows.net', auth: 'key',
+    env: { AZURE_STORAGE_KEY: KEY },
+    account: 'acct',
+    serviceUrl: 'https://acct.blob.core.windows.net',
+    auth: 'key',
     source: 'environment AZURE_STORAGE_KEY (account acct from the path)',
   },
   {
     name: 'the endpoint override (Azurite form)',
     env: { AZURE_STORAGE_KEY: KEY, AZURE_STORAGE_BLOB_ENDPOINT: 'http://127.0.0.1:10000/acct/' },
-    account: 'acct', serviceUrl: 'http://127.0.0.1:10000/acct', auth: 'key',
+    account: 'acct',
+    serviceUrl: 'http://127.0.0.1:10000/acct',
+    auth: 'key',
     source: 'environment AZURE_STORAGE_KEY (account acct from the path)',
   },
   {
     name: 'a connection string wins over the key variables and names its own endpoint',
     env: { AZURE_STORAGE_CONNECTION_STRING: CS, AZURE_STORAGE_KEY: 'other', AZURE_STORAGE_BLOB_ENDPOINT: 'https://ignored.example' },
-    account: 'csacct', serviceUrl: 'http://127.0.0.1:10000/csacct', auth: 'connection-string',
+    account: 'csacct',
+    serviceUrl: 'http://127.0.0.1:10000/csacct',
+    auth: 'connection-string',
     source: 'environment AZURE_STORAGE_CONNECTION_STRING (AccountName=csacct)',
   },
   {
     name: 'a connection string with EndpointSuffix (a sovereign cloud)',
     env: { AZURE_STORAGE_CONNECTION_STRING: `AccountName=gov;AccountKey=${KEY};EndpointSuffix=core.usgovcloudapi.net` },
-    account: 'gov', serviceUrl: 'https://gov.blob.core.usgovcloudapi.net', auth: 'connection-string',
+    account: 'gov',
+    serviceUrl: 'https://gov.blob.core.usgovcloudapi.net',
+    auth: 'connection-string',
     source: 'environment AZURE_STORAGE_CONNECTION_STRING (AccountName=gov)',
   },
   {
     name: 'a credential entry is the whole credential: the key variables are not read',
     cred: { source: ENTRY, account_str: 'entryacct', account_key: KEY },
     env: { AZURE_STORAGE_CONNECTION_STRING: CS, AZURE_STORAGE_KEY: 'other' },
-    account: 'entryacct', serviceUrl: 'https://entryacct.blob.core.windows.net', auth: 'key',
+    account: 'entryacct',
+    serviceUrl: 'https://entryacct.blob.core.windows.net',
+    auth: 'key',
     source: `${ENTRY} (account entryacct, account_key)`,
   },
   {
     name: "an entry's blob_endpoint wins over AZURE_STORAGE_BLOB_ENDPOINT",
     cred: { source: ENTRY, account_key: KEY, blob_endpoint: 'http://127.0.0.1:1/acct' },
     env: { AZURE_STORAGE_BLOB_ENDPOINT: 'http://127.0.0.1:2/acct' },
-    account: 'acct', serviceUrl: 'http://127.0.0.1:1/acct', auth: 'key',
+    account: 'acct',
+    serviceUrl: 'http://127.0.0.1:1/acct',
+    auth: 'key',
     source: `${ENTRY} (account acct, account_key)`,
   },
   {
     name: 'an entry without a key: anonymous, saying so',
-    cred: { source: ENTRY }, env: { AZURE_STORAGE_BLOB_ENDPOINT: 'http://127.0.0.1:2/acct' },
-    account: 'acct', serviceUrl: 'http://127.0.0.1:2/acct', auth: 'anonymous',
+    cred: { source: ENTRY },
+    env: { AZURE_STORAGE_BLOB_ENDPOINT: 'http://127.0.0.1:2/acct' },
+    account: 'acct',
+    serviceUrl: 'http://127.0.0.1:2/acct',
+    auth: 'anonymous',
     source: `anonymous (${ENTRY} has no account_key)`,
   },
   {
     name: "an entry's connection_string",
-    cred: { source: ENTRY, connection_string: CS, auth_type: 'key' }, env: {},
-    account: 'csacct', serviceUrl: 'http://127.0.0.1:10000/csacct', auth: 'connection-string',
+    cred: { source: ENTRY, connection_string: CS, auth_type: 'key' },
+    env: {},
+    account: 'csacct',
+    serviceUrl: 'http://127.0.0.1:10000/csacct',
+    auth: 'connection-string',
     source: `${ENTRY} connection_string (AccountName=csacct)`,
   },
 ];
@@ -123,42 +150,69 @@ test('azureTarget: where the account, endpoint and credential come from', () => 
 
 test('azureTarget: malformed credentials and endpoints are INVALID_ARG naming what to write', () => {
   const rows: [string, AzureCredential | undefined, Env, RegExp][] = [
-    ['an unserved auth_type', { source: ENTRY, auth_type: 'managed_identity' }, {},
-      /has auth_type 'managed_identity', which nodetron does not serve yet; give account_key or connection_string instead$/],
-    ['an endpoint that is no URL', undefined, { AZURE_STORAGE_BLOB_ENDPOINT: '127.0.0.1:10000' },
-      /AZURE_STORAGE_BLOB_ENDPOINT '127\.0\.0\.1:10000' (is not a URL|must be an http:\/\/ or https:\/\/ URL)/],
-    ['an ftp endpoint', { source: ENTRY, blob_endpoint: 'ftp://h/acct' }, {},
-      /entry "as:\/\/acct" blob_endpoint 'ftp:\/\/h\/acct' must be an http:\/\/ or https:\/\/ URL$/],
-    ['a connection string without a key or endpoint', undefined, { AZURE_STORAGE_CONNECTION_STRING: 'AccountName=a' },
-      /environment AZURE_STORAGE_CONNECTION_STRING has neither AccountKey=, SharedAccessSignature= nor BlobEndpoint=/],
+    [
+      'an unserved auth_type',
+      { source: ENTRY, auth_type: 'managed_identity' },
+      {},
+      /has auth_type 'managed_identity', which nodetron does not serve yet; give account_key or connection_string instead$/,
+    ],
+    [
+      'an endpoint that is no URL',
+      undefined,
+      { AZURE_STORAGE_BLOB_ENDPOINT: '127.0.0.1:10000' },
+      /AZURE_STORAGE_BLOB_ENDPOINT '127\.0\.0\.1:10000' (is not a URL|must be an http:\/\/ or https:\/\/ URL)/,
+    ],
+    [
+      'an ftp endpoint',
+      { source: ENTRY, blob_endpoint: 'ftp://h/acct' },
+      {},
+      /entry "as:\/\/acct" blob_endpoint 'ftp:\/\/h\/acct' must be an http:\/\/ or https:\/\/ URL$/,
+    ],
+    [
+      'a connection string without a key or endpoint',
+      undefined,
+      { AZURE_STORAGE_CONNECTION_STRING: 'AccountName=a' },
+      /environment AZURE_STORAGE_CONNECTION_STRING has neither AccountKey=, SharedAccessSignature= nor BlobEndpoint=/,
+    ],
   ];
   for (const [name, cred, env, re] of rows) {
-    assert.throws(() => azureTarget('as://acct/models', cred, env), (err: unknown) => {
-      assert.ok(err instanceof ServerError, name);
-      assert.equal(err.code, 'INVALID_ARG', name);
-      assert.match(err.message, /^invalid Azure Blob repository path 'as:\/\/acct\/models': /, name);
-      assert.match(err.message, re, name);
-      return true;
-    }, name);
+    assert.throws(
+      () => azureTarget('as://acct/models', cred, env),
+      (err: unknown) => {
+        assert.ok(err instanceof ServerError, name);
+        assert.equal(err.code, 'INVALID_ARG', name);
+        assert.match(err.message, /^invalid Azure Blob repository path 'as:\/\/acct\/models': /, name);
+        assert.match(err.message, re, name);
+        return true;
+      },
+      name,
+    );
   }
 });
 
 test('azureCredentialFromEntry: the credential file entry in typed form, or a text naming the entry and field', () => {
-  assert.deepEqual(
-    azureCredentialFromEntry({ account_str: 'a', account_key: KEY, region: 'ignored' }, ENTRY),
-    { source: ENTRY, account_str: 'a', account_key: KEY },
-  );
+  assert.deepEqual(azureCredentialFromEntry({ account_str: 'a', account_key: KEY, region: 'ignored' }, ENTRY), {
+    source: ENTRY,
+    account_str: 'a',
+    account_key: KEY,
+  });
   const rows: [unknown, string][] = [
-    ['just a string', `${ENTRY} is not an object: write it as { "account_str": "<account>", "account_key": "<key>" } or { "connection_string": "<connection string>" }`],
+    [
+      'just a string',
+      `${ENTRY} is not an object: write it as { "account_str": "<account>", "account_key": "<key>" } or { "connection_string": "<connection string>" }`,
+    ],
     [null, `${ENTRY} is not an object: write it as { "account_str": "<account>", "account_key": "<key>" } or { "connection_string": "<connection string>" }`],
     [{ account_key: 42 }, `${ENTRY} field account_key is 42; write it as a string`],
   ];
   for (const [entry, text] of rows) {
-    assert.throws(() => azureCredentialFromEntry(entry, ENTRY), (err: unknown) => {
-      assert.ok(err instanceof ServerError);
-      assert.equal(err.code, 'INVALID_ARG');
-      assert.equal(err.message, text);
-      return true;
-    });
+    assert.throws(
+      () => azureCredentialFromEntry(entry, ENTRY),
+      (err: unknown) => {
+        assert.ok(err instanceof ServerError);
+        assert.equal(err.code, 'INVALID_ARG');
+        assert.equal(err.message, text);
+        return true;
+      },
+    );
   }
 });

@@ -30,7 +30,7 @@ for (const [name, code, way] of MISSING) {
   });
 }
 
-test('the backend list is the registry\'s: onnxruntime, python, fil, pytorch and the test backends are there and load', () => {
+test("the backend list is the registry's: onnxruntime, python, fil, pytorch and the test backends are there and load", () => {
   for (const name of ['onnxruntime', 'python', 'fil', 'pytorch', 'identity', 'repeat', 'square']) {
     assert.ok(backendNames().includes(name), name);
     assert.equal(findBackend(name).name, name);
@@ -42,7 +42,12 @@ test('missing backends with an ONNX way end with the ONNX and Python ways', () =
   for (const name of ['tensorrt', 'tensorflow', 'openvino']) assert.ok(missingBackend(name).message.endsWith(ONNX_OR_PYTHON), name);
 });
 
-const LISTS: [string[], string][] = [[[], ''], [['a'], 'a'], [['a', 'b'], 'a and b'], [['a', 'b', 'c'], 'a, b and c']];
+const LISTS: [string[], string][] = [
+  [[], ''],
+  [['a'], 'a'],
+  [['a', 'b'], 'a and b'],
+  [['a', 'b', 'c'], 'a, b and c'],
+];
 for (const [names, want] of LISTS) {
   test(`listText(${JSON.stringify(names)}) = '${want}'`, () => assert.equal(listText(names), want));
 }

@@ -22,7 +22,12 @@ function policy(maxBatchSize: number, preferredBatchSizes: number[], maxQueueDel
 const run = (count: number): BatchDecision => ({ kind: 'run', count });
 const waitUntil = (untilUs: number): BatchDecision => ({ kind: 'wait', untilUs });
 
-interface Case { name: string; q: QueuedView[]; p: BatchPolicy; want: BatchDecision }
+interface Case {
+  name: string;
+  q: QueuedView[];
+  p: BatchPolicy;
+  want: BatchDecision;
+}
 
 const D = 1000; // max_queue_delay_microseconds of the waiting cases
 
@@ -95,7 +100,13 @@ function request(inputs: TensorRef[]): InferRequest {
   return { id: '', model: 'm', version: 1, latest: false, batchSize: inputs[0]?.shape[0] ?? 1, inputs, requestedOutputs: null, parameters: {}, arrivalNs: 0 };
 }
 
-interface KeyCase { name: string; a: TensorRef[]; b: TensorRef[]; same: boolean; ragged?: string[] }
+interface KeyCase {
+  name: string;
+  a: TensorRef[];
+  b: TensorRef[];
+  same: boolean;
+  ragged?: string[];
+}
 
 const keyCases: KeyCase[] = [
   { name: 'batch dim is ignored', a: [tensor('x', [1, 3])], b: [tensor('x', [4, 3])], same: true },
@@ -120,5 +131,8 @@ for (const c of keyCases) {
 test('shapeKeyOf does not reorder the request inputs', () => {
   const r = request([tensor('y', [1, 2]), tensor('x', [1, 3])]);
   shapeKeyOf(r);
-  assert.deepEqual(r.inputs.map((t) => t.name), ['y', 'x']);
+  assert.deepEqual(
+    r.inputs.map((t) => t.name),
+    ['y', 'x'],
+  );
 });

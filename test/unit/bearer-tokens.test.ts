@@ -34,8 +34,12 @@ for (const [name, text, want] of FILES) {
 }
 
 test('refusal texts name the flag and how to send a token, never a token', () => {
-  assert.equal(tokenRefusal('missing', '--http-auth-token-file', 'header'),
-    "missing bearer token: this server requires the header 'Authorization: Bearer <token>' on every request (--http-auth-token-file)");
-  assert.equal(tokenRefusal('invalid', '--grpc-auth-token-file', 'metadata'),
-    "invalid bearer token: send the metadata 'authorization: Bearer <token>' with one of the tokens in the server's --grpc-auth-token-file");
+  assert.equal(
+    tokenRefusal('missing', '--http-auth-token-file', 'header'),
+    "missing bearer token: this server requires the header 'Authorization: Bearer <token>' on every request (--http-auth-token-file)",
+  );
+  assert.equal(
+    tokenRefusal('invalid', '--grpc-auth-token-file', 'metadata'),
+    "invalid bearer token: send the metadata 'authorization: Bearer <token>' with one of the tokens in the server's --grpc-auth-token-file",
+  );
 });

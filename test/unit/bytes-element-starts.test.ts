@@ -3,12 +3,14 @@ import assert from 'node:assert/strict';
 import { bytesElementStarts } from '../../src/python-backend/request-wire';
 
 function stream(elements: string[]): Uint8Array {
-  return Buffer.concat(elements.flatMap((e) => {
-    const b = Buffer.from(e);
-    const len = Buffer.alloc(4);
-    len.writeUInt32LE(b.length);
-    return [len, b];
-  }));
+  return Buffer.concat(
+    elements.flatMap((e) => {
+      const b = Buffer.from(e);
+      const len = Buffer.alloc(4);
+      len.writeUInt32LE(b.length);
+      return [len, b];
+    }),
+  );
 }
 
 // The host's element index of a BYTES tensor (ShmTensor.starts): the offset of each length prefix.

@@ -14,11 +14,13 @@ import { serializeJsonStrings } from '../../src/frontend/http/json-bytes-data';
 import { tensorDataJson } from '../../src/frontend/http/tensor-json';
 
 function serialized(elements: readonly Buffer[]): Buffer {
-  return Buffer.concat(elements.flatMap((e) => {
-    const len = Buffer.alloc(4);
-    len.writeUInt32LE(e.length);
-    return [len, e];
-  }));
+  return Buffer.concat(
+    elements.flatMap((e) => {
+      const len = Buffer.alloc(4);
+      len.writeUInt32LE(e.length);
+      return [len, e];
+    }),
+  );
 }
 
 /** What the response text was before: one string per element, JSON.stringify'd. */
@@ -75,7 +77,17 @@ const outputCases: { name: string; elements: Buffer[] }[] = [
   { name: 'valid UTF-8 (2, 3, 4 bytes) and escapes', elements: ['é', '€', '🚀', 'a"b\\c\u007f\u2028'].map((s) => Buffer.from(s)) },
   {
     name: 'invalid UTF-8: stray continuation, cut-off sequences at the end of an element, encoded surrogates, overlong',
-    elements: [[0x80], [0xe2, 0x82], [0xf0, 0x9f, 0x9a], [0xc3], [0xed, 0xa0, 0x80], [0xc0, 0xaf], [0xe2, 0x0a, 0x41], [0xff, 0xfe], [0xf4, 0x90, 0x80, 0x80]].map((b) => Buffer.from(b)),
+    elements: [
+      [0x80],
+      [0xe2, 0x82],
+      [0xf0, 0x9f, 0x9a],
+      [0xc3],
+      [0xed, 0xa0, 0x80],
+      [0xc0, 0xaf],
+      [0xe2, 0x0a, 0x41],
+      [0xff, 0xfe],
+      [0xf4, 0x90, 0x80, 0x80],
+    ].map((b) => Buffer.from(b)),
   },
   {
     name: 'past one chunk (65,536 elements), pseudo-random bytes',

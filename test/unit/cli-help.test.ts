@@ -62,18 +62,21 @@ for (const [argv, get, expected] of PREFIXES) {
 }
 
 const IGNORED: [string[], string[]][] = [
-  [['--allow-sagemaker=true'], ["Warning: '--allow-sagemaker=true' is ignored: nodetron has no SageMaker endpoint "
-    + '(/ping, /invocations); use the KServe v2 HTTP API on --http-port.']],
+  [
+    ['--allow-sagemaker=true'],
+    ["Warning: '--allow-sagemaker=true' is ignored: nodetron has no SageMaker endpoint " + '(/ping, /invocations); use the KServe v2 HTTP API on --http-port.'],
+  ],
   [['--allow-sagemaker=false', '--allow-vertex-ai=0', '--allow-gpu-metrics=1', '--buffer-manager-thread-count=0'], []],
-  [['--allow-vertex-ai=1'], ["Warning: '--allow-vertex-ai=1' is ignored: nodetron has no Vertex AI endpoint; "
-    + 'use the KServe v2 HTTP API on --http-port.']],
+  [['--allow-vertex-ai=1'], ["Warning: '--allow-vertex-ai=1' is ignored: nodetron has no Vertex AI endpoint; " + 'use the KServe v2 HTTP API on --http-port.']],
   [['--http-header-forward-pattern=^x-'], []],
-  [['--grpc-infer-thread-count=8', '--host-policy=p,numa-node=0'], [
-    "Warning: '--grpc-infer-thread-count=8' is ignored: gRPC requests are handled on the main thread by grpc-js.",
-    "Warning: '--host-policy=p,numa-node=0' is ignored: NUMA and CPU pinning are not supported; run the server "
-    + 'under numactl or taskset.']],
-  [['--pinned-memory-pool-byte-size=0'], ["Warning: '--pinned-memory-pool-byte-size=0' is ignored: nodetron runs on "
-    + 'the CPU only (no CUDA).']],
+  [
+    ['--grpc-infer-thread-count=8', '--host-policy=p,numa-node=0'],
+    [
+      "Warning: '--grpc-infer-thread-count=8' is ignored: gRPC requests are handled on the main thread by grpc-js.",
+      "Warning: '--host-policy=p,numa-node=0' is ignored: NUMA and CPU pinning are not supported; run the server " + 'under numactl or taskset.',
+    ],
+  ],
+  [['--pinned-memory-pool-byte-size=0'], ["Warning: '--pinned-memory-pool-byte-size=0' is ignored: nodetron runs on " + 'the CPU only (no CUDA).']],
 ];
 for (const [argv, expected] of IGNORED) {
   test(`ignored flags warn once: ${argv.join(' ')}`, () => {
@@ -81,7 +84,7 @@ for (const [argv, expected] of IGNORED) {
   });
 }
 
-test('--help: every flag has a group, a description and fits 80 columns; Triton\'s groups in order', () => {
+test("--help: every flag has a group, a description and fits 80 columns; Triton's groups in order", () => {
   const text = usageText();
   for (const line of text.split('\n')) assert.ok(line.length <= 80, `too wide: ${line}`);
   for (const spec of FLAGS) {
@@ -89,20 +92,47 @@ test('--help: every flag has a group, a description and fits 80 columns; Triton\
     assert.match(text, new RegExp(`^  --${spec.name}( |$)`, 'm'));
   }
   const groups = [...text.matchAll(/^([A-Z][^\s:]*(?: [^\s:]+)*):$/gm)].map((m) => m[1]);
-  assert.deepEqual(groups, ['Server', 'Logging', 'Model Repository', 'HTTP', 'GRPC', 'Sagemaker', 'Vertex', 'Metrics',
-    'Tracing', 'Backend', 'Repository Agent', 'Response Cache', 'Rate Limiter', 'Memory/Device Management', 'DEPRECATED']);
+  assert.deepEqual(groups, [
+    'Server',
+    'Logging',
+    'Model Repository',
+    'HTTP',
+    'GRPC',
+    'Sagemaker',
+    'Vertex',
+    'Metrics',
+    'Tracing',
+    'Backend',
+    'Repository Agent',
+    'Response Cache',
+    'Rate Limiter',
+    'Memory/Device Management',
+    'DEPRECATED',
+  ]);
   assert.ok(text.includes("\nnodetron's own:\n  --http-codec-offload-bytes <integer>"));
 });
 
 const LAYOUT: [HelpFlag, FlagDoc, string[]][] = [
-  [{ name: 'http-port', arg: '<integer>', repeatable: false }, { group: 'HTTP', text: 'HTTP port.', def: '8000' },
-    ['  --http-port <integer>'.padEnd(80 - 13) + 'default: 8000', '      HTTP port.']],
-  [{ name: 'load-model', arg: '<name>', repeatable: true }, { group: 'Model Repository', text: 'Load it.' },
-    ['  --load-model <name>', '      Load it. Repeatable.']],
-  [{ name: 'x', arg: '<' + 'a'.repeat(60) + '>', repeatable: false }, { group: 'HTTP', text: 'T.', def: '1234567' },
-    ['  --x <' + 'a'.repeat(60) + '>', '      (default: 1234567) T.']],
-  [{ name: 'y', arg: '', repeatable: false }, { group: 'HTTP', text: 'Off.', def: 'false', ignored: 'no reason' },
-    ['  --y'.padEnd(80 - 14) + 'default: false', '      Off. Ignored by nodetron: no reason.']],
+  [
+    { name: 'http-port', arg: '<integer>', repeatable: false },
+    { group: 'HTTP', text: 'HTTP port.', def: '8000' },
+    ['  --http-port <integer>'.padEnd(80 - 13) + 'default: 8000', '      HTTP port.'],
+  ],
+  [
+    { name: 'load-model', arg: '<name>', repeatable: true },
+    { group: 'Model Repository', text: 'Load it.' },
+    ['  --load-model <name>', '      Load it. Repeatable.'],
+  ],
+  [
+    { name: 'x', arg: '<' + 'a'.repeat(60) + '>', repeatable: false },
+    { group: 'HTTP', text: 'T.', def: '1234567' },
+    ['  --x <' + 'a'.repeat(60) + '>', '      (default: 1234567) T.'],
+  ],
+  [
+    { name: 'y', arg: '', repeatable: false },
+    { group: 'HTTP', text: 'Off.', def: 'false', ignored: 'no reason' },
+    ['  --y'.padEnd(80 - 14) + 'default: false', '      Off. Ignored by nodetron: no reason.'],
+  ],
 ];
 for (const [flag, doc, lines] of LAYOUT) {
   test(`help layout: --${flag.name}`, () => {
@@ -123,4 +153,3 @@ for (const [text, width, lines] of WRAP) {
     assert.deepEqual(wrapWords(text, width), lines);
   });
 }
-

@@ -9,7 +9,11 @@ import { encodeResponseBody, encodeWorkBytes, type ResponseEncodeTask } from '..
 import type { ValidationPlan } from '../../src/request/validation-plan';
 
 const PLAN: ValidationPlan = {
-  modelName: 'm', maxBatchSize: 0, outputs: [], requiredInputs: ['A', 'B'], decoupled: false,
+  modelName: 'm',
+  maxBatchSize: 0,
+  outputs: [],
+  requiredInputs: ['A', 'B'],
+  decoupled: false,
   inputs: [
     { name: 'A', datatype: 'FP32', dims: [-1], optional: false, isShapeTensor: false },
     { name: 'B', datatype: 'INT32', dims: [-1], optional: false, isShapeTensor: false },
@@ -43,10 +47,15 @@ test('movable: a small view is copied into its own exact buffer and not listed; 
 
 test('runDecodeTask: the decoded request of the inline path, its tensors ready to transfer', () => {
   const a = Array.from({ length: 3000 }, (_, i) => i / 8);
-  const body = Buffer.from(JSON.stringify({ id: 'x', inputs: [
-    { name: 'A', datatype: 'FP32', shape: [3000], data: a },
-    { name: 'B', datatype: 'INT32', shape: [2], data: [7, 8] },
-  ] }));
+  const body = Buffer.from(
+    JSON.stringify({
+      id: 'x',
+      inputs: [
+        { name: 'A', datatype: 'FP32', shape: [3000], data: a },
+        { name: 'B', datatype: 'INT32', shape: [2], data: [7, 8] },
+      ],
+    }),
+  );
   const inline = decodeRequestBody(task(body));
   const packed = runDecodeTask(task(body));
   assert.ok(packed.result.ok);
@@ -54,7 +63,10 @@ test('runDecodeTask: the decoded request of the inline path, its tensors ready t
   const moved = structuredClone(packed.result, { transfer: packed.transfer });
   assert.equal(packed.transfer[0].byteLength, 0, 'detached on the sending side: no copy');
   assert.ok(moved.ok);
-  assert.deepEqual(moved.value.inputs.map((i) => [...i.data]), inline.inputs.map((i) => [...i.data]));
+  assert.deepEqual(
+    moved.value.inputs.map((i) => [...i.data]),
+    inline.inputs.map((i) => [...i.data]),
+  );
   assert.deepEqual({ ...moved.value, inputs: [] }, { ...inline, inputs: [] });
 });
 
@@ -86,8 +98,17 @@ function encodeTask(arena: Arena, extra: Partial<ResponseEncodeTask> = {}): Resp
   const { offset } = arena.alloc(data.byteLength);
   arena.bytes(offset, data.byteLength).set(new Uint8Array(data.buffer));
   return {
-    id: 'r', modelName: 'm', modelVersion: '1', outputs: [{ name: 'O', datatype: 'FP32', shape: [2048], offset, byteSize: data.byteLength }],
-    requested: null, binaryDataOutput: false, batched: false, labels: {}, acceptEncoding: '', maxJsonChars: 256 * 1024 * 1024, ...extra,
+    id: 'r',
+    modelName: 'm',
+    modelVersion: '1',
+    outputs: [{ name: 'O', datatype: 'FP32', shape: [2048], offset, byteSize: data.byteLength }],
+    requested: null,
+    binaryDataOutput: false,
+    batched: false,
+    labels: {},
+    acceptEncoding: '',
+    maxJsonChars: 256 * 1024 * 1024,
+    ...extra,
   };
 }
 
@@ -107,7 +128,10 @@ test('runEncodeTask: the inline body and headers, the body ready to transfer; an
   }
   const bad = encodeTask(arena);
   bad.outputs[0].shape = [2047];
-  assert.deepEqual(runEncodeTask(arena, bad).result, { ok: false, error: { code: 'INTERNAL', message: "output tensor shape does not match size of output for 'O'" } });
+  assert.deepEqual(runEncodeTask(arena, bad).result, {
+    ok: false,
+    error: { code: 'INTERNAL', message: "output tensor shape does not match size of output for 'O'" },
+  });
 });
 
 test('work estimates: JSON bytes to parse; compressed bytes weigh 16, JSON output bytes 8, compressed responses all bytes', () => {

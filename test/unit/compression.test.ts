@@ -22,7 +22,11 @@ const errorRows: { name: string; encoding: string; body: Buffer; max?: number; c
   { name: 'values are case-sensitive', encoding: 'GZIP', body, code: 'UNSUPPORTED', message: 'Unsupported compression type' },
   { name: 'empty compressed body', encoding: 'gzip', body: Buffer.alloc(0), code: 'INVALID_ARG', message: 'nothing to be decompressed' },
   {
-    name: 'decompressed size above the limit', encoding: 'gzip', body: zlib.gzipSync(body), max: 100, code: 'INVALID_ARG',
+    name: 'decompressed size above the limit',
+    encoding: 'gzip',
+    body: zlib.gzipSync(body),
+    max: 100,
+    code: 'INVALID_ARG',
     message: 'decompressed request body size exceeds the maximum allowed value of 100 bytes. Use --http-max-input-size to increase the limit.',
   },
 ];
@@ -47,7 +51,7 @@ test('the limit is on the decompressed size: exactly the limit inflates, one byt
   assert.throws(() => decompressRequest(bomb, 'deflate', 1 << 20), { code: 'INVALID_ARG', message: /exceeds the maximum allowed value of 1048576 bytes/ });
 });
 
-test('corrupt compressed body is a 400 with zlib\'s reason', () => {
+test("corrupt compressed body is a 400 with zlib's reason", () => {
   assert.throws(
     () => decompressRequest(Buffer.from('not compressed at all'), 'gzip', 1 << 20),
     (e: unknown) => e instanceof ServerError && e.code === 'INVALID_ARG' && e.message.startsWith('failed to decompress the request body: '),

@@ -109,7 +109,9 @@ const fragments: { name: string; text: string; has: string[]; lacks?: string[] }
     name: 'ensemble model_version number',
     text: `platform: "ensemble" ensemble_scheduling { step { model_name: "a" model_version: -1
         input_map { key: "x" value: "y" } output_map { key: "o" value: "p" } } }`,
-    has: ['"ensemble_scheduling":{"step":[{"model_name":"a","model_version":-1,"input_map":{"x":"y"},"output_map":{"o":"p"},"model_namespace":""}],"max_inflight_requests":0}'],
+    has: [
+      '"ensemble_scheduling":{"step":[{"model_name":"a","model_version":-1,"input_map":{"x":"y"},"output_map":{"o":"p"},"model_namespace":""}],"max_inflight_requests":0}',
+    ],
   },
   {
     name: 'warmup dims numbers, oneof member only when set',
@@ -129,10 +131,7 @@ const fragments: { name: string; text: string; has: string[]; lacks?: string[] }
   {
     name: 'optional messages printed when set, with their fields',
     text: 'model_transaction_policy { } response_cache { enable: true } model_operations { op_library_filename: "a.so" }',
-    has: [
-      '"model_operations":{"op_library_filename":["a.so"]},"model_transaction_policy":{"decoupled":false}',
-      '"response_cache":{"enable":true}',
-    ],
+    has: ['"model_operations":{"op_library_filename":["a.so"]},"model_transaction_policy":{"decoupled":false}', '"response_cache":{"enable":true}'],
     lacks: ['model_repository_agents', 'model_metrics', 'version_policy', 'optimization'],
   },
   {
@@ -160,9 +159,23 @@ for (const f of fragments) {
 test('config JSON: keys follow declaration order, not field numbers', () => {
   const keys = Object.keys(JSON.parse(render('dynamic_batching {} response_cache {}')));
   assert.deepEqual(keys, [
-    'name', 'platform', 'backend', 'runtime', 'max_batch_size', 'input', 'output', 'batch_input', 'batch_output',
-    'dynamic_batching', 'instance_group', 'default_model_filename', 'cc_model_filenames', 'metric_tags',
-    'parameters', 'model_warmup', 'response_cache',
+    'name',
+    'platform',
+    'backend',
+    'runtime',
+    'max_batch_size',
+    'input',
+    'output',
+    'batch_input',
+    'batch_output',
+    'dynamic_batching',
+    'instance_group',
+    'default_model_filename',
+    'cc_model_filenames',
+    'metric_tags',
+    'parameters',
+    'model_warmup',
+    'response_cache',
   ]);
 });
 

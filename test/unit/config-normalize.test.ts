@@ -6,7 +6,14 @@ import type { ModelConfig } from '../../src/core/model-config';
 
 const cfg = (text: string): ModelConfig => parseModelConfigText(text, 'm/config.pbtxt');
 const group = (over: Record<string, unknown>): Record<string, unknown> => ({
-  name: 'm', kind: 'KIND_CPU', count: 1, gpus: [], secondary_devices: [], profile: [], passive: false, host_policy: '',
+  name: 'm',
+  kind: 'KIND_CPU',
+  count: 1,
+  gpus: [],
+  secondary_devices: [],
+  profile: [],
+  passive: false,
+  host_policy: '',
   ...over,
 });
 
@@ -80,10 +87,20 @@ test('normalize: version policy defaults to latest 1, kept when given', () => {
 const batchingCases: { name: string; text: string; path: (c: ModelConfig) => unknown; want: unknown }[] = [
   { name: 'preferred = [max_batch_size]', text: 'max_batch_size: 8 dynamic_batching {}', path: (c) => c.dynamic_batching?.preferred_batch_size, want: [8] },
   { name: 'preferred stays empty without batching', text: 'dynamic_batching {}', path: (c) => c.dynamic_batching?.preferred_batch_size, want: [] },
-  { name: 'preferred kept', text: 'max_batch_size: 8 dynamic_batching { preferred_batch_size: [2, 4] }', path: (c) => c.dynamic_batching?.preferred_batch_size, want: [2, 4] },
+  {
+    name: 'preferred kept',
+    text: 'max_batch_size: 8 dynamic_batching { preferred_batch_size: [2, 4] }',
+    path: (c) => c.dynamic_batching?.preferred_batch_size,
+    want: [2, 4],
+  },
   { name: 'no dynamic batching added', text: 'max_batch_size: 8', path: (c) => c.dynamic_batching, want: undefined },
   { name: 'sequence idle default 1 s', text: 'sequence_batching {}', path: (c) => c.sequence_batching?.max_sequence_idle_microseconds, want: 1000000 },
-  { name: 'sequence idle kept', text: 'sequence_batching { max_sequence_idle_microseconds: 5 }', path: (c) => c.sequence_batching?.max_sequence_idle_microseconds, want: 5 },
+  {
+    name: 'sequence idle kept',
+    text: 'sequence_batching { max_sequence_idle_microseconds: 5 }',
+    path: (c) => c.sequence_batching?.max_sequence_idle_microseconds,
+    want: 5,
+  },
   {
     name: 'oldest preferred = [max_batch_size]',
     text: 'max_batch_size: 4 sequence_batching { oldest {} }',
@@ -132,8 +149,5 @@ test('normalize: pure, the input is not modified', () => {
 });
 
 test('defaultCpuInstanceCount per backend', () => {
-  assert.deepEqual(
-    ['onnxruntime', 'tensorflow', 'python', 'pytorch', 'openvino', ''].map(defaultCpuInstanceCount),
-    [2, 2, 1, 1, 1, 1],
-  );
+  assert.deepEqual(['onnxruntime', 'tensorflow', 'python', 'pytorch', 'openvino', ''].map(defaultCpuInstanceCount), [2, 2, 1, 1, 1, 1]);
 });

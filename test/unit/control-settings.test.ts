@@ -12,8 +12,12 @@ const TRACE: [string, unknown, boolean, Record<string, unknown> | [string, strin
   ['OFF alone', { trace_level: ['OFF'] }, false, { trace_level: ['OFF'] }],
   ['OFF with another', { trace_level: ['OFF', 'TIMESTAMPS'] }, false, ['INVALID_ARG', "Expect only one trace level 'OFF' is specified"]],
   ['bad rate', { trace_rate: 'abc' }, false, ['INVALID_ARG', "Unable to parse 'trace_rate', got: abc"]],
-  ['rate out of range', { trace_rate: '4294967296' }, false,
-    ['INVALID_ARG', "Unable to parse 'trace_rate', value is out of range [ 0, 4294967295 ], got: 4294967296"]],
+  [
+    'rate out of range',
+    { trace_rate: '4294967296' },
+    false,
+    ['INVALID_ARG', "Unable to parse 'trace_rate', value is out of range [ 0, 4294967295 ], got: 4294967296"],
+  ],
   ['count below -1', { trace_count: '-2' }, false, ['INVALID_ARG', "Unable to parse 'trace_count'. Expecting value >= -1, got:-2"]],
   ['bad log_frequency', { log_frequency: 'x' }, false, ['INVALID_ARG', "Unable to parse 'log_frequency', got: x"]],
   ['trace_file', { trace_file: '/x' }, false, ['UNSUPPORTED', 'trace file location can not be updated through network protocol']],
@@ -24,7 +28,10 @@ for (const [name, body, model, expected] of TRACE) {
   test(`trace setting update: ${name}`, () => {
     const base = settingFromConfig(defaultTraceConfig());
     if (Array.isArray(expected)) {
-      assert.throws(() => applyTraceUpdate(base, body, model), (e: unknown) => e instanceof ServerError && e.code === expected[0] && e.message === expected[1]);
+      assert.throws(
+        () => applyTraceUpdate(base, body, model),
+        (e: unknown) => e instanceof ServerError && e.code === expected[0] && e.message === expected[1],
+      );
       return;
     }
     const json = traceSettingJson(applyTraceUpdate(base, body, model));
@@ -47,7 +54,11 @@ test('opentelemetry mode shows its settings and no file members', () => {
 });
 
 const LOGGING: [string, unknown, Record<string, unknown> | [string, string]][] = [
-  ['levels and format', { log_verbose_level: 2, log_format: 'ISO8601', log_warning: false }, { log_verbose_level: 2, log_format: 'ISO8601', log_warning: false }],
+  [
+    'levels and format',
+    { log_verbose_level: 2, log_format: 'ISO8601', log_warning: false },
+    { log_verbose_level: 2, log_format: 'ISO8601', log_warning: false },
+  ],
   ['nulls ignored', { log_info: null, log_file: null }, { log_info: true, log_file: '' }],
   ['log_file', { log_file: 'x' }, ['UNSUPPORTED', 'log file location can not be updated through network protocol']],
   ['bad format (503 quirk)', { log_format: 'xml' }, ['UNAVAILABLE', 'invalid argument for --log_format, got: xml']],
@@ -60,7 +71,10 @@ for (const [name, body, expected] of LOGGING) {
   test(`logging update: ${name}`, () => {
     const log = createLogger({ verbose: 0, info: true, warning: true, error: true, format: 'default', sink: () => undefined });
     if (Array.isArray(expected)) {
-      assert.throws(() => updateLogSettings(log, body), (e: unknown) => e instanceof ServerError && e.code === expected[0] && e.message === expected[1]);
+      assert.throws(
+        () => updateLogSettings(log, body),
+        (e: unknown) => e instanceof ServerError && e.code === expected[0] && e.message === expected[1],
+      );
       // A refused body changes nothing.
       assert.equal(log.settings().verbose, 0);
       return;

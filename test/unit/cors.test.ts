@@ -6,7 +6,11 @@ test('corsHeaders: off, no Origin, listed, any, not listed', () => {
   const table: [string[], string, Record<string, string> | undefined][] = [
     [[], 'http://a', undefined],
     [['http://a'], '', undefined],
-    [['http://a'], 'http://a', { 'Access-Control-Allow-Origin': 'http://a', Vary: 'Origin', 'Access-Control-Expose-Headers': 'Inference-Header-Content-Length, Content-Encoding' }],
+    [
+      ['http://a'],
+      'http://a',
+      { 'Access-Control-Allow-Origin': 'http://a', Vary: 'Origin', 'Access-Control-Expose-Headers': 'Inference-Header-Content-Length, Content-Encoding' },
+    ],
     [['*'], 'http://b', { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': 'Inference-Header-Content-Length, Content-Encoding' }],
     [['http://a'], 'http://b', undefined],
   ];

@@ -17,9 +17,7 @@ test('dynamic_batching: DynamicBatchScheduler', () => {
   assert.ok(createScheduler(config(8, {}), [new FakeInstance('m_0')]) instanceof DynamicBatchScheduler);
 });
 
-const unsupported: { block: 'sequence_batching' | 'ensemble_scheduling'; value: object }[] = [
-  { block: 'ensemble_scheduling', value: { step: [] } },
-];
+const unsupported: { block: 'sequence_batching' | 'ensemble_scheduling'; value: object }[] = [{ block: 'ensemble_scheduling', value: { step: [] } }];
 
 test('sequence_batching: SequenceBatchScheduler (needs the arena)', () => {
   const c = config(4);
@@ -30,7 +28,9 @@ test('sequence_batching: SequenceBatchScheduler (needs the arena)', () => {
 test('response_cache with a server cache: CachingScheduler around the version scheduler', () => {
   const c = config(0);
   c.response_cache = { enable: true };
-  assert.ok(createScheduler(c, [new FakeInstance('m_0')], undefined, { arena: Arena.create(), responseCache: new ResponseCache(1024) }) instanceof CachingScheduler);
+  assert.ok(
+    createScheduler(c, [new FakeInstance('m_0')], undefined, { arena: Arena.create(), responseCache: new ResponseCache(1024) }) instanceof CachingScheduler,
+  );
   // Without a server cache the model's setting is ignored, as in Triton.
   assert.ok(createScheduler(c, [new FakeInstance('m_0')], undefined, { arena: Arena.create() }) instanceof DefaultScheduler);
 });
@@ -39,11 +39,14 @@ for (const { block, value } of unsupported) {
   test(`${block}: UNSUPPORTED for now`, () => {
     const c = config(8);
     (c as Record<string, unknown>)[block] = value;
-    assert.throws(() => createScheduler(c, [new FakeInstance('m_0')]), (err: unknown) => {
-      assert.ok(err instanceof ServerError);
-      assert.equal(err.code, 'UNSUPPORTED');
-      assert.equal(err.message, `${block} is not supported yet for model 'm'`);
-      return true;
-    });
+    assert.throws(
+      () => createScheduler(c, [new FakeInstance('m_0')]),
+      (err: unknown) => {
+        assert.ok(err instanceof ServerError);
+        assert.equal(err.code, 'UNSUPPORTED');
+        assert.equal(err.message, `${block} is not supported yet for model 'm'`);
+        return true;
+      },
+    );
   });
 }

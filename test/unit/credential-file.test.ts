@@ -39,15 +39,24 @@ for (const [name, url, entry, key] of MATCHES) {
 const REFUSALS: [string, unknown, string, string, string][] = [
   ['no key matches', FILE, 'as://other/c', 'NOT_FOUND', 'Cannot match credential for path  as://other/c: the cloud credential file /etc/c.json'],
   ['no section for the scheme', { s3: {} }, 'gs://b/m', 'NOT_FOUND', 'Cannot match credential for path  gs://b/m'],
-  ['a section that is not an object', { s3: 'x' }, 's3://b/m', 'INTERNAL', 'the cloud credential file /etc/c.json (TRITON_CLOUD_CREDENTIAL_PATH) has a "s3" entry that is not an object'],
+  [
+    'a section that is not an object',
+    { s3: 'x' },
+    's3://b/m',
+    'INTERNAL',
+    'the cloud credential file /etc/c.json (TRITON_CLOUD_CREDENTIAL_PATH) has a "s3" entry that is not an object',
+  ],
 ];
 for (const [name, content, url, code, start] of REFUSALS) {
   test(`matchCredential refuses: ${name}`, () => {
-    assert.throws(() => matchCredential(content, '/etc/c.json', url), (e: Error & { code?: string }) => {
-      assert.equal(e.code, code);
-      assert.ok(e.message.startsWith(start), e.message);
-      return true;
-    });
+    assert.throws(
+      () => matchCredential(content, '/etc/c.json', url),
+      (e: Error & { code?: string }) => {
+        assert.equal(e.code, code);
+        assert.ok(e.message.startsWith(start), e.message);
+        return true;
+      },
+    );
   });
 }
 
@@ -59,6 +68,9 @@ test('credentialFor: undefined without TRITON_CLOUD_CREDENTIAL_PATH; reads and m
   assert.deepEqual(credentialFor('s3://bucket-a/y', { TRITON_CLOUD_CREDENTIAL_PATH: file })?.entry, { key_id: 'a' });
   fs.writeFileSync(file, '{ not json');
   assert.throws(() => credentialFor('s3://b', { TRITON_CLOUD_CREDENTIAL_PATH: file }), /is not valid JSON/);
-  assert.throws(() => credentialFor('s3://b', { TRITON_CLOUD_CREDENTIAL_PATH: path.join(dir, 'none.json') }), /failed to read the cloud credential file .*no such file/);
+  assert.throws(
+    () => credentialFor('s3://b', { TRITON_CLOUD_CREDENTIAL_PATH: path.join(dir, 'none.json') }),
+    /failed to read the cloud credential file .*no such file/,
+  );
   fs.rmSync(dir, { recursive: true, force: true });
 });

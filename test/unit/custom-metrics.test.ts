@@ -49,8 +49,15 @@ const cases: { name: string; ops: [owner: number, op: MetricOp][]; close?: numbe
       [0, { op: 'observe', h: 2, v: 3 }],
       [0, { op: 'observe', h: 2, v: 9 }],
     ],
-    text: ['# HELP h d', '# TYPE h histogram', 'h_count{m="a"} 3', 'h_sum{m="a"} 12.5',
-      'h_bucket{m="a",le="1"} 1', 'h_bucket{m="a",le="5"} 2', 'h_bucket{m="a",le="+Inf"} 3'],
+    text: [
+      '# HELP h d',
+      '# TYPE h histogram',
+      'h_count{m="a"} 3',
+      'h_sum{m="a"} 12.5',
+      'h_bucket{m="a",le="1"} 1',
+      'h_bucket{m="a",le="5"} 2',
+      'h_bucket{m="a",le="+Inf"} 3',
+    ],
   },
   {
     name: 'the last owner closing removes everything',

@@ -52,7 +52,9 @@ test('execute() rejecting or throwing gives INTERNAL naming model and instance',
 
   const throwing = {
     name: 'm_9',
-    execute(): never { throw new Error('sync throw'); },
+    execute(): never {
+      throw new Error('sync throw');
+    },
     stop: () => Promise.resolve(),
     kill: () => Promise.resolve(),
   };
@@ -69,7 +71,9 @@ test('stop() drains queued requests, refuses new ones, resolves at zero in fligh
   const rec = new Recorder();
   for (const id of ['r0', 'r1']) s.enqueue(request(id), rec.respond(id));
   let resolved = false;
-  const stopped = s.stop().then(() => { resolved = true; });
+  const stopped = s.stop().then(() => {
+    resolved = true;
+  });
   s.enqueue(request('late'), rec.respond('late'));
   assert.equal(rec.only('late').error?.code, 'UNAVAILABLE');
   assert.match(rec.only('late').error?.message ?? '', /model 'm' version 3/);

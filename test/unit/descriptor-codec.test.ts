@@ -12,12 +12,26 @@ import { decodeDescriptor, encodeDescriptor, isDescriptor } from '../../src/data
 import { Doorbell, Inbox, RingWriter, createRing } from '../../src/dataplane/ring';
 
 const tensor = (name: string, over: Partial<TensorRef> = {}): TensorRef => ({
-  name, datatype: 'INT32', shape: [1, 16], offset: 123456, gen: 4294967295, byteSize: 64, ...over,
+  name,
+  datatype: 'INT32',
+  shape: [1, 16],
+  offset: 123456,
+  gen: 4294967295,
+  byteSize: 64,
+  ...over,
 });
 
 const request = (over: Partial<InferRequest> = {}): InferRequest => ({
-  id: '', model: 'simple', version: 1, latest: true, batchSize: 1,
-  inputs: [tensor('INPUT0'), tensor('INPUT1')], requestedOutputs: null, parameters: {}, arrivalNs: 1796128878073123000, ...over,
+  id: '',
+  model: 'simple',
+  version: 1,
+  latest: true,
+  batchSize: 1,
+  inputs: [tensor('INPUT0'), tensor('INPUT1')],
+  requestedOutputs: null,
+  parameters: {},
+  arrivalNs: 1796128878073123000,
+  ...over,
 });
 
 const response = (over: Partial<InferResponse> = {}): InferResponse => ({ outputs: [tensor('OUTPUT0')], final: true, ...over });
@@ -27,11 +41,17 @@ const cases: { what: string; msg: { t: string; [k: string]: unknown } }[] = [
   {
     what: 'infer with every field set: unicode id and names, requested outputs, parameters of each kind, a __proto__ key',
     msg: {
-      t: 'infer', key: 2 ** 40 + 3,
+      t: 'infer',
+      key: 2 ** 40 + 3,
       request: request({
-        id: 'req-é✓😀', model: 'módel', version: 17, latest: false, batchSize: 8,
+        id: 'req-é✓😀',
+        model: 'módel',
+        version: 17,
+        latest: false,
+        batchSize: 8,
         inputs: [tensor('ÏN', { datatype: 'BYTES', shape: [8, 3, 2 ** 33], offset: 2 ** 35, byteSize: 2 ** 34 + 1 }), tensor('E', { shape: [] })],
-        requestedOutputs: ['A', 'bé'], client: '127.0.0.1:54321',
+        requestedOutputs: ['A', 'bé'],
+        client: '127.0.0.1:54321',
         parameters: { sequence_id: 2 ** 52, sequence_start: true, sequence_end: false, priority: 1.5, note: 'x', ['__proto__']: 'p', '': '' },
       }),
     },
@@ -48,7 +68,8 @@ const cases: { what: string; msg: { t: string; [k: string]: unknown } }[] = [
   {
     what: 'executed with an error, a delivered, a skipped (cancelled before it ran) and a non-final response with parameters',
     msg: {
-      t: 'executed', batchId: 8,
+      t: 'executed',
+      batchId: 8,
       responses: [
         response({ outputs: [], error: { code: 'INVALID_ARG', message: 'bad «input»' } }),
         response({ outputs: [], delivered: true }),
@@ -61,13 +82,20 @@ const cases: { what: string; msg: { t: string; [k: string]: unknown } }[] = [
   {
     what: 'executed with a rescheduled request next to an answered one',
     msg: {
-      t: 'executed', batchId: 11,
+      t: 'executed',
+      batchId: 11,
       responses: [response({ outputs: [], rescheduled: true }), response({ outputs: [tensor('A')] })],
       timings: { computeStartNs: 1, computeInputEndNs: 2, computeInferEndNs: 3, computeEndNs: 4 },
     },
   },
-  { what: 'response with outputs of an unknown datatype name', msg: { t: 'response', key: 3, version: 2, response: response({ outputs: [tensor('O', { datatype: 'X9' as never })] }) } },
-  { what: 'response with two outputs and no extras', msg: { t: 'response', key: 4, version: 1, response: response({ outputs: [tensor('A'), tensor('B', { datatype: 'FP32' })] }) } },
+  {
+    what: 'response with outputs of an unknown datatype name',
+    msg: { t: 'response', key: 3, version: 2, response: response({ outputs: [tensor('O', { datatype: 'X9' as never })] }) },
+  },
+  {
+    what: 'response with two outputs and no extras',
+    msg: { t: 'response', key: 4, version: 1, response: response({ outputs: [tensor('A'), tensor('B', { datatype: 'FP32' })] }) },
+  },
   { what: 'cancel of a request key', msg: { t: 'cancel', key: 7 } },
   { what: 'cancel of a key past 2^32', msg: { t: 'cancel', key: 2 ** 40 + 5 } },
   { what: 'cancel with the whole answer in hand (a stop sequence)', msg: { t: 'cancel', key: 9, answered: true } },

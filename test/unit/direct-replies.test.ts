@@ -24,12 +24,27 @@ import { Inbox } from '../../src/dataplane/ring';
 import { WorkerInstance } from '../../src/instances/worker-instance';
 
 const request = (id: string): InferRequest => ({
-  id, model: 'm', version: 3, latest: false, batchSize: 1, inputs: [], requestedOutputs: null, parameters: {}, arrivalNs: 0,
+  id,
+  model: 'm',
+  version: 3,
+  latest: false,
+  batchSize: 1,
+  inputs: [],
+  requestedOutputs: null,
+  parameters: {},
+  arrivalNs: 0,
 });
 
 const ARGS = {
-  config: { name: 'm' } as ModelConfig, modelDir: '', version: 3, modelPath: '', instanceName: 'm_0',
-  kind: 'KIND_CPU', deviceId: 0, backendConfig: {}, instanceCountHint: 1,
+  config: { name: 'm' } as ModelConfig,
+  modelDir: '',
+  version: 3,
+  modelPath: '',
+  instanceName: 'm_0',
+  kind: 'KIND_CPU',
+  deviceId: 0,
+  backendConfig: {},
+  instanceCountHint: 1,
 } satisfies BackendInstanceArgs;
 const BACKEND = path.join(__dirname, 'fixtures', 'allocating-backend.js');
 
@@ -128,7 +143,10 @@ test('a frontend thread that died refuses the outputs: the instance frees them a
   try {
     await worker.terminate();
     arena.threadDied(deadId); // what http-frontend.ts does when its thread exits (before removeFrontend)
-    const res = await inst.execute([request('a'), request('b')], undefined, [{ port: replyPort, key: 1 }, { port: replyPort, key: 2 }]);
+    const res = await inst.execute([request('a'), request('b')], undefined, [
+      { port: replyPort, key: 1 },
+      { port: replyPort, key: 2 },
+    ]);
     assertDelivered(res.responses[0]);
     assertDelivered(res.responses[1]);
     frontend.inbox.drain();

@@ -34,15 +34,31 @@ test('under load the queue grows while the instance is busy and the next batch i
   const rec = new Recorder();
   const all = ids('r', 14);
   for (const id of all) s.enqueue(request(id), rec.respond(id));
-  assert.deepEqual(inst.batches().map((b) => b.length), [4], 'first batch at the first preferred size');
+  assert.deepEqual(
+    inst.batches().map((b) => b.length),
+    [4],
+    'first batch at the first preferred size',
+  );
   inst.current().finish();
   await settle();
-  assert.deepEqual(inst.batches().map((b) => b.length), [4, 8], 'ten queued: the largest preferred size');
+  assert.deepEqual(
+    inst.batches().map((b) => b.length),
+    [4, 8],
+    'ten queued: the largest preferred size',
+  );
   inst.current().finish();
   await settle();
-  assert.deepEqual(inst.batches().map((b) => b.length), [4, 8], 'two left wait for more');
+  assert.deepEqual(
+    inst.batches().map((b) => b.length),
+    [4, 8],
+    'two left wait for more',
+  );
   const stopped = s.stop();
-  assert.deepEqual(inst.batches().map((b) => b.length), [4, 8, 2], 'stop() runs them without waiting');
+  assert.deepEqual(
+    inst.batches().map((b) => b.length),
+    [4, 8, 2],
+    'stop() runs them without waiting',
+  );
   inst.current().finish();
   await stopped;
   assert.deepEqual(inst.batches().flat(), all, 'FIFO order');
@@ -123,13 +139,27 @@ test('several instances run batches in parallel', async () => {
   const s = new DynamicBatchScheduler(config(4, { preferred_batch_size: [2], max_queue_delay_microseconds: FOREVER_US }), insts);
   const rec = new Recorder();
   for (const id of ids('r', 6)) s.enqueue(request(id), rec.respond(id));
-  assert.deepEqual(insts.map((i) => i.running), [1, 1, 1], 'all three busy at once');
-  assert.deepEqual(insts.map((i) => i.batches()), [[['r0', 'r1']], [['r2', 'r3']], [['r4', 'r5']]]);
+  assert.deepEqual(
+    insts.map((i) => i.running),
+    [1, 1, 1],
+    'all three busy at once',
+  );
+  assert.deepEqual(
+    insts.map((i) => i.batches()),
+    [[['r0', 'r1']], [['r2', 'r3']], [['r4', 'r5']]],
+  );
   s.enqueue(request('r6'), rec.respond('r6'));
   s.enqueue(request('r7'), rec.respond('r7'));
   insts[1]!.current().finish();
   await settle();
-  assert.deepEqual(insts[1]!.batches(), [['r2', 'r3'], ['r6', 'r7']], 'the freed instance takes the next batch');
+  assert.deepEqual(
+    insts[1]!.batches(),
+    [
+      ['r2', 'r3'],
+      ['r6', 'r7'],
+    ],
+    'the freed instance takes the next batch',
+  );
   insts[0]!.current().finish();
   insts[1]!.current().finish();
   insts[2]!.current().finish();
@@ -177,7 +207,9 @@ test('stop() drains the queue, refuses new requests, and is idempotent', async (
   const rec = new Recorder();
   for (const id of ids('r', 3)) s.enqueue(request(id), rec.respond(id));
   let resolved = false;
-  const stopped = s.stop().then(() => { resolved = true; });
+  const stopped = s.stop().then(() => {
+    resolved = true;
+  });
   assert.deepEqual(inst.batches(), [['r0', 'r1', 'r2']]);
   s.enqueue(request('late'), rec.respond('late'));
   const late = rec.only('late').error;
@@ -196,7 +228,10 @@ test('stop() drains the queue, refuses new requests, and is idempotent', async (
 
 test('max_queue_size: a request beyond it gets RESOURCE_EXHAUSTED "Exceeds maximum queue size" and which bound it is', async () => {
   const inst = new FakeInstance('m_0');
-  const dyn = { max_queue_delay_microseconds: 0, default_queue_policy: { timeout_action: 'REJECT' as const, default_timeout_microseconds: 0, allow_timeout_override: false, max_queue_size: 2 } };
+  const dyn = {
+    max_queue_delay_microseconds: 0,
+    default_queue_policy: { timeout_action: 'REJECT' as const, default_timeout_microseconds: 0, allow_timeout_override: false, max_queue_size: 2 },
+  };
   const s = new DynamicBatchScheduler(config(1, dyn), [inst]);
   const rec = new Recorder();
   for (const id of ids('r', 4)) s.enqueue(request(id), rec.respond(id));
@@ -242,7 +277,10 @@ test('non-final (decoupled) responses pass through; only the final one ends the 
     inst.current().finish(() => [{ outputs: [], parameters: { part: 1 }, final: false }]);
     await s.stop();
     const got = rec.responses.get('r0') ?? [];
-    assert.deepEqual(got.map((r) => r.final), [false, true]);
+    assert.deepEqual(
+      got.map((r) => r.final),
+      [false, true],
+    );
     assert.equal(got[0]!.parameters?.['part'], 1);
     assert.equal(s.inflightCount(), 0);
   }
@@ -253,18 +291,32 @@ test('hooks: requestDone once per request (also refused ones), executionDone onc
   const done: [string, RequestDoneStats][] = [];
   const execs: [number, number][] = [];
   const hooks = {
-    requestDone: (r: InferRequest, st: RequestDoneStats) => { done.push([r.id, { ...st }]); },
-    executionDone: (batchSize: number, requestCount: number) => { execs.push([batchSize, requestCount]); },
+    requestDone: (r: InferRequest, st: RequestDoneStats) => {
+      done.push([r.id, { ...st }]);
+    },
+    executionDone: (batchSize: number, requestCount: number) => {
+      execs.push([batchSize, requestCount]);
+    },
   };
   const s = new DynamicBatchScheduler(config(8, { preferred_batch_size: [5], max_queue_delay_microseconds: FOREVER_US }), [inst], hooks);
   const rec = new Recorder();
   s.enqueue(request('a', 2), rec.respond('a'));
   s.enqueue(request('b', 3), rec.respond('b'));
-  inst.current().finish((): InferResponse[] => [{ outputs: [], final: true }, { outputs: [], error: { code: 'INTERNAL', message: 'x' }, final: true }]);
+  inst.current().finish((): InferResponse[] => [
+    { outputs: [], final: true },
+    { outputs: [], error: { code: 'INTERNAL', message: 'x' }, final: true },
+  ]);
   await s.stop();
   s.enqueue(request('late'), rec.respond('late'));
   assert.deepEqual(execs, [[5, 2]]);
-  assert.deepEqual(done.map(([id, st]) => [id, st.success]), [['a', true], ['b', false], ['late', false]]);
+  assert.deepEqual(
+    done.map(([id, st]) => [id, st.success]),
+    [
+      ['a', true],
+      ['b', false],
+      ['late', false],
+    ],
+  );
   const a = done[0]![1];
   assert.equal(a.computeStartNs, 1);
   assert.equal(a.computeEndNs, 4);
@@ -277,10 +329,14 @@ test('a throwing respond callback does not cost other requests their responses',
   const s = new DynamicBatchScheduler(config(8, { preferred_batch_size: [2], max_queue_delay_microseconds: FOREVER_US }), [inst]);
   const rec = new Recorder();
   const warnings: string[] = [];
-  const onWarning = (w: Error): void => { warnings.push(w.message); };
+  const onWarning = (w: Error): void => {
+    warnings.push(w.message);
+  };
   process.on('warning', onWarning);
   try {
-    s.enqueue(request('bad'), () => { throw new Error('frontend bug'); });
+    s.enqueue(request('bad'), () => {
+      throw new Error('frontend bug');
+    });
     s.enqueue(request('good'), rec.respond('good'));
     inst.current().finish();
     await s.stop();
@@ -317,9 +373,12 @@ test('priority levels: a high-priority request overtakes queued low-priority one
 
 test('queue policy: max_queue_size rejects with Triton text; a queue timeout answers "Request timeout expired"', async () => {
   const inst = new FakeInstance('m_0');
-  const s = new DynamicBatchScheduler(config(1, {
-    default_queue_policy: { timeout_action: 'REJECT', default_timeout_microseconds: 0, allow_timeout_override: true, max_queue_size: 2 },
-  }), [inst]);
+  const s = new DynamicBatchScheduler(
+    config(1, {
+      default_queue_policy: { timeout_action: 'REJECT', default_timeout_microseconds: 0, allow_timeout_override: true, max_queue_size: 2 },
+    }),
+    [inst],
+  );
   const rec = new Recorder();
   s.enqueue(request('busy'), rec.respond('busy'));
   s.enqueue(request('q1'), rec.respond('q1'));

@@ -10,20 +10,39 @@ import type { ModelConfig } from '../../src/core/model-config';
 import { resolvedLabels, type LabelSource } from '../../src/repository/ensemble-labels';
 
 type Step = { model: string; out: Record<string, string> };
-const ensemble = (outputs: string[], steps: Step[]): ModelConfig => ({
-  output: outputs.map((name) => ({ name })),
-  ensemble_scheduling: { step: steps.map((s) => ({ model_name: s.model, model_version: -1, input_map: {}, output_map: s.out })) },
-} as unknown as ModelConfig);
-const plain = (outputs: string[]): ModelConfig => ({ output: outputs.map((name) => ({ name })) } as unknown as ModelConfig);
+const ensemble = (outputs: string[], steps: Step[]): ModelConfig =>
+  ({
+    output: outputs.map((name) => ({ name })),
+    ensemble_scheduling: { step: steps.map((s) => ({ model_name: s.model, model_version: -1, input_map: {}, output_map: s.out })) },
+  }) as unknown as ModelConfig;
+const plain = (outputs: string[]): ModelConfig => ({ output: outputs.map((name) => ({ name })) }) as unknown as ModelConfig;
 
 const MODELS: Record<string, LabelSource> = {
   cls: { config: plain(['logits', 'other']), labels: { logits: ['a', 'b'] } },
   // inner: its `scores` is cls's logits; `extra` is cls's unlabelled output.
   inner: { config: ensemble(['scores', 'extra'], [{ model: 'cls', out: { logits: 'scores', other: 'extra' } }]), labels: {} },
   // outer: two levels down; `mine` has a label file of its own, which wins.
-  outer: { config: ensemble(['top', 'mine'], [{ model: 'inner', out: { scores: 'top' } }, { model: 'cls', out: { logits: 'mine' } }]), labels: { mine: ['x', 'y'] } },
+  outer: {
+    config: ensemble(
+      ['top', 'mine'],
+      [
+        { model: 'inner', out: { scores: 'top' } },
+        { model: 'cls', out: { logits: 'mine' } },
+      ],
+    ),
+    labels: { mine: ['x', 'y'] },
+  },
   // a middle tensor is not an output; the output comes from a step with no labels.
-  chain: { config: ensemble(['end'], [{ model: 'cls', out: { logits: 'mid' } }, { model: 'plainer', out: { y: 'end' } }]), labels: {} },
+  chain: {
+    config: ensemble(
+      ['end'],
+      [
+        { model: 'cls', out: { logits: 'mid' } },
+        { model: 'plainer', out: { y: 'end' } },
+      ],
+    ),
+    labels: {},
+  },
   plainer: { config: plain(['y']), labels: {} },
   ghost: { config: ensemble(['o'], [{ model: 'nobody', out: { z: 'o' } }]), labels: {} },
   loopA: { config: ensemble(['o'], [{ model: 'loopB', out: { o: 'o' } }]), labels: {} },

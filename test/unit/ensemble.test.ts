@@ -16,19 +16,62 @@ import type { InferRequest, InferResponse, TensorRef } from '../../src/core/requ
 type Io = [string, string, number[]];
 function model(name: string, mbs: number, inputs: Io[], outputs: Io[], extra: Partial<ModelConfig> = {}): ModelConfig {
   return {
-    name, platform: '', backend: 'x', runtime: '', version_policy: {}, max_batch_size: mbs,
-    input: inputs.map(([n, t, d]) => ({ name: n, data_type: t, format: 'FORMAT_NONE', dims: d, is_shape_tensor: false, allow_ragged_batch: false, optional: false, is_non_linear_format_io: false })),
+    name,
+    platform: '',
+    backend: 'x',
+    runtime: '',
+    version_policy: {},
+    max_batch_size: mbs,
+    input: inputs.map(([n, t, d]) => ({
+      name: n,
+      data_type: t,
+      format: 'FORMAT_NONE',
+      dims: d,
+      is_shape_tensor: false,
+      allow_ragged_batch: false,
+      optional: false,
+      is_non_linear_format_io: false,
+    })),
     output: outputs.map(([n, t, d]) => ({ name: n, data_type: t, dims: d, label_filename: '', is_shape_tensor: false, is_non_linear_format_io: false })),
-    batch_input: [], batch_output: [], instance_group: [], default_model_filename: '', cc_model_filenames: {}, metric_tags: {},
-    parameters: {}, model_warmup: [], ...extra,
+    batch_input: [],
+    batch_output: [],
+    instance_group: [],
+    default_model_filename: '',
+    cc_model_filenames: {},
+    metric_tags: {},
+    parameters: {},
+    model_warmup: [],
+    ...extra,
   } as ModelConfig;
 }
 
 /** `addsub`: (A, B) → (A+B, A-B), INT32 [4]. */
-const ADDSUB = model('addsub', 8, [['A', 'TYPE_INT32', [4]], ['B', 'TYPE_INT32', [4]]], [['SUM', 'TYPE_INT32', [4]], ['DIFF', 'TYPE_INT32', [4]]]);
+const ADDSUB = model(
+  'addsub',
+  8,
+  [
+    ['A', 'TYPE_INT32', [4]],
+    ['B', 'TYPE_INT32', [4]],
+  ],
+  [
+    ['SUM', 'TYPE_INT32', [4]],
+    ['DIFF', 'TYPE_INT32', [4]],
+  ],
+);
 
 type Step = { model_name: string; model_version: number; input_map: Record<string, string>; output_map: Record<string, string> };
-function ensemble(steps: Step[], inputs: Io[] = [['X', 'TYPE_INT32', [4]], ['Y', 'TYPE_INT32', [4]]], outputs: Io[] = [['P', 'TYPE_INT32', [4]], ['Q', 'TYPE_INT32', [4]]], mbs = 8): ModelConfig {
+function ensemble(
+  steps: Step[],
+  inputs: Io[] = [
+    ['X', 'TYPE_INT32', [4]],
+    ['Y', 'TYPE_INT32', [4]],
+  ],
+  outputs: Io[] = [
+    ['P', 'TYPE_INT32', [4]],
+    ['Q', 'TYPE_INT32', [4]],
+  ],
+  mbs = 8,
+): ModelConfig {
   return model('ens', mbs, inputs, outputs, { platform: 'ensemble', backend: '', ensemble_scheduling: { step: steps } });
 }
 const TWO_STEPS: Step[] = [
@@ -46,11 +89,20 @@ const composing = (e: string, m: string): ModelConfig => {
 test('compileEnsemblePlan: slots, consumers and producers of a two-step chain', () => {
   const plan = compileEnsemblePlan(ensemble(TWO_STEPS), composing);
   const slot = (n: string): number => plan.slotNames.indexOf(n);
-  assert.deepEqual(plan.steps.map((s) => s.inputSlots), [[slot('X'), slot('Y')], [slot('s'), slot('d')]]);
+  assert.deepEqual(
+    plan.steps.map((s) => s.inputSlots),
+    [
+      [slot('X'), slot('Y')],
+      [slot('s'), slot('d')],
+    ],
+  );
   assert.deepEqual(plan.consumers[slot('s')], [1]);
   assert.equal(plan.producer[slot('X')], -1);
   assert.equal(plan.producer[slot('P')], 1);
-  assert.deepEqual(plan.outputs.map((o) => o.name), ['P', 'Q']);
+  assert.deepEqual(
+    plan.outputs.map((o) => o.name),
+    ['P', 'Q'],
+  );
 });
 
 test("compileEnsemblePlan: Triton's texts for mapping, type, shape and batch-size mismatches", () => {
@@ -58,17 +110,41 @@ test("compileEnsemblePlan: Triton's texts for mapping, type, shape and batch-siz
   const cases: [ModelConfig, string][] = [
     [ensemble(step({ input_map: { A: 'X', B: 'Y', C: 'Y' } })), 'in ensemble ens, ensemble tensor Y is mapping to non-existing input C in model addsub'],
     [ensemble(step({ input_map: { A: 'X' } })), 'in ensemble ens, input B in model addsub is not mapped to any ensemble tensors'],
-    [ensemble(step({ output_map: { SUM: 's', DIFF: 'd', NOPE: 'z' } })), 'in ensemble ens, ensemble tensor z is mapped from non-existing output NOPE in model addsub'],
-    [ensemble(TWO_STEPS, [['X', 'TYPE_FP32', [4]], ['Y', 'TYPE_INT32', [4]]]),
-      'in ensemble ens, ensemble tensor X: inconsistent data type: TYPE_FP32 is inferred from model ens while TYPE_INT32 is inferred from model addsub'],
-    [ensemble(TWO_STEPS, [['X', 'TYPE_INT32', [5]], ['Y', 'TYPE_INT32', [4]]]),
-      'in ensemble ens, ensemble tensor X: inconsistent shape: [-1,5] is inferred from model ens while [-1,4] is inferred from model addsub'],
-    [ensemble(TWO_STEPS, undefined, undefined, 16), 'ensemble ens allows maximum batch size 16, but it contains model addsub which only allows maximum batch size to be 8'],
+    [
+      ensemble(step({ output_map: { SUM: 's', DIFF: 'd', NOPE: 'z' } })),
+      'in ensemble ens, ensemble tensor z is mapped from non-existing output NOPE in model addsub',
+    ],
+    [
+      ensemble(TWO_STEPS, [
+        ['X', 'TYPE_FP32', [4]],
+        ['Y', 'TYPE_INT32', [4]],
+      ]),
+      'in ensemble ens, ensemble tensor X: inconsistent data type: TYPE_FP32 is inferred from model ens while TYPE_INT32 is inferred from model addsub',
+    ],
+    [
+      ensemble(TWO_STEPS, [
+        ['X', 'TYPE_INT32', [5]],
+        ['Y', 'TYPE_INT32', [4]],
+      ]),
+      'in ensemble ens, ensemble tensor X: inconsistent shape: [-1,5] is inferred from model ens while [-1,4] is inferred from model addsub',
+    ],
+    [
+      ensemble(TWO_STEPS, undefined, undefined, 16),
+      'ensemble ens allows maximum batch size 16, but it contains model addsub which only allows maximum batch size to be 8',
+    ],
     [ensemble(step({ model_name: 'ghost' })), 'ensemble ens contains models that are not available or ambiguous: ghost'],
   ];
   for (const [config, message] of cases) assert.throws(() => compileEnsemblePlan(config, composing), { message });
   // A -1 dim matches anything; a non-batching model's [-1,4] matches a batching [4].
-  assert.doesNotThrow(() => compileEnsemblePlan(ensemble(TWO_STEPS, [['X', 'TYPE_INT32', [-1]], ['Y', 'TYPE_INT32', [4]]]), composing));
+  assert.doesNotThrow(() =>
+    compileEnsemblePlan(
+      ensemble(TWO_STEPS, [
+        ['X', 'TYPE_INT32', [-1]],
+        ['Y', 'TYPE_INT32', [4]],
+      ]),
+      composing,
+    ),
+  );
 });
 
 /** Services whose route runs `addsub` in-process (asynchronously), failing when A[0] is 99. */
@@ -99,7 +175,18 @@ function services(arena: Arena, log: InferRequest[], cancelled: InferRequest[] =
         }
         const shape = r.inputs[0]!.shape;
         respond({
-          outputs: [alloc('SUM', [...a].map((x, i) => x + b[i]!), shape), alloc('DIFF', [...a].map((x, i) => x - b[i]!), shape)],
+          outputs: [
+            alloc(
+              'SUM',
+              [...a].map((x, i) => x + b[i]!),
+              shape,
+            ),
+            alloc(
+              'DIFF',
+              [...a].map((x, i) => x - b[i]!),
+              shape,
+            ),
+          ],
           final: true,
         });
       });
@@ -107,9 +194,18 @@ function services(arena: Arena, log: InferRequest[], cancelled: InferRequest[] =
   };
 }
 
-function run(s: EnsembleScheduler, arena: Arena, x: number[], y: number[], requestedOutputs: string[] | null = null,
-  sent: (r: InferRequest) => void = () => undefined): Promise<InferResponse> {
-  const inputs = [['X', x], ['Y', y]].map(([name, v]) => {
+function run(
+  s: EnsembleScheduler,
+  arena: Arena,
+  x: number[],
+  y: number[],
+  requestedOutputs: string[] | null = null,
+  sent: (r: InferRequest) => void = () => undefined,
+): Promise<InferResponse> {
+  const inputs = [
+    ['X', x],
+    ['Y', y],
+  ].map(([name, v]) => {
     const values = v as number[];
     const { offset, gen } = arena.alloc(16);
     new Int32Array(arena.bytes(offset, 16).buffer, offset, 4).set(values);
@@ -134,16 +230,28 @@ test('EnsembleScheduler: steps compose inside the server, tensors handed over wi
   const s = new EnsembleScheduler(ensemble(TWO_STEPS), services(arena, log));
   const r = await run(s, arena, [1, 2, 3, 4], [1, 1, 1, 1]);
   assert.equal(r.error, undefined);
-  assert.deepEqual(r.outputs.map((o) => [o.name, valuesOf(arena, o)]), [['P', [2, 4, 6, 8]], ['Q', [2, 2, 2, 2]]]);
-  assert.deepEqual(log.map((q) => [q.model, q.version, q.batchSize, q.inputs.map((i) => i.name), q.requestedOutputs]), [
-    ['addsub', 1, 1, ['A', 'B'], ['SUM', 'DIFF']],
-    ['addsub', 1, 1, ['A', 'B'], ['SUM', 'DIFF']],
-  ]);
+  assert.deepEqual(
+    r.outputs.map((o) => [o.name, valuesOf(arena, o)]),
+    [
+      ['P', [2, 4, 6, 8]],
+      ['Q', [2, 2, 2, 2]],
+    ],
+  );
+  assert.deepEqual(
+    log.map((q) => [q.model, q.version, q.batchSize, q.inputs.map((i) => i.name), q.requestedOutputs]),
+    [
+      ['addsub', 1, 1, ['A', 'B'], ['SUM', 'DIFF']],
+      ['addsub', 1, 1, ['A', 'B'], ['SUM', 'DIFF']],
+    ],
+  );
   for (const o of r.outputs) arena.free(o);
-  assert.equal(arena.usedBytes(), base, 'intermediates freed, outputs were the requester\'s');
+  assert.equal(arena.usedBytes(), base, "intermediates freed, outputs were the requester's");
 
   const only = await run(s, arena, [1, 2, 3, 4], [1, 1, 1, 1], ['Q']);
-  assert.deepEqual(only.outputs.map((o) => o.name), ['Q']);
+  assert.deepEqual(
+    only.outputs.map((o) => o.name),
+    ['Q'],
+  );
   for (const o of only.outputs) arena.free(o);
   assert.equal(arena.usedBytes(), base, 'an output not asked for is freed too');
   assert.equal(s.inflightCount(), 0);
@@ -179,7 +287,10 @@ test('EnsembleScheduler: a cancelled request cancels its running step, starts no
     s.cancel(q); // twice: one cancel of the step
   });
   assert.equal(r.error?.code, 'CANCELLED');
-  assert.equal(r.error?.message, "in ensemble 'ens', [request id: r] request for model 'ens' version 1 was cancelled between its steps (its client cancelled it or went away)");
+  assert.equal(
+    r.error?.message,
+    "in ensemble 'ens', [request id: r] request for model 'ens' version 1 was cancelled between its steps (its client cancelled it or went away)",
+  );
   assert.deepEqual(log.length, 1, 'the second step never started');
   assert.deepEqual(cancelled, [log[0]], 'the running step was cancelled in its model');
   assert.deepEqual(failures, ['CANCELED']);
@@ -217,7 +328,11 @@ test('EnsembleScheduler max_inflight_requests: a step over the limit waits (not 
     await new Promise((r) => setImmediate(r)); // the in-process addsub answers on the next turn
   };
   await answer(); // request 1 step 1 ends: its step 2 starts, and request 2's step 1 gets the slot
-  assert.deepEqual(held.map((h) => inputX(h.r)), [1, 2], "request 1's step 2 (A = SUM = 1) and request 2's step 1");
+  assert.deepEqual(
+    held.map((h) => inputX(h.r)),
+    [1, 2],
+    "request 1's step 2 (A = SUM = 1) and request 2's step 1",
+  );
   await answer();
   await answer();
   await answer();
@@ -225,7 +340,15 @@ test('EnsembleScheduler max_inflight_requests: a step over the limit waits (not 
   await answer();
   assert.equal(held.length, 0);
   const out = await Promise.all(results);
-  assert.deepEqual(out.map((r) => valuesOf(arena, r.outputs[0]!)), [[2, 2, 2, 2], [4, 4, 4, 4], [6, 6, 6, 6]], 'every request ran both steps');
+  assert.deepEqual(
+    out.map((r) => valuesOf(arena, r.outputs[0]!)),
+    [
+      [2, 2, 2, 2],
+      [4, 4, 4, 4],
+      [6, 6, 6, 6],
+    ],
+    'every request ran both steps',
+  );
   for (const r of out) for (const o of r.outputs) arena.free(o);
   assert.equal(arena.usedBytes(), base);
   await s.stop();
@@ -245,7 +368,7 @@ test('EnsembleScheduler max_inflight_requests: slots come back from failed reque
   const s = new EnsembleScheduler(config, heldServices(arena, held));
   const failing = run(s, arena, [99, 0, 0, 0], [0, 0, 0, 0]); // step 1 (A = X = 99) fails; step 2 (A = Y = 0) passes
   const ok = run(s, arena, [1, 1, 1, 1], [1, 1, 1, 1]);
-  assert.equal(held.length, 2, 'each step of the first request holds its step\'s one slot');
+  assert.equal(held.length, 2, "each step of the first request holds its step's one slot");
   held.shift()!.answer(); // step 1 of the failing request: INVALID_ARG
   await new Promise((r) => setImmediate(r));
   // The ok request's step 1 got the slot; the failing request waits for its step 2.

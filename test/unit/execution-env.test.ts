@@ -45,8 +45,10 @@ test('stubRuntime: cases', async (t) => {
   ];
   for (const c of cases) {
     if (c.error !== undefined) {
-      await assert.rejects(stubRuntime(withEnvPath(c.path), modelDir, 'python3'),
-        (e: Error) => (typeof c.error === 'string' ? e.message === c.error : c.error!.test(e.message)) || assert.fail(e.message));
+      await assert.rejects(
+        stubRuntime(withEnvPath(c.path), modelDir, 'python3'),
+        (e: Error) => (typeof c.error === 'string' ? e.message === c.error : c.error!.test(e.message)) || assert.fail(e.message),
+      );
     } else {
       const r = await stubRuntime(withEnvPath(c.path), modelDir, 'python3');
       assert.equal(r.interpreter, c.interpreter, String(c.path));

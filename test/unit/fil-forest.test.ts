@@ -40,7 +40,7 @@ const DECISIONS: [string, number, number, number][] = [
   ['LightGBM missing Zero: 1e-36 is zero', LGB_ZERO | DEFAULT_LEFT, 1e-36, 10],
   ['XGBoost categorical: in the set goes right', CATEGORICAL, 3, 20],
   ['XGBoost categorical: outside the set goes left', CATEGORICAL, 2, 10],
-  ['XGBoost categorical: past the set\'s words goes left', CATEGORICAL, 200, 10],
+  ["XGBoost categorical: past the set's words goes left", CATEGORICAL, 200, 10],
   ['XGBoost categorical: negative goes left', CATEGORICAL, -1, 10],
   ['XGBoost categorical: NaN takes the default', CATEGORICAL | DEFAULT_LEFT, NaN, 10],
   ['XGBoost categorical: 40 (second word) in the set', CATEGORICAL, 40, 20],
@@ -85,11 +85,19 @@ test('base margin and divisor: (sum / divisor) + base', () => {
 });
 
 const OBJECTIVES: [string, string, string][] = [
-  ['xgboost', 'binary:logistic', 'sigmoid'], ['xgboost', 'reg:logistic', 'sigmoid'], ['xgboost', 'binary:logitraw', 'identity'],
-  ['xgboost', 'reg:squarederror', 'identity'], ['xgboost', 'count:poisson', 'exp'], ['xgboost', 'multi:softprob', 'softmax'],
+  ['xgboost', 'binary:logistic', 'sigmoid'],
+  ['xgboost', 'reg:logistic', 'sigmoid'],
+  ['xgboost', 'binary:logitraw', 'identity'],
+  ['xgboost', 'reg:squarederror', 'identity'],
+  ['xgboost', 'count:poisson', 'exp'],
+  ['xgboost', 'multi:softprob', 'softmax'],
   ['xgboost', 'binary:hinge', 'hinge'],
-  ['lightgbm', 'binary sigmoid:1', 'sigmoid'], ['lightgbm', 'multiclass num_class:3', 'softmax'], ['lightgbm', 'multiclassova num_class:3 sigmoid:1', 'sigmoid'],
-  ['lightgbm', 'regression', 'identity'], ['lightgbm', 'poisson', 'exp'], ['lightgbm', 'cross_entropy_lambda', 'log1p_exp'],
+  ['lightgbm', 'binary sigmoid:1', 'sigmoid'],
+  ['lightgbm', 'multiclass num_class:3', 'softmax'],
+  ['lightgbm', 'multiclassova num_class:3 sigmoid:1', 'sigmoid'],
+  ['lightgbm', 'regression', 'identity'],
+  ['lightgbm', 'poisson', 'exp'],
+  ['lightgbm', 'cross_entropy_lambda', 'log1p_exp'],
 ];
 for (const [lib, objective, kind] of OBJECTIVES) {
   test(`${lib} objective '${objective}' → ${kind}`, () => {
@@ -107,11 +115,32 @@ test('XGBoost base score as a margin: logit for logistic, log for exp objectives
 test('UBJSON: scalars, strings, plain and optimized containers, typed arrays big-endian', () => {
   const bytes = Buffer.concat([
     Buffer.from('{'),
-    Buffer.from([0x55, 1]), Buffer.from('a'), Buffer.from([0x69, 0xff]), // a: int8 -1
-    Buffer.from([0x55, 1]), Buffer.from('b'), Buffer.from('[$d#'), Buffer.from([0x55, 2]), Buffer.from([0x3f, 0x80, 0, 0, 0x40, 0, 0, 0]), // b: float32 [1, 2]
-    Buffer.from([0x55, 1]), Buffer.from('c'), Buffer.from('[#'), Buffer.from([0x55, 2]), Buffer.from('T'), Buffer.from('SU'), Buffer.from([2]), Buffer.from('hi'),
-    Buffer.from([0x55, 1]), Buffer.from('d'), Buffer.from('[l'), Buffer.from([0, 0, 1, 0]), Buffer.from('Z]'),
-    Buffer.from([0x55, 1]), Buffer.from('e'), Buffer.from('[$l#'), Buffer.from([0x55, 1]), Buffer.from([0xff, 0xff, 0xff, 0xfe]),
+    Buffer.from([0x55, 1]),
+    Buffer.from('a'),
+    Buffer.from([0x69, 0xff]), // a: int8 -1
+    Buffer.from([0x55, 1]),
+    Buffer.from('b'),
+    Buffer.from('[$d#'),
+    Buffer.from([0x55, 2]),
+    Buffer.from([0x3f, 0x80, 0, 0, 0x40, 0, 0, 0]), // b: float32 [1, 2]
+    Buffer.from([0x55, 1]),
+    Buffer.from('c'),
+    Buffer.from('[#'),
+    Buffer.from([0x55, 2]),
+    Buffer.from('T'),
+    Buffer.from('SU'),
+    Buffer.from([2]),
+    Buffer.from('hi'),
+    Buffer.from([0x55, 1]),
+    Buffer.from('d'),
+    Buffer.from('[l'),
+    Buffer.from([0, 0, 1, 0]),
+    Buffer.from('Z]'),
+    Buffer.from([0x55, 1]),
+    Buffer.from('e'),
+    Buffer.from('[$l#'),
+    Buffer.from([0x55, 1]),
+    Buffer.from([0xff, 0xff, 0xff, 0xfe]),
     Buffer.from('}'),
   ]);
   const doc = decodeUbjson(bytes) as Record<string, unknown>;
@@ -140,7 +169,12 @@ test('XGBoost JSON with bare NaN and Infinity parses (NaN as null)', () => {
 });
 
 const AT_OR_BELOW: [string, number][] = [
-  ['a float32 stays', 0.5], ['0.1 (rounds up in float32)', 0.1], ['-0.1 (rounds down)', -0.1], ['1e-35', 1e-35], ['0', 0], ['a double just above 1', 1 + 2 ** -40],
+  ['a float32 stays', 0.5],
+  ['0.1 (rounds up in float32)', 0.1],
+  ['-0.1 (rounds down)', -0.1],
+  ['1e-35', 1e-35],
+  ['0', 0],
+  ['a double just above 1', 1 + 2 ** -40],
 ];
 for (const [name, t] of AT_OR_BELOW) {
   test(`float32AtOrBelow(${name}): the largest float32 not above it, so x <= t is the same test for float32 x`, () => {

@@ -21,30 +21,54 @@ function str(name: string, shape: number[], ...items: string[]): GenerateOutput 
 }
 
 const CASES: [string, { id?: string; parameters?: Record<string, string | number | boolean>; outputs: GenerateOutput[] }, unknown][] = [
-  ['one string element is a bare string', { outputs: [str('text_output', [1], 'hello "you"')] },
-    { model_name: 'm', model_version: '2', text_output: 'hello "you"' }],
-  ['several elements are an array, id first', { id: 'x', outputs: [i32('OUT', [1, 3], [1, -2, 3])] },
-    { id: 'x', model_name: 'm', model_version: '2', OUT: [1, -2, 3] }],
-  ['response parameters become keys', { parameters: { finish_reason: 'length', n: 2 }, outputs: [str('t', [2], 'a', 'b')] },
-    { model_name: 'm', model_version: '2', finish_reason: 'length', n: 2, t: ['a', 'b'] }],
+  [
+    'one string element is a bare string',
+    { outputs: [str('text_output', [1], 'hello "you"')] },
+    { model_name: 'm', model_version: '2', text_output: 'hello "you"' },
+  ],
+  [
+    'several elements are an array, id first',
+    { id: 'x', outputs: [i32('OUT', [1, 3], [1, -2, 3])] },
+    { id: 'x', model_name: 'm', model_version: '2', OUT: [1, -2, 3] },
+  ],
+  [
+    'response parameters become keys',
+    { parameters: { finish_reason: 'length', n: 2 }, outputs: [str('t', [2], 'a', 'b')] },
+    { model_name: 'm', model_version: '2', finish_reason: 'length', n: 2, t: ['a', 'b'] },
+  ],
   ['no outputs', { outputs: [] }, { model_name: 'm', model_version: '2' }],
 ];
 
 for (const [name, a, want] of CASES) {
   test(`generate response: ${name}`, () => {
-    const text = encodeGenerateResponse({ id: a.id ?? '', modelName: 'm', modelVersion: '2', parameters: a.parameters, outputs: a.outputs, maxJsonChars: 1 << 20 });
+    const text = encodeGenerateResponse({
+      id: a.id ?? '',
+      modelName: 'm',
+      modelVersion: '2',
+      parameters: a.parameters,
+      outputs: a.outputs,
+      maxJsonChars: 1 << 20,
+    });
     assert.deepEqual(JSON.parse(text), want);
   });
 }
 
 test('generate response: a parameter past 2^53 is written exactly', () => {
-  const text = encodeGenerateResponse({ id: '', modelName: 'm', modelVersion: '1', parameters: { seed: 9007199254740993n }, outputs: [], maxJsonChars: 1 << 20 });
+  const text = encodeGenerateResponse({
+    id: '',
+    modelName: 'm',
+    modelVersion: '1',
+    parameters: { seed: 9007199254740993n },
+    outputs: [],
+    maxJsonChars: 1 << 20,
+  });
   assert.equal(text.includes('"seed":9007199254740993'), true, text);
 });
 
 test('generate response: past --http-max-json-response-size it is refused, naming the output and the flag', () => {
   assert.throws(
-    () => encodeGenerateResponse({ id: '', modelName: 'm', modelVersion: '1', outputs: [i32('BIG', [1000], new Array<number>(1000).fill(7))], maxJsonChars: 100 }),
+    () =>
+      encodeGenerateResponse({ id: '', modelName: 'm', modelVersion: '1', outputs: [i32('BIG', [1000], new Array<number>(1000).fill(7))], maxJsonChars: 100 }),
     /the JSON of output 'BIG' \(1000 elements\) of model 'm' would make the generate response larger than 100 bytes.*--http-max-json-response-size/,
   );
 });

@@ -35,7 +35,11 @@ const dataCases: { name: string; input: Record<string, unknown>; raw?: Buffer[];
   { name: 'FP32', input: { datatype: 'FP32', shape: [1], contents: { fp32_contents: [1.5] } }, hex: '0000c03f' },
   { name: 'FP64', input: { datatype: 'FP64', shape: [1], contents: { fp64_contents: [-2] } }, hex: '00000000000000c0' },
   { name: 'BOOL', input: { datatype: 'BOOL', shape: [3], contents: { bool_contents: [true, false, true] } }, hex: '010001' },
-  { name: 'BYTES are length-prefixed', input: { datatype: 'BYTES', shape: [2], contents: { bytes_contents: [Buffer.from('ab'), Buffer.alloc(0)] } }, hex: '020000006162' + '00000000' },
+  {
+    name: 'BYTES are length-prefixed',
+    input: { datatype: 'BYTES', shape: [2], contents: { bytes_contents: [Buffer.from('ab'), Buffer.alloc(0)] } },
+    hex: '020000006162' + '00000000',
+  },
 ];
 
 for (const c of dataCases) {
@@ -50,11 +54,20 @@ for (const c of dataCases) {
 
 test('raw_input_contents are consumed in input order; surplus entries are ignored', () => {
   const msg = wire({
-    inputs: [{ name: 'A', datatype: 'UINT8', shape: [1] }, { name: 'B', datatype: 'UINT8', shape: [1] }],
+    inputs: [
+      { name: 'A', datatype: 'UINT8', shape: [1] },
+      { name: 'B', datatype: 'UINT8', shape: [1] },
+    ],
     raw_input_contents: [Buffer.from([1]), Buffer.from([2]), Buffer.from([3])],
   });
   const { decoded } = decodeModelInferRequest(msg, 'm');
-  assert.deepEqual(decoded.inputs.map((i) => [i.name, hex(i.data)]), [['A', '01'], ['B', '02']]);
+  assert.deepEqual(
+    decoded.inputs.map((i) => [i.name, hex(i.data)]),
+    [
+      ['A', '01'],
+      ['B', '02'],
+    ],
+  );
   assert.equal(decoded.outputs, null, 'no outputs listed = every output');
   assert.equal(decoded.id, '');
 });
@@ -92,15 +105,38 @@ const errorCases: { name: string; req: Record<string, unknown>; code: string; me
   },
   {
     name: 'shared memory region (none can be registered)',
-    req: { inputs: [{ name: 'X', datatype: 'INT32', shape: [1], parameters: {
-      shared_memory_region: { string_param: 'r' }, shared_memory_byte_size: { int64_param: 4 } } }] },
+    req: {
+      inputs: [
+        {
+          name: 'X',
+          datatype: 'INT32',
+          shape: [1],
+          parameters: {
+            shared_memory_region: { string_param: 'r' },
+            shared_memory_byte_size: { int64_param: 4 },
+          },
+        },
+      ],
+    },
     code: 'NOT_FOUND',
     message: "Unable to find shared memory region: 'r'",
   },
   {
     name: 'shared memory region with contents',
-    req: { inputs: [{ name: 'X', datatype: 'INT32', shape: [1], contents: { int_contents: [1] }, parameters: {
-      shared_memory_region: { string_param: 'r' }, shared_memory_byte_size: { int64_param: 4 } } }] },
+    req: {
+      inputs: [
+        {
+          name: 'X',
+          datatype: 'INT32',
+          shape: [1],
+          contents: { int_contents: [1] },
+          parameters: {
+            shared_memory_region: { string_param: 'r' },
+            shared_memory_byte_size: { int64_param: 4 },
+          },
+        },
+      ],
+    },
     code: 'INVALID_ARG',
     message: "unexpected 'content' provided when using shared memory for input tensor 'X' for model 'm'",
   },
@@ -138,7 +174,8 @@ const errorCases: { name: string; req: Record<string, unknown>; code: string; me
     name: 'reserved triton_ key',
     req: { parameters: { triton_x: { bool_param: true } } },
     code: 'INVALID_ARG',
-    message: "parameter keys starting with 'triton_' are reserved for Triton usage. Only the following keys starting with 'triton_' are allowed: triton_enable_empty_final_response",
+    message:
+      "parameter keys starting with 'triton_' are reserved for Triton usage. Only the following keys starting with 'triton_' are allowed: triton_enable_empty_final_response",
   },
   {
     name: 'custom uint64 parameter',
@@ -156,29 +193,35 @@ const errorCases: { name: string; req: Record<string, unknown>; code: string; me
 
 for (const c of errorCases) {
   test(`error: ${c.name}`, () => {
-    assert.throws(() => decodeModelInferRequest(wire(c.req), 'm'), (err: ServerError) => {
-      assert.equal(err.code, c.code);
-      assert.equal(err.message, c.message);
-      return true;
-    });
+    assert.throws(
+      () => decodeModelInferRequest(wire(c.req), 'm'),
+      (err: ServerError) => {
+        assert.equal(err.code, c.code);
+        assert.equal(err.message, c.message);
+        return true;
+      },
+    );
   });
 }
 
 test('request parameters: reserved keys typed, custom values kept, empty-final flag split off', () => {
-  const { decoded, enableEmptyFinalResponse } = decodeModelInferRequest(wire({
-    id: 'q',
-    parameters: {
-      sequence_id: { int64_param: 42 },
-      sequence_start: { bool_param: true },
-      priority: { uint64_param: 3 },
-      timeout: { int64_param: 1000 },
-      triton_enable_empty_final_response: { bool_param: true },
-      binary_data_output: { bool_param: true },
-      s: { string_param: 'v' },
-      d: { double_param: 0.5 },
-      i: { int64_param: -7 },
-    },
-  }), 'm');
+  const { decoded, enableEmptyFinalResponse } = decodeModelInferRequest(
+    wire({
+      id: 'q',
+      parameters: {
+        sequence_id: { int64_param: 42 },
+        sequence_start: { bool_param: true },
+        priority: { uint64_param: 3 },
+        timeout: { int64_param: 1000 },
+        triton_enable_empty_final_response: { bool_param: true },
+        binary_data_output: { bool_param: true },
+        s: { string_param: 'v' },
+        d: { double_param: 0.5 },
+        i: { int64_param: -7 },
+      },
+    }),
+    'm',
+  );
   assert.equal(decoded.id, 'q');
   assert.deepEqual(decoded.parameters, { sequence_id: 42, sequence_start: true, priority: 3, timeout: 1000, s: 'v', d: 0.5, i: -7 });
   assert.equal(enableEmptyFinalResponse, true);
@@ -204,13 +247,27 @@ for (const [sent, id] of sequenceIdRows) {
 test('custom int64 parameters past 2^53 stay exact; response bigints go out as int64_param text', () => {
   const { decoded } = decodeModelInferRequest(wire({ parameters: { big: { int64_param: '-9223372036854775808' }, small: { int64_param: '5' } } }), 'm');
   assert.deepEqual(decoded.parameters, { big: -9223372036854775808n, small: 5 });
-  const r = buildInferResponse({ id: '', modelName: 'm', modelVersion: '1', parameters: { a: 9223372036854775813n, b: -5n }, outputs: [], requested: null, batched: false });
+  const r = buildInferResponse({
+    id: '',
+    modelName: 'm',
+    modelVersion: '1',
+    parameters: { a: 9223372036854775813n, b: -5n },
+    outputs: [],
+    requested: null,
+    batched: false,
+  });
   assert.deepEqual(r.parameters, { a: { int64_param: '9223372036854775813' }, b: { int64_param: '-5' } });
 });
 
 test('requested outputs with classification', () => {
   const { decoded } = decodeModelInferRequest(wire({ outputs: [{ name: 'A' }, { name: 'B', parameters: { classification: { int64_param: 2 } } }] }), 'm');
-  assert.deepEqual(decoded.outputs!.map((o) => [o.name, o.classification]), [['A', 0], ['B', 2]]);
+  assert.deepEqual(
+    decoded.outputs!.map((o) => [o.name, o.classification]),
+    [
+      ['A', 0],
+      ['B', 2],
+    ],
+  );
 });
 
 test('response: one raw_output_contents entry per output, in order, empty ones included', () => {
@@ -227,7 +284,10 @@ test('response: one raw_output_contents entry per output, in order, empty ones i
     requested: null,
     batched: false,
   });
-  assert.deepEqual(r.outputs, [{ name: 'A', datatype: 'INT32', shape: [1] }, { name: 'E', datatype: 'FP32', shape: [0] }]);
+  assert.deepEqual(r.outputs, [
+    { name: 'A', datatype: 'INT32', shape: [1] },
+    { name: 'E', datatype: 'FP32', shape: [0] },
+  ]);
   assert.equal(r.raw_output_contents.length, 2);
   assert.equal(r.raw_output_contents[0], a, 'a view, not a copy');
   assert.equal(r.raw_output_contents[1].byteLength, 0);

@@ -24,11 +24,13 @@ const pkg = protoLoader.loadSync(grpcServiceProtoPath(), { ...LOADER_OPTIONS, in
 const service = pkg['inference.GRPCInferenceService'] as Record<string, { requestDeserialize: (b: Buffer) => unknown }>;
 /** Triton's serialized BYTES layout of these elements: a 4-byte little-endian length before each. */
 function serializedBytes(elements: readonly Uint8Array[]): Buffer {
-  return Buffer.concat(elements.flatMap((e) => {
-    const len = Buffer.alloc(4);
-    len.writeUInt32LE(e.byteLength);
-    return [len, Buffer.from(e)];
-  }));
+  return Buffer.concat(
+    elements.flatMap((e) => {
+      const len = Buffer.alloc(4);
+      len.writeUInt32LE(e.byteLength);
+      return [len, Buffer.from(e)];
+    }),
+  );
 }
 
 /**
@@ -313,8 +315,11 @@ test('a map entry without a value is an InferParameter with nothing set', () => 
 });
 
 const malformed: { name: string; bytes: Buffer; message: string }[] = [
-  { name: 'truncated length', bytes: Buffer.from([0x0a, 0x05, 0x61]),
-    message: 'protobuf message truncated: a length-delimited field at byte 2 declares 5 bytes, 1 remain' },
+  {
+    name: 'truncated length',
+    bytes: Buffer.from([0x0a, 0x05, 0x61]),
+    message: 'protobuf message truncated: a length-delimited field at byte 2 declares 5 bytes, 1 remain',
+  },
   { name: 'truncated varint', bytes: Buffer.from([0x78, 0x80]), message: 'protobuf message truncated at byte 2' },
   { name: 'truncated fixed64', bytes: Buffer.from([0x79, 1, 2, 3]), message: 'protobuf message truncated at byte 4' },
   { name: 'varint over 10 bytes', bytes: Buffer.from([0x78, ...Array(10).fill(0xff), 0x01]), message: 'protobuf varint at byte 1 is longer than 10 bytes' },
@@ -323,9 +328,16 @@ const malformed: { name: string; bytes: Buffer; message: string }[] = [
   { name: 'wire type 6', bytes: Buffer.from([(15 << 3) | 6]), message: 'invalid protobuf wire type 6 at byte 1' },
   { name: 'a stray end-group', bytes: Buffer.from([0x0a, 0x00, (15 << 3) | 4]), message: 'invalid protobuf wire type 4 at byte 3' },
   { name: 'groups nested past 100', bytes: Buffer.alloc(150, (9 << 3) | 3), message: 'protobuf groups nested deeper than 100 at byte 101' },
-  { name: 'sub-message overruns its parent', bytes: Buffer.from([0x2a, 0x02, 0x0a, 0x05, 0x61, 0x62, 0x63, 0x64, 0x65]),
-    message: 'protobuf message truncated: a length-delimited field at byte 4 declares 5 bytes, 0 remain' },
-  { name: 'packed run overruns its length', bytes: Buffer.from([0x2a, 0x05, 0x1a, 0x01, 0x80, 0x01, 0x00]), message: "protobuf packed field 'shape' overruns its length" },
+  {
+    name: 'sub-message overruns its parent',
+    bytes: Buffer.from([0x2a, 0x02, 0x0a, 0x05, 0x61, 0x62, 0x63, 0x64, 0x65]),
+    message: 'protobuf message truncated: a length-delimited field at byte 4 declares 5 bytes, 0 remain',
+  },
+  {
+    name: 'packed run overruns its length',
+    bytes: Buffer.from([0x2a, 0x05, 0x1a, 0x01, 0x80, 0x01, 0x00]),
+    message: "protobuf packed field 'shape' overruns its length",
+  },
 ];
 
 for (const c of malformed) {

@@ -22,7 +22,10 @@ test('grpcMessage: printable ASCII but % passes as it is; the rest is percent-en
 
 test('the refusal text names the count and the flag, and crosses the wire unchanged', () => {
   const text = tooManyConnectionsText(5, 5);
-  assert.equal(text, 'the server has too many open gRPC connections (5; --grpc-max-connections=5): try again later, or send more calls over an open connection');
+  assert.equal(
+    text,
+    'the server has too many open gRPC connections (5; --grpc-max-connections=5): try again later, or send more calls over an open connection',
+  );
   assert.equal(grpcMessage(text), text);
 });
 

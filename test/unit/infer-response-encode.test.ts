@@ -56,10 +56,28 @@ test('Appendix A response, byte for byte', () => {
 });
 
 const jsonRows: { name: string; datatype: DataType; shape: number[]; data: Uint8Array; json: string }[] = [
-  { name: 'FP32 widened, shortest round trip', datatype: 'FP32', shape: [3], data: bytes(new Float32Array([0.1, 1, -2.5])), json: '[0.10000000149011612,1,-2.5]' },
-  { name: 'FP32 NaN and infinities bare', datatype: 'FP32', shape: [3], data: bytes(new Float32Array([NaN, Infinity, -Infinity])), json: '[NaN,Infinity,-Infinity]' },
+  {
+    name: 'FP32 widened, shortest round trip',
+    datatype: 'FP32',
+    shape: [3],
+    data: bytes(new Float32Array([0.1, 1, -2.5])),
+    json: '[0.10000000149011612,1,-2.5]',
+  },
+  {
+    name: 'FP32 NaN and infinities bare',
+    datatype: 'FP32',
+    shape: [3],
+    data: bytes(new Float32Array([NaN, Infinity, -Infinity])),
+    json: '[NaN,Infinity,-Infinity]',
+  },
   { name: 'FP64', datatype: 'FP64', shape: [2], data: bytes(new Float64Array([0.1, 1e300])), json: '[0.1,1e+300]' },
-  { name: 'INT64 exact beyond 2^53', datatype: 'INT64', shape: [2], data: bytes(new BigInt64Array([9007199254740993n, -9223372036854775808n])), json: '[9007199254740993,-9223372036854775808]' },
+  {
+    name: 'INT64 exact beyond 2^53',
+    datatype: 'INT64',
+    shape: [2],
+    data: bytes(new BigInt64Array([9007199254740993n, -9223372036854775808n])),
+    json: '[9007199254740993,-9223372036854775808]',
+  },
   { name: 'UINT64 max', datatype: 'UINT64', shape: [1], data: bytes(new BigUint64Array([18446744073709551615n])), json: '[18446744073709551615]' },
   { name: 'INT8 / UINT8', datatype: 'INT8', shape: [2], data: Uint8Array.from([255, 1]), json: '[-1,1]' },
   { name: 'UINT16', datatype: 'UINT16', shape: [1], data: bytes(new Uint16Array([65535])), json: '[65535]' },
@@ -72,7 +90,10 @@ const jsonRows: { name: string; datatype: DataType; shape: number[]; data: Uint8
 for (const row of jsonRows) {
   test(`JSON data: ${row.name}`, () => {
     const r = encode([o('Y', row.datatype, row.shape, row.data)]);
-    assert.equal(r.json, `{"model_name":"m","model_version":"1","outputs":[{"name":"Y","datatype":"${row.datatype}","shape":[${row.shape.join(',')}],"data":${row.json}}]}`);
+    assert.equal(
+      r.json,
+      `{"model_name":"m","model_version":"1","outputs":[{"name":"Y","datatype":"${row.datatype}","shape":[${row.shape.join(',')}],"data":${row.json}}]}`,
+    );
     assert.equal(r.contentType, 'application/json');
     assert.equal(r.headerLength, undefined);
     assert.deepEqual(r.binary, []);
@@ -93,12 +114,24 @@ test('output kind selection (§1.8.3)', () => {
   const c = o('C', 'UINT8', [1], Uint8Array.from([9]));
   // Not listed: binary_data_output decides.
   let r = encode([a, b], { binaryDataOutput: true });
-  assert.equal(r.json, '{"model_name":"m","model_version":"1","outputs":[{"name":"A","datatype":"UINT8","shape":[1],"parameters":{"binary_data_size":1}},{"name":"B","datatype":"UINT8","shape":[1],"parameters":{"binary_data_size":1}}]}');
-  assert.deepEqual(r.binary.map((x) => [...x]), [[7], [8]]);
+  assert.equal(
+    r.json,
+    '{"model_name":"m","model_version":"1","outputs":[{"name":"A","datatype":"UINT8","shape":[1],"parameters":{"binary_data_size":1}},{"name":"B","datatype":"UINT8","shape":[1],"parameters":{"binary_data_size":1}}]}',
+  );
+  assert.deepEqual(
+    r.binary.map((x) => [...x]),
+    [[7], [8]],
+  );
   // Listed: only those, in backend order; no binary_data means JSON even with binary_data_output.
   r = encode([a, b, c], { requested: [req('C', true), req('A')], binaryDataOutput: true });
-  assert.equal(r.json, '{"model_name":"m","model_version":"1","outputs":[{"name":"A","datatype":"UINT8","shape":[1],"data":[7]},{"name":"C","datatype":"UINT8","shape":[1],"parameters":{"binary_data_size":1}}]}');
-  assert.deepEqual(r.binary.map((x) => [...x]), [[9]]);
+  assert.equal(
+    r.json,
+    '{"model_name":"m","model_version":"1","outputs":[{"name":"A","datatype":"UINT8","shape":[1],"data":[7]},{"name":"C","datatype":"UINT8","shape":[1],"parameters":{"binary_data_size":1}}]}',
+  );
+  assert.deepEqual(
+    r.binary.map((x) => [...x]),
+    [[9]],
+  );
   assert.equal(r.headerLength, Buffer.byteLength(r.json));
   // A zero-size binary output still makes the response binary, with nothing after the JSON.
   r = encode([o('Z', 'FP32', [0], new Uint8Array(0))], { requested: [req('Z', true)] });
@@ -108,21 +141,47 @@ test('output kind selection (§1.8.3)', () => {
 });
 
 const errorRows: { name: string; out: ResponseOutput; code: string; message: string }[] = [
-  { name: 'FP16 as JSON', out: o('H', 'FP16', [1], new Uint8Array(2)), code: 'INVALID_ARG', message: 'sending FP16 data via JSON is not supported. Please use the binary data format for output' },
-  { name: 'BF16 as JSON', out: o('H', 'BF16', [1], new Uint8Array(2)), code: 'INVALID_ARG', message: 'sending BF16 data via JSON is not supported. Please use the binary data format for output' },
-  { name: 'size mismatch', out: o('S', 'INT32', [2], new Uint8Array(4)), code: 'INTERNAL', message: "output tensor shape does not match size of output for 'S'" },
-  { name: 'BYTES truncated', out: o('S', 'BYTES', [1], Uint8Array.from([5, 0, 0, 0, 1])), code: 'INTERNAL', message: "output tensor shape does not match size of output for 'S'" },
+  {
+    name: 'FP16 as JSON',
+    out: o('H', 'FP16', [1], new Uint8Array(2)),
+    code: 'INVALID_ARG',
+    message: 'sending FP16 data via JSON is not supported. Please use the binary data format for output',
+  },
+  {
+    name: 'BF16 as JSON',
+    out: o('H', 'BF16', [1], new Uint8Array(2)),
+    code: 'INVALID_ARG',
+    message: 'sending BF16 data via JSON is not supported. Please use the binary data format for output',
+  },
+  {
+    name: 'size mismatch',
+    out: o('S', 'INT32', [2], new Uint8Array(4)),
+    code: 'INTERNAL',
+    message: "output tensor shape does not match size of output for 'S'",
+  },
+  {
+    name: 'BYTES truncated',
+    out: o('S', 'BYTES', [1], Uint8Array.from([5, 0, 0, 0, 1])),
+    code: 'INTERNAL',
+    message: "output tensor shape does not match size of output for 'S'",
+  },
 ];
 
 for (const row of errorRows) {
   test(`encode rejects: ${row.name}`, () => {
-    assert.throws(() => encode([row.out]), (e: unknown) => e instanceof ServerError && e.code === row.code && e.message === row.message);
+    assert.throws(
+      () => encode([row.out]),
+      (e: unknown) => e instanceof ServerError && e.code === row.code && e.message === row.message,
+    );
   });
 }
 
 test('FP16 is fine as binary', () => {
   const r = encode([o('H', 'FP16', [1], Uint8Array.from([0, 60]))], { binaryDataOutput: true });
-  assert.deepEqual(r.binary.map((x) => [...x]), [[0, 60]]);
+  assert.deepEqual(
+    r.binary.map((x) => [...x]),
+    [[0, 60]],
+  );
 });
 
 test('classification (§1.8.9): per batch item, labels, %f values', () => {
@@ -138,7 +197,7 @@ test('classification (§1.8.9): per batch item, labels, %f values', () => {
   assert.match(b.json, /"datatype":"BYTES","shape":\[4\],"parameters":\{"binary_data_size":\d+\}/);
   const elements: string[] = [];
   const blob = Buffer.concat(b.binary);
-  for (let off = 0; off < blob.length; ) {
+  for (let off = 0; off < blob.length;) {
     const n = blob.readUInt32LE(off);
     elements.push(blob.toString('utf8', off + 4, off + 4 + n));
     off += 4 + n;
@@ -146,14 +205,20 @@ test('classification (§1.8.9): per batch item, labels, %f values', () => {
   assert.deepEqual(elements, ['10:1', '4:3', '3:0', '-1:2']);
   assert.throws(
     () => encode([o('B', 'BOOL', [1], new Uint8Array(1))], { requested: [req('B', false, 1)] }),
-    (e: unknown) => e instanceof ServerError && e.code === 'INVALID_ARG' && e.message === "class result not available for output due to unsupported type 'BOOL'",
+    (e: unknown) =>
+      e instanceof ServerError && e.code === 'INVALID_ARG' && e.message === "class result not available for output due to unsupported type 'BOOL'",
   );
 });
 
 test('formatFixed6 prints like C %f', () => {
   const rows: [number, string][] = [
-    [11.548583, '11.548583'], [0, '0.000000'], [-0, '-0.000000'], [Math.fround(0.1), '0.100000'],
-    [1e22, '10000000000000000000000.000000'], [NaN, 'nan'], [-Infinity, '-inf'],
+    [11.548583, '11.548583'],
+    [0, '0.000000'],
+    [-0, '-0.000000'],
+    [Math.fround(0.1), '0.100000'],
+    [1e22, '10000000000000000000000.000000'],
+    [NaN, 'nan'],
+    [-Infinity, '-inf'],
   ];
   for (const [v, s] of rows) assert.equal(formatFixed6(v), s);
 });
@@ -161,7 +226,7 @@ test('formatFixed6 prints like C %f', () => {
 test('chunked JSON text is the same text: tensors longer than one chunk, every kind of element', () => {
   const n = 65536 * 2 + 3;
   const ints = new Int32Array(n).map((_, i) => i - 5);
-  const bools = new Uint8Array(n).map((_, i) => i % 3 === 0 ? 1 : 0);
+  const bools = new Uint8Array(n).map((_, i) => (i % 3 === 0 ? 1 : 0));
   const strs = Array.from({ length: n }, (_, i) => (i % 7 === 0 ? 'é"\\' : `s${i}`));
   const cases: [DataType, Uint8Array, string][] = [
     ['INT32', bytes(ints), `[${ints.join(',')}]`],
@@ -170,7 +235,11 @@ test('chunked JSON text is the same text: tensors longer than one chunk, every k
   ];
   for (const [datatype, data, expected] of cases) {
     const r = encode([o('X', datatype, [n], data)]);
-    assert.equal(r.json, `{"model_name":"m","model_version":"1","outputs":[{"name":"X","datatype":"${datatype}","shape":[${n}],"data":${expected}}]}`, datatype);
+    assert.equal(
+      r.json,
+      `{"model_name":"m","model_version":"1","outputs":[{"name":"X","datatype":"${datatype}","shape":[${n}],"data":${expected}}]}`,
+      datatype,
+    );
   }
 });
 
@@ -186,12 +255,33 @@ test('an output whose JSON would pass the response bound is refused, naming the 
   const rows: { name: string; outputs: ResponseOutput[]; max: number; extra?: Partial<EncodeResponseArgs>; refused?: [string, number] }[] = [
     { name: 'one character short', outputs: [o('B', 'BOOL', [1000], big)], max: fits - 1, refused: ['B', 1000] },
     { name: 'far too small: refused before any formatting', outputs: [o('B', 'BOOL', [1000], big)], max: 100, refused: ['B', 1000] },
-    { name: 'many chunks: given up part way', outputs: [o('I', 'INT32', [300_000], bytes(new Int32Array(300_000).fill(123456)))], max: 1_000_000, refused: ['I', 300_000] },
-    { name: 'the bound is for the whole response: the second output does not fit', outputs: [o('A', 'UINT8', [400], new Uint8Array(400)), o('C', 'UINT8', [400], new Uint8Array(400))], max: 1200, refused: ['C', 400] },
+    {
+      name: 'many chunks: given up part way',
+      outputs: [o('I', 'INT32', [300_000], bytes(new Int32Array(300_000).fill(123456)))],
+      max: 1_000_000,
+      refused: ['I', 300_000],
+    },
+    {
+      name: 'the bound is for the whole response: the second output does not fit',
+      outputs: [o('A', 'UINT8', [400], new Uint8Array(400)), o('C', 'UINT8', [400], new Uint8Array(400))],
+      max: 1200,
+      refused: ['C', 400],
+    },
     { name: 'BYTES', outputs: [o('S', 'BYTES', [3], bytesTensor(['x'.repeat(500), 'y', 'z']))], max: 300, refused: ['S', 3] },
-    { name: 'classification strings count too', outputs: [o('P', 'FP32', [1000], bytes(new Float32Array(1000).fill(0.5)))], max: 1000, extra: { requested: [req('P', false, 1000)] }, refused: ['P', 1000] },
+    {
+      name: 'classification strings count too',
+      outputs: [o('P', 'FP32', [1000], bytes(new Float32Array(1000).fill(0.5)))],
+      max: 1000,
+      extra: { requested: [req('P', false, 1000)] },
+      refused: ['P', 1000],
+    },
     { name: 'binary outputs are not counted', outputs: [o('B', 'BOOL', [1000], big)], max: 200, extra: { binaryDataOutput: true } },
-    { name: 'nor outputs written into shared memory', outputs: [o('B', 'BOOL', [1000], big)], max: 200, extra: { requested: [{ ...req('B'), shm: { region: { name: 'r', key: '/k', offset: 0, byteSize: 1000 }, offset: 0, byteSize: 1000 } }] } },
+    {
+      name: 'nor outputs written into shared memory',
+      outputs: [o('B', 'BOOL', [1000], big)],
+      max: 200,
+      extra: { requested: [{ ...req('B'), shm: { region: { name: 'r', key: '/k', offset: 0, byteSize: 1000 }, offset: 0, byteSize: 1000 } }] },
+    },
   ];
   for (const row of rows) {
     const run = (): unknown => encode(row.outputs, { maxJsonChars: row.max, ...row.extra });

@@ -15,7 +15,13 @@ function hosted(): { instance: ModelInstance; opens: boolean[]; run: (r: InferRe
   const opens: boolean[] = [];
   let listener: ((r: InferRequest, m: InlineMessage) => void) | undefined;
   const inline: InlineRuns = { setOpen: (o) => opens.push(o), onRun: (l) => (listener = l) };
-  const instance = { name: 'm_0', inline, execute: () => Promise.reject(new Error('not used')), stop: () => Promise.resolve(), kill: () => Promise.resolve() } as unknown as ModelInstance;
+  const instance = {
+    name: 'm_0',
+    inline,
+    execute: () => Promise.reject(new Error('not used')),
+    stop: () => Promise.resolve(),
+    kill: () => Promise.resolve(),
+  } as unknown as ModelInstance;
   return { instance, opens, run: (r, m) => listener!(r, m) };
 }
 
@@ -57,10 +63,23 @@ test('inline gates: an inline run is one execution and one successful request, w
   };
   new InlineGates([h.instance], hooks, new RequestAccounting(hooks));
   const timings = { computeStartNs: 110, computeInputEndNs: 120, computeInferEndNs: 150, computeEndNs: 160 };
-  const req = { id: 'r', model: 'm', version: 1, latest: false, batchSize: 4, inputs: [], requestedOutputs: null, parameters: {}, arrivalNs: 100 } as InferRequest;
+  const req = {
+    id: 'r',
+    model: 'm',
+    version: 1,
+    latest: false,
+    batchSize: 4,
+    inputs: [],
+    requestedOutputs: null,
+    parameters: {},
+    arrivalNs: 100,
+  } as InferRequest;
   h.run(req, { t: 'inline', id: 'r', batchSize: 4, queueStartNs: 100, endNs: 170, ok: true, timings });
   h.run(req, { t: 'inline', id: 'r', batchSize: 4, queueStartNs: 100, endNs: 170, ok: false, timings });
-  assert.deepEqual(done, [{ batch: 4, count: 1 }, { batch: 4, count: 1 }]);
+  assert.deepEqual(done, [
+    { batch: 4, count: 1 },
+    { batch: 4, count: 1 },
+  ]);
   assert.equal(requests.length, 2);
   assert.equal(requests[0]!.success, true);
   assert.equal(requests[0]!.queueStartNs, 100);

@@ -28,7 +28,8 @@ const cases: { what: string; extra?: string; text?: string; backend?: string; ma
   { what: 'decoupled', extra: 'model_transaction_policy { decoupled: true }', refusal: /decoupled/ },
   { what: 'the response cache', extra: 'response_cache { enable: true }', refusal: /response cache/ },
   {
-    what: 'a variable dimension', refusal: /input 'IN' has a variable dimension/,
+    what: 'a variable dimension',
+    refusal: /input 'IN' has a variable dimension/,
     text: BASE.replace('dims: [ 16 ] } ]\noutput', 'dims: [ -1 ] } ]\noutput'),
   },
   { what: 'a BYTES input', refusal: /input 'IN' is BYTES/, text: BASE.replace('TYPE_FP32 dims: [ 16 ] } ]\noutput', 'TYPE_STRING dims: [ 16 ] } ]\noutput') },

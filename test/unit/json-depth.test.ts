@@ -36,7 +36,7 @@ test('jsonNestingDepth stops once past the bound it is given', () => {
   assert.equal(jsonNestingDepth(nested(50), 100), 50);
 });
 
-test('checkJsonDepth: the limit is Triton\'s 100, with its text', () => {
+test("checkJsonDepth: the limit is Triton's 100, with its text", () => {
   assert.equal(MAX_JSON_DEPTH, 100);
   assert.doesNotThrow(() => checkJsonDepth(nested(100)));
   assert.throws(() => checkJsonDepth(nested(101)), { code: 'INVALID_ARG', message: DEPTH_TEXT });
@@ -64,7 +64,11 @@ test('the parser reports rapidjson offsets inside deep nesting', () => {
     ['[1,{"a":[NaN,{}],"b":[]}, {"c":1 x}]', "Missing a comma or '}' after an object member. at 33"],
   ];
   for (const [text, message] of table) {
-    assert.throws(() => parseLikeRapidjson(Buffer.from(text)), { code: 'INTERNAL', message: `failed to parse the request JSON buffer: ${message}` }, text.slice(0, 40));
+    assert.throws(
+      () => parseLikeRapidjson(Buffer.from(text)),
+      { code: 'INTERNAL', message: `failed to parse the request JSON buffer: ${message}` },
+      text.slice(0, 40),
+    );
   }
 });
 

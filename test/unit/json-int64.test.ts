@@ -58,10 +58,10 @@ test('control bodies keep plain numbers (no bigint reaches a control handler)', 
   assert.deepEqual(parseControlJson('{"byte_size":9007199254740993}'), { byte_size: 9007199254740992 });
 });
 
-test('the exact path keeps the fallback parser\'s rapidjson texts', () => {
+test("the exact path keeps the fallback parser's rapidjson texts", () => {
   const huge = `[1${'0'.repeat(400)}]`;
   assert.throws(() => parse(huge), { code: 'INTERNAL', message: 'failed to parse the request JSON buffer: Number too big to be stored in double. at 1' });
-  assert.throws(() => parse('[12345678901234567,]'), { code: 'INTERNAL', message: "failed to parse the request JSON buffer: Invalid value. at 19" });
+  assert.throws(() => parse('[12345678901234567,]'), { code: 'INTERNAL', message: 'failed to parse the request JSON buffer: Invalid value. at 19' });
 });
 
 const plan = compileValidationPlan({
@@ -95,7 +95,13 @@ const tensorRows: [string, string, string, string, number[]][] = [
   ['INT64 min and max', 'I', 'INT64', '-9223372036854775808,9223372036854775807', bytesOf(BigInt64Array, [-9223372036854775808n, 9223372036854775807n])],
   ['INT64 small and past 2^53 mixed', 'I', 'INT64', '1,-1,9007199254740992', bytesOf(BigInt64Array, [1n, -1n, 9007199254740992n])],
   ['UINT64 max', 'U', 'UINT64', '18446744073709551615,9223372036854775808,0', bytesOf(BigUint64Array, [18446744073709551615n, 9223372036854775808n, 0n])],
-  ['INT32 from a 64-bit literal: its low 32 bits, as a C cast', 'S', 'INT32', '9007199254740993,-9007199254740993', bytesOf(BigInt64Array, [1n]).slice(0, 4).concat([255, 255, 255, 255])],
+  [
+    'INT32 from a 64-bit literal: its low 32 bits, as a C cast',
+    'S',
+    'INT32',
+    '9007199254740993,-9007199254740993',
+    bytesOf(BigInt64Array, [1n]).slice(0, 4).concat([255, 255, 255, 255]),
+  ],
   ['FP64 from a 64-bit literal: the nearest double', 'F', 'FP64', '9007199254740993', [...new Uint8Array(new Float64Array([9007199254740992]).buffer)]],
 ];
 
@@ -120,14 +126,29 @@ const errorRows: [string, string, string][] = [
   ['UINT64 -2^63', input('U', 'UINT64', '-9223372036854775808'), UNSIGNED],
   ['UINT64 1.5', input('U', 'UINT64', '1.5'), UNSIGNED],
   ['INT32 2^63 (past int64)', input('S', 'INT32', '9223372036854775808'), SIGNED],
-  ['sequence_id 2^64', input('I', 'INT64', '1', '"parameters":{"sequence_id":18446744073709551616},'), "Unable to parse 'sequence_id': attempt to access JSON non-string as string"],
-  ['sequence_id -2^63', input('I', 'INT64', '1', '"parameters":{"sequence_id":-9223372036854775808},'), "Unable to parse 'sequence_id': attempt to access JSON non-string as string"],
-  ['priority -2^63', input('I', 'INT64', '1', '"parameters":{"priority":-9223372036854775808},'), "Unable to parse 'priority': attempt to access JSON non-unsigned-integer as unsigned-integer"],
+  [
+    'sequence_id 2^64',
+    input('I', 'INT64', '1', '"parameters":{"sequence_id":18446744073709551616},'),
+    "Unable to parse 'sequence_id': attempt to access JSON non-string as string",
+  ],
+  [
+    'sequence_id -2^63',
+    input('I', 'INT64', '1', '"parameters":{"sequence_id":-9223372036854775808},'),
+    "Unable to parse 'sequence_id': attempt to access JSON non-string as string",
+  ],
+  [
+    'priority -2^63',
+    input('I', 'INT64', '1', '"parameters":{"priority":-9223372036854775808},'),
+    "Unable to parse 'priority': attempt to access JSON non-unsigned-integer as unsigned-integer",
+  ],
 ];
 
 for (const [name, body, message] of errorRows) {
   test(`JSON data refused: ${name}`, () => {
-    assert.throws(() => decode(body), (e: unknown) => e instanceof ServerError && e.code === 'INTERNAL' && e.message === message);
+    assert.throws(
+      () => decode(body),
+      (e: unknown) => e instanceof ServerError && e.code === 'INTERNAL' && e.message === message,
+    );
   });
 }
 
@@ -136,8 +157,16 @@ const parameterRows: [string, string, Record<string, ParamValue>][] = [
   ['sequence_id 2^63+5', '{"sequence_id":9223372036854775813,"sequence_start":true}', { sequence_id: 9223372036854775813n, sequence_start: true }],
   ['sequence_id uint64 max', '{"sequence_id":18446744073709551615}', { sequence_id: 18446744073709551615n }],
   ['sequence_id 2^53-1 stays a number', '{"sequence_id":9007199254740991}', { sequence_id: 9007199254740991 }],
-  ['custom int64 exact, custom past int64 a double', '{"a":-9223372036854775808,"b":18446744073709551615}', { a: -9223372036854775808n, b: 18446744073709551615 }],
-  ['priority and timeout past 2^53 read as sizes', '{"priority":9007199254740993,"timeout":18446744073709551615}', { priority: 9007199254740992, timeout: 18446744073709551616 }],
+  [
+    'custom int64 exact, custom past int64 a double',
+    '{"a":-9223372036854775808,"b":18446744073709551615}',
+    { a: -9223372036854775808n, b: 18446744073709551615 },
+  ],
+  [
+    'priority and timeout past 2^53 read as sizes',
+    '{"priority":9007199254740993,"timeout":18446744073709551615}',
+    { priority: 9007199254740992, timeout: 18446744073709551616 },
+  ],
 ];
 
 for (const [name, params, want] of parameterRows) {

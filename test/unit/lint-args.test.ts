@@ -4,10 +4,16 @@ import { LintUsageError, parseLintArgs } from '../../src/lint/lint-cli';
 
 const OK: [string, string[], object][] = [
   ['positional', ['models'], { repositories: ['models'], modelConfigName: '', autoComplete: true, backendConfig: {} }],
-  ['flags as tritonserver spells them', ['--model-repository=a', '--model-repository', 'b', '--model-config-name=prod', '--disable-auto-complete-config'],
-    { repositories: ['a', 'b'], modelConfigName: 'prod', autoComplete: false, backendConfig: {} }],
-  ['backend config', ['m', '--backend-config=python,shm-default-byte-size=1048576', '--backend-config=x=1'],
-    { repositories: ['m'], modelConfigName: '', autoComplete: true, backendConfig: { python: { 'shm-default-byte-size': '1048576' }, '': { x: '1' } } }],
+  [
+    'flags as tritonserver spells them',
+    ['--model-repository=a', '--model-repository', 'b', '--model-config-name=prod', '--disable-auto-complete-config'],
+    { repositories: ['a', 'b'], modelConfigName: 'prod', autoComplete: false, backendConfig: {} },
+  ],
+  [
+    'backend config',
+    ['m', '--backend-config=python,shm-default-byte-size=1048576', '--backend-config=x=1'],
+    { repositories: ['m'], modelConfigName: '', autoComplete: true, backendConfig: { python: { 'shm-default-byte-size': '1048576' }, '': { x: '1' } } },
+  ],
 ];
 for (const [name, argv, want] of OK) {
   test(`parseLintArgs: ${name}`, () => assert.deepEqual(parseLintArgs(argv), want));
@@ -20,5 +26,9 @@ const BAD: [string, string[], string][] = [
   ['bad backend config', ['m', '--backend-config=python'], "--backend-config takes <backend>,<setting>=<value>, got 'python'"],
 ];
 for (const [name, argv, message] of BAD) {
-  test(`parseLintArgs refuses: ${name}`, () => assert.throws(() => parseLintArgs(argv), (e: unknown) => e instanceof LintUsageError && e.message === message));
+  test(`parseLintArgs refuses: ${name}`, () =>
+    assert.throws(
+      () => parseLintArgs(argv),
+      (e: unknown) => e instanceof LintUsageError && e.message === message,
+    ));
 }

@@ -16,10 +16,22 @@ const msg = (f: () => unknown): string => {
 };
 
 test('model names and override file paths', () => {
-  assert.equal(msg(() => checkModelNameToLoad('  ')), 'Model name cannot be empty. Please enter a valid name to deploy.');
-  assert.equal(msg(() => checkModelNameToLoad('..')), "invalid model name '..', model name must not contain path traversal characters");
-  assert.equal(msg(() => checkModelNameToLoad('a/b')), "invalid model name 'a/b', model name must not contain path traversal characters");
-  assert.equal(msg(() => checkModelNameToLoad('ok.name-1')), 'no error');
+  assert.equal(
+    msg(() => checkModelNameToLoad('  ')),
+    'Model name cannot be empty. Please enter a valid name to deploy.',
+  );
+  assert.equal(
+    msg(() => checkModelNameToLoad('..')),
+    "invalid model name '..', model name must not contain path traversal characters",
+  );
+  assert.equal(
+    msg(() => checkModelNameToLoad('a/b')),
+    "invalid model name 'a/b', model name must not contain path traversal characters",
+  );
+  assert.equal(
+    msg(() => checkModelNameToLoad('ok.name-1')),
+    'no error',
+  );
   const table: [string, string | null][] = [
     ['1/model.onnx', '1/model.onnx'],
     ['1/./sub/../model.onnx', '1/model.onnx'],
@@ -30,7 +42,12 @@ test('model names and override file paths', () => {
     ['', null],
   ];
   for (const [p, expected] of table) {
-    if (expected === null) assert.match(msg(() => safeRelative(p)), /^Invalid file parameter 'file:/, p);
+    if (expected === null)
+      assert.match(
+        msg(() => safeRelative(p)),
+        /^Invalid file parameter 'file:/,
+        p,
+      );
     else assert.equal(safeRelative(p), expected);
   }
   const dir = writeOverrideDir('m', [{ path: '2/sub/f.bin', data: Buffer.from('hi') }]);
@@ -43,24 +60,39 @@ test('model names and override file paths', () => {
 test('HTTP bodies of index, load and unload', () => {
   assert.deepEqual(parseIndexBody(''), { ready: false });
   assert.deepEqual(parseIndexBody('{"ready":true}'), { ready: true });
-  assert.equal(msg(() => parseIndexBody('{"ready":"true"}')), "Invalid value for 'ready': expected a boolean");
+  assert.equal(
+    msg(() => parseIndexBody('{"ready":"true"}')),
+    "Invalid value for 'ready': expected a boolean",
+  );
   assert.deepEqual(parseLoadBody(''), { files: [] });
   const load = parseLoadBody(JSON.stringify({ parameters: { config: '{}', 'file:1/a': Buffer.from('xyz').toString('base64') } }));
   assert.equal(load.config, '{}');
-  assert.deepEqual(load.files.map((f) => [f.path, Buffer.from(f.data).toString()]), [['1/a', 'xyz']]);
-  assert.equal(msg(() => parseLoadBody('{"parameters":{"config":{}}}')), 'attempt to access JSON non-string as string');
-  assert.equal(msg(() => parseLoadBody('{"parameters":{"x":"y"}}')), 'unexpected error on creating Triton parameter');
+  assert.deepEqual(
+    load.files.map((f) => [f.path, Buffer.from(f.data).toString()]),
+    [['1/a', 'xyz']],
+  );
+  assert.equal(
+    msg(() => parseLoadBody('{"parameters":{"config":{}}}')),
+    'attempt to access JSON non-string as string',
+  );
+  assert.equal(
+    msg(() => parseLoadBody('{"parameters":{"x":"y"}}')),
+    'unexpected error on creating Triton parameter',
+  );
   assert.deepEqual(parseUnloadBody('{"parameters":{"unload_dependents":true}}'), { unloadDependents: true });
   assert.deepEqual(parseUnloadBody('{"parameters":{"unload_dependents":"yes"}}'), { unloadDependents: false });
 });
 
 test('JSON config override: camelCase names, case-insensitive enums, int64 as strings, unknown fields refused', () => {
-  const c = parseModelConfigJson(JSON.stringify({
-    name: 'm', maxBatchSize: 4,
-    input: [{ name: 'X', dataType: 'type_fp32', dims: ['-1', 3] }],
-    instance_group: [{ kind: 'KIND_cpu', count: 2 }],
-    dynamicBatching: { maxQueueDelayMicroseconds: '100' },
-  }));
+  const c = parseModelConfigJson(
+    JSON.stringify({
+      name: 'm',
+      maxBatchSize: 4,
+      input: [{ name: 'X', dataType: 'type_fp32', dims: ['-1', 3] }],
+      instance_group: [{ kind: 'KIND_cpu', count: 2 }],
+      dynamicBatching: { maxQueueDelayMicroseconds: '100' },
+    }),
+  );
   assert.equal(c.max_batch_size, 4);
   assert.equal(c.input[0].data_type, 'TYPE_FP32');
   assert.deepEqual(c.input[0].dims, [-1, 3]);
@@ -72,8 +104,16 @@ test('JSON config override: camelCase names, case-insensitive enums, int64 as st
     ['{"nope": 1}', /^Invalid config override: Cannot find field: nope in message inference.ModelConfig$/],
     ['{"max_batch_size": 1.5}', /expected an integer/],
     ['{"input": [{"data_type": "TYPE_NOPE"}]}', /invalid value "TYPE_NOPE" for enum type inference.DataType/],
-    ['{"input": [{"data_type": "FP32"}]}', /invalid value "FP32" for enum type inference.DataType\. config\.pbtxt spells it TYPE_FP32 \('FP32' is how requests spell it\)\.$/],
+    [
+      '{"input": [{"data_type": "FP32"}]}',
+      /invalid value "FP32" for enum type inference.DataType\. config\.pbtxt spells it TYPE_FP32 \('FP32' is how requests spell it\)\.$/,
+    ],
     ['[]', /expected a JSON object/],
   ];
-  for (const [text, re] of bad) assert.match(msg(() => parseModelConfigJson(text)), re, text);
+  for (const [text, re] of bad)
+    assert.match(
+      msg(() => parseModelConfigJson(text)),
+      re,
+      text,
+    );
 });

@@ -35,15 +35,21 @@ for (const c of retryCases) {
     const retried: number[] = [];
     const slots = new LoadSlots(1, c.retries);
     let attempts = 0;
-    const p = slots.run(async () => {
-      attempts++;
-      if (attempts <= c.failures) throw new Error(`failure ${attempts}`);
-      return 'ok';
-    }, (n) => retried.push(n));
+    const p = slots.run(
+      async () => {
+        attempts++;
+        if (attempts <= c.failures) throw new Error(`failure ${attempts}`);
+        return 'ok';
+      },
+      (n) => retried.push(n),
+    );
     if (c.ok) assert.equal(await p, 'ok');
     else await assert.rejects(p, { message: `failure ${c.attempts}` });
     assert.equal(attempts, c.attempts);
-    assert.deepEqual(retried, Array.from({ length: c.attempts - 1 }, (_, i) => i + 1));
+    assert.deepEqual(
+      retried,
+      Array.from({ length: c.attempts - 1 }, (_, i) => i + 1),
+    );
     assert.equal(slots.running(), 0);
   });
 }

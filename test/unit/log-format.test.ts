@@ -22,20 +22,14 @@ const T = Date.UTC(2024, 10, 29, 17, 5, 0) * 1000 + 123456;
 const LINES: [Partial<LogEntry>, 'default' | 'ISO8601', boolean, string][] = [
   [{}, 'default', true, 'I1129 17:05:00.123456 42 server.ts:0] "hello"\n'],
   [{ letter: 'W' }, 'default', true, 'W1129 17:05:00.123456 42 server.ts:0] "hello"\n'],
-  [{ letter: 'E', source: 'model_lifecycle.ts' }, 'default', true,
-    'E1129 17:05:00.123456 42 model_lifecycle.ts:0] "hello"\n'],
+  [{ letter: 'E', source: 'model_lifecycle.ts' }, 'default', true, 'E1129 17:05:00.123456 42 model_lifecycle.ts:0] "hello"\n'],
   [{ source: 'http_server.ts:12' }, 'default', true, 'I1129 17:05:00.123456 42 http_server.ts:12] "hello"\n'],
-  [{ epochMicros: Date.UTC(2025, 0, 2, 3, 4, 5) * 1000 + 7 }, 'default', true,
-    'I0102 03:04:05.000007 42 server.ts:0] "hello"\n'],
+  [{ epochMicros: Date.UTC(2025, 0, 2, 3, 4, 5) * 1000 + 7 }, 'default', true, 'I0102 03:04:05.000007 42 server.ts:0] "hello"\n'],
   [{}, 'ISO8601', true, '2024-11-29T17:05:00Z I 42 server.ts:0] "hello"\n'],
-  [{ message: 'say "hi"\\\n\tnow\u0001' }, 'default', true,
-    'I1129 17:05:00.123456 42 server.ts:0] "say \\"hi\\"\\\\\\n\\tnow\\u0001"\n'],
-  [{ message: "successfully loaded 'simple'" }, 'default', false,
-    "I1129 17:05:00.123456 42 server.ts:0] successfully loaded 'simple'\n"],
-  [{ message: '+--+\n|a |\n+--+\n', multiline: true }, 'default', true,
-    'I1129 17:05:00.123456 42 server.ts:0] \n+--+\n|a |\n+--+\n\n'],
-  [{ message: '{\n  "a": 1\n}', multiline: true, heading: 'config:' }, 'default', true,
-    'I1129 17:05:00.123456 42 server.ts:0] config:\n{\n  "a": 1\n}\n'],
+  [{ message: 'say "hi"\\\n\tnow\u0001' }, 'default', true, 'I1129 17:05:00.123456 42 server.ts:0] "say \\"hi\\"\\\\\\n\\tnow\\u0001"\n'],
+  [{ message: "successfully loaded 'simple'" }, 'default', false, "I1129 17:05:00.123456 42 server.ts:0] successfully loaded 'simple'\n"],
+  [{ message: '+--+\n|a |\n+--+\n', multiline: true }, 'default', true, 'I1129 17:05:00.123456 42 server.ts:0] \n+--+\n|a |\n+--+\n\n'],
+  [{ message: '{\n  "a": 1\n}', multiline: true, heading: 'config:' }, 'default', true, 'I1129 17:05:00.123456 42 server.ts:0] config:\n{\n  "a": 1\n}\n'],
 ];
 
 for (const [partial, format, escape, expected] of LINES) {
@@ -54,8 +48,17 @@ test('escaping is off only when TRITON_SERVER_ESCAPE_LOG_MESSAGES=0', () => {
 function capture(overrides: Partial<LoggerOptions> = {}) {
   const out: [LogStream, string][] = [];
   const log = createLogger({
-    verbose: 0, info: true, warning: true, error: true, format: 'default',
-    clock: () => T, pid: 7, escape: true, sites: false, sink: (text, stream) => out.push([stream, text]), ...overrides,
+    verbose: 0,
+    info: true,
+    warning: true,
+    error: true,
+    format: 'default',
+    clock: () => T,
+    pid: 7,
+    escape: true,
+    sites: false,
+    sink: (text, stream) => out.push([stream, text]),
+    ...overrides,
   });
   return { log, out };
 }
@@ -78,7 +81,10 @@ test('logger sends everything to the file when one is set', () => {
   const { log, out } = capture({ file: '/tmp/unused.log' });
   log.info('a');
   log.error('b');
-  assert.deepEqual(out.map(([s]) => s), ['file', 'file']);
+  assert.deepEqual(
+    out.map(([s]) => s),
+    ['file', 'file'],
+  );
 });
 
 test('levels filter and can change at run time, children included', () => {
@@ -92,42 +98,48 @@ test('levels filter and can change at run time, children included', () => {
   child.verbose(2, 'v2');
   child.info('shown');
   child.warn('muted');
-  assert.deepEqual(out.map(([, t]) => t), [
-    'I1129 17:05:00.123456 7 http_server.ts:0] "v1"\n',
-    '2024-11-29T17:05:00Z I 7 http_server.ts:0] "v2"\n',
-    '2024-11-29T17:05:00Z I 7 http_server.ts:0] "shown"\n',
-  ]);
+  assert.deepEqual(
+    out.map(([, t]) => t),
+    [
+      'I1129 17:05:00.123456 7 http_server.ts:0] "v1"\n',
+      '2024-11-29T17:05:00Z I 7 http_server.ts:0] "v2"\n',
+      '2024-11-29T17:05:00Z I 7 http_server.ts:0] "shown"\n',
+    ],
+  );
   assert.deepEqual(log.settings(), { verbose: 2, info: true, warning: false, error: true, format: 'ISO8601' });
 });
 
 test('table entries: preamble line, table, empty line (§7.2 example)', () => {
   const { log, out } = capture();
   log.table(modelTable([{ name: 'simple', version: 1, status: 'READY' }], { width: 500 }));
-  assert.equal(out[0]![1], [
-    'I1129 17:05:00.123456 7 server.ts:0] ',
-    '+--------+---------+--------+',
-    '| Model  | Version | Status |',
-    '+--------+---------+--------+',
-    '| simple | 1       | READY  |',
-    '+--------+---------+--------+',
-    '',
-    '',
-  ].join('\n'));
+  assert.equal(
+    out[0]![1],
+    [
+      'I1129 17:05:00.123456 7 server.ts:0] ',
+      '+--------+---------+--------+',
+      '| Model  | Version | Status |',
+      '+--------+---------+--------+',
+      '| simple | 1       | READY  |',
+      '+--------+---------+--------+',
+      '',
+      '',
+    ].join('\n'),
+  );
 });
 
 test('empty table has header and dividers only; model rows sort by name then version', () => {
-  assert.equal(formatTable(['Repository Agent', 'Path'], [], { width: 500 }), [
-    '+------------------+------+',
-    '| Repository Agent | Path |',
-    '+------------------+------+',
-    '+------------------+------+',
-    '',
-  ].join('\n'));
-  const t = modelTable([
-    { name: 'b', version: 1, status: 'READY' },
-    { name: 'a', version: 10, status: 'READY' },
-    { name: 'a', version: 2, status: 'UNAVAILABLE: unloaded' },
-  ], { width: 500 });
+  assert.equal(
+    formatTable(['Repository Agent', 'Path'], [], { width: 500 }),
+    ['+------------------+------+', '| Repository Agent | Path |', '+------------------+------+', '+------------------+------+', ''].join('\n'),
+  );
+  const t = modelTable(
+    [
+      { name: 'b', version: 1, status: 'READY' },
+      { name: 'a', version: 10, status: 'READY' },
+      { name: 'a', version: 2, status: 'UNAVAILABLE: unloaded' },
+    ],
+    { width: 500 },
+  );
   assert.deepEqual(t.split('\n').slice(3, 6), [
     '| a     | 2       | UNAVAILABLE: unloaded |',
     '| a     | 10      | READY                 |',
@@ -138,14 +150,30 @@ test('empty table has header and dividers only; model rows sort by name then ver
 test('options table matches the §7.2 example on an 80-column terminal', () => {
   const o = parseServerOptions(['--model-repository', '/models']);
   const rows = optionsTableRows(o);
-  assert.deepEqual(rows.map((r) => r[0]), [
-    'server_id', 'server_version', 'server_extensions', 'model_repository_path[0]', 'model_control_mode',
-    'strict_model_config', 'model_config_name', 'rate_limit', 'pinned_memory_pool_byte_size',
-    'min_supported_compute_capability', 'strict_readiness', 'exit_timeout', 'cache_enabled',
-  ]);
-  assert.equal(rows[2]![1], 'classification sequence model_repository model_repository(unload_dependents) '
-    + 'schedule_policy model_configuration system_shared_memory cuda_shared_memory binary_tensor_data '
-    + 'parameters statistics trace logging');
+  assert.deepEqual(
+    rows.map((r) => r[0]),
+    [
+      'server_id',
+      'server_version',
+      'server_extensions',
+      'model_repository_path[0]',
+      'model_control_mode',
+      'strict_model_config',
+      'model_config_name',
+      'rate_limit',
+      'pinned_memory_pool_byte_size',
+      'min_supported_compute_capability',
+      'strict_readiness',
+      'exit_timeout',
+      'cache_enabled',
+    ],
+  );
+  assert.equal(
+    rows[2]![1],
+    'classification sequence model_repository model_repository(unload_dependents) ' +
+      'schedule_policy model_configuration system_shared_memory cuda_shared_memory binary_tensor_data ' +
+      'parameters statistics trace logging',
+  );
   // The §7.2 example is from an 80-column terminal: Value gets 40 columns and
   // the long extensions cell wraps at spaces (Triton cuts it mid-word).
   const lines = optionsTable(o, {}, { width: 80 }).split('\n');
@@ -180,18 +208,25 @@ test('options table matches the §7.2 example on an 80-column terminal', () => {
 });
 
 test('models table: 80 columns by default off a TTY, one line of reason per model, words kept whole', () => {
-  const status = "UNAVAILABLE: Internal: ValueError: cannot open weights file /models/badpy/1/weights.bin: no such file\n\nAt:\n  /m/badpy/1/model.py(4): initialize\n";
-  const t = modelTable([{ name: 'badpy', version: 1, status }, { name: 'simple', version: 1, status: 'READY' }]);
-  assert.equal(t, [
-    '+--------+---------+----------------------------------------------------------+',
-    '| Model  | Version | Status                                                   |',
-    '+--------+---------+----------------------------------------------------------+',
-    '| badpy  | 1       | UNAVAILABLE: Internal: ValueError: cannot open weights   |',
-    '|        |         | file /models/badpy/1/weights.bin: no such file           |',
-    '| simple | 1       | READY                                                    |',
-    '+--------+---------+----------------------------------------------------------+',
-    '',
-  ].join('\n'));
+  const status =
+    'UNAVAILABLE: Internal: ValueError: cannot open weights file /models/badpy/1/weights.bin: no such file\n\nAt:\n  /m/badpy/1/model.py(4): initialize\n';
+  const t = modelTable([
+    { name: 'badpy', version: 1, status },
+    { name: 'simple', version: 1, status: 'READY' },
+  ]);
+  assert.equal(
+    t,
+    [
+      '+--------+---------+----------------------------------------------------------+',
+      '| Model  | Version | Status                                                   |',
+      '+--------+---------+----------------------------------------------------------+',
+      '| badpy  | 1       | UNAVAILABLE: Internal: ValueError: cannot open weights   |',
+      '|        |         | file /models/badpy/1/weights.bin: no such file           |',
+      '| simple | 1       | READY                                                    |',
+      '+--------+---------+----------------------------------------------------------+',
+      '',
+    ].join('\n'),
+  );
   assert.equal(statusSummary(status), 'UNAVAILABLE: Internal: ValueError: cannot open weights file /models/badpy/1/weights.bin: no such file');
 });
 
@@ -211,19 +246,24 @@ for (const [rows, width, body] of CELLS) {
 }
 
 test('backends table', () => {
-  assert.deepEqual(backendTable([{ name: 'onnxruntime', path: 'built in', config: '{}' }], { width: 80 }).split('\n').slice(1, 4), [
-    '| Backend     | Path     | Config |',
-    '+-------------+----------+--------+',
-    '| onnxruntime | built in | {}     |',
-  ]);
+  assert.deepEqual(
+    backendTable([{ name: 'onnxruntime', path: 'built in', config: '{}' }], { width: 80 })
+      .split('\n')
+      .slice(1, 4),
+    ['| Backend     | Path     | Config |', '+-------------+----------+--------+', '| onnxruntime | built in | {}     |'],
+  );
 });
 
 const JSON_LINES: [Partial<LogEntry>, Record<string, unknown>][] = [
   [{}, { time: '2024-11-29T17:05:00.123456Z', level: 'INFO', pid: 42, source: 'server.ts', message: 'hello' }],
-  [{ letter: 'E', source: 'model-lifecycle.ts:79', model: 'simple', message: 'say "hi"\n' },
-    { time: '2024-11-29T17:05:00.123456Z', level: 'ERROR', pid: 42, source: 'model-lifecycle.ts:79', message: 'say "hi"\n', model: 'simple' }],
-  [{ letter: 'W', multiline: true, heading: 'x:', message: '+-+\n' },
-    { time: '2024-11-29T17:05:00.123456Z', level: 'WARNING', pid: 42, source: 'server.ts', message: 'x:\n+-+\n' }],
+  [
+    { letter: 'E', source: 'model-lifecycle.ts:79', model: 'simple', message: 'say "hi"\n' },
+    { time: '2024-11-29T17:05:00.123456Z', level: 'ERROR', pid: 42, source: 'model-lifecycle.ts:79', message: 'say "hi"\n', model: 'simple' },
+  ],
+  [
+    { letter: 'W', multiline: true, heading: 'x:', message: '+-+\n' },
+    { time: '2024-11-29T17:05:00.123456Z', level: 'WARNING', pid: 42, source: 'server.ts', message: 'x:\n+-+\n' },
+  ],
 ];
 for (const [partial, rec] of JSON_LINES) {
   test(`--log-format=json ${JSON.stringify(partial)}`, () => {
@@ -236,7 +276,8 @@ for (const [partial, rec] of JSON_LINES) {
 
 test('lines name the caller: file and line of the log call, through the source map', () => {
   const { log, out } = capture({ sites: true });
-  log.info('here'); const line = Number(new Error().stack!.split('\n')[1]!.match(/:(\d+):\d+\)?$/)![1]);
+  log.info('here');
+  const line = Number(new Error().stack!.split('\n')[1]!.match(/:(\d+):\d+\)?$/)![1]);
   log.child({ source: 'model.py:12' }).warn('py');
   log.child({ source: 'access', site: false }).info('req');
   assert.equal(out[0]![1], `I1129 17:05:00.123456 7 log-format.test.ts:${mappedLine(line)}] "here"\n`);
@@ -246,24 +287,42 @@ test('lines name the caller: file and line of the log call, through the source m
 
 test('access log line', () => {
   const req = { id: 'r1', model: 'simple', version: 2, client: '127.0.0.1:50412' } as InferRequest;
-  assert.equal(accessLine('HTTP', req, 200, 128, 64, { queueUs: 12.4, computeUs: 85, totalUs: 310.6 }),
-    'HTTP client=127.0.0.1:50412 model=simple version=2 status=200 in_bytes=128 out_bytes=64 queue_us=12 compute_us=85 total_us=311 id="r1"');
-  assert.equal(accessLine('GRPC', { ...req, client: undefined }, 5, 0, 0, undefined),
-    'GRPC client=- model=simple version=2 status=5 in_bytes=0 out_bytes=0 queue_us=- compute_us=- total_us=- id="r1"');
-  assert.equal(accessLine('HTTP', { id: '', model: 'nope', version: '', client: '::1:8' }, 400, 17, 0, undefined),
-    'HTTP client=::1:8 model=nope version=- status=400 in_bytes=17 out_bytes=0 queue_us=- compute_us=- total_us=- id=""');
+  assert.equal(
+    accessLine('HTTP', req, 200, 128, 64, { queueUs: 12.4, computeUs: 85, totalUs: 310.6 }),
+    'HTTP client=127.0.0.1:50412 model=simple version=2 status=200 in_bytes=128 out_bytes=64 queue_us=12 compute_us=85 total_us=311 id="r1"',
+  );
+  assert.equal(
+    accessLine('GRPC', { ...req, client: undefined }, 5, 0, 0, undefined),
+    'GRPC client=- model=simple version=2 status=5 in_bytes=0 out_bytes=0 queue_us=- compute_us=- total_us=- id="r1"',
+  );
+  assert.equal(
+    accessLine('HTTP', { id: '', model: 'nope', version: '', client: '::1:8' }, 400, 17, 0, undefined),
+    'HTTP client=::1:8 model=nope version=- status=400 in_bytes=17 out_bytes=0 queue_us=- compute_us=- total_us=- id=""',
+  );
   assert.equal(accessStatus('HTTP', { code: 'NOT_FOUND', message: '' }), 404);
   assert.equal(accessStatus('GRPC', undefined), 0);
 });
 
 test('explicit mode lists startup models; GPUs get pool rows', () => {
-  const o = parseServerOptions(['--model-repository', '/m', '--model-control-mode=explicit',
-    '--load-model', 'a', '--load-model', 'b', '--cuda-memory-pool-byte-size', '1:1024']);
+  const o = parseServerOptions([
+    '--model-repository',
+    '/m',
+    '--model-control-mode=explicit',
+    '--load-model',
+    'a',
+    '--load-model',
+    'b',
+    '--cuda-memory-pool-byte-size',
+    '1:1024',
+  ]);
   const rows = optionsTableRows(o, { gpuIds: [0, 1] });
   const names = rows.map((r) => r[0]);
   assert.deepEqual(names.slice(4, 7), ['model_control_mode', 'startup_models_0', 'startup_models_1']);
-  assert.deepEqual(rows.filter((r) => r[0]!.startsWith('cuda_memory_pool')), [
-    ['cuda_memory_pool_byte_size{0}', '67108864'],
-    ['cuda_memory_pool_byte_size{1}', '1024'],
-  ]);
+  assert.deepEqual(
+    rows.filter((r) => r[0]!.startsWith('cuda_memory_pool')),
+    [
+      ['cuda_memory_pool_byte_size{0}', '67108864'],
+      ['cuda_memory_pool_byte_size{1}', '1024'],
+    ],
+  );
 });

@@ -5,13 +5,88 @@ import { LruBytes } from '../../src/scheduler/lru-bytes';
 type Op = ['set', string, number] | ['get', string];
 
 const cases: { name: string; capacity: number; ops: Op[]; keys: string[]; bytes: number; evictions: number }[] = [
-  { name: 'fits: nothing evicted', capacity: 100, ops: [['set', 'a', 40], ['set', 'b', 60]], keys: ['a', 'b'], bytes: 100, evictions: 0 },
-  { name: 'over capacity: the least recently used goes', capacity: 100, ops: [['set', 'a', 40], ['set', 'b', 40], ['set', 'c', 40]], keys: ['b', 'c'], bytes: 80, evictions: 1 },
-  { name: 'a get makes an entry most recently used', capacity: 100, ops: [['set', 'a', 40], ['set', 'b', 40], ['get', 'a'], ['set', 'c', 40]], keys: ['a', 'c'], bytes: 80, evictions: 1 },
-  { name: 'several evicted for one big entry', capacity: 100, ops: [['set', 'a', 30], ['set', 'b', 30], ['set', 'c', 30], ['set', 'd', 90]], keys: ['d'], bytes: 90, evictions: 3 },
-  { name: 'an entry larger than the capacity is not stored', capacity: 100, ops: [['set', 'a', 30], ['set', 'big', 101]], keys: ['a'], bytes: 30, evictions: 0 },
-  { name: 'replacing a key re-counts its bytes', capacity: 100, ops: [['set', 'a', 30], ['set', 'a', 70]], keys: ['a'], bytes: 70, evictions: 0 },
-  { name: 'capacity 0 stores nothing but empty entries', capacity: 0, ops: [['set', 'a', 1], ['set', 'z', 0]], keys: ['z'], bytes: 0, evictions: 0 },
+  {
+    name: 'fits: nothing evicted',
+    capacity: 100,
+    ops: [
+      ['set', 'a', 40],
+      ['set', 'b', 60],
+    ],
+    keys: ['a', 'b'],
+    bytes: 100,
+    evictions: 0,
+  },
+  {
+    name: 'over capacity: the least recently used goes',
+    capacity: 100,
+    ops: [
+      ['set', 'a', 40],
+      ['set', 'b', 40],
+      ['set', 'c', 40],
+    ],
+    keys: ['b', 'c'],
+    bytes: 80,
+    evictions: 1,
+  },
+  {
+    name: 'a get makes an entry most recently used',
+    capacity: 100,
+    ops: [
+      ['set', 'a', 40],
+      ['set', 'b', 40],
+      ['get', 'a'],
+      ['set', 'c', 40],
+    ],
+    keys: ['a', 'c'],
+    bytes: 80,
+    evictions: 1,
+  },
+  {
+    name: 'several evicted for one big entry',
+    capacity: 100,
+    ops: [
+      ['set', 'a', 30],
+      ['set', 'b', 30],
+      ['set', 'c', 30],
+      ['set', 'd', 90],
+    ],
+    keys: ['d'],
+    bytes: 90,
+    evictions: 3,
+  },
+  {
+    name: 'an entry larger than the capacity is not stored',
+    capacity: 100,
+    ops: [
+      ['set', 'a', 30],
+      ['set', 'big', 101],
+    ],
+    keys: ['a'],
+    bytes: 30,
+    evictions: 0,
+  },
+  {
+    name: 'replacing a key re-counts its bytes',
+    capacity: 100,
+    ops: [
+      ['set', 'a', 30],
+      ['set', 'a', 70],
+    ],
+    keys: ['a'],
+    bytes: 70,
+    evictions: 0,
+  },
+  {
+    name: 'capacity 0 stores nothing but empty entries',
+    capacity: 0,
+    ops: [
+      ['set', 'a', 1],
+      ['set', 'z', 0],
+    ],
+    keys: ['z'],
+    bytes: 0,
+    evictions: 0,
+  },
 ];
 
 for (const c of cases) {

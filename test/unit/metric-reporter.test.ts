@@ -8,7 +8,13 @@ import { ModelStatistics } from '../../src/metrics/model-statistics';
 import type { RequestDoneStats } from '../../src/scheduler/scheduler-hooks';
 
 const done = (q: number, c: number, e: number): RequestDoneStats => ({
-  success: true, queueStartNs: q, computeStartNs: c, computeInputEndNs: c + 1000, computeInferEndNs: c + 5000, computeEndNs: c + 7000, endNs: e,
+  success: true,
+  queueStartNs: q,
+  computeStartNs: c,
+  computeInputEndNs: c + 1000,
+  computeInferEndNs: c + 5000,
+  computeEndNs: c + 7000,
+  endNs: e,
 });
 
 function series(text: string): Map<string, number> {
@@ -24,15 +30,31 @@ function series(text: string): Map<string, number> {
 const L = 'model="m",version="2"';
 
 const CONFIGS: { name: string; config: Record<string, string>; present: string[]; absent: string[] }[] = [
-  { name: 'defaults', config: {},
-    present: ['nv_inference_request_duration_us', 'nv_inference_compute_output_duration_us'], absent: ['nv_inference_request_summary_us', 'nv_inference_first_response_histogram_ms'] },
-  { name: 'counter_latencies=false', config: { counter_latencies: 'false' },
-    present: ['nv_inference_count'], absent: ['nv_inference_request_duration_us', 'nv_inference_queue_duration_us'] },
-  { name: 'summaries', config: { summary_latencies: 'true', summary_quantiles: '0.5:0.05,0.99:0.001' },
-    present: ['nv_inference_request_summary_us', 'nv_inference_compute_infer_summary_us'], absent: [] },
+  {
+    name: 'defaults',
+    config: {},
+    present: ['nv_inference_request_duration_us', 'nv_inference_compute_output_duration_us'],
+    absent: ['nv_inference_request_summary_us', 'nv_inference_first_response_histogram_ms'],
+  },
+  {
+    name: 'counter_latencies=false',
+    config: { counter_latencies: 'false' },
+    present: ['nv_inference_count'],
+    absent: ['nv_inference_request_duration_us', 'nv_inference_queue_duration_us'],
+  },
+  {
+    name: 'summaries',
+    config: { summary_latencies: 'true', summary_quantiles: '0.5:0.05,0.99:0.001' },
+    present: ['nv_inference_request_summary_us', 'nv_inference_compute_infer_summary_us'],
+    absent: [],
+  },
   // Not decoupled: the response histograms have no series (Triton's rule), so their families stay out.
-  { name: 'histogram', config: { histogram_latencies: 'true' },
-    present: ['nv_inference_request_duration_us'], absent: ['nv_inference_queue_summary_us', 'nv_inference_first_response_histogram_ms', 'nodetron_inference_inter_response_histogram_ms'] },
+  {
+    name: 'histogram',
+    config: { histogram_latencies: 'true' },
+    present: ['nv_inference_request_duration_us'],
+    absent: ['nv_inference_queue_summary_us', 'nv_inference_first_response_histogram_ms', 'nodetron_inference_inter_response_histogram_ms'],
+  },
 ];
 
 for (const c of CONFIGS) {
@@ -48,7 +70,12 @@ for (const c of CONFIGS) {
     stats.executionDone(2, { computeStartNs: 3000, computeInputEndNs: 4000, computeInferEndNs: 8000, computeEndNs: 10_000 });
     reporter.sync(stats, 3);
     const text = await families.text();
-    const names = new Set(text.split('\n').filter((l) => l.startsWith('# TYPE ')).map((l) => l.split(' ')[2]));
+    const names = new Set(
+      text
+        .split('\n')
+        .filter((l) => l.startsWith('# TYPE '))
+        .map((l) => l.split(' ')[2]),
+    );
     for (const p of c.present) assert.ok(names.has(p), `${p} present`);
     for (const a of c.absent) assert.ok(!names.has(a), `${a} absent`);
     const m = series(text);
@@ -80,12 +107,37 @@ for (const c of CONFIGS) {
 const MS = 1e6;
 /** Responses of decoupled requests (index, kind, since admission, since the previous) and what the histograms hold after them. */
 const RESPONSES: { name: string; responses: [number, 'success' | 'fail' | 'empty' | 'cancel', number, number][]; first: number[]; gaps: number[] }[] = [
-  { name: 'a stream of three words and an empty final', responses: [[0, 'success', 300 * MS, 290 * MS], [1, 'success', 340 * MS, 40 * MS], [2, 'success', 360 * MS, 20 * MS], [3, 'empty', 361 * MS, 1 * MS]],
-    first: [300], gaps: [40, 20] },
+  {
+    name: 'a stream of three words and an empty final',
+    responses: [
+      [0, 'success', 300 * MS, 290 * MS],
+      [1, 'success', 340 * MS, 40 * MS],
+      [2, 'success', 360 * MS, 20 * MS],
+      [3, 'empty', 361 * MS, 1 * MS],
+    ],
+    first: [300],
+    gaps: [40, 20],
+  },
   { name: 'one response only', responses: [[0, 'success', 7 * MS, 5 * MS]], first: [7], gaps: [] },
-  { name: 'an error first, then words', responses: [[0, 'fail', 2 * MS, 2 * MS], [1, 'success', 12 * MS, 10 * MS]], first: [2], gaps: [10] },
+  {
+    name: 'an error first, then words',
+    responses: [
+      [0, 'fail', 2 * MS, 2 * MS],
+      [1, 'success', 12 * MS, 10 * MS],
+    ],
+    first: [2],
+    gaps: [10],
+  },
   { name: 'cancelled before its first word', responses: [[0, 'cancel', 50 * MS, 50 * MS]], first: [], gaps: [] },
-  { name: 'a cancel after a word', responses: [[0, 'success', 3 * MS, 3 * MS], [1, 'cancel', 9 * MS, 6 * MS]], first: [3], gaps: [] },
+  {
+    name: 'a cancel after a word',
+    responses: [
+      [0, 'success', 3 * MS, 3 * MS],
+      [1, 'cancel', 9 * MS, 6 * MS],
+    ],
+    first: [3],
+    gaps: [],
+  },
 ];
 
 for (const c of RESPONSES) {
@@ -118,8 +170,14 @@ test('counters come before gauges; labels sorted by name', async () => {
   const families = new MetricFamilies(resolveMetricsSettings({}).settings, false);
   new ModelMetricReporter(families, 'm', 1).setLoadDuration(0.5);
   const text = await families.text();
-  const types = text.split('\n').filter((l) => l.startsWith('# TYPE ')).map((l) => l.split(' ')[3]);
-  assert.deepEqual(types, [...types].sort((a, b) => ['counter', 'gauge'].indexOf(a!) - ['counter', 'gauge'].indexOf(b!)));
+  const types = text
+    .split('\n')
+    .filter((l) => l.startsWith('# TYPE '))
+    .map((l) => l.split(' ')[3]);
+  assert.deepEqual(
+    types,
+    [...types].sort((a, b) => ['counter', 'gauge'].indexOf(a!) - ['counter', 'gauge'].indexOf(b!)),
+  );
   assert.match(text, /^nv_inference_request_failure\{model="m",reason="OTHER",version="1"\} 0$/m);
   assert.match(text, /^nv_model_load_duration_secs\{model="m",version="1"\} 0\.5$/m);
 });
@@ -128,7 +186,16 @@ const SETTINGS: [Record<string, string>, Partial<ReturnType<typeof resolveMetric
   [{}, { counterLatencies: true, histogramLatencies: false, summaryLatencies: false }, 0],
   [{ counter_latencies: 'false', summary_latencies: 'true' }, { counterLatencies: false, summaryLatencies: true }, 0],
   [{ counter_latencies: 'TRUE' }, { counterLatencies: true }, 1],
-  [{ summary_quantiles: '0.5:0.05,bad,1.5:0.1,0.9:0.01' }, { summaryQuantiles: [{ quantile: 0.5, error: 0.05 }, { quantile: 0.9, error: 0.01 }] }, 2],
+  [
+    { summary_quantiles: '0.5:0.05,bad,1.5:0.1,0.9:0.01' },
+    {
+      summaryQuantiles: [
+        { quantile: 0.5, error: 0.05 },
+        { quantile: 0.9, error: 0.01 },
+      ],
+    },
+    2,
+  ],
   [{ unknown_thing: '1' }, {}, 1],
 ];
 
@@ -140,8 +207,11 @@ for (const [config, expected, warnings] of SETTINGS) {
   });
 }
 
-test('default quantiles are Triton\'s five', () => {
-  assert.deepEqual(resolveMetricsSettings({}).settings.summaryQuantiles.map((q) => q.quantile), [0.5, 0.9, 0.95, 0.99, 0.999]);
+test("default quantiles are Triton's five", () => {
+  assert.deepEqual(
+    resolveMetricsSettings({}).settings.summaryQuantiles.map((q) => q.quantile),
+    [0.5, 0.9, 0.95, 0.99, 0.999],
+  );
 });
 
 test('CPU readings from /proc texts', () => {

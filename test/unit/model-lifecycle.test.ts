@@ -43,7 +43,7 @@ async function turns(n: number): Promise<void> {
   for (let i = 0; i < n; i++) await settle();
 }
 
-test('unload while a request is in flight: UNLOADING at once, new requests refused with Triton\'s text, the in-flight one answered, then UNAVAILABLE with no timer', async (t) => {
+test("unload while a request is in flight: UNLOADING at once, new requests refused with Triton's text, the in-flight one answered, then UNAVAILABLE with no timer", async (t) => {
   const instance = new StoppableInstance('m_0');
   const gone: string[] = [];
   const v = new VersionLifecycle('m', 3, hooks(gone));
@@ -137,8 +137,10 @@ test('a load from a state that cannot load is an INTERNAL error naming both stat
   await v.load(async () => build(instance));
   v.admit(request('r'), new Recorder().respond('r'));
   const retired = v.retire();
-  await assert.rejects(v.load(async () => build(instance)), (e: unknown) =>
-    e instanceof ServerError && e.code === 'INTERNAL' && e.message === "illegal state transition for 'm' version 2: UNLOADING -> LOADING");
+  await assert.rejects(
+    v.load(async () => build(instance)),
+    (e: unknown) => e instanceof ServerError && e.code === 'INTERNAL' && e.message === "illegal state transition for 'm' version 2: UNLOADING -> LOADING",
+  );
   instance.current().finish();
   await retired;
 });

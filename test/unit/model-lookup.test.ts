@@ -9,16 +9,24 @@ const snap: ServerSnapshot = {
   ready: true,
   exiting: false,
   models: {
-    m: { name: 'm', labels: {}, versions: [
-      { version: 1, state: 'READY', reason: '' },
-      { version: 2, state: 'READY', reason: '' },
-      { version: 3, state: 'UNAVAILABLE', reason: 'Internal: boom' },
-    ] },
+    m: {
+      name: 'm',
+      labels: {},
+      versions: [
+        { version: 1, state: 'READY', reason: '' },
+        { version: 2, state: 'READY', reason: '' },
+        { version: 3, state: 'UNAVAILABLE', reason: 'Internal: boom' },
+      ],
+    },
     dead: { name: 'dead', labels: {}, versions: [{ version: 1, state: 'LOADING', reason: '' }] },
-    sick: { name: 'sick', labels: {}, versions: [
-      { version: 1, state: 'READY', reason: '' },
-      { version: 2, state: 'READY', reason: '', unready: "Stub process 'sick_0' is not healthy." },
-    ] },
+    sick: {
+      name: 'sick',
+      labels: {},
+      versions: [
+        { version: 1, state: 'READY', reason: '' },
+        { version: 2, state: 'READY', reason: '', unready: "Stub process 'sick_0' is not healthy." },
+      ],
+    },
   },
 };
 
@@ -41,7 +49,10 @@ for (const [name, version, want] of CASES) {
     if (typeof want === 'number') {
       assert.equal(lookupModel(snap, name, version).version, want);
     } else {
-      assert.throws(() => lookupModel(snap, name, version), (e: unknown) => e instanceof ServerError && e.code === want[0] && e.message === want[1]);
+      assert.throws(
+        () => lookupModel(snap, name, version),
+        (e: unknown) => e instanceof ServerError && e.code === want[0] && e.message === want[1],
+      );
     }
   });
 }

@@ -11,7 +11,9 @@ const rows: { name: string; config: ModelConfig; versions: string[]; json: strin
   {
     name: 'batching ONNX model (§1.6 example)',
     config: config({
-      platform: 'onnxruntime_onnx', backend: 'onnxruntime', max_batch_size: 8,
+      platform: 'onnxruntime_onnx',
+      backend: 'onnxruntime',
+      max_batch_size: 8,
       input: [{ name: 'INPUT0', data_type: 'TYPE_INT32', dims: [16] }],
       output: [{ name: 'OUTPUT0', data_type: 'TYPE_INT32', dims: [16] }],
     }),
@@ -24,7 +26,10 @@ const rows: { name: string; config: ModelConfig; versions: string[]; json: strin
     name: 'python model: platform falls back to backend; TYPE_STRING is BYTES; no batch dim',
     config: config({
       backend: 'python',
-      input: [{ name: 'A', data_type: 'TYPE_STRING', dims: [-1] }, { name: 'B', data_type: 'TYPE_FP16', dims: [2, 3] }],
+      input: [
+        { name: 'A', data_type: 'TYPE_STRING', dims: [-1] },
+        { name: 'B', data_type: 'TYPE_FP16', dims: [2, 3] },
+      ],
       output: [{ name: 'C', data_type: 'TYPE_BOOL', dims: [1] }],
     }),
     versions: ['3'],

@@ -9,11 +9,17 @@ import { allReady, indexEntries, snapshotModels } from '../../src/repository/mod
 import type { ModelRecord, VersionRecord } from '../../src/repository/model-record';
 import type { ModelState } from '../../src/core/model-state';
 
-function record(name: string, versions: { version: number; state: ModelState; reason?: string; unready?: string; note?: string }[], wanted = true): ModelRecord<VersionRecord> {
+function record(
+  name: string,
+  versions: { version: number; state: ModelState; reason?: string; unready?: string; note?: string }[],
+  wanted = true,
+): ModelRecord<VersionRecord> {
   return {
     name,
     location: { name, repository: '/r', dir: `/r/${name}` },
-    versions: new Map(versions.map((v) => [v.version, { version: v.version, readiness: { state: v.state, reason: v.reason ?? '' }, unready: v.unready, note: v.note }])),
+    versions: new Map(
+      versions.map((v) => [v.version, { version: v.version, readiness: { state: v.state, reason: v.reason ?? '' }, unready: v.unready, note: v.note }]),
+    ),
     wanted,
   };
 }

@@ -5,10 +5,22 @@ import type { RequestDoneStats } from '../../src/scheduler/scheduler-hooks';
 
 /** A request that ran: queued at q, compute at c..c+30 (10 input, 15 infer, 5 output), ended at e. */
 const ran = (q: number, c: number, e: number, success = true): RequestDoneStats => ({
-  success, queueStartNs: q, computeStartNs: c, computeInputEndNs: c + 10, computeInferEndNs: c + 25, computeEndNs: c + 30, endNs: e,
+  success,
+  queueStartNs: q,
+  computeStartNs: c,
+  computeInputEndNs: c + 10,
+  computeInferEndNs: c + 25,
+  computeEndNs: c + 30,
+  endNs: e,
 });
 const rejected = (t: number): RequestDoneStats => ({
-  success: false, queueStartNs: t, computeStartNs: 0, computeInputEndNs: 0, computeInferEndNs: 0, computeEndNs: 0, endNs: t,
+  success: false,
+  queueStartNs: t,
+  computeStartNs: 0,
+  computeInputEndNs: 0,
+  computeInferEndNs: 0,
+  computeEndNs: 0,
+  endNs: t,
 });
 const failedInInstance = (q: number, e: number): RequestDoneStats => ({ ...rejected(q), endNs: e });
 const timings = (c: number) => ({ computeStartNs: c, computeInputEndNs: c + 10, computeInferEndNs: c + 25, computeEndNs: c + 30 });
@@ -16,12 +28,31 @@ const timings = (c: number) => ({ computeStartNs: c, computeInputEndNs: c + 10, 
 type Event = ['request', RequestDoneStats] | ['execution', number] | ['execution', number, number];
 
 const CASES: { name: string; events: Event[]; expect: Record<string, unknown> }[] = [
-  { name: 'nothing yet', events: [], expect: { success: [0, 0], fail: [0, 0], queue: [0, 0], inference: 0, execution: 0, batches: [], last: 0, backendFailures: 0 } },
+  {
+    name: 'nothing yet',
+    events: [],
+    expect: { success: [0, 0], fail: [0, 0], queue: [0, 0], inference: 0, execution: 0, batches: [], last: 0, backendFailures: 0 },
+  },
   {
     name: 'two requests in one batch of 2',
-    events: [['execution', 2], ['request', ran(100, 200, 2_000_400)], ['request', ran(150, 200, 2_000_500)]],
-    expect: { success: [2, 2_000_300 + 2_000_350], fail: [0, 0], queue: [2, 150], computeInput: [2, 20], computeInfer: [2, 30], computeOutput: [2, 10],
-      inference: 2, execution: 1, batches: [[2, 1, 10, 15, 5]], last: 2, backendFailures: 0 },
+    events: [
+      ['execution', 2],
+      ['request', ran(100, 200, 2_000_400)],
+      ['request', ran(150, 200, 2_000_500)],
+    ],
+    expect: {
+      success: [2, 2_000_300 + 2_000_350],
+      fail: [0, 0],
+      queue: [2, 150],
+      computeInput: [2, 20],
+      computeInfer: [2, 30],
+      computeOutput: [2, 10],
+      inference: 2,
+      execution: 1,
+      batches: [[2, 1, 10, 15, 5]],
+      last: 2,
+      backendFailures: 0,
+    },
   },
   {
     name: 'a rejection at enqueue is counted nowhere',
@@ -35,13 +66,44 @@ const CASES: { name: string; events: Event[]; expect: Record<string, unknown> }[
   },
   {
     name: 'batch stats per size, ascending; inference count batch-weighted',
-    events: [['execution', 4], ['execution', 1], ['execution', 4]],
-    expect: { success: [0, 0], fail: [0, 0], queue: [0, 0], inference: 9, execution: 3, batches: [[1, 1, 10, 15, 5], [4, 2, 20, 30, 10]], last: 0, backendFailures: 0 },
+    events: [
+      ['execution', 4],
+      ['execution', 1],
+      ['execution', 4],
+    ],
+    expect: {
+      success: [0, 0],
+      fail: [0, 0],
+      queue: [0, 0],
+      inference: 9,
+      execution: 3,
+      batches: [
+        [1, 1, 10, 15, 5],
+        [4, 2, 20, 30, 10],
+      ],
+      last: 0,
+      backendFailures: 0,
+    },
   },
   {
     name: 'not-ready rows of a sequence batch: in the batch size, not in the inference count',
-    events: [['execution', 3, 1], ['execution', 1, 0]],
-    expect: { success: [0, 0], fail: [0, 0], queue: [0, 0], inference: 3, execution: 2, batches: [[1, 1, 10, 15, 5], [3, 1, 10, 15, 5]], last: 0, backendFailures: 0 },
+    events: [
+      ['execution', 3, 1],
+      ['execution', 1, 0],
+    ],
+    expect: {
+      success: [0, 0],
+      fail: [0, 0],
+      queue: [0, 0],
+      inference: 3,
+      execution: 2,
+      batches: [
+        [1, 1, 10, 15, 5],
+        [3, 1, 10, 15, 5],
+      ],
+      last: 0,
+      backendFailures: 0,
+    },
   },
   {
     name: 'negative cross-thread skew counts as zero',
@@ -71,7 +133,10 @@ for (const c of CASES) {
     assert.equal(j.execution_count, c.expect.execution);
     assert.equal(j.last_inference, c.expect.last);
     assert.equal(s.failures.BACKEND, c.expect.backendFailures);
-    assert.deepEqual(j.batch_stats.map((b) => [b.batch_size, b.compute_infer.count, b.compute_input.ns, b.compute_infer.ns, b.compute_output.ns]), c.expect.batches);
+    assert.deepEqual(
+      j.batch_stats.map((b) => [b.batch_size, b.compute_infer.count, b.compute_input.ns, b.compute_infer.ns, b.compute_output.ns]),
+      c.expect.batches,
+    );
     assert.deepEqual(j.inference_stats.cache_hit, { count: 0, ns: 0 });
     assert.deepEqual(j.response_stats, {});
     assert.deepEqual(j.memory_usage, []);
@@ -102,7 +167,13 @@ test('failures by reason: BACKEND unless the scheduler names CANCELED (queue) or
 test('response_stats: per response index, sorted; every response in compute_infer, data and errors in compute_output, empty ones only in empty_response (as Triton)', () => {
   const s = new ModelStatistics();
   const events: [number, 'success' | 'fail' | 'empty' | 'cancel', number][] = [
-    [0, 'success', 100], [1, 'success', 50], [2, 'empty', 5], [0, 'success', 300], [1, 'fail', 7], [10, 'success', 1], [2, 'cancel', 9],
+    [0, 'success', 100],
+    [1, 'success', 50],
+    [2, 'empty', 5],
+    [0, 'success', 300],
+    [1, 'fail', 7],
+    [10, 'success', 1],
+    [2, 'cancel', 9],
   ];
   for (const [i, kind, ns] of events) s.responseDone(i, kind, ns);
   const rs = s.toJson('m', 1).response_stats;

@@ -6,22 +6,30 @@ import path from 'node:path';
 import { OnnxParseError, parseOnnxModelInfo, readOnnxModelInfo } from '../../src/backends/onnxruntime/onnx-model-info';
 import type { OnnxTensorInfo } from '../../src/backends/onnxruntime/onnx-model-info';
 import {
-  dataTypeToOrtType, onnxElemTypeName, onnxElemTypeToConfigType, onnxElemTypeToDataType, ortTypeToDataType,
+  dataTypeToOrtType,
+  onnxElemTypeName,
+  onnxElemTypeToConfigType,
+  onnxElemTypeToDataType,
+  ortTypeToDataType,
 } from '../../src/backends/onnxruntime/ort-types';
 import { DATATYPES } from '../../src/core/datatypes';
 import { fieldBytes, fieldVarint, modelBytes as model, tensorType, valueInfo, varint } from './fixtures/onnx-builder';
 import { modelFile } from './fixtures/repo-paths';
 
-
-const brief = (ts: OnnxTensorInfo[]): [string, string | null, number[] | null][] =>
-  ts.map((t) => [t.name, t.datatype, t.dims]);
+const brief = (ts: OnnxTensorInfo[]): [string, string | null, number[] | null][] => ts.map((t) => [t.name, t.datatype, t.dims]);
 
 test('generated models: inputs and outputs', () => {
   const cases: { model: string; inputs: [string, string | null, number[] | null][]; outputs: [string, string | null, number[] | null][] }[] = [
     {
       model: 'simple',
-      inputs: [['INPUT0', 'INT32', [-1, 16]], ['INPUT1', 'INT32', [-1, 16]]],
-      outputs: [['OUTPUT0', 'INT32', [-1, 16]], ['OUTPUT1', 'INT32', [-1, 16]]],
+      inputs: [
+        ['INPUT0', 'INT32', [-1, 16]],
+        ['INPUT1', 'INT32', [-1, 16]],
+      ],
+      outputs: [
+        ['OUTPUT0', 'INT32', [-1, 16]],
+        ['OUTPUT1', 'INT32', [-1, 16]],
+      ],
     },
     { model: 'dense_classifier', inputs: [['input', 'FP32', [-1, 64]]], outputs: [['logits', 'FP32', [-1, 10]]] },
     { model: 'image_classifier', inputs: [['input', 'FP32', [-1, 3, 224, 224]]], outputs: [['probabilities', 'FP32', [-1, 1000]]] },
@@ -39,7 +47,10 @@ test('generated models: inputs and outputs', () => {
 test('identity_types has one identity per datatype onnxruntime-node supports', () => {
   const info = readOnnxModelInfo(modelFile('identity_types'));
   const supported = DATATYPES.filter((d) => dataTypeToOrtType(d) !== null);
-  assert.deepEqual(info.inputs.map((t) => t.datatype), supported);
+  assert.deepEqual(
+    info.inputs.map((t) => t.datatype),
+    supported,
+  );
   for (const t of [...info.inputs, ...info.outputs]) {
     assert.equal(t.kind, 'tensor');
     assert.deepEqual(t.dims, [-1, -1]);
@@ -93,7 +104,10 @@ test('hand-built graph: dims, initializers, non-tensors, unknown fields', () => 
     ['big', 'INT64', [2 ** 40, 0]],
   ]);
   assert.equal(info.inputs[2].kind, 'sequence');
-  assert.deepEqual(info.overridableInitializers.map((t) => t.name), ['W', 'S']);
+  assert.deepEqual(
+    info.overridableInitializers.map((t) => t.name),
+    ['W', 'S'],
+  );
   assert.deepEqual(brief(info.outputs), [['y', 'FP16', [-1]]]);
 });
 
@@ -117,8 +131,10 @@ test('readOnnxModelInfo reads a file with weights larger than its window', () =>
   try {
     const weights = fieldBytes(5, [...fieldBytes(8, 'W'), ...fieldBytes(9, new Array(200_000).fill(1))]);
     const file = path.join(dir, 'model.onnx');
-    fs.writeFileSync(file, model([...weights, ...fieldBytes(11, valueInfo('x', tensorType(6, [-1, 2]))),
-      ...fieldBytes(12, valueInfo('y', tensorType(6, [-1, 2])))]));
+    fs.writeFileSync(
+      file,
+      model([...weights, ...fieldBytes(11, valueInfo('x', tensorType(6, [-1, 2]))), ...fieldBytes(12, valueInfo('y', tensorType(6, [-1, 2])))]),
+    );
     const info = readOnnxModelInfo(file);
     assert.deepEqual(brief(info.inputs), [['x', 'INT32', [-1, 2]]]);
     assert.deepEqual(brief(info.outputs), [['y', 'INT32', [-1, 2]]]);

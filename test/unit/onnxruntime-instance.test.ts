@@ -11,21 +11,42 @@ import type { ModelConfig } from '../../src/core/model-config';
 import type { InferRequest, TensorRef } from '../../src/core/request';
 import { modelFile, repoRoot } from './fixtures/repo-paths';
 
-
 /** The model's config as auto-complete makes it from an (almost) empty one. */
 async function configFor(name: string, fields: Partial<ModelConfig> = {}, backendConfig: Record<string, string> = {}): Promise<ModelConfig> {
   const base: ModelConfig = {
-    name, platform: 'onnxruntime_onnx', backend: 'onnxruntime', runtime: '', version_policy: {}, max_batch_size: 8,
-    input: [], output: [], batch_input: [], batch_output: [], instance_group: [], default_model_filename: '',
-    cc_model_filenames: {}, metric_tags: {}, parameters: {}, model_warmup: [], ...fields,
+    name,
+    platform: 'onnxruntime_onnx',
+    backend: 'onnxruntime',
+    runtime: '',
+    version_policy: {},
+    max_batch_size: 8,
+    input: [],
+    output: [],
+    batch_input: [],
+    batch_output: [],
+    instance_group: [],
+    default_model_filename: '',
+    cc_model_filenames: {},
+    metric_tags: {},
+    parameters: {},
+    model_warmup: [],
+    ...fields,
   };
   return completeOnnxConfig(base, modelFile(name), true, backendConfig);
 }
 
 async function instanceFor(config: ModelConfig, overrides: Partial<BackendInstanceArgs> = {}): Promise<BackendInstance> {
   return createBackendInstance({
-    config, modelDir: path.dirname(path.dirname(modelFile(config.name))), version: 1, modelPath: modelFile(config.name),
-    instanceName: `${config.name}_0`, kind: 'KIND_CPU', deviceId: 0, backendConfig: {}, instanceCountHint: 1, ...overrides,
+    config,
+    modelDir: path.dirname(path.dirname(modelFile(config.name))),
+    version: 1,
+    modelPath: modelFile(config.name),
+    instanceName: `${config.name}_0`,
+    kind: 'KIND_CPU',
+    deviceId: 0,
+    backendConfig: {},
+    instanceCountHint: 1,
+    ...overrides,
   });
 }
 
@@ -39,12 +60,14 @@ function put(name: string, datatype: DataType, shape: number[], data: ArrayBuffe
 }
 
 function serializeStrings(strings: string[]): Buffer {
-  return Buffer.concat(strings.flatMap((s) => {
-    const body = Buffer.from(s, 'utf8');
-    const len = Buffer.alloc(4);
-    len.writeUInt32LE(body.length);
-    return [len, body];
-  }));
+  return Buffer.concat(
+    strings.flatMap((s) => {
+      const body = Buffer.from(s, 'utf8');
+      const len = Buffer.alloc(4);
+      len.writeUInt32LE(body.length);
+      return [len, body];
+    }),
+  );
 }
 
 const bytesOf = (ref: TensorRef): Buffer => Buffer.from(arena.bytes(ref.offset, ref.byteSize));
@@ -70,10 +93,13 @@ test('simple: a batch of 3 requests is split per request, each with the outputs 
     // batch sizes 1, 2, 1; INPUT0 = running numbers, INPUT1 = 10 * request index
     const sizes = [1, 2, 1];
     const wanted = [null, ['OUTPUT1'], ['OUTPUT1', 'OUTPUT0']];
-    const reqs = sizes.map((bs, i) => request([
-      put('INPUT0', 'INT32', [bs, 16], Int32Array.from(range(bs * 16, 100 * i))),
-      put('INPUT1', 'INT32', [bs, 16], new Int32Array(bs * 16).fill(10 * i)),
-    ], bs, wanted[i]));
+    const reqs = sizes.map((bs, i) =>
+      request(
+        [put('INPUT0', 'INT32', [bs, 16], Int32Array.from(range(bs * 16, 100 * i))), put('INPUT1', 'INT32', [bs, 16], new Int32Array(bs * 16).fill(10 * i))],
+        bs,
+        wanted[i],
+      ),
+    );
     const responses = await inst.execute(reqs, arena);
     assert.equal(responses.length, 3);
     responses.forEach((res, i) => {
@@ -82,11 +108,17 @@ test('simple: a batch of 3 requests is split per request, each with the outputs 
       assert.equal(res.final, true);
       assert.equal(res.error, undefined);
       // Config order, only the requested ones.
-      assert.deepEqual(res.outputs.map((o) => o.name), i === 1 ? ['OUTPUT1'] : ['OUTPUT0', 'OUTPUT1']);
+      assert.deepEqual(
+        res.outputs.map((o) => o.name),
+        i === 1 ? ['OUTPUT1'] : ['OUTPUT0', 'OUTPUT1'],
+      );
       for (const o of res.outputs) {
         assert.equal(o.datatype, 'INT32');
         assert.deepEqual(o.shape, [bs, 16]);
-        assert.deepEqual(int32s(o), in0.map((x) => (o.name === 'OUTPUT0' ? x + 10 * i : x - 10 * i)));
+        assert.deepEqual(
+          int32s(o),
+          in0.map((x) => (o.name === 'OUTPUT0' ? x + 10 * i : x - 10 * i)),
+        );
       }
     });
     freeAll(reqs, responses);
@@ -124,8 +156,19 @@ test('dense_classifier: batched results equal one-request results', async () => 
 test('image_classifier: per-request probabilities sum to 1', async () => {
   const inst = await instanceFor(await configFor('image_classifier'));
   try {
-    const reqs = [1, 2].map((bs) => request([put('input', 'FP32', [bs, 3, 224, 224],
-      Float32Array.from({ length: bs * 3 * 224 * 224 }, (_, k) => (k % 255) / 255))], bs));
+    const reqs = [1, 2].map((bs) =>
+      request(
+        [
+          put(
+            'input',
+            'FP32',
+            [bs, 3, 224, 224],
+            Float32Array.from({ length: bs * 3 * 224 * 224 }, (_, k) => (k % 255) / 255),
+          ),
+        ],
+        bs,
+      ),
+    );
     const responses = await inst.execute(reqs, arena);
     for (const [i, res] of responses.entries()) {
       const out = res.outputs[0];
@@ -146,21 +189,35 @@ test('image_classifier: per-request probabilities sum to 1', async () => {
 function sample(dt: DataType, rows: number, seed: number): ArrayBufferView {
   const n = rows * 3;
   switch (dt) {
-    case 'BOOL': return Uint8Array.from(range(n), (k) => (k + seed) % 2);
-    case 'UINT8': return Uint8Array.from(range(n), (k) => (255 - k - seed) & 0xff);
-    case 'INT8': return Int8Array.from(range(n), (k) => (k % 2 ? -128 : 127) + seed);
-    case 'UINT16': return Uint16Array.from(range(n), (k) => 65535 - k - seed);
-    case 'INT16': return Int16Array.from(range(n), (k) => -32768 + k + seed);
-    case 'UINT32': return Uint32Array.from(range(n), (k) => 4294967295 - k - seed);
-    case 'INT32': return Int32Array.from(range(n), (k) => -2147483648 + k + seed);
-    case 'UINT64': return BigUint64Array.from(range(n), (k) => 18446744073709551615n - BigInt(k + seed));
-    case 'INT64': return BigInt64Array.from(range(n), (k) => -9223372036854775808n + BigInt(k + seed));
+    case 'BOOL':
+      return Uint8Array.from(range(n), (k) => (k + seed) % 2);
+    case 'UINT8':
+      return Uint8Array.from(range(n), (k) => (255 - k - seed) & 0xff);
+    case 'INT8':
+      return Int8Array.from(range(n), (k) => (k % 2 ? -128 : 127) + seed);
+    case 'UINT16':
+      return Uint16Array.from(range(n), (k) => 65535 - k - seed);
+    case 'INT16':
+      return Int16Array.from(range(n), (k) => -32768 + k + seed);
+    case 'UINT32':
+      return Uint32Array.from(range(n), (k) => 4294967295 - k - seed);
+    case 'INT32':
+      return Int32Array.from(range(n), (k) => -2147483648 + k + seed);
+    case 'UINT64':
+      return BigUint64Array.from(range(n), (k) => 18446744073709551615n - BigInt(k + seed));
+    case 'INT64':
+      return BigInt64Array.from(range(n), (k) => -9223372036854775808n + BigInt(k + seed));
     // 1.0, max finite, a NaN payload, -0, smallest subnormal, ...: the bits must survive.
-    case 'FP16': return Uint16Array.from(range(n), (k) => [0x3c00, 0x7bff, 0x7e01, 0x8000, 0x0001, 0xfc00][(k + seed) % 6]);
-    case 'FP32': return Float32Array.from(range(n), (k) => (k + seed) * 1.5 - 3.25);
-    case 'FP64': return Float64Array.from(range(n), (k) => Math.PI * (k - seed) + 1e-300);
-    case 'BYTES': return serializeStrings(range(n).map((k) => ['', 'a', 'héllo wörld', '日本語', 'x'.repeat(300)][(k + seed) % 5]));
-    default: throw new Error(`no sample for ${dt}`);
+    case 'FP16':
+      return Uint16Array.from(range(n), (k) => [0x3c00, 0x7bff, 0x7e01, 0x8000, 0x0001, 0xfc00][(k + seed) % 6]);
+    case 'FP32':
+      return Float32Array.from(range(n), (k) => (k + seed) * 1.5 - 3.25);
+    case 'FP64':
+      return Float64Array.from(range(n), (k) => Math.PI * (k - seed) + 1e-300);
+    case 'BYTES':
+      return serializeStrings(range(n).map((k) => ['', 'a', 'héllo wörld', '日本語', 'x'.repeat(300)][(k + seed) % 5]));
+    default:
+      throw new Error(`no sample for ${dt}`);
   }
 }
 
@@ -170,10 +227,18 @@ test('identity_types: every datatype round-trips through a batch of two requests
   const inst = await instanceFor(await configFor('identity_types'));
   try {
     const sizes = [1, 2];
-    const reqs = sizes.map((bs, i) => request(IDENTITY_TYPES.map((dt) => put(`INPUT_${dt}`, dt, [bs, 3], sample(dt, bs, i))), bs));
+    const reqs = sizes.map((bs, i) =>
+      request(
+        IDENTITY_TYPES.map((dt) => put(`INPUT_${dt}`, dt, [bs, 3], sample(dt, bs, i))),
+        bs,
+      ),
+    );
     const responses = await inst.execute(reqs, arena);
     for (const [i, res] of responses.entries()) {
-      assert.deepEqual(res.outputs.map((o) => o.name), IDENTITY_TYPES.map((dt) => `OUTPUT_${dt}`));
+      assert.deepEqual(
+        res.outputs.map((o) => o.name),
+        IDENTITY_TYPES.map((dt) => `OUTPUT_${dt}`),
+      );
       for (const [k, dt] of IDENTITY_TYPES.entries()) {
         const out = res.outputs[k];
         assert.equal(out.datatype, dt);
@@ -194,10 +259,19 @@ test('identity_types with max_batch_size 0: full shapes, one request', async () 
   assert.deepEqual(config.input[0].dims, [-1, -1]);
   const inst = await instanceFor(config);
   try {
-    const req = request([put('INPUT_INT64', 'INT64', [2, 3], sample('INT64', 2, 5)),
-      ...IDENTITY_TYPES.filter((d) => d !== 'INT64').map((dt) => put(`INPUT_${dt}`, dt, [1, 3], sample(dt, 1, 0)))], 1, ['OUTPUT_INT64']);
+    const req = request(
+      [
+        put('INPUT_INT64', 'INT64', [2, 3], sample('INT64', 2, 5)),
+        ...IDENTITY_TYPES.filter((d) => d !== 'INT64').map((dt) => put(`INPUT_${dt}`, dt, [1, 3], sample(dt, 1, 0))),
+      ],
+      1,
+      ['OUTPUT_INT64'],
+    );
     const [res] = await inst.execute([req], arena);
-    assert.deepEqual(res.outputs.map((o) => [o.name, o.shape]), [['OUTPUT_INT64', [2, 3]]]);
+    assert.deepEqual(
+      res.outputs.map((o) => [o.name, o.shape]),
+      [['OUTPUT_INT64', [2, 3]]],
+    );
     const want = sample('INT64', 2, 5);
     assert.deepEqual(bytesOf(res.outputs[0]), Buffer.from(want.buffer, want.byteOffset, want.byteLength));
     freeAll([req], [res]);
@@ -230,7 +304,12 @@ test('instance creation failures', async () => {
   const cases: [string, Partial<BackendInstanceArgs>, string, RegExp][] = [
     ['KIND_GPU without the CUDA provider', { kind: 'KIND_GPU', deviceId: 0 }, 'UNAVAILABLE', /on GPU 0: the CUDA execution provider .* not installed/],
     ['missing model file', { modelPath: '/nonexistent/simple/1/model.onnx' }, 'INTERNAL', /^failed to stat file \/nonexistent\/simple\/1\/model.onnx$/],
-    ['not a model', { modelPath: path.join(repoRoot(), 'model_repository', 'simple', 'config.pbtxt') }, 'INTERNAL', /^onnx runtime error: .*Protobuf parsing failed/],
+    [
+      'not a model',
+      { modelPath: path.join(repoRoot(), 'model_repository', 'simple', 'config.pbtxt') },
+      'INTERNAL',
+      /^onnx runtime error: .*Protobuf parsing failed/,
+    ],
   ];
   for (const [label, overrides, code, message] of cases) {
     await assert.rejects(instanceFor(config, overrides), (err: unknown) => {

@@ -16,8 +16,11 @@ const b = (v: unknown): Buffer => Buffer.from(typeof v === 'string' ? v : JSON.s
 
 const GOOD: [string, unknown, Partial<EmbeddingRequest>][] = [
   ['one string', { model: 'e', input: 'hi' }, { model: 'e', inputs: ['hi'], encoding: 'float' }],
-  ['strings, base64, dimensions; unknown fields ignored', { model: 'e', input: ['a', 'b'], encoding_format: 'base64', dimensions: 4, user: 'u' },
-    { inputs: ['a', 'b'], encoding: 'base64', dimensions: 4 }],
+  [
+    'strings, base64, dimensions; unknown fields ignored',
+    { model: 'e', input: ['a', 'b'], encoding_format: 'base64', dimensions: 4, user: 'u' },
+    { inputs: ['a', 'b'], encoding: 'base64', dimensions: 4 },
+  ],
   ['token ids', { model: 'e', input: [3, 4] }, { inputs: [[3, 4]] }],
   ['token-id arrays', { model: 'e', input: [[3], [4, 5]] }, { inputs: [[3], [4, 5]] }],
   ['nulls read as absent', { model: 'e', input: 'x', encoding_format: null, dimensions: null }, { encoding: 'float', dimensions: undefined }],
@@ -44,19 +47,23 @@ const BAD: [string, unknown, string, RegExp][] = [
 
 for (const [name, body, param, message] of BAD) {
   test(`refuse: ${name}`, () => {
-    assert.throws(() => parseEmbeddingRequest(b(body)), (e: unknown) => {
-      assert.ok(e instanceof OpenAIError);
-      assert.equal(e.status, 400);
-      assert.equal(e.param, param);
-      assert.match(e.message, message);
-      return true;
-    });
+    assert.throws(
+      () => parseEmbeddingRequest(b(body)),
+      (e: unknown) => {
+        assert.ok(e instanceof OpenAIError);
+        assert.equal(e.status, 400);
+        assert.equal(e.param, param);
+        assert.match(e.message, message);
+        return true;
+      },
+    );
   });
 }
 
 function plan(inputs: [string, string][], outputs: [string, string][], maxBatchSize = 0): ValidationPlan {
   return {
-    modelName: 'e', maxBatchSize,
+    modelName: 'e',
+    maxBatchSize,
     inputs: inputs.map(([name, datatype]) => ({ name, datatype, dims: [1], optional: false, isShapeTensor: false })),
     outputs: outputs.map(([name, datatype]) => ({ name, datatype, dims: [-1] })),
   } as unknown as ValidationPlan;
@@ -72,7 +79,10 @@ for (const [name, p, want] of CONTRACT) test(`contract: ${name}`, () => assert.e
 
 test('the model request: text_input [1] (batched [1, 1]), dimensions as a request parameter', () => {
   const d = embeddingRequest(plan([['text_input', 'BYTES']], [['embedding', 'FP32']], 8), 'hello', 4, 1 << 20);
-  assert.deepEqual(d.inputs.map((i) => [i.name, i.datatype, i.shape]), [['text_input', 'BYTES', [1, 1]]]);
+  assert.deepEqual(
+    d.inputs.map((i) => [i.name, i.datatype, i.shape]),
+    [['text_input', 'BYTES', [1, 1]]],
+  );
   assert.equal(bytesText(d.inputs[0]!.data), 'hello');
   assert.deepEqual(d.parameters, { dimensions: 4 });
   assert.deepEqual(embeddingRequest(plan([['text_input', 'BYTES']], [['embedding', 'FP32']]), 'x', undefined, 1 << 20).inputs[0]!.shape, [1]);
@@ -81,8 +91,13 @@ test('the model request: text_input [1] (batched [1, 1]), dimensions as a reques
 test('the response: float arrays or base64 of the little-endian float32 bytes, in input order, usage', () => {
   const v = [new Float32Array([0.5, -1]), new Float32Array([2])];
   assert.deepEqual(JSON.parse(embeddingsBody('e', v, 'float', 3)), {
-    object: 'list', model: 'e', usage: { prompt_tokens: 3, total_tokens: 3 },
-    data: [{ object: 'embedding', index: 0, embedding: [0.5, -1] }, { object: 'embedding', index: 1, embedding: [2] }],
+    object: 'list',
+    model: 'e',
+    usage: { prompt_tokens: 3, total_tokens: 3 },
+    data: [
+      { object: 'embedding', index: 0, embedding: [0.5, -1] },
+      { object: 'embedding', index: 1, embedding: [2] },
+    ],
   });
   const b64 = JSON.parse(embeddingsBody('e', v, 'base64', 3)).data[0].embedding as string;
   const raw = Buffer.from(b64, 'base64');

@@ -18,10 +18,18 @@ const root = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-model-text-'));
 after(() => fs.rmSync(root, { recursive: true, force: true }));
 
 const MESSAGES = [{ role: 'user', content: 'hello world' }];
-const WORD_LEVEL = (vocab: string[]): string => JSON.stringify({
-  version: '1.0', truncation: null, padding: null, added_tokens: [], normalizer: null, pre_tokenizer: { type: 'Whitespace' }, post_processor: null, decoder: null,
-  model: { type: 'WordLevel', vocab: Object.fromEntries(['[UNK]', ...vocab].map((w, i) => [w, i])), unk_token: '[UNK]' },
-});
+const WORD_LEVEL = (vocab: string[]): string =>
+  JSON.stringify({
+    version: '1.0',
+    truncation: null,
+    padding: null,
+    added_tokens: [],
+    normalizer: null,
+    pre_tokenizer: { type: 'Whitespace' },
+    post_processor: null,
+    decoder: null,
+    model: { type: 'WordLevel', vocab: Object.fromEntries(['[UNK]', ...vocab].map((w, i) => [w, i])), unk_token: '[UNK]' },
+  });
 
 let folders = 0;
 function folder(template: string | undefined): string {

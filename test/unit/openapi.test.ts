@@ -5,21 +5,39 @@ import { modelOpenApi } from '../../src/frontend/http/model-openapi';
 import { serverOpenApi } from '../../src/frontend/http/openapi';
 import { SERVER_EXTENSIONS } from '../../src/server-info';
 
-type Doc = { paths: Record<string, Record<string, { security?: unknown[] }>>; components: { schemas: Record<string, any>; securitySchemes?: Record<string, unknown> } };
+type Doc = {
+  paths: Record<string, Record<string, { security?: unknown[] }>>;
+  components: { schemas: Record<string, any>; securitySchemes?: Record<string, unknown> };
+};
 
 test('server document: the routes of the extensions served, restricted ones with their header', () => {
-  const doc = JSON.parse(serverOpenApi({
-    name: 'triton', version: '2.73.0', extensions: SERVER_EXTENSIONS,
-    restricted: [{ apis: ['model-repository'], key: 'Admin-Key', value: 's' }],
-  })) as Doc & { openapi: string };
+  const doc = JSON.parse(
+    serverOpenApi({
+      name: 'triton',
+      version: '2.73.0',
+      extensions: SERVER_EXTENSIONS,
+      restricted: [{ apis: ['model-repository'], key: 'Admin-Key', value: 's' }],
+    }),
+  ) as Doc & { openapi: string };
   assert.equal(doc.openapi, '3.1.0');
-  for (const p of ['/v2/health/live', '/v2/models/{model}/infer', '/v2/repository/index', '/v2/logging', '/v2/systemsharedmemory/status', '/v2/models/{model}/openapi.json', '/v2/models/{model}/generate', '/v2/models/{model}/versions/{version}/generate_stream']) {
+  for (const p of [
+    '/v2/health/live',
+    '/v2/models/{model}/infer',
+    '/v2/repository/index',
+    '/v2/logging',
+    '/v2/systemsharedmemory/status',
+    '/v2/models/{model}/openapi.json',
+    '/v2/models/{model}/generate',
+    '/v2/models/{model}/versions/{version}/generate_stream',
+  ]) {
     assert.ok(doc.paths[p] !== undefined, p);
   }
   assert.deepEqual(Object.keys(doc.paths['/v2/logging']).sort(), ['get', 'post']);
   assert.deepEqual(doc.paths['/v2/repository/models/{model}/load'].post.security, [{ restricted_admin_key: [] }]);
   assert.equal(doc.paths['/v2/models/{model}/infer'].post.security, undefined);
-  assert.deepEqual(doc.components.securitySchemes, { restricted_admin_key: { type: 'apiKey', in: 'header', name: 'Admin-Key', description: '--http-restricted-api model-repository' } });
+  assert.deepEqual(doc.components.securitySchemes, {
+    restricted_admin_key: { type: 'apiKey', in: 'header', name: 'Admin-Key', description: '--http-restricted-api model-repository' },
+  });
 
   const bare = JSON.parse(serverOpenApi({ name: 't', version: 'v', extensions: ['binary_tensor_data'], restricted: [] })) as Doc;
   assert.equal(bare.paths['/v2/repository/index'], undefined, 'no model_repository extension, no repository routes');
@@ -29,7 +47,9 @@ test('server document: the routes of the extensions served, restricted ones with
 });
 
 const SIMPLE = {
-  name: 'simple', backend: 'onnxruntime', max_batch_size: 8,
+  name: 'simple',
+  backend: 'onnxruntime',
+  max_batch_size: 8,
   input: [
     { name: 'INPUT0', data_type: 'TYPE_INT32', dims: [16], optional: false },
     { name: 'TEXT', data_type: 'TYPE_STRING', dims: [-1], optional: true },

@@ -19,7 +19,12 @@ type Step = { deliver: string; final: boolean } | { leave: string };
 const cases: { name: string; steps: Step[]; released: string[] }[] = [
   {
     name: 'answers wait for the earlier requests',
-    steps: [{ deliver: 'b', final: true }, { deliver: 'c', final: false }, { deliver: 'a', final: true }, { deliver: 'c', final: true }],
+    steps: [
+      { deliver: 'b', final: true },
+      { deliver: 'c', final: false },
+      { deliver: 'a', final: true },
+      { deliver: 'c', final: true },
+    ],
     released: ['a:f', 'b:f', 'c:n', 'c:f'],
   },
   {

@@ -31,7 +31,11 @@ const syntaxCases: { name: string; text: string; expect: Record<string, unknown>
   { name: 'negative int', text: 'max_batch_size: -3', expect: { max_batch_size: -3 } },
   { name: 'hex int', text: 'max_batch_size: 0x1F', expect: { max_batch_size: 31 } },
   { name: 'octal int', text: 'max_batch_size: 017', expect: { max_batch_size: 15 } },
-  { name: 'int64 to number', text: 'dynamic_batching { max_queue_delay_microseconds: 9007199254740991 }', expect: { 'dynamic_batching.max_queue_delay_microseconds': 9007199254740991 } },
+  {
+    name: 'int64 to number',
+    text: 'dynamic_batching { max_queue_delay_microseconds: 9007199254740991 }',
+    expect: { 'dynamic_batching.max_queue_delay_microseconds': 9007199254740991 },
+  },
   { name: 'enum by name', text: 'input { data_type: TYPE_FP16 }', expect: { 'input.0.data_type': 'TYPE_FP16' } },
   { name: 'enum by number', text: 'input { data_type: 13 }', expect: { 'input.0.data_type': 'TYPE_STRING' } },
   { name: 'message with braces', text: 'version_policy { all { } }', expect: { 'version_policy.all': {} } },
@@ -48,19 +52,31 @@ const syntaxCases: { name: string; text: string; expect: Record<string, unknown>
   },
   { name: 'list of messages with colon', text: 'output: [ { name: "o" } ]', expect: { 'output.0.name': 'o' } },
   { name: 'separators , and ;', text: 'name: "a", platform: "p"; backend: "b"', expect: { name: 'a', platform: 'p', backend: 'b' } },
-  { name: 'floats', text: 'sequence_batching { direct { minimum_slot_utilization: .5 } }', expect: { 'sequence_batching.direct.minimum_slot_utilization': 0.5 } },
+  {
+    name: 'floats',
+    text: 'sequence_batching { direct { minimum_slot_utilization: .5 } }',
+    expect: { 'sequence_batching.direct.minimum_slot_utilization': 0.5 },
+  },
   {
     name: 'float forms',
     text: 'sequence_batching { control_input { control { fp32_false_true: [ 1e2, -2.5f, 3, -inf, Infinity ] } } }',
     expect: { 'sequence_batching.control_input.0.control.0.fp32_false_true': [100, -2.5, 3, -Infinity, Infinity] },
   },
-  { name: 'nan', text: 'sequence_batching { control_input { control { fp32_false_true: nan } } }', expect: { 'sequence_batching.control_input.0.control.0.fp32_false_true': [NaN] } },
+  {
+    name: 'nan',
+    text: 'sequence_batching { control_input { control { fp32_false_true: nan } } }',
+    expect: { 'sequence_batching.control_input.0.control.0.fp32_false_true': [NaN] },
+  },
   {
     name: 'bool words',
     text: 'input { is_shape_tensor: true optional: t allow_ragged_batch: True } input { optional: 1 is_shape_tensor: False allow_ragged_batch: f }',
     expect: {
-      'input.0.is_shape_tensor': true, 'input.0.optional': true, 'input.0.allow_ragged_batch': true,
-      'input.1.optional': true, 'input.1.is_shape_tensor': false, 'input.1.allow_ragged_batch': false,
+      'input.0.is_shape_tensor': true,
+      'input.0.optional': true,
+      'input.0.allow_ragged_batch': true,
+      'input.1.optional': true,
+      'input.1.is_shape_tensor': false,
+      'input.1.allow_ragged_batch': false,
     },
   },
   {
@@ -73,7 +89,11 @@ const syntaxCases: { name: string; text: string; expect: Record<string, unknown>
     text: 'cc_model_filenames [ { key: "8.0" value: "a.plan" }, { key: "7.5", value: "b.plan" } ]',
     expect: { cc_model_filenames: { '8.0': 'a.plan', '7.5': 'b.plan' } },
   },
-  { name: 'map duplicate key: last wins', text: 'metric_tags { key: "a" value: "1" } metric_tags { key: "a" value: "2" }', expect: { metric_tags: { a: '2' } } },
+  {
+    name: 'map duplicate key: last wins',
+    text: 'metric_tags { key: "a" value: "1" } metric_tags { key: "a" value: "2" }',
+    expect: { metric_tags: { a: '2' } },
+  },
   { name: 'map entry without value', text: 'parameters { key: "k" }', expect: { parameters: { k: { string_value: '' } } } },
   { name: 'map __proto__ key is data', text: 'metric_tags { key: "__proto__" value: "x" }', expect: { 'metric_tags.__proto__': 'x' } },
   {
@@ -81,8 +101,16 @@ const syntaxCases: { name: string; text: string; expect: Record<string, unknown>
     text: 'dynamic_batching { priority_queue_policy { key: 2 value { max_queue_size: 4 } } }',
     expect: { 'dynamic_batching.priority_queue_policy.2.max_queue_size': 4 },
   },
-  { name: 'oneof member set', text: 'sequence_batching { oldest { max_candidate_sequences: 4 } }', expect: { 'sequence_batching.oldest.max_candidate_sequences': 4, 'sequence_batching.direct': undefined } },
-  { name: 'oneof primitive member only when set', text: 'model_warmup { inputs { key: "x" value { zero_data: true } } }', expect: { 'model_warmup.0.inputs.x.zero_data': true, 'model_warmup.0.inputs.x.random_data': undefined } },
+  {
+    name: 'oneof member set',
+    text: 'sequence_batching { oldest { max_candidate_sequences: 4 } }',
+    expect: { 'sequence_batching.oldest.max_candidate_sequences': 4, 'sequence_batching.direct': undefined },
+  },
+  {
+    name: 'oneof primitive member only when set',
+    text: 'model_warmup { inputs { key: "x" value { zero_data: true } } }',
+    expect: { 'model_warmup.0.inputs.x.zero_data': true, 'model_warmup.0.inputs.x.random_data': undefined },
+  },
   { name: 'empty text', text: '', expect: { name: '', max_batch_size: 0, input: [] } },
   { name: 'BOM and CRLF', text: '\ufeffname: "a"\r\nplatform: "b"\r\n', expect: { name: 'a', platform: 'b' } },
 ];
@@ -99,13 +127,32 @@ for (const c of syntaxCases) {
 test('pbtxt: every primitive, repeated and map field present; unset messages absent', () => {
   const cfg = parse('input { name: "x" }');
   assert.deepEqual(Object.keys(cfg), [
-    'name', 'platform', 'backend', 'runtime', 'max_batch_size', 'input', 'output', 'batch_input', 'batch_output',
-    'instance_group', 'default_model_filename', 'cc_model_filenames', 'metric_tags', 'parameters', 'model_warmup',
+    'name',
+    'platform',
+    'backend',
+    'runtime',
+    'max_batch_size',
+    'input',
+    'output',
+    'batch_input',
+    'batch_output',
+    'instance_group',
+    'default_model_filename',
+    'cc_model_filenames',
+    'metric_tags',
+    'parameters',
+    'model_warmup',
   ]);
   assert.deepEqual(cfg.input, [
     {
-      name: 'x', data_type: 'TYPE_INVALID', format: 'FORMAT_NONE', dims: [], is_shape_tensor: false,
-      allow_ragged_batch: false, optional: false, is_non_linear_format_io: false,
+      name: 'x',
+      data_type: 'TYPE_INVALID',
+      format: 'FORMAT_NONE',
+      dims: [],
+      is_shape_tensor: false,
+      allow_ragged_batch: false,
+      optional: false,
+      is_non_linear_format_io: false,
     },
   ]);
 });
@@ -113,8 +160,12 @@ test('pbtxt: every primitive, repeated and map field present; unset messages abs
 test('pbtxt: nested messages get defaults, sub-messages inside only when set', () => {
   const cfg = parse('dynamic_batching { }');
   assert.deepEqual(cfg.dynamic_batching, {
-    preferred_batch_size: [], max_queue_delay_microseconds: 0, preserve_ordering: false,
-    priority_levels: 0, default_priority_level: 0, priority_queue_policy: {},
+    preferred_batch_size: [],
+    max_queue_delay_microseconds: 0,
+    preserve_ordering: false,
+    priority_levels: 0,
+    default_priority_level: 0,
+    priority_queue_policy: {},
   });
 });
 
@@ -129,20 +180,40 @@ test('parseTextProto works for any message type', () => {
 const P = 'failed to read text proto from m/config.pbtxt';
 const errorCases: { name: string; text: string; error: string }[] = [
   { name: 'unknown top-level field', text: 'name: "a"\nfoo: 1', error: `${P}: line 2: unknown field 'foo' in message 'inference.ModelConfig'` },
-  { name: 'unknown nested field', text: 'input [\n  {\n    name: "a"\n    bogus: 2\n  }\n]', error: `${P}: line 4: unknown field 'bogus' in message 'inference.ModelInput'` },
-  { name: 'unknown enum value', text: 'input {\n data_type: TYPE_FOO }', error: `${P}: line 2: unknown enum value 'TYPE_FOO' for field 'data_type' of type 'inference.DataType'` },
-  { name: 'unknown enum number', text: 'input { data_type: 99 }', error: `${P}: line 1: unknown enum value 99 for field 'data_type' of type 'inference.DataType'` },
+  {
+    name: 'unknown nested field',
+    text: 'input [\n  {\n    name: "a"\n    bogus: 2\n  }\n]',
+    error: `${P}: line 4: unknown field 'bogus' in message 'inference.ModelInput'`,
+  },
+  {
+    name: 'unknown enum value',
+    text: 'input {\n data_type: TYPE_FOO }',
+    error: `${P}: line 2: unknown enum value 'TYPE_FOO' for field 'data_type' of type 'inference.DataType'`,
+  },
+  {
+    name: 'unknown enum number',
+    text: 'input { data_type: 99 }',
+    error: `${P}: line 1: unknown enum value 99 for field 'data_type' of type 'inference.DataType'`,
+  },
   { name: 'string for int', text: '\nmax_batch_size: "8"', error: `${P}: line 2: expected integer for int32 field 'max_batch_size', got '"8"'` },
   { name: 'float for int', text: 'max_batch_size: 1.5', error: `${P}: line 1: expected integer for int32 field 'max_batch_size', got '1.5'` },
   { name: 'int for string', text: 'name: 5', error: `${P}: line 1: expected string for field 'name', got '5'` },
   { name: 'bad bool', text: 'input { optional: yes }', error: `${P}: line 1: invalid value 'yes' for bool field 'optional'` },
   { name: 'int32 overflow', text: 'max_batch_size: 2147483648', error: `${P}: line 1: integer out of range for int32 field 'max_batch_size': 2147483648` },
-  { name: 'negative unsigned', text: 'dynamic_batching { max_queue_delay_microseconds: -1 }', error: `${P}: line 1: invalid negative value for unsigned uint64 field 'max_queue_delay_microseconds'` },
+  {
+    name: 'negative unsigned',
+    text: 'dynamic_batching { max_queue_delay_microseconds: -1 }',
+    error: `${P}: line 1: invalid negative value for unsigned uint64 field 'max_queue_delay_microseconds'`,
+  },
   { name: 'unterminated string', text: 'name: "abc\nplatform: "x"', error: `${P}: line 1: unterminated string` },
-  { name: 'unterminated string at end', text: '\n\nname: \'abc', error: `${P}: line 3: unterminated string` },
+  { name: 'unterminated string at end', text: "\n\nname: 'abc", error: `${P}: line 3: unterminated string` },
   { name: 'bad escape', text: String.raw`name: "a\q"`, error: `${P}: line 1: invalid escape sequence in string literal: '\\q'` },
   { name: 'missing colon for scalar', text: 'name "a"', error: `${P}: line 1: expected ':' after field 'name', got '"a"'` },
-  { name: 'unclosed message', text: 'input {\n name: "a"\n', error: `${P}: line 3: unexpected end of input: expected '}' to close message 'inference.ModelInput'` },
+  {
+    name: 'unclosed message',
+    text: 'input {\n name: "a"\n',
+    error: `${P}: line 3: unexpected end of input: expected '}' to close message 'inference.ModelInput'`,
+  },
   { name: 'mismatched closer', text: 'input { name: "a" >', error: `${P}: line 1: expected field name in message 'inference.ModelInput', got '>'` },
   { name: 'stray closer', text: 'name: "a" }', error: `${P}: line 1: expected field name in message 'inference.ModelConfig', got '}'` },
   { name: 'scalar where message expected', text: 'input: 3', error: `${P}: line 1: expected '{' or '<' to start message field 'input', got '3'` },
@@ -154,7 +225,11 @@ const errorCases: { name: string; text: string; error: string }[] = [
     text: 'dynamic_batching { }\nsequence_batching { }',
     error: `${P}: line 2: field 'sequence_batching' is specified along with field 'dynamic_batching', another member of oneof 'scheduling_choice'`,
   },
-  { name: 'unknown map entry field', text: 'parameters { key: "k" val: "v" }', error: `${P}: line 1: unknown field 'val' in message 'inference.ModelConfig.ParametersEntry'` },
+  {
+    name: 'unknown map entry field',
+    text: 'parameters { key: "k" val: "v" }',
+    error: `${P}: line 1: unknown field 'val' in message 'inference.ModelConfig.ParametersEntry'`,
+  },
   { name: 'bad character', text: 'name: "a"\n@', error: `${P}: line 2: unexpected character '@'` },
   { name: 'bad octal', text: 'max_batch_size: 08', error: `${P}: line 1: numbers starting with leading zero must be in octal: '08'` },
   { name: 'number glued to identifier', text: 'max_batch_size: 8x', error: `${P}: line 1: invalid number '8x'` },

@@ -26,7 +26,10 @@ interface Reply {
 }
 
 /** The server answers per request body: the reply named by the request message's text. */
-function startServer(replies: Record<string, Reply>, seen: { path?: string; headers?: http2.IncomingHttpHeaders; bytes?: number }): Promise<{ server: http2.Http2Server; port: number }> {
+function startServer(
+  replies: Record<string, Reply>,
+  seen: { path?: string; headers?: http2.IncomingHttpHeaders; bytes?: number },
+): Promise<{ server: http2.Http2Server; port: number }> {
   const server = http2.createServer();
   server.on('stream', (stream, headers) => {
     stream.on('error', () => undefined); // the reset case closes the stream with an error code
@@ -63,8 +66,8 @@ const BIG = Buffer.alloc(3_000_000, 7);
 const replies: Record<string, Reply> = {
   default: { status: 0, body: Buffer.from('default reply') },
   big: { status: 0, body: BIG },
-  error: { status: 3, message: 'unexpected shape for input \'X\': 50% off ✓' },
-  only: { trailersOnly: true, status: 5, message: 'Request for unknown model: \'nope\' is not found' },
+  error: { status: 3, message: "unexpected shape for input 'X': 50% off ✓" },
+  only: { trailersOnly: true, status: 5, message: "Request for unknown model: 'nope' is not found" },
   headers: { status: 0, headers: { 'x-long': 'v'.repeat(5000), 'x-huffman': 'abcdefghijklmnopqrstuvwxyz0123456789-_.~', 'x-binary': '\u00ff\u0001text' } },
   reset: { status: 0, rst: http2.constants.NGHTTP2_REFUSED_STREAM },
 };
@@ -72,8 +75,8 @@ const replies: Record<string, Reply> = {
 const cases: { name: string; key: string; size?: number; keepBody?: boolean; code: number; message?: string | RegExp; body?: Buffer }[] = [
   { name: 'OK with the body kept', key: 'x', keepBody: true, code: 0, body: Buffer.from('default reply') },
   { name: 'OK, body not kept', key: 'x', code: 0 },
-  { name: 'error status with a percent-encoded message', key: 'error', code: 3, message: 'unexpected shape for input \'X\': 50% off ✓' },
-  { name: 'trailers-only error', key: 'only', code: 5, message: 'Request for unknown model: \'nope\' is not found' },
+  { name: 'error status with a percent-encoded message', key: 'error', code: 3, message: "unexpected shape for input 'X': 50% off ✓" },
+  { name: 'trailers-only error', key: 'only', code: 5, message: "Request for unknown model: 'nope' is not found" },
   { name: 'a 3 MB response (receive flow control)', key: 'big', keepBody: true, code: 0, body: BIG },
   { name: 'a 1 MB request (send flow control and frame size)', key: 'x', size: 1_000_000, code: 0 },
   { name: 'large, Huffman-coded and non-ASCII response headers', key: 'headers', code: 0 },
@@ -107,7 +110,10 @@ test('raw HTTP/2 gRPC client against node:http2', async (t) => {
       const keys = ['x', 'error', 'headers', 'only'];
       for (let round = 0; round < 5; round++) {
         const replies = await Promise.all(Array.from({ length: 64 }, (_, k) => conn.send(request(keys[k % 4]))));
-        assert.deepEqual(replies.map((r) => r.code), Array.from({ length: 64 }, (_, k) => [0, 3, 0, 5][k % 4]));
+        assert.deepEqual(
+          replies.map((r) => r.code),
+          Array.from({ length: 64 }, (_, k) => [0, 3, 0, 5][k % 4]),
+        );
       }
     });
   } finally {
@@ -122,10 +128,17 @@ test('HPACK: the RFC 7541 C.4 request examples (Huffman, dynamic table)', () => 
   const d = new HpackDecoder();
   const hex = (s: string): Buffer => Buffer.from(s.replace(/\s/g, ''), 'hex');
   assert.deepEqual(d.decode(hex('8286 8441 8cf1 e3c2 e5f2 3a6b a0ab 90f4 ff')), {
-    ':method': 'GET', ':scheme': 'http', ':path': '/', ':authority': 'www.example.com',
+    ':method': 'GET',
+    ':scheme': 'http',
+    ':path': '/',
+    ':authority': 'www.example.com',
   });
   assert.deepEqual(d.decode(hex('8286 84be 5886 a8eb 1064 9cbf')), {
-    ':method': 'GET', ':scheme': 'http', ':path': '/', ':authority': 'www.example.com', 'cache-control': 'no-cache',
+    ':method': 'GET',
+    ':scheme': 'http',
+    ':path': '/',
+    ':authority': 'www.example.com',
+    'cache-control': 'no-cache',
   });
 });
 

@@ -11,8 +11,28 @@ import { openaiRequestBody, readStreamEvent, stepMetrics, type StreamRecord } fr
 import { parsePerfOptions } from '../../src/perf/perf-options';
 
 test('options: --service-kind openai, its defaults and its own flags', () => {
-  const o = parsePerfOptions(['-m', 'llm', '--service-kind', 'openai', '--endpoint', '/v1/completions', '--max-tokens', '8', '--prompt', 'hi',
-    '--extra-inputs', 'seed:7', '--extra-inputs', 'ignore_eos:true', '--extra-inputs', 'user:bob', '--request-count', '20', '--concurrency-range', '1:8:7']);
+  const o = parsePerfOptions([
+    '-m',
+    'llm',
+    '--service-kind',
+    'openai',
+    '--endpoint',
+    '/v1/completions',
+    '--max-tokens',
+    '8',
+    '--prompt',
+    'hi',
+    '--extra-inputs',
+    'seed:7',
+    '--extra-inputs',
+    'ignore_eos:true',
+    '--extra-inputs',
+    'user:bob',
+    '--request-count',
+    '20',
+    '--concurrency-range',
+    '1:8:7',
+  ]);
   assert.equal(o.serviceKind, 'openai');
   assert.equal(o.endpoint, 'v1/completions');
   assert.equal(o.url, 'localhost:9000', "Triton's OpenAI frontend port");
@@ -39,10 +59,16 @@ test('options: errors name the option', () => {
 });
 
 test('the request body: chat messages or a prompt, streamed with usage, extra fields, stream not overridable', () => {
-  assert.deepEqual(JSON.parse(openaiRequestBody({ model: 'm', endpoint: 'v1/chat/completions', prompt: 'hi', maxTokens: 4, extra: { seed: 1, stream: false } })),
-    { model: 'm', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4, seed: 1, stream: true, stream_options: { include_usage: true } });
-  assert.deepEqual(JSON.parse(openaiRequestBody({ model: 'm', endpoint: 'v1/completions', prompt: 'hi', maxTokens: undefined, extra: {} })),
-    { model: 'm', prompt: 'hi', stream: true, stream_options: { include_usage: true } });
+  assert.deepEqual(
+    JSON.parse(openaiRequestBody({ model: 'm', endpoint: 'v1/chat/completions', prompt: 'hi', maxTokens: 4, extra: { seed: 1, stream: false } })),
+    { model: 'm', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4, seed: 1, stream: true, stream_options: { include_usage: true } },
+  );
+  assert.deepEqual(JSON.parse(openaiRequestBody({ model: 'm', endpoint: 'v1/completions', prompt: 'hi', maxTokens: undefined, extra: {} })), {
+    model: 'm',
+    prompt: 'hi',
+    stream: true,
+    stream_options: { include_usage: true },
+  });
 });
 
 const EVENTS: [string, string, ReturnType<typeof readStreamEvent>][] = [
@@ -58,8 +84,13 @@ const EVENTS: [string, string, ReturnType<typeof readStreamEvent>][] = [
 for (const [name, data, want] of EVENTS) test(`event: ${name}`, () => assert.deepEqual(readStreamEvent(data), want));
 
 const MS = 1e6;
-const rec = (startMs: number, chunksMs: number[], endMs: number, usageTokens?: number, error?: string): StreamRecord =>
-  ({ startNs: startMs * MS, chunkNs: chunksMs.map((c) => c * MS), endNs: endMs * MS, usageTokens, error });
+const rec = (startMs: number, chunksMs: number[], endMs: number, usageTokens?: number, error?: string): StreamRecord => ({
+  startNs: startMs * MS,
+  chunkNs: chunksMs.map((c) => c * MS),
+  endNs: endMs * MS,
+  usageTokens,
+  error,
+});
 
 test('step metrics: TTFT from the request to its first chunk, ITL over the rest, tokens from usage, errors apart', () => {
   const r = stepMetrics(2, [rec(0, [10, 12, 14], 15, 3), rec(0, [20, 30], 31, 2), rec(5, [], 6, undefined, 'HTTP 500: x')], 2);

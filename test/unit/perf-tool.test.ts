@@ -14,8 +14,29 @@ import { findKnee, isStable, parseServerStats, percentile, serverSplit, summariz
 import { parsePerfOptions, parseRange, PerfUsageError, rangeSteps, type PerfOptions } from '../../src/perf/perf-options';
 
 test('options: perf_analyzer spellings', () => {
-  const o = parsePerfOptions(['-m', 'simple', '-x', '1', '-u', 'localhost:9000', '-i', 'grpc', '-b', '4', '--shape', 'IN:3,4',
-    '--input-data', 'zero', '--concurrency-range', '1:8:2', '--measurement-interval=500', '--percentile', '95', '-f', 'o.csv']);
+  const o = parsePerfOptions([
+    '-m',
+    'simple',
+    '-x',
+    '1',
+    '-u',
+    'localhost:9000',
+    '-i',
+    'grpc',
+    '-b',
+    '4',
+    '--shape',
+    'IN:3,4',
+    '--input-data',
+    'zero',
+    '--concurrency-range',
+    '1:8:2',
+    '--measurement-interval=500',
+    '--percentile',
+    '95',
+    '-f',
+    'o.csv',
+  ]);
   assert.equal(o.model, 'simple');
   assert.equal(o.version, '1');
   assert.equal(o.url, 'localhost:9000');
@@ -54,7 +75,12 @@ test('options: errors name the option', () => {
     [['-m', 'm', '--percentile', '100'], /--percentile: must be between 1 and 99/],
     [['-m', 'm', '-p'], /-p: missing value/],
   ];
-  for (const [argv, re] of cases) assert.throws(() => parsePerfOptions(argv), (e: unknown) => e instanceof PerfUsageError && re.test(e.message), argv.join(' '));
+  for (const [argv, re] of cases)
+    assert.throws(
+      () => parsePerfOptions(argv),
+      (e: unknown) => e instanceof PerfUsageError && re.test(e.message),
+      argv.join(' '),
+    );
 });
 
 const PASTED: [string[], Partial<PerfOptions>][] = [
@@ -66,11 +92,16 @@ const PASTED: [string[], Partial<PerfOptions>][] = [
   [['-t', '4'], { concurrency: { start: 4, end: 4, step: 1 } }],
   [['--shared-memory=none'], { notes: [] }],
   [['--async'], { notes: ['--async/--sync: nodetron perf always sends asynchronously, with the concurrency (or rate) in flight'] }],
-  [['-a', '--max-threads', '16', '--collect-metrics'], { notes: [
-    '--async/--sync: nodetron perf always sends asynchronously, with the concurrency (or rate) in flight',
-    '--max-threads=16: ignored; one thread drives every request (the concurrency sets how many are in flight)',
-    '--collect-metrics: ignored; nodetron serves no GPU metrics; the server-side split comes from the statistics API',
-  ] }],
+  [
+    ['-a', '--max-threads', '16', '--collect-metrics'],
+    {
+      notes: [
+        '--async/--sync: nodetron perf always sends asynchronously, with the concurrency (or rate) in flight',
+        '--max-threads=16: ignored; one thread drives every request (the concurrency sets how many are in flight)',
+        '--collect-metrics: ignored; nodetron serves no GPU metrics; the server-side split comes from the statistics API',
+      ],
+    },
+  ],
 ];
 for (const [argv, want] of PASTED) {
   test(`options: pasted perf_analyzer flags ${argv.join(' ')}`, () => {
@@ -88,13 +119,21 @@ const PASTED_ERRORS: [string[], string][] = [
 ];
 for (const [argv, message] of PASTED_ERRORS) {
   test(`options: ${argv.join(' ')} is refused naming it`, () => {
-    assert.throws(() => parsePerfOptions(['-m', 'm', ...argv]), (e: unknown) => e instanceof PerfUsageError && e.message === message);
+    assert.throws(
+      () => parsePerfOptions(['-m', 'm', ...argv]),
+      (e: unknown) => e instanceof PerfUsageError && e.message === message,
+    );
   });
 }
 
 test('server split: two loaded versions are summed (requests go to the newest)', () => {
-  const entry = (version: string, n: number) => ({ name: 'm', version, inference_count: n, execution_count: n,
-    inference_stats: { success: { count: n }, queue: { ns: n * 1000 }, compute_input: { ns: 0 }, compute_infer: { ns: n * 4000 }, compute_output: { ns: 0 } } });
+  const entry = (version: string, n: number) => ({
+    name: 'm',
+    version,
+    inference_count: n,
+    execution_count: n,
+    inference_stats: { success: { count: n }, queue: { ns: n * 1000 }, compute_input: { ns: 0 }, compute_infer: { ns: n * 4000 }, compute_output: { ns: 0 } },
+  });
   const a = parseServerStats({ model_stats: [entry('1', 0), entry('2', 10)] }, 'm')!;
   const b = parseServerStats({ model_stats: [entry('1', 0), entry('2', 30)] }, 'm')!;
   assert.deepEqual(serverSplit(a, b), { requests: 20, avgBatch: 1, queueUs: 1, computeInputUs: 0, computeInferUs: 4, computeOutputUs: 0 });
@@ -132,9 +171,20 @@ test('stability: three windows within the percentage', () => {
 
 test('server split: deltas per request', () => {
   const json = (n: number, q: number) => ({
-    model_stats: [{ name: 'm', inference_count: String(n * 2), execution_count: String(n), inference_stats: {
-      success: { count: String(n), ns: '0' }, queue: { count: n, ns: q }, compute_input: { count: n, ns: n * 1000 },
-      compute_infer: { count: n, ns: n * 5000 }, compute_output: { count: n, ns: n * 2000 } } }],
+    model_stats: [
+      {
+        name: 'm',
+        inference_count: String(n * 2),
+        execution_count: String(n),
+        inference_stats: {
+          success: { count: String(n), ns: '0' },
+          queue: { count: n, ns: q },
+          compute_input: { count: n, ns: n * 1000 },
+          compute_infer: { count: n, ns: n * 5000 },
+          compute_output: { count: n, ns: n * 2000 },
+        },
+      },
+    ],
   });
   const a = parseServerStats(json(10, 10_000), 'm')!;
   const b = parseServerStats(json(30, 50_000), 'm')!;
@@ -154,13 +204,19 @@ test('knee: where more load stops buying throughput', () => {
 });
 
 test('tensors from metadata: batch dim, --shape, data', () => {
-  const inputs = [{ name: 'A', datatype: 'INT32', shape: [-1, 4] }, { name: 'B', datatype: 'FP32', shape: [-1, -1] }];
+  const inputs = [
+    { name: 'A', datatype: 'INT32', shape: [-1, 4] },
+    { name: 'B', datatype: 'FP32', shape: [-1, -1] },
+  ];
   const [a, b] = buildTensors(inputs, 8, { batchSize: 2, shapes: new Map([['B', [3]]]), inputData: 'zero' });
   assert.deepEqual(a!.shape, [2, 4]);
   assert.equal(a!.bytes.length, 32);
   assert.deepEqual(b!.shape, [2, 3]);
   assert.equal(b!.values.length, 6);
-  assert.throws(() => buildTensors(inputs, 8, { batchSize: 1, shapes: new Map(), inputData: 'zero' }), /input 'B' has variable dims \[-1\]; give them with --shape B:/);
+  assert.throws(
+    () => buildTensors(inputs, 8, { batchSize: 1, shapes: new Map(), inputData: 'zero' }),
+    /input 'B' has variable dims \[-1\]; give them with --shape B:/,
+  );
   assert.throws(() => buildTensors(inputs, 8, { batchSize: 9, shapes: new Map([['B', [3]]]), inputData: 'zero' }), /over the model's max_batch_size 8/);
   assert.throws(() => buildTensors(inputs, 0, { batchSize: 2, shapes: new Map(), inputData: 'zero' }), /does not support batching/);
   assert.throws(() => buildTensors(inputs, 8, { batchSize: 1, shapes: new Map([['C', [1]]]), inputData: 'zero' }), /no input 'C'/);

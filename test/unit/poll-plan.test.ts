@@ -11,8 +11,13 @@ const scanOf = (names: string[], duplicates: string[] = [], unreadable: string[]
   skipped: [],
   unreadable,
 });
-const record = (name: string, applied: string, wanted = true, repository = '/r'): ModelRecord<VersionRecord> =>
-  ({ name, location: loc(name, repository), versions: new Map(), applied, wanted });
+const record = (name: string, applied: string, wanted = true, repository = '/r'): ModelRecord<VersionRecord> => ({
+  name,
+  location: loc(name, repository),
+  versions: new Map(),
+  applied,
+  wanted,
+});
 const prints: Record<string, string> = { '/r/a': 'a1', '/r/b': 'b2', '/r/c': 'c1' };
 
 // [case, scan, records, unsettled dirs, unreadable roots, apply, remove]
@@ -30,8 +35,20 @@ const CASES: [string, ScanResult, ModelRecord<VersionRecord>[], string[], string
 ];
 for (const [name, scan, records, unsettled, unreadable, apply, remove] of CASES) {
   test(`pollPlan: ${name}`, () => {
-    const plan = pollPlan(scan, new Map(records.map((r) => [r.name, r])), (d) => !unsettled.includes(d), new Set(unreadable), (d) => prints[d] ?? 'new');
-    assert.deepEqual(plan.apply.map((l) => l.name), apply);
-    assert.deepEqual(plan.remove.map((r) => r.name), remove);
+    const plan = pollPlan(
+      scan,
+      new Map(records.map((r) => [r.name, r])),
+      (d) => !unsettled.includes(d),
+      new Set(unreadable),
+      (d) => prints[d] ?? 'new',
+    );
+    assert.deepEqual(
+      plan.apply.map((l) => l.name),
+      apply,
+    );
+    assert.deepEqual(
+      plan.remove.map((r) => r.name),
+      remove,
+    );
   });
 }

@@ -4,8 +4,13 @@ import type { ModelDynamicBatching } from '../../src/core/model-config';
 import { compilePriorityPlan, levelOf, PriorityQueue, timeoutOf, type QueuePolicy } from '../../src/scheduler/priority-queue';
 
 const db = (x: Partial<ModelDynamicBatching>): ModelDynamicBatching => ({
-  preferred_batch_size: [], max_queue_delay_microseconds: 0, preserve_ordering: false,
-  priority_levels: 0, default_priority_level: 0, priority_queue_policy: {}, ...x,
+  preferred_batch_size: [],
+  max_queue_delay_microseconds: 0,
+  preserve_ordering: false,
+  priority_levels: 0,
+  default_priority_level: 0,
+  priority_queue_policy: {},
+  ...x,
 });
 const policy = (x: Partial<QueuePolicy>): QueuePolicy => ({ timeoutAction: 'REJECT', defaultTimeoutUs: 0, allowTimeoutOverride: false, maxQueueSize: 0, ...x });
 
@@ -13,19 +18,31 @@ test('levelOf: the priority parameter picks a level; 0, absent, odd or too high 
   const three = compilePriorityPlan(db({ priority_levels: 3, default_priority_level: 2 }));
   const none = compilePriorityPlan(db({}));
   const cases: [typeof three, unknown, number][] = [
-    [three, undefined, 1], [three, 0, 1], [three, 1, 0], [three, 3, 2], [three, 4, 1], [three, 99, 1],
-    [three, '1', 1], [three, 1.5, 1], [three, true, 1],
-    [none, 1, 0], [none, 5, 0], [none, undefined, 0],
+    [three, undefined, 1],
+    [three, 0, 1],
+    [three, 1, 0],
+    [three, 3, 2],
+    [three, 4, 1],
+    [three, 99, 1],
+    [three, '1', 1],
+    [three, 1.5, 1],
+    [three, true, 1],
+    [none, 1, 0],
+    [none, 5, 0],
+    [none, undefined, 0],
   ];
   for (const [plan, p, want] of cases) assert.equal(levelOf(plan, p as never), want, `priority ${String(p)}`);
 });
 
 test('compilePriorityPlan: per-level policies fall back to default_queue_policy', () => {
-  const plan = compilePriorityPlan(db({
-    priority_levels: 2, default_priority_level: 2,
-    default_queue_policy: { timeout_action: 'DELAY', default_timeout_microseconds: 5, allow_timeout_override: true, max_queue_size: 7 },
-    priority_queue_policy: { '1': { timeout_action: 'REJECT', default_timeout_microseconds: 0, allow_timeout_override: false, max_queue_size: 1 } },
-  }));
+  const plan = compilePriorityPlan(
+    db({
+      priority_levels: 2,
+      default_priority_level: 2,
+      default_queue_policy: { timeout_action: 'DELAY', default_timeout_microseconds: 5, allow_timeout_override: true, max_queue_size: 7 },
+      priority_queue_policy: { '1': { timeout_action: 'REJECT', default_timeout_microseconds: 0, allow_timeout_override: false, max_queue_size: 1 } },
+    }),
+  );
   assert.equal(plan.defaultLevel, 1);
   assert.deepEqual(plan.levels, [
     policy({ maxQueueSize: 1 }),
@@ -35,7 +52,8 @@ test('compilePriorityPlan: per-level policies fall back to default_queue_policy'
 
 test('timeoutOf: a request may only shorten the default, and only when allowed', () => {
   const cases: [Partial<QueuePolicy>, unknown, number][] = [
-    [{}, undefined, 0], [{}, 100, 0],
+    [{}, undefined, 0],
+    [{}, 100, 0],
     [{ defaultTimeoutUs: 50 }, 10, 50],
     [{ defaultTimeoutUs: 50, allowTimeoutOverride: true }, 10, 10],
     [{ defaultTimeoutUs: 50, allowTimeoutOverride: true }, 100, 50],
@@ -48,7 +66,13 @@ test('timeoutOf: a request may only shorten the default, and only when allowed',
 
 test('service order: level by level, FIFO within a level; take removes across levels', () => {
   const q = new PriorityQueue<string>(compilePriorityPlan(db({ priority_levels: 3, default_priority_level: 3 })));
-  const pushes: [string, number][] = [['a', 2], ['b', 2], ['c', 0], ['d', 1], ['e', 0]];
+  const pushes: [string, number][] = [
+    ['a', 2],
+    ['b', 2],
+    ['c', 0],
+    ['d', 1],
+    ['e', 0],
+  ];
   for (const [item, level] of pushes) assert.ok(q.push(item, level, 0, 0));
   assert.equal(q.size, 5);
   assert.deepEqual(q.peek(10), ['c', 'e', 'd', 'a', 'b']);
@@ -59,11 +83,22 @@ test('service order: level by level, FIFO within a level; take removes across le
 });
 
 test('max_queue_size is per level', () => {
-  const q = new PriorityQueue<string>(compilePriorityPlan(db({
-    priority_levels: 2, default_priority_level: 2,
-    priority_queue_policy: { '2': { timeout_action: 'REJECT', default_timeout_microseconds: 0, allow_timeout_override: false, max_queue_size: 2 } },
-  })));
-  const results = [['a', 1], ['b', 1], ['c', 1], ['h', 0], ['i', 0]].map(([x, l]) => q.push(x as string, l as number, 0, 0));
+  const q = new PriorityQueue<string>(
+    compilePriorityPlan(
+      db({
+        priority_levels: 2,
+        default_priority_level: 2,
+        priority_queue_policy: { '2': { timeout_action: 'REJECT', default_timeout_microseconds: 0, allow_timeout_override: false, max_queue_size: 2 } },
+      }),
+    ),
+  );
+  const results = [
+    ['a', 1],
+    ['b', 1],
+    ['c', 1],
+    ['h', 0],
+    ['i', 0],
+  ].map(([x, l]) => q.push(x as string, l as number, 0, 0));
   assert.deepEqual(results, [true, true, false, true, true]);
   q.take(3);
   assert.equal(q.push('d', 1, 0, 0), true, 'room again once taken');
@@ -114,7 +149,11 @@ test('remove: a cancelled request leaves its level (on time or delayed), its dea
   ];
   for (const c of cases) {
     const q = fill();
-    assert.equal(q.remove((x) => x === c.remove), c.got, `remove ${c.remove}`);
+    assert.equal(
+      q.remove((x) => x === c.remove),
+      c.got,
+      `remove ${c.remove}`,
+    );
     assert.deepEqual(q.peek(10), c.left, `left after removing ${c.remove}`);
     assert.equal(q.size, c.left.length);
     // The deadlines stay with their requests: 'b' (deadline 20) is not rejected in a's place.

@@ -72,14 +72,31 @@ print(json.dumps(out))
 test('the stub serializes and deserializes BYTES tensors as Triton streams them', () => {
   const got = JSON.parse(execFileSync('python3', ['-c', SCRIPT, STUB], { encoding: 'utf8' })) as Record<string, unknown>;
   const names = [
-    'empty', 'bytes', 'trailing NULs kept', 'str as UTF-8', 'mixed objects', 'S array', 'U array', '2-D in C order', 'many',
-    'one length, 1 byte', 'one length, empty', 'one length, 64 bytes with NULs', 'one length, 100 bytes (sliced)',
-    'mixed short lengths, trailing NULs', 'mixed, one length past a gather block', 'mixed with long elements (joined)',
+    'empty',
+    'bytes',
+    'trailing NULs kept',
+    'str as UTF-8',
+    'mixed objects',
+    'S array',
+    'U array',
+    '2-D in C order',
+    'many',
+    'one length, 1 byte',
+    'one length, empty',
+    'one length, 64 bytes with NULs',
+    'one length, 100 bytes (sliced)',
+    'mixed short lengths, trailing NULs',
+    'mixed, one length past a gather block',
+    'mixed with long elements (joined)',
     'an element past 65535 bytes among short ones',
   ];
   for (const name of names) {
     assert.deepEqual(got[name], [true, true, true], `case '${name}': [stream as expected, object array, round trip]`);
-    assert.deepEqual(got[`${name} (host index)`], [true, true, true], `case '${name}' with the host's element index: [object array, round trip, every element bytes]`);
+    assert.deepEqual(
+      got[`${name} (host index)`],
+      [true, true, true],
+      `case '${name}' with the host's element index: [object array, round trip, every element bytes]`,
+    );
   }
   assert.equal(got['short length'], 'Invalid bytes tensor data: incomplete length field');
   assert.equal(got['past the end'], 'Invalid bytes tensor data: string extends beyond buffer');

@@ -17,10 +17,17 @@ import { splitPipArgs } from '../../src/python-backend/requirements-env';
 
 const LINES: { line: string; level: 'info' | 'verbose'; current?: string }[] = [
   { line: 'Looking in indexes: https://pypi.org/simple, file:///opt/pypi/simple', level: 'info' },
-  { line: "WARNING: Retrying (Retry(total=4, connect=None, read=None, redirect=None, status=None)) after connection broken by 'NewConnectionError'", level: 'verbose' },
+  {
+    line: "WARNING: Retrying (Retry(total=4, connect=None, read=None, redirect=None, status=None)) after connection broken by 'NewConnectionError'",
+    level: 'verbose',
+  },
   { line: 'Collecting humanize>=4 (from -r requirements.txt (line 1))', level: 'info', current: 'humanize>=4' },
   { line: '  Downloading humanize-4.16.0-py3-none-any.whl (128 kB)', level: 'verbose', current: 'humanize>=4' },
-  { line: 'Processing /opt/pypi/files/tabulate-0.9.0-py3-none-any.whl (from -r r.txt (line 2))', level: 'info', current: '/opt/pypi/files/tabulate-0.9.0-py3-none-any.whl' },
+  {
+    line: 'Processing /opt/pypi/files/tabulate-0.9.0-py3-none-any.whl (from -r r.txt (line 2))',
+    level: 'info',
+    current: '/opt/pypi/files/tabulate-0.9.0-py3-none-any.whl',
+  },
   { line: 'Requirement already satisfied: numpy in /usr/lib/python3/dist-packages (2.4.6)', level: 'info' },
   { line: 'Installing collected packages: tabulate, humanize', level: 'info', current: 'tabulate, humanize' },
   { line: 'Successfully installed humanize-4.16.0 tabulate-0.9.0', level: 'info' },
@@ -38,12 +45,19 @@ test('PipOutput: progress lines at info, the rest verbose; the package it is on 
 const FAILURES: { name: string; lines: string[]; current: string | undefined; error: string[] }[] = [
   {
     name: 'no such version: the requirement comes from the ERROR line',
-    lines: ['Looking in links: /w', 'ERROR: Could not find a version that satisfies the requirement nt-x==9 (from versions: none)', 'ERROR: No matching distribution found for nt-x==9'],
+    lines: [
+      'Looking in links: /w',
+      'ERROR: Could not find a version that satisfies the requirement nt-x==9 (from versions: none)',
+      'ERROR: No matching distribution found for nt-x==9',
+    ],
     current: 'nt-x==9',
-    error: ['ERROR: Could not find a version that satisfies the requirement nt-x==9 (from versions: none)', 'ERROR: No matching distribution found for nt-x==9'],
+    error: [
+      'ERROR: Could not find a version that satisfies the requirement nt-x==9 (from versions: none)',
+      'ERROR: No matching distribution found for nt-x==9',
+    ],
   },
   {
-    name: 'a parse error: pip\'s text, no package',
+    name: "a parse error: pip's text, no package",
     lines: ["ERROR: Invalid requirement: 'not a ===req' (from line 2 of /m/requirements.txt)"],
     current: undefined,
     error: ["ERROR: Invalid requirement: 'not a ===req' (from line 2 of /m/requirements.txt)"],
@@ -72,7 +86,11 @@ for (const c of FAILURES) {
 }
 
 test('PipOutput.lacksPipPython: no pip, or a pip without --python', () => {
-  for (const [line, want] of [['/usr/bin/python3: No module named pip', true], ['no such option: --python', true], ['ERROR: boom', false]] as const) {
+  for (const [line, want] of [
+    ['/usr/bin/python3: No module named pip', true],
+    ['no such option: --python', true],
+    ['ERROR: boom', false],
+  ] as const) {
     const out = new PipOutput();
     out.line(line);
     assert.equal(out.lacksPipPython(), want, line);
@@ -95,10 +113,18 @@ test('acquireLock: the second builder waits, and returns without the lock once t
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nodetron-envlock-'));
   const file = path.join(dir, 'env.lock');
   let done = false;
-  const first = await acquireLock(file, () => done, () => assert.fail('nobody held it'));
+  const first = await acquireLock(
+    file,
+    () => done,
+    () => assert.fail('nobody held it'),
+  );
   assert.ok(first !== undefined && fs.existsSync(file));
   const waits: string[] = [];
-  const second = acquireLock(file, () => done, (owner) => waits.push(owner));
+  const second = acquireLock(
+    file,
+    () => done,
+    (owner) => waits.push(owner),
+  );
   await new Promise((r) => setTimeout(r, 400));
   assert.equal(waits.length, 1, 'told once that it waits');
   assert.match(waits[0]!, new RegExp(`pid ${process.pid}$`));
@@ -114,7 +140,11 @@ test('acquireLock: a lock left by a dead process on this host is taken over at o
   const file = path.join(dir, 'env.lock');
   const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout;
   fs.writeFileSync(file, JSON.stringify({ host: os.hostname(), pid: Number(dead) }));
-  const held = await acquireLock(file, () => false, () => assert.fail('a dead owner is not waited for'));
+  const held = await acquireLock(
+    file,
+    () => false,
+    () => assert.fail('a dead owner is not waited for'),
+  );
   assert.ok(held !== undefined);
   assert.equal(JSON.parse(fs.readFileSync(file, 'utf8')).pid, process.pid);
   held.release();

@@ -8,7 +8,11 @@ import assert from 'node:assert/strict';
 import { BlobBuilder, FrameDecoder, MAX_FRAME_BYTES, encodeFrame } from '../../src/python-backend/ipc-framing';
 import { SHM_ALIGN, ShmAllocator } from '../../src/python-backend/shm-allocator';
 
-const messages = [{ t: 'alive', pid: 1 }, { t: 'log', message: 'مرحبا 🙂' }, { t: 'execute', batch: 7, requests: [] }];
+const messages = [
+  { t: 'alive', pid: 1 },
+  { t: 'log', message: 'مرحبا 🙂' },
+  { t: 'execute', batch: 7, requests: [] },
+];
 
 const splits: { name: string; chunk: (all: Buffer) => Buffer[] }[] = [
   { name: 'one chunk', chunk: (all) => [all] },
@@ -45,12 +49,21 @@ test('framing: a frame with a blob carries 8-byte aligned tensor bytes, split an
   const b = blob.add(Uint8Array.from([4, 5, 6, 7, 8, 9, 10, 11, 12]));
   const c = blob.add(new Uint8Array(0));
   assert.deepEqual([a, b, c], [0, 8, 24]);
-  const msg = { t: 'response', outputs: [{ offset: a, size: 3, inline: true }, { offset: b, size: 9, inline: true }] };
+  const msg = {
+    t: 'response',
+    outputs: [
+      { offset: a, size: 3, inline: true },
+      { offset: b, size: 9, inline: true },
+    ],
+  };
   const all = Buffer.concat([encodeFrame({ t: 'alive' }), encodeFrame(msg, blob), encodeFrame({ t: 'x' }, new BlobBuilder())]);
   for (const cut of [1, 5, 9, all.length - 3]) {
     const d = new FrameDecoder();
     const got = [...d.push(all.subarray(0, cut)), ...d.push(all.subarray(cut))] as { t: string; blob?: Buffer }[];
-    assert.deepEqual(got.map((m) => m.t), ['alive', 'response', 'x']);
+    assert.deepEqual(
+      got.map((m) => m.t),
+      ['alive', 'response', 'x'],
+    );
     assert.equal(got[0]!.blob, undefined);
     assert.equal(got[2]!.blob, undefined);
     const bytes = got[1]!.blob!;

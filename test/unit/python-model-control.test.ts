@@ -25,8 +25,11 @@ test('stub call arguments become repository calls', () => {
   const cases: [string, unknown[], unknown][] = [
     ['load_model', ['m', '', {}], { op: 'load', model: 'm', files: [] }],
     ['load_model', ['m', '{"max_batch_size":2}', {}], { op: 'load', model: 'm', config: '{"max_batch_size":2}', files: [] }],
-    ['load_model', ['m', '{}', { 'file:1/model.onnx': onnx.toString('base64') }],
-      { op: 'load', model: 'm', config: '{}', files: [{ path: '1/model.onnx', data: new Uint8Array(onnx) }] }],
+    [
+      'load_model',
+      ['m', '{}', { 'file:1/model.onnx': onnx.toString('base64') }],
+      { op: 'load', model: 'm', config: '{}', files: [{ path: '1/model.onnx', data: new Uint8Array(onnx) }] },
+    ],
     ['unload_model', ['m', true], { op: 'unload', model: 'm', unloadDependents: true }],
     ['unload_model', ['m', false], { op: 'unload', model: 'm', unloadDependents: false }],
     ['is_model_ready', ['m', ''], { op: 'ready', model: 'm', version: -1 }],
@@ -46,7 +49,7 @@ test('bad stub call arguments are refused with a text that names what is wrong',
   for (const [name, args, want] of cases) assert.throws(() => modelControlCall(name, args), { message: want }, `${name} ${JSON.stringify(args)}`);
 });
 
-test('failures carry python_backend\'s prefix per call', () => {
+test("failures carry python_backend's prefix per call", () => {
   assert.equal(controlFailure('load_model', 'x'), 'Failed to load model: x');
   assert.equal(controlFailure('unload_model', 'x'), 'Failed to unload model: x');
   assert.equal(controlFailure('is_model_ready', 'x'), 'Failed to check model readiness: x');

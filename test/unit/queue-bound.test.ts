@@ -18,14 +18,24 @@ test('admitsAnother: below the bound yes, at or over it no, 0 = no bound', () =>
 });
 
 test("queueFullMessage: Triton's text first (with the request id prefix), then what is full and what to do", () => {
-  assert.equal(queueFullMessage('r7', 3, 3),
-    '[request id: r7] Exceeds maximum queue size: the server holds 3 inference requests, the most '
-    + '--max-queued-requests=3 allows; retry after 1 s, or raise --max-queued-requests');
+  assert.equal(
+    queueFullMessage('r7', 3, 3),
+    '[request id: r7] Exceeds maximum queue size: the server holds 3 inference requests, the most ' +
+      '--max-queued-requests=3 allows; retry after 1 s, or raise --max-queued-requests',
+  );
   assert.match(queueFullMessage('', 2, 2), /^\[request id: <id_unknown>\] Exceeds maximum queue size: /);
 });
 
 const request = (id: string): InferRequest => ({
-  id, model: 'm', version: 1, latest: true, batchSize: 1, inputs: [], requestedOutputs: null, parameters: {}, arrivalNs: 0,
+  id,
+  model: 'm',
+  version: 1,
+  latest: true,
+  batchSize: 1,
+  inputs: [],
+  requestedOutputs: null,
+  parameters: {},
+  arrivalNs: 0,
 });
 
 test('QueueBound.route: counts requests until their final response, refuses one over the bound, passes the reply offer on', () => {
@@ -44,7 +54,8 @@ test('QueueBound.route: counts requests until their final response, refuses one 
   route(request('c'), respond);
   assert.equal(held.length, 2, 'the third never reached the scheduler');
   assert.deepEqual(answers.pop(), {
-    outputs: [], final: true,
+    outputs: [],
+    final: true,
     error: { code: 'RESOURCE_EXHAUSTED', message: queueFullMessage('c', 2, 2) },
   });
 

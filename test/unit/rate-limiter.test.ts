@@ -1,25 +1,78 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ModelConfig } from '../../src/core/model-config';
-import { RateLimiter, asksOf, availableCount, fits, grantable, resourceKey, scaledPriority, type RateLimitOverride, type ResourceAsk } from '../../src/scheduler/rate-limiter';
+import {
+  RateLimiter,
+  asksOf,
+  availableCount,
+  fits,
+  grantable,
+  resourceKey,
+  scaledPriority,
+  type RateLimitOverride,
+  type ResourceAsk,
+} from '../../src/scheduler/rate-limiter';
 import { FakeInstance, config, request } from './scheduler-test-kit';
 
 const G = (name: string): string => resourceKey(name, true, 0);
 const D = (device: number, name: string): string => resourceKey(name, false, device);
 
 test('asksOf: global resources ignore the device; zero counts ask for nothing', () => {
-  const limiter = { priority: 0, resources: [{ name: 'R', global: true, count: 2 }, { name: 'S', global: false, count: 1 }, { name: 'Z', global: false, count: 0 }] };
-  assert.deepEqual(asksOf(limiter, 3), [{ key: 'global:R', count: 2 }, { key: 'device:3:S', count: 1 }]);
+  const limiter = {
+    priority: 0,
+    resources: [
+      { name: 'R', global: true, count: 2 },
+      { name: 'S', global: false, count: 1 },
+      { name: 'Z', global: false, count: 0 },
+    ],
+  };
+  assert.deepEqual(asksOf(limiter, 3), [
+    { key: 'global:R', count: 2 },
+    { key: 'device:3:S', count: 1 },
+  ]);
   assert.deepEqual(asksOf(undefined, 0), []);
 });
 
 const availabilityCases: { name: string; key: string; overrides: RateLimitOverride[]; registered: ResourceAsk[][]; want: number }[] = [
-  { name: 'default: the largest ask of any instance', key: G('R'), overrides: [], registered: [[{ key: G('R'), count: 2 }], [{ key: G('R'), count: 5 }]], want: 5 },
-  { name: 'per device defaults are per device', key: D(1, 'R'), overrides: [], registered: [[{ key: D(0, 'R'), count: 7 }], [{ key: D(1, 'R'), count: 3 }]], want: 3 },
-  { name: 'an override without device sets the global resource', key: G('R'), overrides: [{ name: 'R', count: 1 }], registered: [[{ key: G('R'), count: 1 }]], want: 1 },
+  {
+    name: 'default: the largest ask of any instance',
+    key: G('R'),
+    overrides: [],
+    registered: [[{ key: G('R'), count: 2 }], [{ key: G('R'), count: 5 }]],
+    want: 5,
+  },
+  {
+    name: 'per device defaults are per device',
+    key: D(1, 'R'),
+    overrides: [],
+    registered: [[{ key: D(0, 'R'), count: 7 }], [{ key: D(1, 'R'), count: 3 }]],
+    want: 3,
+  },
+  {
+    name: 'an override without device sets the global resource',
+    key: G('R'),
+    overrides: [{ name: 'R', count: 1 }],
+    registered: [[{ key: G('R'), count: 1 }]],
+    want: 1,
+  },
   { name: 'an override without device sets every device', key: D(2, 'R'), overrides: [{ name: 'R', count: 4 }], registered: [], want: 4 },
-  { name: 'a device override wins over the all-devices one', key: D(2, 'R'), overrides: [{ name: 'R', count: 4 }, { name: 'R', count: 9, device: 2 }], registered: [], want: 9 },
-  { name: "another device's override does not apply", key: D(1, 'R'), overrides: [{ name: 'R', count: 9, device: 2 }], registered: [[{ key: D(1, 'R'), count: 2 }]], want: 2 },
+  {
+    name: 'a device override wins over the all-devices one',
+    key: D(2, 'R'),
+    overrides: [
+      { name: 'R', count: 4 },
+      { name: 'R', count: 9, device: 2 },
+    ],
+    registered: [],
+    want: 9,
+  },
+  {
+    name: "another device's override does not apply",
+    key: D(1, 'R'),
+    overrides: [{ name: 'R', count: 9, device: 2 }],
+    registered: [[{ key: D(1, 'R'), count: 2 }]],
+    want: 2,
+  },
   { name: 'another name does not apply', key: G('R'), overrides: [{ name: 'S', count: 9 }], registered: [], want: 0 },
 ];
 
@@ -33,19 +86,33 @@ const fitCases: { name: string; asks: ResourceAsk[]; used: [string, number][]; a
   { name: 'nothing asked', asks: [], used: [], avail: {}, want: true },
   { name: 'exactly what is left', asks: [{ key: 'a', count: 2 }], used: [['a', 1]], avail: { a: 3 }, want: true },
   { name: 'one more than left', asks: [{ key: 'a', count: 3 }], used: [['a', 1]], avail: { a: 3 }, want: false },
-  { name: 'all resources must fit', asks: [{ key: 'a', count: 1 }, { key: 'b', count: 1 }], used: [['b', 1]], avail: { a: 1, b: 1 }, want: false },
+  {
+    name: 'all resources must fit',
+    asks: [
+      { key: 'a', count: 1 },
+      { key: 'b', count: 1 },
+    ],
+    used: [['b', 1]],
+    avail: { a: 1, b: 1 },
+    want: false,
+  },
 ];
 
 for (const c of fitCases) {
   test(`fits: ${c.name}`, () => {
-    assert.equal(fits(c.asks, new Map(c.used), (k) => c.avail[k] ?? 0), c.want);
+    assert.equal(
+      fits(c.asks, new Map(c.used), (k) => c.avail[k] ?? 0),
+      c.want,
+    );
   });
 }
 
 function limitedConfig(name: string, count: number, resources: { name: string; global: boolean; count: number }[], priority = 0): ModelConfig {
   const c = config(0);
   c.name = name;
-  c.instance_group = [{ name, kind: 'KIND_CPU', count, gpus: [], secondary_devices: [], profile: [], passive: false, host_policy: '', rate_limiter: { resources, priority } }];
+  c.instance_group = [
+    { name, kind: 'KIND_CPU', count, gpus: [], secondary_devices: [], profile: [], passive: false, host_policy: '', rate_limiter: { resources, priority } },
+  ];
   return c;
 }
 
@@ -92,14 +159,23 @@ const grantCases: { name: string; waiting: ResourceAsk[][]; used: [string, numbe
   { name: 'two that fit alone but not together: the first', waiting: [[ask('a')], [ask('a')]], used: [], avail: { a: 1 }, want: [0] },
   { name: 'a blocked waiter keeps its resource from later ones', waiting: [[ask('a', 2)], [ask('a')]], used: [['a', 1]], avail: { a: 2 }, want: [] },
   { name: 'a later waiter on other resources goes ahead', waiting: [[ask('a', 2)], [ask('b')]], used: [['a', 1]], avail: { a: 2, b: 1 }, want: [1] },
-  { name: 'a later waiter sharing one of its resources waits', waiting: [[ask('a', 2)], [ask('b'), ask('a')]], used: [['a', 1]], avail: { a: 2, b: 1 }, want: [] },
+  {
+    name: 'a later waiter sharing one of its resources waits',
+    waiting: [[ask('a', 2)], [ask('b'), ask('a')]],
+    used: [['a', 1]],
+    avail: { a: 2, b: 1 },
+    want: [],
+  },
   { name: 'a waiter that asks for nothing always starts', waiting: [[ask('a', 2)], []], used: [['a', 2]], avail: { a: 2 }, want: [1] },
 ];
 
 for (const c of grantCases) {
   test(`grantable: ${c.name}`, () => {
     const waiting = c.waiting.map((asks, seq) => ({ asks, rank: 0, seq }));
-    assert.deepEqual(grantable(waiting, new Map(c.used), (k) => c.avail[k] ?? 0), c.want);
+    assert.deepEqual(
+      grantable(waiting, new Map(c.used), (k) => c.avail[k] ?? 0),
+      c.want,
+    );
   });
 }
 
@@ -139,7 +215,11 @@ test('RateLimiter: per-device resources default to the largest ask, so two insta
   void wrapped[1]!.execute([request('2')]);
   void wrapped[2]!.execute([request('3')]);
   await tick();
-  assert.deepEqual(insts.map((i) => i.running), [1, 1, 0, 0], 'D has 2 units (the largest ask)');
+  assert.deepEqual(
+    insts.map((i) => i.running),
+    [1, 1, 0, 0],
+    'D has 2 units (the largest ask)',
+  );
   insts[0]!.current().finish();
   await tick();
   assert.equal(insts[2]!.running, 1);
@@ -176,9 +256,16 @@ test('RateLimiter: a request cancelled while its batch waits for resources leave
   assert.deepEqual(b.batches(), [['x', 'z']], 'the cancelled request left the batch');
   b.current().finish();
   const result = await pb;
-  assert.deepEqual(result.responses.map((r) => r.parameters?.['echo'] ?? r.error?.code), ['x', 'CANCELLED', 'z'], 'answers stay in request order');
+  assert.deepEqual(
+    result.responses.map((r) => r.parameters?.['echo'] ?? r.error?.code),
+    ['x', 'CANCELLED', 'z'],
+    'answers stay in request order',
+  );
   assert.equal(result.responses[1]!.skipped, true);
-  assert.equal(result.responses[1]!.error?.message, "[request id: y] request for model 'm' version 3 was cancelled before it ran (its client cancelled it or went away)");
+  assert.equal(
+    result.responses[1]!.error?.message,
+    "[request id: y] request for model 'm' version 3 was cancelled before it ran (its client cancelled it or went away)",
+  );
 });
 
 test('RateLimiter: a batch whose every request is cancelled while it waits stops waiting: nothing runs, nothing is held', async () => {

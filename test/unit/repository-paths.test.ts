@@ -9,15 +9,31 @@ import { misnamedConfigWarning } from '../../src/repository/folder-findings';
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'repo-paths-'));
 fs.mkdirSync(path.join(root, 'model_repository'));
 fs.writeFileSync(path.join(root, 'notes.txt'), 'x');
-const STAT = "check the spelling of --model-repository, which names the folder holding one folder per model.";
+const STAT = 'check the spelling of --model-repository, which names the folder holding one folder per model.';
 
 const CASES: [string, string, string | undefined][] = [
   ['an existing folder', path.join(root, 'model_repository'), undefined],
   ['missing', path.join(root, 'nothing_like_it'), `Internal: failed to stat file ${root}/nothing_like_it. No such folder: ${STAT}`],
-  ['misspelt', path.join(root, 'model_repositry'), `Internal: failed to stat file ${root}/model_repositry. No such folder: ${STAT} Did you mean --model-repository=${root}/model_repository?`],
-  ['relative', 'model_repositry', `Internal: failed to stat file model_repositry. No such folder (${root}/model_repositry, relative to ${root}): ${STAT} Did you mean --model-repository=${root}/model_repository?`],
-  ['a file', path.join(root, 'notes.txt'), `Internal: model repository '${root}/notes.txt' is a file, not a folder: pass --model-repository the folder that holds one folder per model (each with its config.pbtxt and version folders 1/, 2/, ...).`],
-  ['through a file', path.join(root, 'notes.txt', 'x'), `Internal: failed to stat file ${root}/notes.txt/x. A part of the path is a file, not a folder: pass --model-repository the folder that holds one folder per model.`],
+  [
+    'misspelt',
+    path.join(root, 'model_repositry'),
+    `Internal: failed to stat file ${root}/model_repositry. No such folder: ${STAT} Did you mean --model-repository=${root}/model_repository?`,
+  ],
+  [
+    'relative',
+    'model_repositry',
+    `Internal: failed to stat file model_repositry. No such folder (${root}/model_repositry, relative to ${root}): ${STAT} Did you mean --model-repository=${root}/model_repository?`,
+  ],
+  [
+    'a file',
+    path.join(root, 'notes.txt'),
+    `Internal: model repository '${root}/notes.txt' is a file, not a folder: pass --model-repository the folder that holds one folder per model (each with its config.pbtxt and version folders 1/, 2/, ...).`,
+  ],
+  [
+    'through a file',
+    path.join(root, 'notes.txt', 'x'),
+    `Internal: failed to stat file ${root}/notes.txt/x. A part of the path is a file, not a folder: pass --model-repository the folder that holds one folder per model.`,
+  ],
 ];
 for (const [name, p, want] of CASES) {
   test(`repositoryPathProblem: ${name}`, () => {

@@ -3,7 +3,20 @@ import assert from 'node:assert/strict';
 import { parseRequestHead } from '../../src/frontend/http/request-head-parser';
 
 /** [name, head bytes, what parseRequestHead answers: 'incomplete', [status, message part], or the fields checked]. */
-type Want = 'incomplete' | [number, string] | { method?: string; target?: string; minor?: 0 | 1; contentLength?: number; chunked?: boolean; keepAlive?: boolean; expectContinue?: boolean; consumed?: number; header?: [string, string] };
+type Want =
+  | 'incomplete'
+  | [number, string]
+  | {
+      method?: string;
+      target?: string;
+      minor?: 0 | 1;
+      contentLength?: number;
+      chunked?: boolean;
+      keepAlive?: boolean;
+      expectContinue?: boolean;
+      consumed?: number;
+      header?: [string, string];
+    };
 const CASES: [string, string, Want][] = [
   ['plain GET', 'GET /v2 HTTP/1.1\r\nHost: x\r\n\r\n', { method: 'GET', target: '/v2', minor: 1, contentLength: 0, keepAlive: true, consumed: 29 }],
   ['bare LF line ends', 'GET /v2 HTTP/1.1\nHost: x\n\n', [400, 'a line ends with a bare LF; every line of the request line and headers must end with CRLF']],
@@ -14,16 +27,28 @@ const CASES: [string, string, Want][] = [
   ['repeated Host', 'GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n', [400, 'a request must have exactly one Host header (RFC 9112 §3.2)']],
   ['leading empty lines skipped', '\r\n\r\nGET /v2 HTTP/1.1\r\nHost: x\r\n\r\n', { target: '/v2', consumed: 33 }],
   ['POST with a length', 'POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 12\r\n\r\n', { method: 'POST', contentLength: 12 }],
-  ['repeated equal lengths', 'POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\n', [400, 'a request must have at most one Content-Length header']],
+  [
+    'repeated equal lengths',
+    'POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\n',
+    [400, 'a request must have at most one Content-Length header'],
+  ],
   ['a list of lengths in one header', 'POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 3, 3\r\n\r\n', [400, "invalid Content-Length '3, 3'"]],
   ['chunked', 'POST /p HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\n\r\n', { chunked: true, contentLength: 0 }],
   ['HTTP/1.0 closes by default', 'GET / HTTP/1.0\r\n\r\n', { minor: 0, keepAlive: false }],
   ['HTTP/1.0 keep-alive', 'GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n', { minor: 0, keepAlive: true }],
   ['HTTP/1.1 close', 'GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n', { keepAlive: false }],
   ['100-continue', 'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nExpect: 100-continue\r\n\r\n', { expectContinue: true }],
-  ['header names are case-insensitive, leading spaces of values dropped, trailing kept', 'GET / HTTP/1.1\r\nHOST: x\r\nInference-Header-Content-Length:   42 \r\n\r\n', { header: ['inference-header-content-length', '42 '] }],
+  [
+    'header names are case-insensitive, leading spaces of values dropped, trailing kept',
+    'GET / HTTP/1.1\r\nHOST: x\r\nInference-Header-Content-Length:   42 \r\n\r\n',
+    { header: ['inference-header-content-length', '42 '] },
+  ],
   ['a length with trailing spaces', 'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 7  \r\n\r\n', { contentLength: 7 }],
-  ['repeated headers joined', 'GET / HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\nAccept-Encoding: deflate\r\n\r\n', { header: ['accept-encoding', 'gzip, deflate'] }],
+  [
+    'repeated headers joined',
+    'GET / HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\nAccept-Encoding: deflate\r\n\r\n',
+    { header: ['accept-encoding', 'gzip, deflate'] },
+  ],
   ['unknown method is still a request', 'PROPFIND /v2 HTTP/1.1\r\nHost: x\r\n\r\n', { method: 'PROPFIND' }],
   ['OPTIONS *', 'OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n', { target: '*' }],
   ['incomplete head', 'GET /v2 HTTP/1.1\r\nHost: x\r\n', 'incomplete'],
@@ -45,8 +70,16 @@ const CASES: [string, string, Want][] = [
   ['negative length', 'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n', [400, "invalid Content-Length '-1'"]],
   ['huge length', 'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n', [400, 'invalid Content-Length']],
   ['conflicting lengths', 'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n', [400, 'at most one Content-Length header']],
-  ['length and chunked', 'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n', [400, 'must not have both Transfer-Encoding and Content-Length']],
-  ['gzip transfer coding', 'POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n', [400, "Transfer-Encoding 'gzip, chunked' is not supported"]],
+  [
+    'length and chunked',
+    'POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n',
+    [400, 'must not have both Transfer-Encoding and Content-Length'],
+  ],
+  [
+    'gzip transfer coding',
+    'POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n',
+    [400, "Transfer-Encoding 'gzip, chunked' is not supported"],
+  ],
   ['chunked in HTTP/1.0', 'POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n', [400, 'not allowed in an HTTP/1.0 request']],
   ['other expectation', 'POST / HTTP/1.1\r\nHost: x\r\nExpect: magic\r\n\r\n', [417, "Expect 'magic' is not supported"]],
   ['head too large', `GET / HTTP/1.1\r\nHost: x\r\nX: ${'a'.repeat(70_000)}\r\n\r\n`, [431, 'request header fields too large']],

@@ -12,20 +12,28 @@ function tensorRequest(arena: Arena, id: string, values: number[], params: Recor
   const { offset, gen } = arena.alloc(data.byteLength);
   arena.bytes(offset, data.byteLength).set(data);
   return {
-    id, model: 'm', version: 1, latest: false, batchSize: 1, requestedOutputs: null, parameters: params, arrivalNs: 0,
+    id,
+    model: 'm',
+    version: 1,
+    latest: false,
+    batchSize: 1,
+    requestedOutputs: null,
+    parameters: params,
+    arrivalNs: 0,
     inputs: [{ name: 'x', datatype: 'FP32', shape: [values.length], offset, gen, byteSize: data.byteLength }],
   };
 }
 
 /** The instance answers with 2 * x as output 'y' in a new arena block. */
 function doubler(arena: Arena) {
-  return (requests: InferRequest[]): InferResponse[] => requests.map((r) => {
-    const x = new Float32Array(arena.bytes(r.inputs[0]!.offset, r.inputs[0]!.byteSize).slice().buffer);
-    const y = Buffer.from(x.map((v) => v * 2).buffer);
-    const { offset, gen } = arena.alloc(y.byteLength);
-    arena.bytes(offset, y.byteLength).set(y);
-    return { outputs: [{ name: 'y', datatype: 'FP32', shape: [x.length], offset, gen, byteSize: y.byteLength }], final: true };
-  });
+  return (requests: InferRequest[]): InferResponse[] =>
+    requests.map((r) => {
+      const x = new Float32Array(arena.bytes(r.inputs[0]!.offset, r.inputs[0]!.byteSize).slice().buffer);
+      const y = Buffer.from(x.map((v) => v * 2).buffer);
+      const { offset, gen } = arena.alloc(y.byteLength);
+      arena.bytes(offset, y.byteLength).set(y);
+      return { outputs: [{ name: 'y', datatype: 'FP32', shape: [x.length], offset, gen, byteSize: y.byteLength }], final: true };
+    });
 }
 
 function yOf(arena: Arena, r: InferResponse): number[] {
@@ -58,7 +66,10 @@ test('a repeated request is answered from the cache without executing; other inp
   inst.current().finish(doubler(arena));
   await s.stop();
   assert.equal(inst.executions.length, 3);
-  assert.deepEqual(events.filter((e) => e === 'hit' || e === 'miss'), ['miss', 'hit', 'miss', 'miss']);
+  assert.deepEqual(
+    events.filter((e) => e === 'hit' || e === 'miss'),
+    ['miss', 'hit', 'miss', 'miss'],
+  );
   assert.ok(events.includes('done again (cached)'));
 });
 

@@ -33,7 +33,10 @@ function framed(body: Buffer): Buffer {
 
 test('compressFramed: a compressible message gets the compressed flag, its compressed length, and decompresses back', () => {
   const body = Buffer.alloc(4096, 'abcd');
-  for (const [encoding, undo] of [['gzip', gunzipSync], ['deflate', inflateSync]] as const) {
+  for (const [encoding, undo] of [
+    ['gzip', gunzipSync],
+    ['deflate', inflateSync],
+  ] as const) {
     const out = compressFramed(framed(body), encoding);
     assert.equal(out[0], 1, encoding);
     assert.equal(out.readUInt32BE(1), out.length - 5);

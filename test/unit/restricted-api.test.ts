@@ -50,7 +50,10 @@ test('restrictedError: header name case-insensitive, value exact', () => {
     ['/v2/unknown', {}, undefined],
   ];
   for (const [url, h, expected] of table) assert.equal(restrictedError(groups, url, headers(h)), expected, url);
-  assert.equal(restrictedError([], '/v2/repository/index', () => ''), undefined);
+  assert.equal(
+    restrictedError([], '/v2/repository/index', () => ''),
+    undefined,
+  );
 });
 
 test('--openai-restricted-api on --openai-port: Triton OpenAI frontend categories, the header named when missing', () => {
@@ -66,6 +69,9 @@ test('--openai-restricted-api on --openai-port: Triton OpenAI frontend categorie
   ];
   for (const [name, route, health, header, want] of cases) assert.equal(openaiRestricted(groups, route, health, header), want, name);
   assert.equal(openaiRestricted([], matchRoute('POST', '/v1/completions'), false, none), undefined, 'no groups: open');
-  assert.equal(openaiRestricted([{ apis: ['embedding'], key: 'K', value: 'v' }], matchRoute('POST', '/v1/embeddings'), false, none),
-    "This API is restricted, expecting header 'K'", 'embeddings are the embedding category');
+  assert.equal(
+    openaiRestricted([{ apis: ['embedding'], key: 'K', value: 'v' }], matchRoute('POST', '/v1/embeddings'), false, none),
+    "This API is restricted, expecting header 'K'",
+    'embeddings are the embedding category',
+  );
 });

@@ -28,7 +28,13 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { Doorbell, Inbox, createRing, doorbellCounters, type DoorbellHandle, type RingHandle } from '../../src/dataplane/ring';
 import {
-  OrderCheck, STOP, type ConsumerData, type ConsumerResult, type HogData, type OrderCheckResult, type ProducerData,
+  OrderCheck,
+  STOP,
+  type ConsumerData,
+  type ConsumerResult,
+  type HogData,
+  type OrderCheckResult,
+  type ProducerData,
 } from './fixtures/ring-stress-worker';
 
 const WORKER = path.join(__dirname, 'fixtures', 'ring-stress-worker.js');
@@ -69,16 +75,27 @@ function startLoad(): Rig {
   const ctl = new Int32Array(control);
   const rings = Array.from({ length: BURST_PRODUCERS + RINGERS }, () => createRing(bell, RING_BYTES));
   const hogs = Array.from({ length: HOGS }, () => spawn<unknown>({ mode: 'hog', control, deadlineMs: DEADLINE_MS }));
-  const producers = rings.map((ring, k) => spawn<{ sent: number }>({
-    mode: 'producer', ring, control, seed: 0x9e3779b9 * (k + 1), deadlineMs: DEADLINE_MS,
-    count: k < BURST_PRODUCERS ? PER_PRODUCER : -1,
-    ringer: k >= BURST_PRODUCERS,
-  }));
+  const producers = rings.map((ring, k) =>
+    spawn<{ sent: number }>({
+      mode: 'producer',
+      ring,
+      control,
+      seed: 0x9e3779b9 * (k + 1),
+      deadlineMs: DEADLINE_MS,
+      count: k < BURST_PRODUCERS ? PER_PRODUCER : -1,
+      ringer: k >= BURST_PRODUCERS,
+    }),
+  );
   const burstsDone = Promise.all(producers.slice(0, BURST_PRODUCERS).map((p) => p.result));
-  burstsDone.then(() => Atomics.store(ctl, STOP, 1), () => Atomics.store(ctl, STOP, 1));
+  burstsDone.then(
+    () => Atomics.store(ctl, STOP, 1),
+    () => Atomics.store(ctl, STOP, 1),
+  );
   const sent = Promise.all(producers.map((p) => p.result)).then((r) => r.map((x) => x.sent));
   return {
-    bell, rings, sent,
+    bell,
+    rings,
+    sent,
     stop: async () => {
       Atomics.store(ctl, STOP, 1);
       await Promise.all([...hogs, ...producers].map((t) => t.worker.terminate()));
@@ -92,12 +109,17 @@ function assertDelivered(check: OrderCheckResult, sent: number[]): number {
   assert.deepEqual(check.received, sent, 'every message arrived exactly once');
   const total = sent.reduce((a, b) => a + b, 0);
   assert.ok(total >= BURST_PRODUCERS * PER_PRODUCER, `${total} messages`);
-  assert.ok(sent.slice(BURST_PRODUCERS).every((n) => n > 0), 'every ringer got messages through');
+  assert.ok(
+    sent.slice(BURST_PRODUCERS).every((n) => n > 0),
+    'every ringer got messages through',
+  );
   return total;
 }
 
-test('stress, event-loop consumer: 5 producers on one bell under CPU hogs, exactly once, in order, no safety-poll delivery',
-  { timeout: DEADLINE_MS }, async () => {
+test(
+  'stress, event-loop consumer: 5 producers on one bell under CPU hogs, exactly once, in order, no safety-poll delivery',
+  { timeout: DEADLINE_MS },
+  async () => {
     const rig = startLoad();
     const started = performance.now();
     try {
@@ -122,10 +144,13 @@ test('stress, event-loop consumer: 5 producers on one bell under CPU hogs, exact
     } finally {
       await rig.stop();
     }
-  });
+  },
+);
 
-test('stress, drainOrWait consumer: 5 producers on one bell under CPU hogs, exactly once, in order, no safety-poll delivery',
-  { timeout: DEADLINE_MS }, async () => {
+test(
+  'stress, drainOrWait consumer: 5 producers on one bell under CPU hogs, exactly once, in order, no safety-poll delivery',
+  { timeout: DEADLINE_MS },
+  async () => {
     const rig = startLoad();
     const started = performance.now();
     const consumer = spawn<ConsumerResult>({ mode: 'consumer', bell: rig.bell, rings: rig.rings, safetyPollMs: POLL_MS, deadlineMs: DEADLINE_MS });
@@ -139,4 +164,5 @@ test('stress, drainOrWait consumer: 5 producers on one bell under CPU hogs, exac
       await consumer.worker.terminate();
       await rig.stop();
     }
-  });
+  },
+);

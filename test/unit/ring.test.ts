@@ -57,7 +57,11 @@ test('messages arrive in send order with their JSON values intact', () => {
   const got = collect(inbox, h);
   const sent: unknown[] = [
     { t: 'note', key: 1, request: { id: 'é✓ 🚀', inputs: [{ shape: [1, 3], offset: 128 }] } },
-    [1, 'two', null, true], 'a string', 42, null, {},
+    [1, 'two', null, true],
+    'a string',
+    42,
+    null,
+    {},
   ];
   for (const m of sent) w.send(m);
   assert.equal(inbox.drain(), sent.length);
@@ -92,7 +96,10 @@ test('a full ring queues messages in order and flushes them as space frees', asy
   assert.ok(w.pending > 0, 'expected an overflow backlog');
   inbox.drain();
   // The writer retries on its own (setImmediate / timer) as the reader frees space.
-  await until(() => { inbox.drain(); return got.length === 100; }, 'all 100 messages');
+  await until(() => {
+    inbox.drain();
+    return got.length === 100;
+  }, 'all 100 messages');
   assert.equal(w.pending, 0);
   got.forEach((m, i) => assert.equal((m as { i: number }).i, i));
 });
@@ -107,7 +114,10 @@ test('messages larger than the ring are chunked and joined', async () => {
   w.send({ before: true });
   w.send(big);
   w.send({ after: true });
-  await until(() => { inbox.drain(); return got.length === 3; }, 'the chunked message');
+  await until(() => {
+    inbox.drain();
+    return got.length === 3;
+  }, 'the chunked message');
   assert.deepEqual(got, [{ before: true }, big, { after: true }]);
 });
 
@@ -120,7 +130,10 @@ test('two rings share one doorbell; one inbox drains both, each in order', () =>
   const inbox = new Inbox(bell.handle);
   const got1 = collect(inbox, h1);
   const got2 = collect(inbox, h2);
-  for (let i = 0; i < 10; i++) { w1.send(i); w2.send(-i); }
+  for (let i = 0; i < 10; i++) {
+    w1.send(i);
+    w2.send(-i);
+  }
   assert.equal(inbox.drain(), 20);
   assert.deepEqual(got1, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
   assert.deepEqual(got2, [0, -1, -2, -3, -4, -5, -6, -7, -8, -9]);
@@ -143,13 +156,28 @@ test('handles are checked: wrong doorbell, double add, non-serialisable message'
   const other = Doorbell.create();
   const h = createRing(other.handle, 1024);
   const inbox = new Inbox(bell.handle);
-  assert.throws(() => inbox.add(h, () => undefined), (e) => e instanceof ServerError && /another doorbell/.test(e.message));
+  assert.throws(
+    () => inbox.add(h, () => undefined),
+    (e) => e instanceof ServerError && /another doorbell/.test(e.message),
+  );
   const mine = createRing(bell.handle, 1024);
   inbox.add(mine, () => undefined);
-  assert.throws(() => inbox.add(mine, () => undefined), (e) => e instanceof ServerError && /already/.test(e.message));
-  assert.throws(() => RingWriter.attach(mine).send(undefined), (e) => e instanceof ServerError && e.code === 'INTERNAL');
-  assert.throws(() => RingWriter.attach(mine).send({ n: 1n }), (e) => e instanceof ServerError && e.code === 'INTERNAL');
-  assert.throws(() => createRing(bell.handle, 10), (e) => e instanceof ServerError);
+  assert.throws(
+    () => inbox.add(mine, () => undefined),
+    (e) => e instanceof ServerError && /already/.test(e.message),
+  );
+  assert.throws(
+    () => RingWriter.attach(mine).send(undefined),
+    (e) => e instanceof ServerError && e.code === 'INTERNAL',
+  );
+  assert.throws(
+    () => RingWriter.attach(mine).send({ n: 1n }),
+    (e) => e instanceof ServerError && e.code === 'INTERNAL',
+  );
+  assert.throws(
+    () => createRing(bell.handle, 10),
+    (e) => e instanceof ServerError,
+  );
 });
 
 test('a throwing handler goes to onError and later messages still arrive', () => {
@@ -158,7 +186,10 @@ test('a throwing handler goes to onError and later messages still arrive', () =>
   const errors: unknown[] = [];
   const inbox = new Inbox(bell.handle, { onError: (e) => errors.push(e) });
   const got: number[] = [];
-  inbox.add(h, (m: number) => { if (m === 2) throw new Error('boom'); got.push(m); });
+  inbox.add(h, (m: number) => {
+    if (m === 2) throw new Error('boom');
+    got.push(m);
+  });
   const w = RingWriter.attach(h);
   for (let i = 1; i <= 3; i++) w.send(i);
   assert.equal(inbox.drain(), 3);
@@ -230,43 +261,47 @@ test('a wait that never returns although the bell was rung counts as a recovery,
   assert.deepEqual(doorbellCounters(bell.handle), { missedWakeups: 0, safetyPollRecoveries: 1 });
 });
 
-test('while the consumer sleeps each producer rings once for itself, a second send of one does not, none clears SLEEPING (no claim window)', { timeout: 15_000 }, async () => {
-  const bell = Doorbell.create();
-  const h1 = createRing(bell.handle, 1024);
-  const h2 = createRing(bell.handle, 1024);
-  const inbox = new Inbox(bell.handle);
-  const got1 = collect(inbox, h1);
-  const got2 = collect(inbox, h2);
-  inbox.start();
-  const words = new Int32Array(bell.handle.sab);
-  await until(() => Atomics.load(words, D_SLEEPING) === 1, 'the loop to park');
-  const seq = Atomics.load(words, D_SEQ);
-  assert.equal(Atomics.load(words, D_ARMED), seq, 'the consumer armed with the SEQ it waits on');
-  // All sends run before this thread's loop can wake: each producer rings for
-  // itself (another's ring may be stuck before its notify), but only once:
-  // its second send finds its own wake-up on its way (ARMED unchanged).
-  const w1 = RingWriter.attach(h1);
-  const w2 = RingWriter.attach(h2);
-  w1.send('one');
-  assert.equal(Atomics.load(words, D_SEQ), seq + 1, 'the first producer rang');
-  w2.send('two');
-  assert.equal(Atomics.load(words, D_SEQ), seq + 2, 'the second rang for itself');
-  w1.send('three');
-  w2.send('four');
-  assert.equal(Atomics.load(words, D_SEQ), seq + 2, 'neither rang twice in one sleep');
-  assert.equal(Atomics.load(words, D_SLEEPING), 1, 'SLEEPING belongs to the consumer');
-  await until(() => got1.length === 2 && got2.length === 2, 'all four messages');
-  assert.deepEqual([...got1, ...got2], ['one', 'three', 'two', 'four']);
-  // Asleep again with a new ARMED: each rings again.
-  await until(() => Atomics.load(words, D_SLEEPING) === 1 && Atomics.load(words, D_ARMED) === seq + 2, 'the loop to park again');
-  w1.send('five');
-  assert.equal(Atomics.load(words, D_SEQ), seq + 3, 'a new sleep gets a new ring');
-  await until(() => got1.length === 3, 'the fifth message');
-  assert.equal(Atomics.load(words, D_SLEEPING), 1, 'the consumer parked again');
-  inbox.stop();
-  assert.equal(Atomics.load(words, D_SLEEPING), 0);
-  assert.deepEqual(doorbellCounters(bell.handle), { missedWakeups: 0, safetyPollRecoveries: 0 });
-});
+test(
+  'while the consumer sleeps each producer rings once for itself, a second send of one does not, none clears SLEEPING (no claim window)',
+  { timeout: 15_000 },
+  async () => {
+    const bell = Doorbell.create();
+    const h1 = createRing(bell.handle, 1024);
+    const h2 = createRing(bell.handle, 1024);
+    const inbox = new Inbox(bell.handle);
+    const got1 = collect(inbox, h1);
+    const got2 = collect(inbox, h2);
+    inbox.start();
+    const words = new Int32Array(bell.handle.sab);
+    await until(() => Atomics.load(words, D_SLEEPING) === 1, 'the loop to park');
+    const seq = Atomics.load(words, D_SEQ);
+    assert.equal(Atomics.load(words, D_ARMED), seq, 'the consumer armed with the SEQ it waits on');
+    // All sends run before this thread's loop can wake: each producer rings for
+    // itself (another's ring may be stuck before its notify), but only once:
+    // its second send finds its own wake-up on its way (ARMED unchanged).
+    const w1 = RingWriter.attach(h1);
+    const w2 = RingWriter.attach(h2);
+    w1.send('one');
+    assert.equal(Atomics.load(words, D_SEQ), seq + 1, 'the first producer rang');
+    w2.send('two');
+    assert.equal(Atomics.load(words, D_SEQ), seq + 2, 'the second rang for itself');
+    w1.send('three');
+    w2.send('four');
+    assert.equal(Atomics.load(words, D_SEQ), seq + 2, 'neither rang twice in one sleep');
+    assert.equal(Atomics.load(words, D_SLEEPING), 1, 'SLEEPING belongs to the consumer');
+    await until(() => got1.length === 2 && got2.length === 2, 'all four messages');
+    assert.deepEqual([...got1, ...got2], ['one', 'three', 'two', 'four']);
+    // Asleep again with a new ARMED: each rings again.
+    await until(() => Atomics.load(words, D_SLEEPING) === 1 && Atomics.load(words, D_ARMED) === seq + 2, 'the loop to park again');
+    w1.send('five');
+    assert.equal(Atomics.load(words, D_SEQ), seq + 3, 'a new sleep gets a new ring');
+    await until(() => got1.length === 3, 'the fifth message');
+    assert.equal(Atomics.load(words, D_SLEEPING), 1, 'the consumer parked again');
+    inbox.stop();
+    assert.equal(Atomics.load(words, D_SLEEPING), 0);
+    assert.deepEqual(doorbellCounters(bell.handle), { missedWakeups: 0, safetyPollRecoveries: 0 });
+  },
+);
 
 test('deferBell: a burst of sends to a sleeping consumer rings once, in the check phase of the turn that sent them', { timeout: 15_000 }, async () => {
   const { bell, h, inbox, got, words } = await parkedInbox();
@@ -284,41 +319,51 @@ test('deferBell: a burst of sends to a sleeping consumer rings once, in the chec
   assert.deepEqual(doorbellCounters(bell.handle), { missedWakeups: 0, safetyPollRecoveries: 0 });
 });
 
-test('sendLazy: a sleeping consumer is rung once when the delay is over, or at once by another send; nothing counts as missed', { timeout: 15_000 }, async () => {
-  const { bell, h, inbox, got, words } = await parkedInbox();
-  const seq = Atomics.load(words, D_SEQ);
-  const w = RingWriter.attach(h, { deferBell: true });
-  const sentAt = performance.now();
-  w.sendLazy('a', 20);
-  w.sendLazy('b', 20);
-  assert.equal(Atomics.load(words, D_SEQ), seq, 'no ring as they are sent');
-  await until(() => got.length === 2, 'both, after the delay');
-  assert.ok(performance.now() - sentAt >= 15, 'not before the delay');
-  assert.equal(Atomics.load(words, D_SEQ), seq + 1, 'one ring for the two');
-  await until(() => Atomics.load(words, D_SLEEPING) === 1, 'the loop to park again');
-  const seq2 = Atomics.load(words, D_SEQ);
-  w.sendLazy('c', 5000);
-  w.send('d'); // a prompt message takes the lazy one along, and cancels its timer
-  await until(() => got.length === 4, 'c and d at the turn\'s end');
-  assert.deepEqual(got, ['a', 'b', 'c', 'd']);
-  assert.equal(Atomics.load(words, D_SEQ), seq2 + 1);
-  inbox.stop();
-  assert.deepEqual(doorbellCounters(bell.handle), { missedWakeups: 0, safetyPollRecoveries: 0 });
-});
+test(
+  'sendLazy: a sleeping consumer is rung once when the delay is over, or at once by another send; nothing counts as missed',
+  { timeout: 15_000 },
+  async () => {
+    const { bell, h, inbox, got, words } = await parkedInbox();
+    const seq = Atomics.load(words, D_SEQ);
+    const w = RingWriter.attach(h, { deferBell: true });
+    const sentAt = performance.now();
+    w.sendLazy('a', 20);
+    w.sendLazy('b', 20);
+    assert.equal(Atomics.load(words, D_SEQ), seq, 'no ring as they are sent');
+    await until(() => got.length === 2, 'both, after the delay');
+    assert.ok(performance.now() - sentAt >= 15, 'not before the delay');
+    assert.equal(Atomics.load(words, D_SEQ), seq + 1, 'one ring for the two');
+    await until(() => Atomics.load(words, D_SLEEPING) === 1, 'the loop to park again');
+    const seq2 = Atomics.load(words, D_SEQ);
+    w.sendLazy('c', 5000);
+    w.send('d'); // a prompt message takes the lazy one along, and cancels its timer
+    await until(() => got.length === 4, "c and d at the turn's end");
+    assert.deepEqual(got, ['a', 'b', 'c', 'd']);
+    assert.equal(Atomics.load(words, D_SEQ), seq2 + 1);
+    inbox.stop();
+    assert.deepEqual(doorbellCounters(bell.handle), { missedWakeups: 0, safetyPollRecoveries: 0 });
+  },
+);
 
 test('drainOrWait: its safety poll delivers a message whose bell was not rung, counted where the main thread reads it', { timeout: 15_000 }, async () => {
   const { mainBell, workerBell, toMain, exited, out } = startEcho('echo');
   const inbox = new Inbox(mainBell.handle);
   const got = collect(inbox, toMain);
   out.send('first');
-  await until(() => { inbox.drain(); return got.length === 1; }, 'the first echo');
+  await until(() => {
+    inbox.drain();
+    return got.length === 1;
+  }, 'the first echo');
   const words = new Int32Array(workerBell.handle.sab);
   await until(() => Atomics.load(words, D_SLEEPING) === 1, 'the worker to sleep');
   await new Promise((r) => setTimeout(r, 30)); // past its last re-check, into Atomics.wait
   Atomics.store(words, D_SLEEPING, 0); // the writer will not ring
   const sentAt = performance.now();
   out.send('late');
-  await until(() => { inbox.drain(); return got.length === 2; }, 'the late echo');
+  await until(() => {
+    inbox.drain();
+    return got.length === 2;
+  }, 'the late echo');
   assert.ok(performance.now() - sentAt >= 40, 'delivered by the poll, not by a wake-up');
   assert.deepEqual(doorbellCounters(workerBell.handle), { missedWakeups: 1, safetyPollRecoveries: 1 });
   out.send({ stop: true });
@@ -350,8 +395,10 @@ test('a closed writer drops its queue, stops retrying and refuses to send', asyn
   assert.ok(w.pending > 0, 'some messages wait in the JS queue');
   w.close();
   assert.equal(w.pending, 0);
-  assert.throws(() => w.send({ late: true }), (e: unknown) => e instanceof ServerError && e.code === 'INTERNAL' &&
-    /the ring was closed/.test(e.message));
+  assert.throws(
+    () => w.send({ late: true }),
+    (e: unknown) => e instanceof ServerError && e.code === 'INTERNAL' && /the ring was closed/.test(e.message),
+  );
   const inbox = new Inbox(bell.handle);
   const got = collect(inbox, h);
   inbox.drain();

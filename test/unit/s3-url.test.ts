@@ -33,11 +33,14 @@ const BAD: [string, RegExp][] = [
 ];
 for (const [url, want] of BAD) {
   test(`parseS3Url refuses ${url}`, () => {
-    assert.throws(() => parseS3Url(url), (e: Error & { code?: string }) => {
-      assert.equal(e.code, 'INVALID_ARG');
-      assert.match(e.message, want);
-      return true;
-    });
+    assert.throws(
+      () => parseS3Url(url),
+      (e: Error & { code?: string }) => {
+        assert.equal(e.code, 'INVALID_ARG');
+        assert.match(e.message, want);
+        return true;
+      },
+    );
   });
 }
 
@@ -45,10 +48,31 @@ const ENV_KEYS = { AWS_ACCESS_KEY_ID: 'AKIAEXAMPLE', AWS_SECRET_ACCESS_KEY: 'ver
 // [case, env, keys?, profile?, region, source]
 const CREDS: [string, NodeJS.ProcessEnv, boolean, string | undefined, string, string][] = [
   ['key pair from the environment', { ...ENV_KEYS, AWS_DEFAULT_REGION: 'eu-west-1' }, true, undefined, 'eu-west-1', 'environment AWS_ACCESS_KEY_ID=AKIA…'],
-  ['AWS_REGION when AWS_DEFAULT_REGION is unset', { ...ENV_KEYS, AWS_REGION: 'us-west-2' }, true, undefined, 'us-west-2', 'environment AWS_ACCESS_KEY_ID=AKIA…'],
+  [
+    'AWS_REGION when AWS_DEFAULT_REGION is unset',
+    { ...ENV_KEYS, AWS_REGION: 'us-west-2' },
+    true,
+    undefined,
+    'us-west-2',
+    'environment AWS_ACCESS_KEY_ID=AKIA…',
+  ],
   ['a key pair wins over a profile', { ...ENV_KEYS, AWS_PROFILE: 'dev' }, true, undefined, 'us-east-1', 'environment AWS_ACCESS_KEY_ID=AKIA…'],
-  ['a key id without its secret falls to the profile', { AWS_ACCESS_KEY_ID: 'AKIAX', AWS_PROFILE: 'dev' }, false, 'dev', 'us-east-1', "AWS profile 'dev' (AWS_PROFILE)"],
-  ['nothing: the SDK default chain', {}, false, undefined, 'us-east-1', "the AWS SDK's default credential chain (no AWS_ACCESS_KEY_ID with AWS_SECRET_ACCESS_KEY, no AWS_PROFILE)"],
+  [
+    'a key id without its secret falls to the profile',
+    { AWS_ACCESS_KEY_ID: 'AKIAX', AWS_PROFILE: 'dev' },
+    false,
+    'dev',
+    'us-east-1',
+    "AWS profile 'dev' (AWS_PROFILE)",
+  ],
+  [
+    'nothing: the SDK default chain',
+    {},
+    false,
+    undefined,
+    'us-east-1',
+    "the AWS SDK's default credential chain (no AWS_ACCESS_KEY_ID with AWS_SECRET_ACCESS_KEY, no AWS_PROFILE)",
+  ],
 ];
 for (const [name, env, keys, profile, region, source] of CREDS) {
   test(`s3CredentialFor: ${name}`, () => {
@@ -64,7 +88,12 @@ for (const [name, env, keys, profile, region, source] of CREDS) {
 test('s3CredentialFor: with TRITON_CLOUD_CREDENTIAL_PATH the file decides and the environment is not read', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 's3-cred-'));
   const file = path.join(dir, 'c.json');
-  fs.writeFileSync(file, JSON.stringify({ s3: { 's3://bucket': { key_id: 'FILEKEY1', secret_key: 's', session_token: 't', region: 'ap-south-1' }, 's3://other': { profile: 'p' } } }));
+  fs.writeFileSync(
+    file,
+    JSON.stringify({
+      s3: { 's3://bucket': { key_id: 'FILEKEY1', secret_key: 's', session_token: 't', region: 'ap-south-1' }, 's3://other': { profile: 'p' } },
+    }),
+  );
   const env = { ...ENV_KEYS, TRITON_CLOUD_CREDENTIAL_PATH: file };
   const c = s3CredentialFor('s3://bucket/m', env);
   assert.deepEqual(c.keys, { accessKeyId: 'FILEKEY1', secretAccessKey: 's', sessionToken: 't' });

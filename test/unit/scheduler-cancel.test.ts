@@ -116,7 +116,7 @@ test('a request of a batch: only that request is told to the instance', async ()
   assert.deepEqual(rec.finalOrder, ['busy', 'x', 'y', 'z'], 'every request still answered by its execution');
 });
 
-test("a response the instance marks skipped (cancelled before its execution began) counts CANCELED and not in the execution", async () => {
+test('a response the instance marks skipped (cancelled before its execution began) counts CANCELED and not in the execution', async () => {
   const inst = new FakeInstance('m_0');
   const done: Done[] = [];
   const executions: { rows: number; requests: number }[] = [];
@@ -133,7 +133,14 @@ test("a response the instance marks skipped (cancelled before its execution bega
   await settle();
   inst.current().finish((rs) => rs.map((r) => (r.id === 'y' ? skippedResponse(r) : { outputs: [], final: true })));
   await settle();
-  assert.deepEqual(executions, [{ rows: 1, requests: 1 }, { rows: 2, requests: 2 }], 'the skipped request is no part of its execution');
+  assert.deepEqual(
+    executions,
+    [
+      { rows: 1, requests: 1 },
+      { rows: 2, requests: 2 },
+    ],
+    'the skipped request is no part of its execution',
+  );
   assert.deepEqual(done.slice(1), [
     { id: 'x', success: true, failure: undefined },
     { id: 'y', success: false, failure: 'CANCELED' },

@@ -31,7 +31,10 @@ export class FakeInstance implements ModelInstance {
         requests,
         finish: (make) => {
           this.running--;
-          resolve({ responses: make ? make(requests) : requests.map(echo), timings: { computeStartNs: 1, computeInputEndNs: 2, computeInferEndNs: 3, computeEndNs: 4 } });
+          resolve({
+            responses: make ? make(requests) : requests.map(echo),
+            timings: { computeStartNs: 1, computeInputEndNs: 2, computeInferEndNs: 3, computeEndNs: 4 },
+          });
         },
         fail: (err) => {
           this.running--;
@@ -72,24 +75,57 @@ export function echo(r: InferRequest): InferResponse {
 
 export function request(id: string, batchSize = 1, dims: number[] = [4]): InferRequest {
   return {
-    id, model: 'm', version: 3, latest: false, batchSize,
+    id,
+    model: 'm',
+    version: 3,
+    latest: false,
+    batchSize,
     inputs: [{ name: 'x', datatype: 'FP32', shape: [batchSize, ...dims], offset: 0, gen: 0, byteSize: 0 }],
-    requestedOutputs: null, parameters: {}, arrivalNs: 0,
+    requestedOutputs: null,
+    parameters: {},
+    arrivalNs: 0,
   };
 }
 
 export function config(maxBatchSize: number, dynamic?: Partial<ModelDynamicBatching>, inputDims: number[] = [4]): ModelConfig {
   const c = {
-    name: 'm', platform: '', backend: 'fake', runtime: '', version_policy: { latest: { num_versions: 1 } },
+    name: 'm',
+    platform: '',
+    backend: 'fake',
+    runtime: '',
+    version_policy: { latest: { num_versions: 1 } },
     max_batch_size: maxBatchSize,
-    input: [{ name: 'x', data_type: 'TYPE_FP32', format: 'FORMAT_NONE', dims: inputDims, is_shape_tensor: false, allow_ragged_batch: false, optional: false, is_non_linear_format_io: false }],
-    output: [], batch_input: [], batch_output: [], instance_group: [], default_model_filename: '',
-    cc_model_filenames: {}, metric_tags: {}, parameters: {}, model_warmup: [],
+    input: [
+      {
+        name: 'x',
+        data_type: 'TYPE_FP32',
+        format: 'FORMAT_NONE',
+        dims: inputDims,
+        is_shape_tensor: false,
+        allow_ragged_batch: false,
+        optional: false,
+        is_non_linear_format_io: false,
+      },
+    ],
+    output: [],
+    batch_input: [],
+    batch_output: [],
+    instance_group: [],
+    default_model_filename: '',
+    cc_model_filenames: {},
+    metric_tags: {},
+    parameters: {},
+    model_warmup: [],
   } as ModelConfig;
   if (dynamic !== undefined) {
     c.dynamic_batching = {
-      preferred_batch_size: [], max_queue_delay_microseconds: 0, preserve_ordering: false,
-      priority_levels: 0, default_priority_level: 0, priority_queue_policy: {}, ...dynamic,
+      preferred_batch_size: [],
+      max_queue_delay_microseconds: 0,
+      preserve_ordering: false,
+      priority_levels: 0,
+      default_priority_level: 0,
+      priority_queue_policy: {},
+      ...dynamic,
     };
   }
   return c;

@@ -4,33 +4,67 @@ import type { ModelConfig } from '../../src/core/model-config';
 import { decideSequenceBatch, directRows, sequenceStrategyOf, type SequenceStrategy } from '../../src/scheduler/sequence-batch-policy';
 import { SequenceSlots } from '../../src/scheduler/sequence-slots';
 
-const direct = (slots: number, delay: number, util: number): SequenceStrategy => ({ kind: 'direct', slots, maxQueueDelayUs: delay, minimumSlotUtilization: util });
-const oldest = (max: number, preferred: number[], delay: number): SequenceStrategy =>
-  ({ kind: 'oldest', slots: 4, maxBatchSize: max, preferredBatchSizes: preferred, maxQueueDelayUs: delay, preserveOrdering: false });
+const direct = (slots: number, delay: number, util: number): SequenceStrategy => ({
+  kind: 'direct',
+  slots,
+  maxQueueDelayUs: delay,
+  minimumSlotUtilization: util,
+});
+const oldest = (max: number, preferred: number[], delay: number): SequenceStrategy => ({
+  kind: 'oldest',
+  slots: 4,
+  maxBatchSize: max,
+  preferredBatchSizes: preferred,
+  maxQueueDelayUs: delay,
+  preserveOrdering: false,
+});
 
 // heads: enqueue times (µs) of the ready heads, oldest first; now: the fake clock.
 const cases: { name: string; strategy: SequenceStrategy; heads: number[]; now: number; expect: ReturnType<typeof decideSequenceBatch> }[] = [
   { name: 'nothing ready: idle', strategy: direct(4, 0, 0), heads: [], now: 0, expect: { kind: 'idle' } },
   { name: 'direct without delay runs every ready head', strategy: direct(4, 0, 1), heads: [0, 5], now: 10, expect: { kind: 'run', count: 2 } },
-  { name: 'direct: utilisation below the minimum waits for the delay', strategy: direct(4, 100, 0.75), heads: [10, 20], now: 50, expect: { kind: 'wait', untilUs: 110 } },
+  {
+    name: 'direct: utilisation below the minimum waits for the delay',
+    strategy: direct(4, 100, 0.75),
+    heads: [10, 20],
+    now: 50,
+    expect: { kind: 'wait', untilUs: 110 },
+  },
   { name: 'direct: delay passed runs what is ready', strategy: direct(4, 100, 0.75), heads: [10, 20], now: 110, expect: { kind: 'run', count: 2 } },
   { name: 'direct: utilisation reached runs at once', strategy: direct(4, 100, 0.75), heads: [10, 20, 30], now: 31, expect: { kind: 'run', count: 3 } },
   { name: 'direct: minimum utilisation 0 never waits', strategy: direct(4, 100, 0), heads: [10], now: 11, expect: { kind: 'run', count: 1 } },
   { name: 'oldest without delay runs the ready heads at once', strategy: oldest(2, [2], 0), heads: [0], now: 1, expect: { kind: 'run', count: 1 } },
   { name: 'oldest caps at max_batch_size', strategy: oldest(2, [2], 0), heads: [0, 1, 2, 3], now: 5, expect: { kind: 'run', count: 2 } },
-  { name: 'oldest waits for a preferred size within the delay', strategy: oldest(4, [3], 100), heads: [10, 20], now: 30, expect: { kind: 'wait', untilUs: 110 } },
+  {
+    name: 'oldest waits for a preferred size within the delay',
+    strategy: oldest(4, [3], 100),
+    heads: [10, 20],
+    now: 30,
+    expect: { kind: 'wait', untilUs: 110 },
+  },
   { name: 'oldest: preferred size reached runs at once', strategy: oldest(4, [2, 4], 100), heads: [10, 20, 30], now: 31, expect: { kind: 'run', count: 2 } },
   { name: 'oldest: delay passed runs what is ready', strategy: oldest(4, [3], 100), heads: [10, 20], now: 110, expect: { kind: 'run', count: 2 } },
 ];
 
 for (const c of cases) {
   test(`sequence batch policy: ${c.name}`, () => {
-    assert.deepEqual(decideSequenceBatch(c.strategy, c.heads.map((enqueuedUs) => ({ enqueuedUs })), c.now), c.expect);
+    assert.deepEqual(
+      decideSequenceBatch(
+        c.strategy,
+        c.heads.map((enqueuedUs) => ({ enqueuedUs })),
+        c.now,
+      ),
+      c.expect,
+    );
   });
 }
 
-test('sequence batch policy: oldest batches only heads of the oldest one\'s shapes', () => {
-  const heads = [{ enqueuedUs: 0, shapeKey: 'a' }, { enqueuedUs: 1, shapeKey: 'a' }, { enqueuedUs: 2, shapeKey: 'b' }];
+test("sequence batch policy: oldest batches only heads of the oldest one's shapes", () => {
+  const heads = [
+    { enqueuedUs: 0, shapeKey: 'a' },
+    { enqueuedUs: 1, shapeKey: 'a' },
+    { enqueuedUs: 2, shapeKey: 'b' },
+  ];
   assert.deepEqual(decideSequenceBatch(oldest(4, [], 0), heads, 5), { kind: 'run', count: 2 });
 });
 
@@ -69,7 +103,10 @@ test('oldest candidates: take(limit) takes the oldest ready heads, one per seque
   slots.admit('c', { start: true, end: false }, 'c1', 2);
   slots.admit('d', { start: false, end: false }, 'd2', 3);
   slots.admit('b', { start: true, end: false }, 'b1', 4);
-  assert.deepEqual(slots.readyHeads(0).map((h) => h.enqueuedUs), [1, 2, 4]);
+  assert.deepEqual(
+    slots.readyHeads(0).map((h) => h.enqueuedUs),
+    [1, 2, 4],
+  );
   assert.deepEqual(slots.take(0, 5, 2), ['d1', 'c1']);
   assert.deepEqual(slots.take(0, 6, 2), ['d2', 'b1']);
   assert.deepEqual(slots.take(0, 7, 2), []);

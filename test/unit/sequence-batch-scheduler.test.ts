@@ -70,7 +70,8 @@ const refusals: { name: string; params: Record<string, ParamValue>; batchSize?: 
   },
   {
     name: 'batch size above 1',
-    params: { sequence_id: 9, sequence_start: true }, batchSize: 2,
+    params: { sequence_id: 9, sequence_start: true },
+    batchSize: 2,
     message: "inference request to model 'm' must specify batch-size 1 due to requirements of sequence batcher",
   },
   {
@@ -85,12 +86,14 @@ const refusals: { name: string; params: Record<string, ParamValue>; batchSize?: 
   },
   {
     name: 'a string id for a numeric CORRID and batch size 2: the id first, as Triton validates it before the batcher',
-    params: { sequence_id: 'abc', sequence_start: true }, batchSize: 2,
+    params: { sequence_id: 'abc', sequence_start: true },
+    batchSize: 2,
     message: "[request id: r] sequence batching control 'CORRID' data-type is 'BYTES', but model 'm' expects 'UINT64'",
   },
   {
     name: 'numeric id for a string CORRID',
-    params: { sequence_id: 3, sequence_start: true }, corrid: 'TYPE_STRING',
+    params: { sequence_id: 3, sequence_start: true },
+    corrid: 'TYPE_STRING',
     message: "[request id: r] sequence batching control 'CORRID' data-type is 'UINT64', but model 'm' expects 'BYTES'",
   },
 ];
@@ -132,8 +135,12 @@ test("direct: every sequence keeps its slot's row; idle slots below the highest 
   const execs: number[][] = [];
   const done: string[] = [];
   const hooks = {
-    executionDone: (batchSize: number, requests: number, _t: unknown, padding: number): void => { execs.push([batchSize, requests, padding]); },
-    requestDone: (r: InferRequest): void => { done.push(r.id); },
+    executionDone: (batchSize: number, requests: number, _t: unknown, padding: number): void => {
+      execs.push([batchSize, requests, padding]);
+    },
+    requestDone: (r: InferRequest): void => {
+      done.push(r.id);
+    },
   };
   const s = new SequenceBatchScheduler(seqConfig(4), [inst], arena, hooks);
   const rec = new Recorder();
@@ -148,12 +155,19 @@ test("direct: every sequence keeps its slot's row; idle slots below the highest 
     return r;
   };
   // Each row's response carries an output block, as a real instance's would.
-  const finish = (): void => inst.current().finish((requests) => requests.map((r) => {
-    const { offset, gen } = arena.alloc(8);
-    return { outputs: [{ name: 'y', datatype: 'FP32', shape: [1, 2], offset, gen, byteSize: 8 }], parameters: { echo: r.id }, final: true };
-  }));
+  const finish = (): void =>
+    inst.current().finish((requests) =>
+      requests.map((r) => {
+        const { offset, gen } = arena.alloc(8);
+        return { outputs: [{ name: 'y', datatype: 'FP32', shape: [1, 2], offset, gen, byteSize: 8 }], parameters: { echo: r.id }, final: true };
+      }),
+    );
   // a, b, c start one after the other on the free instance: slots 0, 1, 2.
-  for (const [id, seq] of [['a1', 1], ['b1', 2], ['c1', 3]] as const) {
+  for (const [id, seq] of [
+    ['a1', 1],
+    ['b1', 2],
+    ['c1', 3],
+  ] as const) {
     s.enqueue(withData(id, { sequence_id: seq, sequence_start: true }), rec.respond(id));
     finish();
     await settle();
@@ -164,7 +178,10 @@ test("direct: every sequence keeps its slot's row; idle slots below the highest 
   assert.deepEqual(controlsOf(arena, lone[0]!), { START: 0, END: 0, READY: 0, CORRID: 0n });
   const x = lone[0]!.inputs.find((t) => t.name === 'x')!;
   assert.deepEqual(x.shape, [1, 4]);
-  assert.ok(arena.bytes(x.offset, x.byteSize).every((b) => b === 0), 'a not-ready row carries zeros, not another sequence\'s data');
+  assert.ok(
+    arena.bytes(x.offset, x.byteSize).every((b) => b === 0),
+    "a not-ready row carries zeros, not another sequence's data",
+  );
   assert.deepEqual([lone[0]!.requestedOutputs, lone[0]!.parameters], [[], {}]);
   assert.deepEqual(controlsOf(arena, lone[1]!), { START: 0, END: 0, READY: 1, CORRID: 2n });
   // While b2 runs, a and c queue; b is idle when they run: its slot gets a not-ready row.
@@ -176,7 +193,17 @@ test("direct: every sequence keeps its slot's row; idle slots below the highest 
   finish();
   await s.stop();
   assert.deepEqual(inst.batches(), [['a1'], ['', 'b1'], ['', '', 'c1'], ['', 'b2'], ['a2', '', 'c2']]);
-  assert.deepEqual(execs, [[1, 1, 0], [2, 1, 1], [3, 1, 2], [2, 1, 1], [3, 2, 1]], 'batch sizes count the rows, requests only the clients\'');
+  assert.deepEqual(
+    execs,
+    [
+      [1, 1, 0],
+      [2, 1, 1],
+      [3, 1, 2],
+      [2, 1, 1],
+      [3, 2, 1],
+    ],
+    "batch sizes count the rows, requests only the clients'",
+  );
   assert.deepEqual(done.sort(), ['a1', 'a2', 'b1', 'b2', 'c1', 'c2']);
   for (const id of done) {
     const r = rec.only(id);
@@ -187,7 +214,7 @@ test("direct: every sequence keeps its slot's row; idle slots below the highest 
   assert.equal(arena.usedBytes(), baseline, 'not-ready rows, their controls and their outputs are freed');
 });
 
-test('direct: a head whose shapes differ from the lowest slot\'s waits for the next execution, its row not-ready', async () => {
+test("direct: a head whose shapes differ from the lowest slot's waits for the next execution, its row not-ready", async () => {
   const arena = Arena.create();
   const inst = new FakeInstance('m_0');
   const c = seqConfig(4);
@@ -236,7 +263,7 @@ test('iterative_sequence: a request without a correlation id starts its own sequ
   await s.stop();
 });
 
-test('iterative_sequence: a rescheduled request runs again as its sequence\'s next step (no START, same id), answered once, its slot held until then', async () => {
+test("iterative_sequence: a rescheduled request runs again as its sequence's next step (no START, same id), answered once, its slot held until then", async () => {
   const arena = Arena.create();
   const inst = new FakeInstance('m_0');
   const c = seqConfig(1);
@@ -267,7 +294,7 @@ test('iterative_sequence: a rescheduled request runs again as its sequence\'s ne
   assert.equal(arena.usedBytes(), before, 'the rewritten control tensors are freed too');
 });
 
-test('without iterative_sequence a rescheduled response is answered with Triton\'s refusal, naming the model and what to do', async () => {
+test("without iterative_sequence a rescheduled response is answered with Triton's refusal, naming the model and what to do", async () => {
   const arena = Arena.create();
   const inst = new FakeInstance('m_0');
   const s = new SequenceBatchScheduler(seqConfig(1), [inst], arena);
@@ -277,7 +304,10 @@ test('without iterative_sequence a rescheduled response is answered with Triton\
   await s.stop();
   const e = rec.only('x').error;
   assert.equal(e?.code, 'UNSUPPORTED');
-  assert.match(e!.message, /^\[request id: x\] Request is released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, while the model is not configured to handle such a flag\. .*'sequence_batching \{ iterative_sequence: true \}' to the config of model 'm'/);
+  assert.match(
+    e!.message,
+    /^\[request id: x\] Request is released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, while the model is not configured to handle such a flag\. .*'sequence_batching \{ iterative_sequence: true \}' to the config of model 'm'/,
+  );
   assert.deepEqual(inst.batches(), [['x']]);
 });
 
@@ -297,7 +327,9 @@ test('iterative_sequence with oldest preserve_ordering: a rescheduled request ke
   await settle();
   assert.deepEqual(inst.batches(), [['x'], ['p', 'q']]);
   // p is rescheduled and q answered in the same execution: q waits for p, which was dispatched first.
-  inst.current().finish((requests) => requests.map((r) => (r.id === 'p' ? { outputs: [], final: true, rescheduled: true as const } : { outputs: [], final: true })));
+  inst
+    .current()
+    .finish((requests) => requests.map((r) => (r.id === 'p' ? { outputs: [], final: true, rescheduled: true as const } : { outputs: [], final: true })));
   await settle();
   assert.deepEqual(inst.batches(), [['x'], ['p', 'q'], ['p']]);
   assert.deepEqual(rec.finalOrder, ['x']);

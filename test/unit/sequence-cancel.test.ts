@@ -64,10 +64,15 @@ test('a queued request that is cancelled ends its sequence: it and the later one
 
   s.cancel(a[2]!);
   assert.equal(rec.only('a3').error?.code, 'CANCELLED');
-  assert.equal(rec.only('a3').error?.message, "[request id: a3] request for model 'm' version 3 was cancelled before it ran (its client cancelled it or went away)");
+  assert.equal(
+    rec.only('a3').error?.message,
+    "[request id: a3] request for model 'm' version 3 was cancelled before it ran (its client cancelled it or went away)",
+  );
   assert.equal(rec.only('a4').error?.code, 'CANCELLED');
-  assert.equal(rec.only('a4').error?.message,
-    "[request id: a4] request for model 'm' version 3 was cancelled before it ran: request 'a3' of its sequence 7 was cancelled, which ends the sequence (send a new START to begin again)");
+  assert.equal(
+    rec.only('a4').error?.message,
+    "[request id: a4] request for model 'm' version 3 was cancelled before it ran: request 'a3' of its sequence 7 was cancelled, which ends the sequence (send a new START to begin again)",
+  );
   assert.deepEqual(done, [
     { id: 'a3', success: false, failure: 'CANCELED' },
     { id: 'a4', success: false, failure: 'CANCELED' },
@@ -105,7 +110,11 @@ test('a cancelled request of a backlogged sequence takes all of it; cancelling a
   assert.match(rec.only('b1').error!.message, /request 'b2' of its sequence 2 was cancelled/);
   assert.equal(rec.only('b2').error?.code, 'CANCELLED');
   s.cancel(a1);
-  assert.deepEqual(inst.cancelled.map((r) => r.id), ['a1'], 'the running request reaches its instance');
+  assert.deepEqual(
+    inst.cancelled.map((r) => r.id),
+    ['a1'],
+    'the running request reaches its instance',
+  );
   inst.current().finish();
   await s.stop();
   assert.equal(rec.only('a1').error, undefined, 'and ends with its own response');
@@ -132,13 +141,22 @@ test('a cancel that reaches a running request ends its sequence too: the later q
   assert.deepEqual(inst.batches(), [['a1']]);
 
   s.cancel(a[0]!);
-  assert.deepEqual(inst.cancelled.map((r) => r.id), ['a1'], 'the running request reaches its instance');
+  assert.deepEqual(
+    inst.cancelled.map((r) => r.id),
+    ['a1'],
+    'the running request reaches its instance',
+  );
   for (const id of ['a2', 'a3']) {
     assert.equal(rec.only(id).error?.code, 'CANCELLED', id);
-    assert.equal(rec.only(id).error?.message,
-      `[request id: ${id}] request for model 'm' version 3 was cancelled before it ran: request 'a1' of its sequence 7 was cancelled, which ends the sequence (send a new START to begin again)`);
+    assert.equal(
+      rec.only(id).error?.message,
+      `[request id: ${id}] request for model 'm' version 3 was cancelled before it ran: request 'a1' of its sequence 7 was cancelled, which ends the sequence (send a new START to begin again)`,
+    );
   }
-  assert.deepEqual(done, [{ id: 'a2', success: false, failure: 'CANCELED' }, { id: 'a3', success: false, failure: 'CANCELED' }]);
+  assert.deepEqual(done, [
+    { id: 'a2', success: false, failure: 'CANCELED' },
+    { id: 'a3', success: false, failure: 'CANCELED' },
+  ]);
   s.enqueue(seqRequest('a4', { sequence_id: 7 }), rec.respond('a4'));
   assert.equal(rec.only('a4').error?.code, 'INVALID_ARG', 'the sequence is over: a request of it without START is refused');
 
@@ -157,35 +175,33 @@ test('implicit state: a cancel that ends a sequence frees its state with the las
   const s = new SequenceBatchScheduler(seqConfig(true), [inst], arena);
   const rec = new Recorder();
   const before = arena.usedBytes();
-  const a = [
-    seqRequest('a1', { sequence_id: 5, sequence_start: true }),
-    seqRequest('a2', { sequence_id: 5 }),
-    seqRequest('a3', { sequence_id: 5 }),
-  ];
+  const a = [seqRequest('a1', { sequence_id: 5, sequence_start: true }), seqRequest('a2', { sequence_id: 5 }), seqRequest('a3', { sequence_id: 5 })];
   for (const r of a) s.enqueue(r, rec.respond(r.id));
   s.cancel(a[1]!);
   assert.equal(rec.only('a2').error?.code, 'CANCELLED');
   assert.equal(rec.only('a3').error?.code, 'CANCELLED');
-  const withState = (rs: InferRequest[]): InferResponse[] => rs.map(() => {
-    const { offset, gen } = arena.alloc(4);
-    return { outputs: [{ name: 'S_OUT', datatype: 'FP32', shape: [1], offset, gen, byteSize: 4 }], final: true };
-  });
+  const withState = (rs: InferRequest[]): InferResponse[] =>
+    rs.map(() => {
+      const { offset, gen } = arena.alloc(4);
+      return { outputs: [{ name: 'S_OUT', datatype: 'FP32', shape: [1], offset, gen, byteSize: 4 }], final: true };
+    });
   inst.current().finish(withState);
   await s.stop();
   assert.equal(rec.only('a1').error, undefined);
   assert.equal(arena.usedBytes(), before, 'the state and the control tensors are all freed');
 });
 
-test('implicit state: an execution that fails outright (its promise rejects) forgets its requests\' state, as an error response does', async () => {
+test("implicit state: an execution that fails outright (its promise rejects) forgets its requests' state, as an error response does", async () => {
   const arena = Arena.create();
   const inst = new FakeInstance('m_0');
   const s = new SequenceBatchScheduler(seqConfig(true), [inst], arena);
   const rec = new Recorder();
   const before = arena.usedBytes();
-  const withState = (rs: InferRequest[]): InferResponse[] => rs.map(() => {
-    const { offset, gen } = arena.alloc(4);
-    return { outputs: [{ name: 'S_OUT', datatype: 'FP32', shape: [1], offset, gen, byteSize: 4 }], final: true };
-  });
+  const withState = (rs: InferRequest[]): InferResponse[] =>
+    rs.map(() => {
+      const { offset, gen } = arena.alloc(4);
+      return { outputs: [{ name: 'S_OUT', datatype: 'FP32', shape: [1], offset, gen, byteSize: 4 }], final: true };
+    });
   s.enqueue(seqRequest('a1', { sequence_id: 9, sequence_start: true }), rec.respond('a1'));
   inst.current().finish(withState);
   await settle();
@@ -193,7 +209,7 @@ test('implicit state: an execution that fails outright (its promise rejects) for
   inst.current().fail(new Error('the instance broke'));
   await settle();
   assert.equal(rec.only('a2').error?.code, 'INTERNAL');
-  assert.equal(arena.usedBytes(), before, 'the sequence\'s state is freed with the failed request, not held until the scheduler stops');
+  assert.equal(arena.usedBytes(), before, "the sequence's state is freed with the failed request, not held until the scheduler stops");
   await s.stop();
 });
 
@@ -220,34 +236,78 @@ const DIRECT_WAITS = { direct: { max_queue_delay_microseconds: 5_000_000, minimu
 const rescheduleCancels: RescheduleCancelCase[] = [
   {
     name: 'two instances, direct: rescheduled on the second instance, not the first pool',
-    instances: 2, maxBatchSize: 2, batching: DIRECT_WAITS,
+    instances: 2,
+    maxBatchSize: 2,
+    batching: DIRECT_WAITS,
     // a and c share instance 0, b and d instance 1 (a new sequence takes the lowest free slot on the least busy instance).
-    requests: [['a', {}], ['b', {}], ['c', {}], ['d', {}]],
-    on: 1, rescheduled: 'b',
-    order: [['d', 'ok'], ['b', 'CANCELLED'], ['a', 'ok'], ['c', 'ok']],
+    requests: [
+      ['a', {}],
+      ['b', {}],
+      ['c', {}],
+      ['d', {}],
+    ],
+    on: 1,
+    rescheduled: 'b',
+    order: [
+      ['d', 'ok'],
+      ['b', 'CANCELLED'],
+      ['a', 'ok'],
+      ['c', 'ok'],
+    ],
   },
   {
     name: 'one instance, direct',
-    instances: 1, maxBatchSize: 2, batching: DIRECT_WAITS,
-    requests: [['a', {}], ['b', {}]],
-    on: 0, rescheduled: 'a',
-    order: [['b', 'ok'], ['a', 'CANCELLED']],
+    instances: 1,
+    maxBatchSize: 2,
+    batching: DIRECT_WAITS,
+    requests: [
+      ['a', {}],
+      ['b', {}],
+    ],
+    on: 0,
+    rescheduled: 'a',
+    order: [
+      ['b', 'ok'],
+      ['a', 'CANCELLED'],
+    ],
   },
   {
     name: 'oldest with preserve_ordering: the answer held behind it goes out after it',
-    instances: 1, maxBatchSize: 2,
+    instances: 1,
+    maxBatchSize: 2,
     batching: { oldest: { max_candidate_sequences: 2, preferred_batch_size: [2], max_queue_delay_microseconds: 5_000_000, preserve_ordering: true } },
-    requests: [['p', {}], ['q', {}]],
-    on: 0, rescheduled: 'p',
-    order: [['p', 'CANCELLED'], ['q', 'ok']],
+    requests: [
+      ['p', {}],
+      ['q', {}],
+    ],
+    on: 0,
+    rescheduled: 'p',
+    order: [
+      ['p', 'CANCELLED'],
+      ['q', 'ok'],
+    ],
   },
   {
     name: 'a client sequence id with a request queued behind the rescheduled one: both leave, the later one never admitted twice',
-    instances: 2, maxBatchSize: 2, batching: DIRECT_WAITS,
-    requests: [['x', { sequence_id: 90, sequence_start: true }], ['y', {}], ['z', {}], ['w', {}]],
-    on: 0, rescheduled: 'x',
+    instances: 2,
+    maxBatchSize: 2,
+    batching: DIRECT_WAITS,
+    requests: [
+      ['x', { sequence_id: 90, sequence_start: true }],
+      ['y', {}],
+      ['z', {}],
+      ['w', {}],
+    ],
+    on: 0,
+    rescheduled: 'x',
     behind: ['x2', { sequence_id: 90 }],
-    order: [['z', 'ok'], ['x', 'CANCELLED'], ['x2', 'CANCELLED'], ['y', 'ok'], ['w', 'ok']],
+    order: [
+      ['z', 'ok'],
+      ['x', 'CANCELLED'],
+      ['x2', 'CANCELLED'],
+      ['y', 'ok'],
+      ['w', 'ok'],
+    ],
   },
 ];
 
@@ -270,11 +330,14 @@ for (const c of rescheduleCancels) {
       s.enqueue(r, rec.respond(id));
     };
     c.requests.forEach(enqueue);
-    assert.ok(insts.every((i) => i.running === 1), 'every instance runs an execution');
+    assert.ok(
+      insts.every((i) => i.running === 1),
+      'every instance runs an execution',
+    );
     const ran = insts[c.on]!;
     ran.current().finish((rs) => rs.map((r) => (r.id === c.rescheduled ? { outputs: [], final: true, rescheduled: true as const } : echo(r))));
     await settle();
-    assert.equal(ran.executions.length, 1, 'the rescheduled request waits in its slot (the strategy\'s delay)');
+    assert.equal(ran.executions.length, 1, "the rescheduled request waits in its slot (the strategy's delay)");
     if (c.behind !== undefined) enqueue(c.behind);
 
     s.cancel(given.get(c.rescheduled)!);
@@ -287,22 +350,35 @@ for (const c of rescheduleCancels) {
     void s.stop().then(() => (stopped = true));
     await until(() => stopped).catch(() => assert.fail(`stop() never ended: ${s.inflightCount()} request(s) counted in flight`));
 
-    assert.deepEqual(rec.finalOrder, c.order.map(([id]) => id), 'every request answered once, in this order');
+    assert.deepEqual(
+      rec.finalOrder,
+      c.order.map(([id]) => id),
+      'every request answered once, in this order',
+    );
     for (const [id, want] of c.order) {
       const r = rec.only(id);
       if (want === 'ok') assert.equal(r.error, undefined, `${id} succeeded`);
       else assert.equal(r.error?.code, 'CANCELLED', `${id} cancelled`);
     }
-    assert.equal(rec.only(c.rescheduled).error?.message,
-      `[request id: ${c.rescheduled}] request for model 'm' version 3 was cancelled after its model rescheduled it, before its next step ran (its client cancelled it or went away)`);
+    assert.equal(
+      rec.only(c.rescheduled).error?.message,
+      `[request id: ${c.rescheduled}] request for model 'm' version 3 was cancelled after its model rescheduled it, before its next step ran (its client cancelled it or went away)`,
+    );
     if (c.behind !== undefined) assert.match(rec.only(c.behind[0]).error!.message, new RegExp(`request '${c.rescheduled}' of its sequence 90 was cancelled`));
     assert.deepEqual(done.map((d) => d.id).sort(), c.order.map(([id]) => id).sort(), 'each request counted once');
     for (const d of done) {
       const cancelled = c.order.find(([id]) => id === d.id)![1] === 'CANCELLED';
-      assert.deepEqual({ success: d.success, failure: d.failure }, cancelled ? { success: false, failure: 'CANCELED' } : { success: true, failure: undefined }, d.id);
+      assert.deepEqual(
+        { success: d.success, failure: d.failure },
+        cancelled ? { success: false, failure: 'CANCELED' } : { success: true, failure: undefined },
+        d.id,
+      );
     }
     assert.equal(s.inflightCount(), 0);
-    assert.ok(insts.every((i) => i.executions.length === 1), 'the cancelled request never ran again');
+    assert.ok(
+      insts.every((i) => i.executions.length === 1),
+      'the cancelled request never ran again',
+    );
     assert.equal(arena.usedBytes(), before, 'its rewritten control tensors are freed too');
   });
 }
@@ -331,7 +407,11 @@ test('iterative_sequence: a cancel that ends a sequence while its request runs (
   s.enqueue(seqRequest('y', {}), rec.respond('y'));
   insts[0]!.current().finish((rs) => rs.map(() => ({ outputs: [], final: true, rescheduled: true as const })));
   await settle();
-  assert.deepEqual(insts.map((i) => i.batches()), [[['x'], ['y']], [['x']]], 'y runs where x was; x runs its next step on m_1');
+  assert.deepEqual(
+    insts.map((i) => i.batches()),
+    [[['x'], ['y']], [['x']]],
+    'y runs where x was; x runs its next step on m_1',
+  );
   for (const i of insts) i.current().finish();
   let stopped = false;
   void s.stop().then(() => (stopped = true));
@@ -349,15 +429,24 @@ test('iterative_sequence: a request cancelled while it runs that its model resch
   s.enqueue(seqRequest('a', {}), rec.respond('a'));
   s.enqueue(b, rec.respond('b'));
   s.enqueue(seqRequest('b2', { sequence_id: 7 }), rec.respond('b2'));
-  assert.deepEqual(insts.map((i) => i.batches()), [[['a']], [['b']]]);
+  assert.deepEqual(
+    insts.map((i) => i.batches()),
+    [[['a']], [['b']]],
+  );
   s.cancel(b);
-  assert.deepEqual(insts[1]!.cancelled.map((r) => r.id), ['b'], 'the running request reaches its instance');
+  assert.deepEqual(
+    insts[1]!.cancelled.map((r) => r.id),
+    ['b'],
+    'the running request reaches its instance',
+  );
   assert.equal(rec.finalOrder.length, 0);
   // The model does not stop: it releases b with RESCHEDULE.
   insts[1]!.current().finish((rs) => rs.map(() => ({ outputs: [], final: true, rescheduled: true as const })));
   await settle();
-  assert.equal(rec.only('b').error?.message,
-    "[request id: b] request for model 'm' version 3 was cancelled after its model rescheduled it, before its next step ran (its client cancelled it or went away)");
+  assert.equal(
+    rec.only('b').error?.message,
+    "[request id: b] request for model 'm' version 3 was cancelled after its model rescheduled it, before its next step ran (its client cancelled it or went away)",
+  );
   assert.match(rec.only('b2').error!.message, /request 'b' of its sequence 7 was cancelled, which ends the sequence/);
   assert.deepEqual(insts[1]!.batches(), [['b']], 'neither runs again');
   insts[0]!.current().finish();

@@ -21,8 +21,14 @@ for (const c of [
     const runner = await createSessionRunner(SIMPLE, c.options);
     assert.equal(runner.direct, c.direct);
     const out = await runner.run(feeds(), ['OUTPUT0', 'OUTPUT1']);
-    assert.deepEqual(Array.from(out.OUTPUT0!.data as Int32Array), Array.from({ length: 16 }, (_, i) => i + 2));
-    assert.deepEqual(Array.from(out.OUTPUT1!.data as Int32Array), Array.from({ length: 16 }, (_, i) => i - 2));
+    assert.deepEqual(
+      Array.from(out.OUTPUT0!.data as Int32Array),
+      Array.from({ length: 16 }, (_, i) => i + 2),
+    );
+    assert.deepEqual(
+      Array.from(out.OUTPUT1!.data as Int32Array),
+      Array.from({ length: 16 }, (_, i) => i - 2),
+    );
     assert.deepEqual(out.OUTPUT0!.dims, [1, 16]);
     const one = await runner.run(feeds(), ['OUTPUT1']);
     assert.deepEqual(Object.keys(one), ['OUTPUT1']);

@@ -20,8 +20,28 @@ const TRACE = [
 test('trace-gc summary: per isolate of the process, full GCs and committed sizes', () => {
   const s = summarizeGcTrace(TRACE, 30333);
   assert.deepEqual(s, [
-    { isolate: '0x2e5686b0', firstMs: 1540, lastMs: 106687, scavenges: 1, fullGcs: 2, firstFullAfterMb: 10.2, lastFullAfterMb: 12.1, maxCommittedMb: 31.5, lastCommittedMb: 20.5 },
-    { isolate: '0x7f6b34001000', firstMs: 3142, lastMs: 120000, scavenges: 2, fullGcs: 0, firstFullAfterMb: undefined, lastFullAfterMb: undefined, maxCommittedMb: 29.6, lastCommittedMb: 28.6 },
+    {
+      isolate: '0x2e5686b0',
+      firstMs: 1540,
+      lastMs: 106687,
+      scavenges: 1,
+      fullGcs: 2,
+      firstFullAfterMb: 10.2,
+      lastFullAfterMb: 12.1,
+      maxCommittedMb: 31.5,
+      lastCommittedMb: 20.5,
+    },
+    {
+      isolate: '0x7f6b34001000',
+      firstMs: 3142,
+      lastMs: 120000,
+      scavenges: 2,
+      fullGcs: 0,
+      firstFullAfterMb: undefined,
+      lastFullAfterMb: undefined,
+      maxCommittedMb: 29.6,
+      lastCommittedMb: 28.6,
+    },
   ]);
   assert.deepEqual(summarizeGcTrace(TRACE, 1), []);
 });
@@ -33,5 +53,11 @@ test('trace-gc summary: an address whose clock goes back is a new isolate', () =
     '[30333:0x7f00]      150 ms: Scavenge 7.2 (10.5) -> 6.6 (10.5) MB, 0.5 / 0.0 ms  task;',
   ].join('\n');
   const s = summarizeGcTrace(reused, 30333);
-  assert.deepEqual(s.map((g) => [g.isolate, g.firstMs, g.lastMs, g.scavenges, g.lastCommittedMb]), [['0x7f00', 100, 900, 2, 11], ['0x7f00', 150, 150, 1, 10.5]]);
+  assert.deepEqual(
+    s.map((g) => [g.isolate, g.firstMs, g.lastMs, g.scavenges, g.lastCommittedMb]),
+    [
+      ['0x7f00', 100, 900, 2, 11],
+      ['0x7f00', 150, 150, 1, 10.5],
+    ],
+  );
 });

@@ -26,8 +26,24 @@ const series = (mbs: number[]): RssPoint[] => mbs.map((mb, i) => ({ tS: 10 * (i 
 test('RSS growth: median of the first window against the median of the last', () => {
   const cases: { name: string; points: RssPoint[]; windowS: number; first: number; last: number; firstN: number; lastN: number }[] = [
     { name: 'flat', points: series([100, 100, 100, 100, 100, 100]), windowS: 20, first: 100, last: 100, firstN: 3, lastN: 3 },
-    { name: 'an outlier in a window does not move its median', points: series([100, 180, 100, 101, 102, 250, 102]), windowS: 20, first: 100, last: 102, firstN: 3, lastN: 3 },
-    { name: 'windows hold the samples within windowS of the ends', points: series([90, 90, 95, 100, 110, 110]), windowS: 10, first: 90, last: 110, firstN: 2, lastN: 2 },
+    {
+      name: 'an outlier in a window does not move its median',
+      points: series([100, 180, 100, 101, 102, 250, 102]),
+      windowS: 20,
+      first: 100,
+      last: 102,
+      firstN: 3,
+      lastN: 3,
+    },
+    {
+      name: 'windows hold the samples within windowS of the ends',
+      points: series([90, 90, 95, 100, 110, 110]),
+      windowS: 10,
+      first: 90,
+      last: 110,
+      firstN: 2,
+      lastN: 2,
+    },
     { name: 'unordered values in a window', points: series([120, 100, 110, 0, 130, 150, 140]), windowS: 20, first: 110, last: 140, firstN: 3, lastN: 3 },
   ];
   for (const c of cases) {
@@ -67,25 +83,46 @@ test('counts back to the baseline: equal or fewer pass, more or missing fail', (
   ];
   for (const c of cases) {
     const v = baselineVerdicts(baseline, c.final);
-    assert.deepEqual(v.map((x) => x.pass), c.pass, c.name);
-    assert.deepEqual(v.map((x) => x.criterion), ['threads back to the baseline', 'fds back to the baseline', 'stubs back to the baseline']);
+    assert.deepEqual(
+      v.map((x) => x.pass),
+      c.pass,
+      c.name,
+    );
+    assert.deepEqual(
+      v.map((x) => x.criterion),
+      ['threads back to the baseline', 'fds back to the baseline', 'stubs back to the baseline'],
+    );
   }
   assert.equal(baselineVerdicts(baseline, { threads: 14, fds: 56, stubs: 1 })[0]!.detail, 'baseline 13, after 14');
 });
 
 test('failed requests and statistics agreement', () => {
-  const failures: [number, number, boolean][] = [[0, 1000, true], [1, 1000, false], [0, 0, false]];
+  const failures: [number, number, boolean][] = [
+    [0, 1000, true],
+    [1, 1000, false],
+    [0, 0, false],
+  ];
   for (const [failed, total, pass] of failures) assert.equal(failureVerdict('HTTP', failed, total).pass, pass, `${failed} of ${total}`);
   assert.equal(failureVerdict('HTTP', 0, 0).detail, 'no request was answered');
-  const agreement: [number, number, number, boolean][] = [[500, 500, 0, true], [500, 501, 0, false], [501, 500, 0, false], [500, 500, 1, false]];
-  for (const [client, success, fail, pass] of agreement) assert.equal(agreementVerdict('simple', client, success, fail).pass, pass, `${client} ${success} ${fail}`);
+  const agreement: [number, number, number, boolean][] = [
+    [500, 500, 0, true],
+    [500, 501, 0, false],
+    [501, 500, 0, false],
+    [500, 500, 1, false],
+  ];
+  for (const [client, success, fail, pass] of agreement)
+    assert.equal(agreementVerdict('simple', client, success, fail).pass, pass, `${client} ${success} ${fail}`);
 });
 
 test('answer checks: the expected outputs pass, a wrong value or a missing output is named', () => {
   const ok = new Map(Object.entries(SIMPLE.expected));
   const cases: { name: string; got: Map<string, number[]>; problem: RegExp | undefined }[] = [
     { name: 'expected', got: ok, problem: undefined },
-    { name: 'wrong value', got: new Map([...ok, ['OUTPUT1', SIMPLE.expected.OUTPUT1!.map((v, i) => (i === 3 ? v + 1 : v))]]), problem: /simple: OUTPUT1 is \[.*\], expected \[/ },
+    {
+      name: 'wrong value',
+      got: new Map([...ok, ['OUTPUT1', SIMPLE.expected.OUTPUT1!.map((v, i) => (i === 3 ? v + 1 : v))]]),
+      problem: /simple: OUTPUT1 is \[.*\], expected \[/,
+    },
     { name: 'short', got: new Map([...ok, ['OUTPUT0', [1, 2]]]), problem: /OUTPUT0 is \[1,2\]/ },
     { name: 'missing', got: new Map([['OUTPUT0', SIMPLE.expected.OUTPUT0!]]), problem: /output OUTPUT1 is missing \(got OUTPUT0\)/ },
   ];

@@ -6,12 +6,37 @@ type Op = ['acquire', string] | ['release'];
 
 test('StepInflightLimiter: starts at most `max` at once, the rest in arrival order as slots are released; 0 = no limit', () => {
   const table: { max: number; ops: Op[]; started: string[]; inflight: number; waiting: number }[] = [
-    { max: 1, ops: [['acquire', 'a'], ['acquire', 'b'], ['acquire', 'c']], started: ['a'], inflight: 1, waiting: 2 },
+    {
+      max: 1,
+      ops: [
+        ['acquire', 'a'],
+        ['acquire', 'b'],
+        ['acquire', 'c'],
+      ],
+      started: ['a'],
+      inflight: 1,
+      waiting: 2,
+    },
     { max: 1, ops: [['acquire', 'a'], ['acquire', 'b'], ['release'], ['acquire', 'c']], started: ['a', 'b'], inflight: 1, waiting: 1 },
     { max: 2, ops: [['acquire', 'a'], ['acquire', 'b'], ['acquire', 'c'], ['release'], ['release']], started: ['a', 'b', 'c'], inflight: 1, waiting: 0 },
-    { max: 2, ops: [['acquire', 'a'], ['release'], ['release'], ['acquire', 'b'], ['acquire', 'c'], ['acquire', 'd']],
-      started: ['a', 'b', 'c'], inflight: 2, waiting: 1 },
-    { max: 0, ops: [['acquire', 'a'], ['acquire', 'b'], ['acquire', 'c']], started: ['a', 'b', 'c'], inflight: 3, waiting: 0 },
+    {
+      max: 2,
+      ops: [['acquire', 'a'], ['release'], ['release'], ['acquire', 'b'], ['acquire', 'c'], ['acquire', 'd']],
+      started: ['a', 'b', 'c'],
+      inflight: 2,
+      waiting: 1,
+    },
+    {
+      max: 0,
+      ops: [
+        ['acquire', 'a'],
+        ['acquire', 'b'],
+        ['acquire', 'c'],
+      ],
+      started: ['a', 'b', 'c'],
+      inflight: 3,
+      waiting: 0,
+    },
   ];
   for (const row of table) {
     const l = new StepInflightLimiter(row.max);

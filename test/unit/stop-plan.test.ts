@@ -64,6 +64,13 @@ test('unloadDeadline: the stop deadline, but never less than MIN_UNLOAD_MS for t
 });
 
 test("secondsLeft: Triton's countdown, whole seconds rounded up, never below 0", () => {
-  const table: [now: number, deadline: number, left: number][] = [[0, 30_000, 30], [1, 30_000, 30], [1_000, 30_000, 29], [29_999, 30_000, 1], [30_000, 30_000, 0], [31_000, 30_000, 0]];
+  const table: [now: number, deadline: number, left: number][] = [
+    [0, 30_000, 30],
+    [1, 30_000, 30],
+    [1_000, 30_000, 29],
+    [29_999, 30_000, 1],
+    [30_000, 30_000, 0],
+    [31_000, 30_000, 0],
+  ];
   for (const [now, deadline, left] of table) assert.equal(secondsLeft(now, deadline), left, `${now} → ${deadline}`);
 });

@@ -10,11 +10,13 @@ import assert from 'node:assert/strict';
 import { decodeBytesElements, encodeBytesTensor, utf8Length, writeUtf8 } from '../../src/request/tensor-view';
 
 function serialized(elements: readonly Buffer[]): Buffer {
-  return Buffer.concat(elements.flatMap((e) => {
-    const len = Buffer.alloc(4);
-    len.writeUInt32LE(e.length);
-    return [len, e];
-  }));
+  return Buffer.concat(
+    elements.flatMap((e) => {
+      const len = Buffer.alloc(4);
+      len.writeUInt32LE(e.length);
+      return [len, e];
+    }),
+  );
 }
 
 const invalid = (what: string): Error => new Error(what);
@@ -50,7 +52,7 @@ test('decodeBytesElements: a cut-off length and an element past the end are name
 
 const strings = ['', 'a', 'ascii '.repeat(20), 'é', 'x'.repeat(63) + 'é', '🚀', 'a\ud800b', '\u0000\u007f', '識別子'.repeat(30)];
 
-test('utf8Length and writeUtf8 give Buffer.from\'s bytes for ASCII, long, multi-byte and lone-surrogate strings', () => {
+test("utf8Length and writeUtf8 give Buffer.from's bytes for ASCII, long, multi-byte and lone-surrogate strings", () => {
   for (const s of strings) {
     const expected = Buffer.from(s, 'utf8');
     assert.equal(utf8Length(s), expected.length, JSON.stringify(s));

@@ -19,6 +19,9 @@ const cases: { what: string; deathsAt: number[]; delays: number[] }[] = [
 for (const c of cases) {
   test(`restart backoff: ${c.what}`, () => {
     const b = new RestartBackoff();
-    assert.deepEqual(c.deathsAt.map((t) => b.next(t)), c.delays);
+    assert.deepEqual(
+      c.deathsAt.map((t) => b.next(t)),
+      c.delays,
+    );
   });
 }

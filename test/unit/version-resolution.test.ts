@@ -53,7 +53,14 @@ async function version(model: string, n: number, target: Target): Promise<{ v: V
 async function registry(): Promise<{ models: Map<string, VersionedModel>; instances: Map<string, FakeInstance> }> {
   const instances = new Map<string, FakeInstance>();
   const models = new Map<string, VersionedModel>();
-  const states: [string, number, Target][] = [['m', 1, 'READY'], ['m', 2, 'READY'], ['m', 3, 'FAILED'], ['m', 4, 'UNLOADING'], ['m', 5, 'LOADING'], ['gone', 1, 'UNLOADED']];
+  const states: [string, number, Target][] = [
+    ['m', 1, 'READY'],
+    ['m', 2, 'READY'],
+    ['m', 3, 'FAILED'],
+    ['m', 4, 'UNLOADING'],
+    ['m', 5, 'LOADING'],
+    ['gone', 1, 'UNLOADED'],
+  ];
   for (const [model, n, target] of states) {
     const { v, instance } = await version(model, n, target);
     const versions = (models.get(model)?.versions ?? new Map<number, VersionLifecycle>()) as Map<number, VersionLifecycle>;

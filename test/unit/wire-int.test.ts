@@ -24,7 +24,7 @@ const rows: [ParamValue, WireValue][] = [
 for (const [value, wire] of rows) {
   test(`wire form of ${typeof value} ${String(value)}`, () => {
     assert.deepEqual(toWire(value), wire);
-    assert.deepEqual(JSON.parse(JSON.stringify(toWire(value))), wire, 'survives the frame\'s JSON');
+    assert.deepEqual(JSON.parse(JSON.stringify(toWire(value))), wire, "survives the frame's JSON");
     assert.deepEqual(fromWire(wire), value);
   });
 }

@@ -9,7 +9,15 @@ import type { ModelConfig } from '../../src/core/model-config';
 import type { InferRequest } from '../../src/core/request';
 
 const request = (id: string): InferRequest => ({
-  id, model: 'm', version: 1, latest: false, batchSize: 1, inputs: [], requestedOutputs: null, parameters: {}, arrivalNs: 0,
+  id,
+  model: 'm',
+  version: 1,
+  latest: false,
+  batchSize: 1,
+  inputs: [],
+  requestedOutputs: null,
+  parameters: {},
+  arrivalNs: 0,
 });
 
 test('a worker instance whose thread dies fails that batch, is restarted and serves again; stop ends it', async () => {
@@ -18,8 +26,15 @@ test('a worker instance whose thread dies fails that batch, is restarted and ser
   const arena = Arena.create({ initialBytes: 1 << 20 });
   const logged: string[] = [];
   const args = {
-    config: { name: 'm' } as ModelConfig, modelDir: '', version: 1, modelPath: '', instanceName: 'm_0',
-    kind: 'KIND_CPU', deviceId: 0, backendConfig: {}, instanceCountHint: 1,
+    config: { name: 'm' } as ModelConfig,
+    modelDir: '',
+    version: 1,
+    modelPath: '',
+    instanceName: 'm_0',
+    kind: 'KIND_CPU',
+    deviceId: 0,
+    backendConfig: {},
+    instanceCountHint: 1,
   } satisfies BackendInstanceArgs;
   const inst = await WorkerInstance.start(port, arena, path.join(__dirname, 'fixtures', 'crashing-backend.js'), args, {
     info: (m) => logged.push(`I ${m}`),
@@ -27,7 +42,10 @@ test('a worker instance whose thread dies fails that batch, is restarted and ser
   });
   try {
     const ok = await inst.execute([request('a'), request('b')]);
-    assert.deepEqual(ok.responses.map((r) => r.error), [undefined, undefined]);
+    assert.deepEqual(
+      ok.responses.map((r) => r.error),
+      [undefined, undefined],
+    );
 
     const crashed = await inst.execute([request('crash'), request('c')]);
     for (const r of crashed.responses) {
@@ -42,7 +60,10 @@ test('a worker instance whose thread dies fails that batch, is restarted and ser
       again = await inst.execute([request('d')]);
     }
     assert.equal(again.responses[0].error, undefined);
-    assert.ok(logged.some((l) => /^E instance m_0 of model 'm' exited \(code 3\); restarting it$/.test(l)), logged.join('\n'));
+    assert.ok(
+      logged.some((l) => /^E instance m_0 of model 'm' exited \(code 3\); restarting it$/.test(l)),
+      logged.join('\n'),
+    );
     assert.ok(logged.includes("I instance m_0 of model 'm' restarted"), logged.join('\n'));
     // The dead thread's doorbell was retired (its counters kept in the totals): the main bell and the new one remain.
     assert.equal(port.bells.size, 2);
@@ -52,56 +73,70 @@ test('a worker instance whose thread dies fails that batch, is restarted and ser
     port.stop();
   }
   for (let i = 0; i < 200 && port.bells.size > 1; i++) await new Promise((r) => setTimeout(r, 5));
-  assert.equal(port.bells.size, 1, 'the stopped thread\'s bell is retired too');
+  assert.equal(port.bells.size, 1, "the stopped thread's bell is retired too");
   const after = await inst.execute([request('e')]);
   assert.equal(after.responses[0].error?.code, 'UNAVAILABLE');
 });
 
-test('an instance thread that dies mid-batch, its outputs allocated: the batch fails with the reason, the outputs are reclaimed, the instance restarts and serves', { timeout: 60_000 }, async () => {
-  const port = new MainPort();
-  port.start();
-  const arena = Arena.create({ initialBytes: 1 << 20 });
-  const baseline = arena.usedBytes();
-  const args = {
-    config: { name: 'm' } as ModelConfig, modelDir: '', version: 1, modelPath: '', instanceName: 'm_0',
-    kind: 'KIND_CPU', deviceId: 0, backendConfig: {}, instanceCountHint: 1,
-  } satisfies BackendInstanceArgs;
-  const inst = await WorkerInstance.start(port, arena, path.join(__dirname, 'fixtures', 'allocating-backend.js'), args, { info: () => undefined, error: () => undefined });
-  try {
-    const ok = await inst.execute([request('a'), request('b')]);
-    for (const r of ok.responses) {
-      assert.equal(r.error, undefined);
-      assert.equal(arena.ownerOf(r.outputs[0]!), 0, 'the main thread adopted the output on `executed`');
-      assert.ok(arena.bytes(r.outputs[0]!.offset, 4000).every((v) => v === 7));
-      arena.free(r.outputs[0]!);
+test(
+  'an instance thread that dies mid-batch, its outputs allocated: the batch fails with the reason, the outputs are reclaimed, the instance restarts and serves',
+  { timeout: 60_000 },
+  async () => {
+    const port = new MainPort();
+    port.start();
+    const arena = Arena.create({ initialBytes: 1 << 20 });
+    const baseline = arena.usedBytes();
+    const args = {
+      config: { name: 'm' } as ModelConfig,
+      modelDir: '',
+      version: 1,
+      modelPath: '',
+      instanceName: 'm_0',
+      kind: 'KIND_CPU',
+      deviceId: 0,
+      backendConfig: {},
+      instanceCountHint: 1,
+    } satisfies BackendInstanceArgs;
+    const inst = await WorkerInstance.start(port, arena, path.join(__dirname, 'fixtures', 'allocating-backend.js'), args, {
+      info: () => undefined,
+      error: () => undefined,
+    });
+    try {
+      const ok = await inst.execute([request('a'), request('b')]);
+      for (const r of ok.responses) {
+        assert.equal(r.error, undefined);
+        assert.equal(arena.ownerOf(r.outputs[0]!), 0, 'the main thread adopted the output on `executed`');
+        assert.ok(arena.bytes(r.outputs[0]!.offset, 4000).every((v) => v === 7));
+        arena.free(r.outputs[0]!);
+      }
+      assert.equal(arena.usedBytes(), baseline);
+
+      // Two batches in flight (pipeline depth 2): the first answered, then the thread dies inside the second.
+      const [sent, died] = await Promise.all([inst.execute([request('c')]), inst.execute([request('die-after-alloc'), request('d')])]);
+      assert.equal(sent.responses[0]!.error, undefined, 'results sent before the death are delivered');
+      assert.equal(arena.ownerOf(sent.responses[0]!.outputs[0]!), 0);
+      arena.free(sent.responses[0]!.outputs[0]!);
+      for (const r of died.responses) {
+        assert.equal(r.error?.code, 'INTERNAL');
+        assert.match(r.error!.message, /instance m_0 of model 'm' exited \(code 3\)/);
+        assert.deepEqual(r.outputs, []);
+      }
+      assert.equal(arena.usedBytes(), baseline, 'the outputs the dead thread had allocated were reclaimed');
+      assert.deepEqual(arena.checkHeap(), []);
+
+      let again = await inst.execute([request('e')]);
+      for (let i = 0; i < 200 && again.responses[0]!.error !== undefined; i++) {
+        assert.equal(again.responses[0]!.error?.code, 'UNAVAILABLE', 'while restarting, batches fail fast');
+        await new Promise((r) => setTimeout(r, 25));
+        again = await inst.execute([request('e')]);
+      }
+      assert.equal(again.responses[0]!.error, undefined, 'the restarted instance serves');
+      arena.free(again.responses[0]!.outputs[0]!);
+      assert.equal(arena.usedBytes(), baseline);
+    } finally {
+      await inst.stop();
+      port.stop();
     }
     assert.equal(arena.usedBytes(), baseline);
-
-    // Two batches in flight (pipeline depth 2): the first answered, then the thread dies inside the second.
-    const [sent, died] = await Promise.all([inst.execute([request('c')]), inst.execute([request('die-after-alloc'), request('d')])]);
-    assert.equal(sent.responses[0]!.error, undefined, 'results sent before the death are delivered');
-    assert.equal(arena.ownerOf(sent.responses[0]!.outputs[0]!), 0);
-    arena.free(sent.responses[0]!.outputs[0]!);
-    for (const r of died.responses) {
-      assert.equal(r.error?.code, 'INTERNAL');
-      assert.match(r.error!.message, /instance m_0 of model 'm' exited \(code 3\)/);
-      assert.deepEqual(r.outputs, []);
-    }
-    assert.equal(arena.usedBytes(), baseline, 'the outputs the dead thread had allocated were reclaimed');
-    assert.deepEqual(arena.checkHeap(), []);
-
-    let again = await inst.execute([request('e')]);
-    for (let i = 0; i < 200 && again.responses[0]!.error !== undefined; i++) {
-      assert.equal(again.responses[0]!.error?.code, 'UNAVAILABLE', 'while restarting, batches fail fast');
-      await new Promise((r) => setTimeout(r, 25));
-      again = await inst.execute([request('e')]);
-    }
-    assert.equal(again.responses[0]!.error, undefined, 'the restarted instance serves');
-    arena.free(again.responses[0]!.outputs[0]!);
-    assert.equal(arena.usedBytes(), baseline);
-  } finally {
-    await inst.stop();
-    port.stop();
-  }
-  assert.equal(arena.usedBytes(), baseline);
-});
+  },
+);

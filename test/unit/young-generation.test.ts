@@ -8,7 +8,7 @@ import { MAIN_NODE_FLAG, WORKER_YOUNG_GENERATION_MB, userSizesYoungGeneration, w
 
 const ROOT = path.join(__dirname, '../../..');
 
-test('userSizesYoungGeneration / workerResourceLimits: node flags or NODE_OPTIONS that size the semi-spaces are the user\'s; ours is not', () => {
+test("userSizesYoungGeneration / workerResourceLimits: node flags or NODE_OPTIONS that size the semi-spaces are the user's; ours is not", () => {
   const table: [execArgv: string[], nodeOptions: string, theirs: boolean][] = [
     [[], '', false],
     [[MAIN_NODE_FLAG], '', false],
@@ -27,7 +27,7 @@ test('userSizesYoungGeneration / workerResourceLimits: node flags or NODE_OPTION
   }
 });
 
-test('the executable\'s shebang, scripts/start.js and `npm start` pass MAIN_NODE_FLAG to node', () => {
+test("the executable's shebang, scripts/start.js and `npm start` pass MAIN_NODE_FLAG to node", () => {
   const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } };
   assert.match(pkg.scripts.start, new RegExp(`node ${MAIN_NODE_FLAG} scripts/start\\.js`));
   for (const file of ['src/cli.ts', 'scripts/start.js', 'dist/src/cli.js']) {
@@ -41,7 +41,9 @@ test('the executable\'s shebang, scripts/start.js and `npm start` pass MAIN_NODE
 // holds them, both stay at 8 MB (4 MB semi-spaces) or below (V8 may shrink it).
 test('held as the server holds them, the main isolate and a worker keep an 8 MB new space under survival pressure', () => {
   const file = path.join(os.tmpdir(), `young-generation-${process.pid}.js`);
-  fs.writeFileSync(file, `
+  fs.writeFileSync(
+    file,
+    `
     const v8 = require('node:v8');
     const { Worker, isMainThread, parentPort } = require('node:worker_threads');
     const churn = () => { let keep = []; for (let i = 0; i < 2e6; i++) { keep.push({ i, s: 'x' + i }); if (keep.length > 200000) keep = []; }
@@ -51,10 +53,14 @@ test('held as the server holds them, the main isolate and a worker keep an 8 MB 
       const limits = process.argv[2] === 'held' ? require(${JSON.stringify(path.join(ROOT, 'dist/src/core/young-generation.js'))}).workerResourceLimits() : {};
       const main = churn();
       new Worker(__filename, { resourceLimits: limits }).once('message', (worker) => console.log(JSON.stringify({ main, worker })));
-    }`);
+    }`,
+  );
   try {
     const run = (flags: string[], mode: string): { main: number; worker: number } =>
-      JSON.parse(execFileSync(process.execPath, [...flags, file, mode], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } })) as { main: number; worker: number };
+      JSON.parse(execFileSync(process.execPath, [...flags, file, mode], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } })) as {
+        main: number;
+        worker: number;
+      };
     const grown = run([], 'default');
     const held = run([MAIN_NODE_FLAG], 'held');
     assert.ok(grown.main >= 16 && grown.worker >= 16, `by default new space grows: ${JSON.stringify(grown)}`);

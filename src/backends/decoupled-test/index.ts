@@ -21,7 +21,10 @@ function complete(name: 'repeat' | 'square'): Backend['completeConfig'] {
   return (config: ModelConfig, _modelPath, _autoComplete, backendConfig) => {
     parsePythonBackendOptions(backendConfig);
     if (config.model_transaction_policy?.decoupled !== true) {
-      throw new ServerError('INVALID_ARG', `model '${config.name}': the '${name}' backend sends several responses per request, so it needs the decoupled transaction policy: add model_transaction_policy { decoupled: true } to config.pbtxt`);
+      throw new ServerError(
+        'INVALID_ARG',
+        `model '${config.name}': the '${name}' backend sends several responses per request, so it needs the decoupled transaction policy: add model_transaction_policy { decoupled: true } to config.pbtxt`,
+      );
     }
     return Promise.resolve(structuredClone(config));
   };

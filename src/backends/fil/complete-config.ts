@@ -21,8 +21,12 @@ export async function completeFilConfig(config: ModelConfig, modelPath: string, 
     if (completed.max_batch_size === 0) completed.max_batch_size = FIL_DEFAULT_MAX_BATCH;
     if (completed.max_batch_size > 1 && completed.dynamic_batching === undefined && completed.sequence_batching === undefined) {
       completed.dynamic_batching = {
-        preferred_batch_size: [], max_queue_delay_microseconds: 0, preserve_ordering: false,
-        priority_levels: 0, default_priority_level: 0, priority_queue_policy: {},
+        preferred_batch_size: [],
+        max_queue_delay_microseconds: 0,
+        preserve_ordering: false,
+        priority_levels: 0,
+        default_priority_level: 0,
+        priority_queue_policy: {},
       };
     }
     if (completed.input.length === 0) completed.input.push(tensor(FIL_INPUT, forest.numFeatures));
@@ -37,7 +41,14 @@ export async function completeFilConfig(config: ModelConfig, modelPath: string, 
 
 function tensor(name: string, width: number): ModelInput & ModelOutput {
   return {
-    name, data_type: 'TYPE_FP32', format: 'FORMAT_NONE', dims: [width], label_filename: '',
-    is_shape_tensor: false, allow_ragged_batch: false, optional: false, is_non_linear_format_io: false,
+    name,
+    data_type: 'TYPE_FP32',
+    format: 'FORMAT_NONE',
+    dims: [width],
+    label_filename: '',
+    is_shape_tensor: false,
+    allow_ragged_batch: false,
+    optional: false,
+    is_non_linear_format_io: false,
   };
 }

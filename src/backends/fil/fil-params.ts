@@ -41,9 +41,11 @@ export function modelTypeOf(config: Pick<ModelConfig, 'name' | 'parameters' | 'd
   }
   const t = text.trim();
   if (!(FIL_MODEL_TYPES as string[]).includes(t)) {
-    throw new ServerError('INVALID_ARG',
+    throw new ServerError(
+      'INVALID_ARG',
       `unable to load model '${config.name}': Unknown model_type '${text}': expected one of ${FIL_MODEL_TYPES.join(', ')} ` +
-      `(${FIL_MODEL_TYPES.map((m) => `${m}: ${FIL_MODEL_FILES[m]}`).join(', ')})`);
+        `(${FIL_MODEL_TYPES.map((m) => `${m}: ${FIL_MODEL_FILES[m]}`).join(', ')})`,
+    );
   }
   return t as FilModelType;
 }
@@ -99,9 +101,13 @@ export function filParameterWarnings(config: Pick<ModelConfig, 'name' | 'paramet
   const out: string[] = [];
   for (const key of Object.keys(config.parameters ?? {})) {
     if (GPU_ONLY.includes(key)) {
-      out.push(`model '${m}': FIL parameter '${key}' is ignored: it tunes FIL on a GPU, and nodetron evaluates the trees on the CPU. Remove it, or keep it for a Triton with GPUs.`);
+      out.push(
+        `model '${m}': FIL parameter '${key}' is ignored: it tunes FIL on a GPU, and nodetron evaluates the trees on the CPU. Remove it, or keep it for a Triton with GPUs.`,
+      );
     } else if (CPU_TUNING.includes(key)) {
-      out.push(`model '${m}': FIL parameter '${key}' is ignored: it tunes FIL's own CPU kernels, and nodetron evaluates the trees with its own (one thread per instance: use instance_group count for more).`);
+      out.push(
+        `model '${m}': FIL parameter '${key}' is ignored: it tunes FIL's own CPU kernels, and nodetron evaluates the trees with its own (one thread per instance: use instance_group count for more).`,
+      );
     } else if (!KNOWN.has(key)) {
       out.push(`model '${m}': parameter '${key}' is not a FIL parameter and is ignored (FIL's parameters: ${[...KNOWN].join(', ')}).`);
     }

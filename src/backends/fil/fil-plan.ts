@@ -24,9 +24,11 @@ export interface FilPlan {
 export function outputModeOf(model: string, forest: Forest, params: FilParams, file: string): Omit<OutputMode, 'width'> {
   const outputClass = params.outputClass ?? forest.numClasses > 0;
   if (outputClass && forest.numClasses === 0) {
-    throw new ServerError('INVALID_ARG',
+    throw new ServerError(
+      'INVALID_ARG',
       `unable to load model '${model}': parameter output_class is true, but ${file} is a ${forest.library} regression model ` +
-      `(objective '${forest.objective}'): set output_class to false, or serve the classifier`);
+        `(objective '${forest.objective}'): set output_class to false, or serve the classifier`,
+    );
   }
   return { outputClass, predictProba: outputClass && params.predictProba, threshold: params.threshold };
 }
@@ -45,32 +47,45 @@ export function filPlan(config: ModelConfig, forest: Forest, params: FilParams, 
   const mode = outputModeOf(m, forest, params, file);
   const width = outputWidth(forest, mode);
   if (config.max_batch_size <= 0) {
-    throw new ServerError('INVALID_ARG',
-      `unable to load model '${m}': FIL models take rows along a batch dimension: set max_batch_size (for example 1024) in config.pbtxt`);
+    throw new ServerError(
+      'INVALID_ARG',
+      `unable to load model '${m}': FIL models take rows along a batch dimension: set max_batch_size (for example 1024) in config.pbtxt`,
+    );
   }
   if (config.input.length !== 1 || config.input[0]!.name !== FIL_INPUT) {
-    throw new ServerError('INVALID_ARG',
+    throw new ServerError(
+      'INVALID_ARG',
       `unable to load model '${m}': a FIL model has one input, named '${FIL_INPUT}'; the config has ` +
-      `${config.input.length === 0 ? 'none' : config.input.map((i) => `'${i.name}'`).join(', ')}. Name it '${FIL_INPUT}' (TYPE_FP32, dims [ ${forest.numFeatures} ])`);
+        `${config.input.length === 0 ? 'none' : config.input.map((i) => `'${i.name}'`).join(', ')}. Name it '${FIL_INPUT}' (TYPE_FP32, dims [ ${forest.numFeatures} ])`,
+    );
   }
   const input = config.input[0]!;
   if (input.data_type !== 'TYPE_FP32') {
-    throw new ServerError('INVALID_ARG', `unable to load model '${m}': input '${FIL_INPUT}' must be TYPE_FP32 (FIL reads 32-bit features), the config says ${input.data_type}`);
+    throw new ServerError(
+      'INVALID_ARG',
+      `unable to load model '${m}': input '${FIL_INPUT}' must be TYPE_FP32 (FIL reads 32-bit features), the config says ${input.data_type}`,
+    );
   }
   if (input.dims.length !== 1 || (input.dims[0] !== forest.numFeatures && input.dims[0] !== -1)) {
-    throw new ServerError('INVALID_ARG',
-      `unable to load model '${m}': input '${FIL_INPUT}' has dims ${dimsText(input.dims)}, but ${file} has ${forest.numFeatures} features: set dims: [ ${forest.numFeatures} ]`);
+    throw new ServerError(
+      'INVALID_ARG',
+      `unable to load model '${m}': input '${FIL_INPUT}' has dims ${dimsText(input.dims)}, but ${file} has ${forest.numFeatures} features: set dims: [ ${forest.numFeatures} ]`,
+    );
   }
   const output = config.output.find((o) => o.name === FIL_OUTPUT);
   if (output === undefined) {
-    throw new ServerError('INVALID_ARG',
+    throw new ServerError(
+      'INVALID_ARG',
       `unable to load model '${m}': a FIL model answers in an output named '${FIL_OUTPUT}'; the config has ` +
-      `${config.output.length === 0 ? 'none' : config.output.map((o) => `'${o.name}'`).join(', ')}. Add output '${FIL_OUTPUT}' (TYPE_FP32, dims [ ${width} ])`);
+        `${config.output.length === 0 ? 'none' : config.output.map((o) => `'${o.name}'`).join(', ')}. Add output '${FIL_OUTPUT}' (TYPE_FP32, dims [ ${width} ])`,
+    );
   }
   const extra = config.output.filter((o) => o.name !== FIL_OUTPUT);
   if (extra.length > 0) {
-    throw new ServerError('UNSUPPORTED',
-      `unable to load model '${m}': output ${extra.map((o) => `'${o.name}'`).join(', ')} is not one nodetron's FIL backend produces (only '${FIL_OUTPUT}'; SHAP values, output__1, are not implemented)`);
+    throw new ServerError(
+      'UNSUPPORTED',
+      `unable to load model '${m}': output ${extra.map((o) => `'${o.name}'`).join(', ')} is not one nodetron's FIL backend produces (only '${FIL_OUTPUT}'; SHAP values, output__1, are not implemented)`,
+    );
   }
   if (output.data_type !== 'TYPE_FP32') {
     throw new ServerError('INVALID_ARG', `unable to load model '${m}': output '${FIL_OUTPUT}' must be TYPE_FP32, the config says ${output.data_type}`);
@@ -79,9 +94,11 @@ export function filPlan(config: ModelConfig, forest: Forest, params: FilParams, 
   const binaryOne = mode.predictProba && forest.numGroups === 1 && output.dims.length === 1 && output.dims[0] === 1;
   const got = binaryOne ? 1 : width;
   if (output.dims.length !== 1 || (output.dims[0] !== got && output.dims[0] !== -1)) {
-    throw new ServerError('INVALID_ARG',
+    throw new ServerError(
+      'INVALID_ARG',
       `unable to load model '${m}': output '${FIL_OUTPUT}' has dims ${dimsText(output.dims)}, but the model answers ` +
-      `${describe(mode, forest)}: set dims: [ ${width} ]`);
+        `${describe(mode, forest)}: set dims: [ ${width} ]`,
+    );
   }
   return { numFeatures: forest.numFeatures, mode: { ...mode, width: got } };
 }

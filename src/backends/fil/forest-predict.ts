@@ -121,10 +121,15 @@ export function finishRows(forest: Forest, sums: Float64Array, rows: number, mod
 
 function apply(t: Forest['transform'], m: number): number {
   switch (t.kind) {
-    case 'sigmoid': return 1 / (1 + Math.exp(-t.alpha * m));
-    case 'exp': return Math.exp(m);
-    case 'log1p_exp': return Math.log1p(Math.exp(m));
-    case 'hinge': return m > 0 ? 1 : 0;
-    default: return m;
+    case 'sigmoid':
+      return 1 / (1 + Math.exp(-t.alpha * m));
+    case 'exp':
+      return Math.exp(m);
+    case 'log1p_exp':
+      return Math.log1p(Math.exp(m));
+    case 'hinge':
+      return m > 0 ? 1 : 0;
+    default:
+      return m;
   }
 }

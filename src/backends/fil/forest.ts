@@ -123,7 +123,13 @@ export class ForestBuilder {
     });
     return {
       ...head,
-      feature, value, left, right, flags, roots, treeGroup,
+      feature,
+      value,
+      left,
+      right,
+      flags,
+      roots,
+      treeGroup,
       catStart: Int32Array.from(catStart),
       catLength: Int32Array.from(catLength),
       catWords: Uint32Array.from(words),

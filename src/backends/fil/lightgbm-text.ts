@@ -29,7 +29,8 @@ export function forestFromLightGBMText(text: string): Forest {
     const body = block.split(/\nend of trees/)[0]!;
     const kv = keyValues(body);
     const where = `tree ${kv.get('Tree') ?? builder.treeCount}`;
-    if (kv.get('is_linear') === '1') throw new FilModelError(`${where} is a linear tree (linear_tree=true), which FIL does not evaluate; train without linear_tree`);
+    if (kv.get('is_linear') === '1')
+      throw new FilModelError(`${where} is a linear tree (linear_tree=true), which FIL does not evaluate; train without linear_tree`);
     builder.add(treeNodes(kv, where), builder.treeCount % perIteration);
   }
   if (builder.treeCount === 0) throw new FilModelError('it has no trees');
@@ -62,13 +63,24 @@ export function transformOf(objective: string): Transform {
     return a === undefined ? dflt : Number(a.slice(key.length + 1));
   };
   switch (name) {
-    case 'binary': return { kind: 'sigmoid', alpha: arg('sigmoid', 1) };
-    case 'multiclassova': return { kind: 'sigmoid', alpha: arg('sigmoid', 1) };
-    case 'multiclass': return { kind: 'softmax' };
-    case 'cross_entropy': case 'xentropy': return { kind: 'sigmoid', alpha: 1 };
-    case 'cross_entropy_lambda': case 'xentlambda': return { kind: 'log1p_exp' };
-    case 'poisson': case 'gamma': case 'tweedie': return { kind: 'exp' };
-    default: return { kind: 'identity' };
+    case 'binary':
+      return { kind: 'sigmoid', alpha: arg('sigmoid', 1) };
+    case 'multiclassova':
+      return { kind: 'sigmoid', alpha: arg('sigmoid', 1) };
+    case 'multiclass':
+      return { kind: 'softmax' };
+    case 'cross_entropy':
+    case 'xentropy':
+      return { kind: 'sigmoid', alpha: 1 };
+    case 'cross_entropy_lambda':
+    case 'xentlambda':
+      return { kind: 'log1p_exp' };
+    case 'poisson':
+    case 'gamma':
+    case 'tweedie':
+      return { kind: 'exp' };
+    default:
+      return { kind: 'identity' };
   }
 }
 

@@ -46,33 +46,43 @@ export function readForest(model: string, file: string, modelType: FilModelType)
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     const have = listing(path.dirname(file));
-    throw new ServerError('INVALID_ARG',
+    throw new ServerError(
+      'INVALID_ARG',
       `unable to load model '${model}': cannot read its ${modelType} file ${file} (${code ?? (err as Error).message}). ` +
-      `Triton's FIL backend looks for ${FIL_MODEL_FILES[modelType]} for model_type '${modelType}'; ` +
-      `the version folder holds ${have}. Name the file in default_model_filename, or set model_type to the file's format`);
+        `Triton's FIL backend looks for ${FIL_MODEL_FILES[modelType]} for model_type '${modelType}'; ` +
+        `the version folder holds ${have}. Name the file in default_model_filename, or set model_type to the file's format`,
+    );
   }
   const looks = sniffModelType(bytes);
   if (looks !== undefined && looks !== modelType) {
-    throw new ServerError('INVALID_ARG',
+    throw new ServerError(
+      'INVALID_ARG',
       `unable to load model '${model}': parameter model_type is '${modelType}', but ${file} is ${FORMAT_NAMES[looks]}: ` +
-      `set model_type to '${looks}' (or point default_model_filename at ${FORMAT_NAMES[modelType]})`);
+        `set model_type to '${looks}' (or point default_model_filename at ${FORMAT_NAMES[modelType]})`,
+    );
   }
   try {
     return parse(bytes, modelType);
   } catch (err) {
     if (!(err instanceof FilModelError) && !(err instanceof SyntaxError) && !(err instanceof RangeError)) throw err;
-    throw new ServerError('INVALID_ARG',
+    throw new ServerError(
+      'INVALID_ARG',
       `unable to load model '${model}': Model failed to load into Treelite with error: ${file} is not ${FORMAT_NAMES[modelType]}: ` +
-      `${err.message}. ${fixFor(modelType)}`);
+        `${err.message}. ${fixFor(modelType)}`,
+    );
   }
 }
 
 function parse(bytes: Buffer, modelType: FilModelType): Forest {
   switch (modelType) {
-    case 'xgboost_json': return forestFromXGBoostDocument(parseXGBoostJson(bytes.toString('utf8')));
-    case 'xgboost_ubj': return forestFromXGBoostDocument(decodeUbjson(bytes));
-    case 'xgboost': return forestFromXGBoostBinary(bytes);
-    case 'lightgbm': return forestFromLightGBMText(bytes.toString('utf8'));
+    case 'xgboost_json':
+      return forestFromXGBoostDocument(parseXGBoostJson(bytes.toString('utf8')));
+    case 'xgboost_ubj':
+      return forestFromXGBoostDocument(decodeUbjson(bytes));
+    case 'xgboost':
+      return forestFromXGBoostBinary(bytes);
+    case 'lightgbm':
+      return forestFromLightGBMText(bytes.toString('utf8'));
     case 'treelite_checkpoint':
       throw new FilModelError('nodetron does not read Treelite checkpoints (their layout changes with each Treelite release)');
   }
@@ -83,7 +93,10 @@ export function parseXGBoostJson(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch (err) {
-    const fixed = text.replace(/([[,:]\s*)(-?)(NaN|Infinity)(?=\s*[,\]}])/g, (_m, pre: string, sign: string, word: string) => `${pre}${word === 'NaN' ? 'null' : `${sign}1e999`}`);
+    const fixed = text.replace(
+      /([[,:]\s*)(-?)(NaN|Infinity)(?=\s*[,\]}])/g,
+      (_m, pre: string, sign: string, word: string) => `${pre}${word === 'NaN' ? 'null' : `${sign}1e999`}`,
+    );
     if (fixed === text) throw err;
     return JSON.parse(fixed);
   }
@@ -91,10 +104,15 @@ export function parseXGBoostJson(text: string): unknown {
 
 function fixFor(modelType: FilModelType): string {
   switch (modelType) {
-    case 'xgboost': return 'Save it again with Booster.save_model("xgboost.json") and set model_type to \'xgboost_json\' (JSON is XGBoost\'s stable format)';
-    case 'xgboost_json': case 'xgboost_ubj': return `Save it again with Booster.save_model("${FIL_MODEL_FILES[modelType]}")`;
-    case 'lightgbm': return 'Save it again with Booster.save_model("model.txt")';
-    case 'treelite_checkpoint': return 'Serve the XGBoost or LightGBM model it was made from (model_type xgboost_json, xgboost_ubj or lightgbm)';
+    case 'xgboost':
+      return "Save it again with Booster.save_model(\"xgboost.json\") and set model_type to 'xgboost_json' (JSON is XGBoost's stable format)";
+    case 'xgboost_json':
+    case 'xgboost_ubj':
+      return `Save it again with Booster.save_model("${FIL_MODEL_FILES[modelType]}")`;
+    case 'lightgbm':
+      return 'Save it again with Booster.save_model("model.txt")';
+    case 'treelite_checkpoint':
+      return 'Serve the XGBoost or LightGBM model it was made from (model_type xgboost_json, xgboost_ubj or lightgbm)';
   }
 }
 

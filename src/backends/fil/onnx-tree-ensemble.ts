@@ -112,15 +112,26 @@ export function treeEnsembleModel(forest: Forest): Uint8Array {
     attribute('aggregate_function', ATTR_STRING, (w) => w.string(4, 'SUM')),
     attribute('post_transform', ATTR_STRING, (w) => w.string(4, 'NONE')),
     floats('base_values', forest.baseMargin),
-    ints('nodes_treeids', treeIds), ints('nodes_nodeids', nodeIds), ints('nodes_featureids', featureIds),
+    ints('nodes_treeids', treeIds),
+    ints('nodes_nodeids', nodeIds),
+    ints('nodes_featureids', featureIds),
     floats('nodes_values', values),
-    attribute('nodes_modes', ATTR_STRINGS, (w) => { for (const m of modes) w.string(9, m); }),
-    ints('nodes_truenodeids', trueIds), ints('nodes_falsenodeids', falseIds), ints('nodes_missing_value_tracks_true', tracksTrue),
-    ints('target_treeids', targetTree), ints('target_nodeids', targetNode), ints('target_ids', targetIds),
+    attribute('nodes_modes', ATTR_STRINGS, (w) => {
+      for (const m of modes) w.string(9, m);
+    }),
+    ints('nodes_truenodeids', trueIds),
+    ints('nodes_falsenodeids', falseIds),
+    ints('nodes_missing_value_tracks_true', tracksTrue),
+    ints('target_treeids', targetTree),
+    ints('target_nodeids', targetNode),
+    ints('target_ids', targetIds),
     floats('target_weights', weights),
-  ]) node.message(5, a);
+  ])
+    node.message(5, a);
   node.string(7, 'ai.onnx.ml');
-  const graph = new ProtoWriter().message(1, node).string(2, 'fil_forest')
+  const graph = new ProtoWriter()
+    .message(1, node)
+    .string(2, 'fil_forest')
     .message(11, valueInfo('X', ['N', forest.numFeatures]))
     .message(12, valueInfo('Y', ['N', forest.numGroups]));
   return new ProtoWriter()

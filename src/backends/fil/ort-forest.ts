@@ -12,7 +12,10 @@ import { treeEnsembleModel } from './onnx-tree-ensemble';
 export const ORT_MIN_ROWS = 16;
 
 export class OrtForest {
-  private constructor(private readonly session: InferenceSession, private readonly forest: Forest) {}
+  private constructor(
+    private readonly session: InferenceSession,
+    private readonly forest: Forest,
+  ) {}
 
   static async create(forest: Forest): Promise<OrtForest> {
     const session = await InferenceSession.create(treeEnsembleModel(forest), {

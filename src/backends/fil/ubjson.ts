@@ -35,21 +35,44 @@ class Reader {
 
   private int(m: number): number {
     const v = this.number(m);
-    if (typeof v !== 'number' || !Number.isInteger(v)) throw new FilModelError(`a UBJSON length or count is not an integer (marker '${String.fromCharCode(m)}' at byte ${this.pos})`);
+    if (typeof v !== 'number' || !Number.isInteger(v))
+      throw new FilModelError(`a UBJSON length or count is not an integer (marker '${String.fromCharCode(m)}' at byte ${this.pos})`);
     return v;
   }
 
   private number(m: number): number | undefined {
     const at = this.pos;
     switch (m) {
-      case 0x69: this.need(1); this.pos += 1; return this.view.getInt8(at);
-      case 0x55: this.need(1); this.pos += 1; return this.view.getUint8(at);
-      case 0x49: this.need(2); this.pos += 2; return this.view.getInt16(at);
-      case 0x6c: this.need(4); this.pos += 4; return this.view.getInt32(at);
-      case 0x4c: this.need(8); this.pos += 8; return Number(this.view.getBigInt64(at));
-      case 0x64: this.need(4); this.pos += 4; return this.view.getFloat32(at);
-      case 0x44: this.need(8); this.pos += 8; return this.view.getFloat64(at);
-      default: return undefined;
+      case 0x69:
+        this.need(1);
+        this.pos += 1;
+        return this.view.getInt8(at);
+      case 0x55:
+        this.need(1);
+        this.pos += 1;
+        return this.view.getUint8(at);
+      case 0x49:
+        this.need(2);
+        this.pos += 2;
+        return this.view.getInt16(at);
+      case 0x6c:
+        this.need(4);
+        this.pos += 4;
+        return this.view.getInt32(at);
+      case 0x4c:
+        this.need(8);
+        this.pos += 8;
+        return Number(this.view.getBigInt64(at));
+      case 0x64:
+        this.need(4);
+        this.pos += 4;
+        return this.view.getFloat32(at);
+      case 0x44:
+        this.need(8);
+        this.pos += 8;
+        return this.view.getFloat64(at);
+      default:
+        return undefined;
     }
   }
 
@@ -65,14 +88,24 @@ class Reader {
     const n = this.number(m);
     if (n !== undefined) return n;
     switch (m) {
-      case 0x5a: return null;
-      case 0x54: return true;
-      case 0x46: return false;
-      case 0x43: this.need(1); return String.fromCharCode(this.bytes[this.pos++]!);
-      case 0x53: case 0x48: return this.string();
-      case 0x5b: return this.array();
-      case 0x7b: return this.object();
-      default: throw new FilModelError(`unknown UBJSON marker 0x${m.toString(16)} at byte ${this.pos - 1}`);
+      case 0x5a:
+        return null;
+      case 0x54:
+        return true;
+      case 0x46:
+        return false;
+      case 0x43:
+        this.need(1);
+        return String.fromCharCode(this.bytes[this.pos++]!);
+      case 0x53:
+      case 0x48:
+        return this.string();
+      case 0x5b:
+        return this.array();
+      case 0x7b:
+        return this.object();
+      default:
+        throw new FilModelError(`unknown UBJSON marker 0x${m.toString(16)} at byte ${this.pos - 1}`);
     }
   }
 
@@ -125,13 +158,35 @@ class Reader {
     this.pos += size * count;
     const v = this.view;
     switch (type) {
-      case 0x69: return Int8Array.from(this.bytes.subarray(at, at + count), (b) => (b << 24) >> 24);
-      case 0x55: return this.bytes.slice(at, at + count);
-      case 0x49: { const a = new Int16Array(count); for (let i = 0; i < count; i++) a[i] = v.getInt16(at + 2 * i); return a; }
-      case 0x6c: { const a = new Int32Array(count); for (let i = 0; i < count; i++) a[i] = v.getInt32(at + 4 * i); return a; }
-      case 0x4c: { const a = new Float64Array(count); for (let i = 0; i < count; i++) a[i] = Number(v.getBigInt64(at + 8 * i)); return a; }
-      case 0x64: { const a = new Float32Array(count); for (let i = 0; i < count; i++) a[i] = v.getFloat32(at + 4 * i); return a; }
-      default: { const a = new Float64Array(count); for (let i = 0; i < count; i++) a[i] = v.getFloat64(at + 8 * i); return a; }
+      case 0x69:
+        return Int8Array.from(this.bytes.subarray(at, at + count), (b) => (b << 24) >> 24);
+      case 0x55:
+        return this.bytes.slice(at, at + count);
+      case 0x49: {
+        const a = new Int16Array(count);
+        for (let i = 0; i < count; i++) a[i] = v.getInt16(at + 2 * i);
+        return a;
+      }
+      case 0x6c: {
+        const a = new Int32Array(count);
+        for (let i = 0; i < count; i++) a[i] = v.getInt32(at + 4 * i);
+        return a;
+      }
+      case 0x4c: {
+        const a = new Float64Array(count);
+        for (let i = 0; i < count; i++) a[i] = Number(v.getBigInt64(at + 8 * i));
+        return a;
+      }
+      case 0x64: {
+        const a = new Float32Array(count);
+        for (let i = 0; i < count; i++) a[i] = v.getFloat32(at + 4 * i);
+        return a;
+      }
+      default: {
+        const a = new Float64Array(count);
+        for (let i = 0; i < count; i++) a[i] = v.getFloat64(at + 8 * i);
+        return a;
+      }
     }
   }
 

@@ -44,7 +44,8 @@ export function forestFromXGBoostBinary(bytes: Uint8Array): Forest {
   pos += LEARNER_PARAM_BYTES;
   const objective = name('the objective name');
   const booster = name('the booster name');
-  if (booster === 'dart') throw new FilModelError('it is a dart booster, whose tree weights this reader does not take from the binary format: save the model as JSON (xgboost.json)');
+  if (booster === 'dart')
+    throw new FilModelError('it is a dart booster, whose tree weights this reader does not take from the binary format: save the model as JSON (xgboost.json)');
   if (booster !== 'gbtree') throw new FilModelError(`the booster is '${booster}'; only tree boosters (gbtree, dart) are tree models FIL can serve`);
   need(GBTREE_PARAM_BYTES, 'the gbtree parameters');
   const numTrees = i32(pos);
@@ -73,7 +74,7 @@ export function forestFromXGBoostBinary(bytes: Uint8Array): Forest {
       const leaf = left[i] === -1;
       feature[i] = leaf ? -1 : sindex & 0x7fffffff;
       value[i] = view.getFloat32(at + 16, true);
-      flags[i] = (sindex >>> 31) !== 0 ? DEFAULT_LEFT : 0;
+      flags[i] = sindex >>> 31 !== 0 ? DEFAULT_LEFT : 0;
       if (!leaf && (left[i] < 0 || left[i] >= numNodes || right[i] < 0 || right[i] >= numNodes)) {
         throw new FilModelError(`tree ${t}, node ${i}: a child index is out of range`);
       }

@@ -76,7 +76,7 @@ export function forestFromXGBoostDocument(doc: unknown): Forest {
   const baseScore = num(field(params, 'base_score', 'learner_model_param'), 'base_score');
   const trees = field(model, 'trees', 'the gbtree model');
   const treeInfo = numbers(model, 'tree_info', 'the gbtree model');
-  if (!Array.isArray(trees)) throw new FilModelError('the gbtree model\'s trees are not an array');
+  if (!Array.isArray(trees)) throw new FilModelError("the gbtree model's trees are not an array");
   const builder = new ForestBuilder();
   trees.forEach((tree, t) => builder.add(treeNodes(tree, `tree ${t}`, weights?.[t] ?? 1), treeInfo[t] ?? 0));
   const margin = xgboostBaseMargin(objective, baseScore);

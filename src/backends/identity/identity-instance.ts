@@ -21,11 +21,17 @@ export const createBackendInstance: CreateBackendInstance = async (args) => {
   if (args.kind !== 'KIND_CPU') throw new ServerError('INVALID_ARG', "'identity' backend only supports CPU instances");
   const creation = identityDelay(args.config, 'creation_delay_sec');
   if (creation > 0) await sleep(creation * 1000);
-  return new IdentityInstance(args.config.output.map((o) => o.name), identityDelay(args.config, 'execute_delay_ms'));
+  return new IdentityInstance(
+    args.config.output.map((o) => o.name),
+    identityDelay(args.config, 'execute_delay_ms'),
+  );
 };
 
 class IdentityInstance implements BackendInstance {
-  constructor(private readonly outputNames: readonly string[], private readonly delayMs: number) {}
+  constructor(
+    private readonly outputNames: readonly string[],
+    private readonly delayMs: number,
+  ) {}
 
   async execute(requests: InferRequest[], arena: Arena, marks?: ComputeMarks): Promise<InferResponse[]> {
     if (this.delayMs > 0) await sleep(this.delayMs);

@@ -73,15 +73,20 @@ export function autoCompleteConfig(config: ModelConfig, info: OnnxModelInfo, def
       config.dynamic_batching = emptyDynamicBatching();
     }
   } else if (config.max_batch_size !== 0) {
-    throw new ServerError('INVALID_ARG',
-      `autofill failed for model '${m}': model does not support batching while non-zero max_batch_size is specified`);
+    throw new ServerError('INVALID_ARG', `autofill failed for model '${m}': model does not support batching while non-zero max_batch_size is specified`);
   }
   if (config.input.length === 0) {
     config.input = info.inputs.map((t) => {
       const { dataType, dims, reshape } = autofillTensor(m, 'input', t, config.max_batch_size);
       const input: ModelInput = {
-        name: t.name, data_type: dataType, format: 'FORMAT_NONE', dims,
-        is_shape_tensor: false, allow_ragged_batch: false, optional: false, is_non_linear_format_io: false,
+        name: t.name,
+        data_type: dataType,
+        format: 'FORMAT_NONE',
+        dims,
+        is_shape_tensor: false,
+        allow_ragged_batch: false,
+        optional: false,
+        is_non_linear_format_io: false,
       };
       if (reshape) input.reshape = reshape;
       return input;
@@ -91,7 +96,12 @@ export function autoCompleteConfig(config: ModelConfig, info: OnnxModelInfo, def
     config.output = info.outputs.map((t) => {
       const { dataType, dims, reshape } = autofillTensor(m, 'output', t, config.max_batch_size);
       const output: ModelOutput = {
-        name: t.name, data_type: dataType, dims, label_filename: '', is_shape_tensor: false, is_non_linear_format_io: false,
+        name: t.name,
+        data_type: dataType,
+        dims,
+        label_filename: '',
+        is_shape_tensor: false,
+        is_non_linear_format_io: false,
       };
       if (reshape) output.reshape = reshape;
       return output;
@@ -99,17 +109,22 @@ export function autoCompleteConfig(config: ModelConfig, info: OnnxModelInfo, def
   }
 }
 
-function autofillTensor(model: string, io: 'input' | 'output', t: OnnxTensorInfo, maxBatchSize: number):
-  { dataType: string; dims: number[]; reshape?: { shape: number[] } } {
+function autofillTensor(
+  model: string,
+  io: 'input' | 'output',
+  t: OnnxTensorInfo,
+  maxBatchSize: number,
+): { dataType: string; dims: number[]; reshape?: { shape: number[] } } {
   requireTensor(model, io, t);
   const dataType = onnxElemTypeToConfigType(t.elemType);
   if (dataType === 'TYPE_INVALID') {
-    throw new ServerError('INVALID_ARG',
-      `unable to autofill for '${model}': unsupported datatype ${onnxElemTypeName(t.elemType)} for ${io} '${t.name}'`);
+    throw new ServerError('INVALID_ARG', `unable to autofill for '${model}': unsupported datatype ${onnxElemTypeName(t.elemType)} for ${io} '${t.name}'`);
   }
   if (t.dims === null) {
-    throw new ServerError('INVALID_ARG',
-      `unable to autofill for '${model}': the model gives no shape for ${io} '${t.name}'; specify it in the model configuration`);
+    throw new ServerError(
+      'INVALID_ARG',
+      `unable to autofill for '${model}': the model gives no shape for ${io} '${t.name}'; specify it in the model configuration`,
+    );
   }
   const dims = maxBatchSize > 0 ? t.dims.slice(1) : [...t.dims];
   // A scalar (after the batch dim) is configured as [1] and reshaped to [] for the model.
@@ -134,18 +149,18 @@ export function checkConfigAgainstModel(config: ModelConfig, info: OnnxModelInfo
   const modelInputs = new Map([...info.inputs, ...info.overridableInitializers].map((t) => [t.name, t]));
   const overridable = new Set(info.overridableInitializers.map((t) => t.name));
   const sequenceInputs = sequenceInputNames(config);
-  const expectedInputs = config.input.filter((i) => !overridable.has(i.name)).length +
-    sequenceInputs.filter((n) => !overridable.has(n)).length;
+  const expectedInputs = config.input.filter((i) => !overridable.has(i.name)).length + sequenceInputs.filter((n) => !overridable.has(n)).length;
   if (expectedInputs !== info.inputs.length) {
-    throw new ServerError('INVALID_ARG',
+    throw new ServerError(
+      'INVALID_ARG',
       `unable to load model '${m}', configuration expects ${expectedInputs} inputs, model provides ${info.inputs.length}` +
-      missingNote(info.inputs, [...config.input.map((i) => i.name), ...sequenceInputs]));
+        missingNote(info.inputs, [...config.input.map((i) => i.name), ...sequenceInputs]),
+    );
   }
   for (const input of config.input) {
     const t = modelInputs.get(input.name);
     if (t === undefined) {
-      throw new ServerError('INVALID_ARG',
-        `unexpected inference input '${input.name}', allowed inputs are: ${sortedNames(modelInputs.keys())}`);
+      throw new ServerError('INVALID_ARG', `unexpected inference input '${input.name}', allowed inputs are: ${sortedNames(modelInputs.keys())}`);
     }
     checkTensor(config, 'input', input.name, input.data_type, input.reshape?.shape ?? input.dims, t);
   }
@@ -153,8 +168,7 @@ export function checkConfigAgainstModel(config: ModelConfig, info: OnnxModelInfo
   for (const output of config.output) {
     const t = modelOutputs.get(output.name);
     if (t === undefined) {
-      throw new ServerError('INVALID_ARG',
-        `unexpected inference output '${output.name}', allowed outputs are: ${sortedNames(modelOutputs.keys())}`);
+      throw new ServerError('INVALID_ARG', `unexpected inference output '${output.name}', allowed outputs are: ${sortedNames(modelOutputs.keys())}`);
     }
     checkTensor(config, 'output', output.name, output.data_type, output.reshape?.shape ?? output.dims, t);
   }
@@ -165,8 +179,10 @@ function checkTensor(config: ModelConfig, io: 'input' | 'output', name: string, 
   requireTensor(m, io, t);
   const provided = onnxElemTypeToConfigType(t.elemType);
   if (dataType !== provided) {
-    throw new ServerError('INVALID_ARG',
-      `unable to load model '${m}', configuration expects datatype ${dataType} for ${io} '${name}', model provides ${provided}`);
+    throw new ServerError(
+      'INVALID_ARG',
+      `unable to load model '${m}', configuration expects datatype ${dataType} for ${io} '${name}', model provides ${provided}`,
+    );
   }
   // A model that does not say its shape accepts whatever the config says.
   if (t.dims !== null) compareDims(m, name, t.dims, dims, config.max_batch_size);
@@ -174,8 +190,10 @@ function checkTensor(config: ModelConfig, io: 'input' | 'output', name: string, 
 
 function requireTensor(model: string, io: 'input' | 'output', t: OnnxTensorInfo): void {
   if (t.kind !== 'tensor') {
-    throw new ServerError('INVALID_ARG',
-      `unable to load model '${model}', ${io} '${t.name}' is a ${t.kind.replace('_', ' ')} in the model; only tensors are supported`);
+    throw new ServerError(
+      'INVALID_ARG',
+      `unable to load model '${model}', ${io} '${t.name}' is a ${t.kind.replace('_', ' ')} in the model; only tensors are supported`,
+    );
   }
 }
 
@@ -188,23 +206,28 @@ function compareDims(model: string, tensor: string, modelDims: number[], dims: n
   const prefix = `model '${model}', tensor '${tensor}': `;
   const full = maxBatchSize > 0 ? [-1, ...dims] : dims;
   if (maxBatchSize > 0 && (modelDims.length === 0 || modelDims[0] !== -1)) {
-    throw new ServerError('INVALID_ARG', prefix +
-      'for the model to support batching the shape should have at least 1 dimension and the first dimension must be -1; ' +
-      `but shape expected by the model is ${shapeText(modelDims)}`);
+    throw new ServerError(
+      'INVALID_ARG',
+      prefix +
+        'for the model to support batching the shape should have at least 1 dimension and the first dimension must be -1; ' +
+        `but shape expected by the model is ${shapeText(modelDims)}`,
+    );
   }
   const same = modelDims.length === full.length && modelDims.every((d, i) => d === -1 || d === full[i]);
   if (same) return;
-  const configured = maxBatchSize > 0
-    ? `${full.length} dimensions (an initial batch dimension because max_batch_size > 0 followed by the explicit tensor shape, making complete shape ${shapeText(full)})`
-    : `${dims.length} dimensions (shape ${shapeText(dims)})`;
-  throw new ServerError('INVALID_ARG', prefix +
-    `the model expects ${modelDims.length} dimensions (shape ${shapeText(modelDims)}) but the model configuration specifies ${configured}`);
+  const configured =
+    maxBatchSize > 0
+      ? `${full.length} dimensions (an initial batch dimension because max_batch_size > 0 followed by the explicit tensor shape, making complete shape ${shapeText(full)})`
+      : `${dims.length} dimensions (shape ${shapeText(dims)})`;
+  throw new ServerError(
+    'INVALID_ARG',
+    prefix + `the model expects ${modelDims.length} dimensions (shape ${shapeText(modelDims)}) but the model configuration specifies ${configured}`,
+  );
 }
 
 /** Inputs that sequence batching adds besides config.input: control inputs and implicit state. */
 function sequenceInputNames(config: ModelConfig): string[] {
-  const seq = config.sequence_batching as
-    { control_input?: { name: string }[]; state?: { input_name: string }[] } | undefined;
+  const seq = config.sequence_batching as { control_input?: { name: string }[]; state?: { input_name: string }[] } | undefined;
   if (seq === undefined) return [];
   return [...(seq.control_input ?? []).map((c) => c.name), ...(seq.state ?? []).map((s) => s.input_name)];
 }

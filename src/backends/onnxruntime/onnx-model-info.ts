@@ -68,7 +68,10 @@ class FileSource implements ByteSource {
   private window = Buffer.alloc(64 * 1024);
   private winStart = 0;
   private winLen = 0;
-  constructor(private readonly fd: number, readonly length: number) {}
+  constructor(
+    private readonly fd: number,
+    readonly length: number,
+  ) {}
   read(pos: number, len: number): Uint8Array {
     if (pos >= this.winStart && pos + len <= this.winStart + this.winLen) {
       return this.window.subarray(pos - this.winStart, pos - this.winStart + len);
@@ -96,7 +99,11 @@ const WIRE_FIXED32 = 5;
 class FieldReader {
   field = 0;
   wire = 0;
-  constructor(private readonly src: ByteSource, private pos: number, private readonly end: number) {}
+  constructor(
+    private readonly src: ByteSource,
+    private pos: number,
+    private readonly end: number,
+  ) {}
 
   /** Advances to the next field's tag; false at the end of the message. */
   next(): boolean {
@@ -152,11 +159,20 @@ class FieldReader {
 
   skip(): void {
     switch (this.wire) {
-      case WIRE_VARINT: this.varint(); return;
-      case WIRE_FIXED64: this.advance(8); return;
-      case WIRE_LEN: this.span(); return;
-      case WIRE_FIXED32: this.advance(4); return;
-      default: throw new OnnxParseError(`unsupported wire type ${this.wire} for field ${this.field}`);
+      case WIRE_VARINT:
+        this.varint();
+        return;
+      case WIRE_FIXED64:
+        this.advance(8);
+        return;
+      case WIRE_LEN:
+        this.span();
+        return;
+      case WIRE_FIXED32:
+        this.advance(4);
+        return;
+      default:
+        throw new OnnxParseError(`unsupported wire type ${this.wire} for field ${this.field}`);
     }
   }
 

@@ -76,10 +76,12 @@ function compilePlan(config: ModelConfig): Plan {
 /** The CUDA execution provider for a KIND_GPU instance, or UNAVAILABLE when this onnxruntime-node has none. */
 function gpuProvider(args: BackendInstanceArgs): InferenceSession.ExecutionProviderConfig {
   if (!cudaProviderInstalled()) {
-    throw new ServerError('UNAVAILABLE',
+    throw new ServerError(
+      'UNAVAILABLE',
       `unable to create instance '${args.instanceName}' of model '${args.config.name}' on GPU ${args.deviceId}: ` +
-      'the CUDA execution provider of onnxruntime-node is not installed (this build runs on CPU only); ' +
-      'use instance_group kind KIND_CPU');
+        'the CUDA execution provider of onnxruntime-node is not installed (this build runs on CPU only); ' +
+        'use instance_group kind KIND_CPU',
+    );
   }
   return { name: 'cuda', deviceId: args.deviceId };
 }
@@ -101,7 +103,10 @@ class OnnxRuntimeInstance implements BackendInstance {
   private readonly batching: boolean;
   private readonly gatherer: InputGatherer;
 
-  constructor(private readonly plan: Plan, private readonly session: SessionRunner) {
+  constructor(
+    private readonly plan: Plan,
+    private readonly session: SessionRunner,
+  ) {
     this.batching = plan.batching;
     this.outputs = plan.outputs;
     this.allOutputs = new Set(plan.outputs.map((o) => o.name));
@@ -115,7 +120,10 @@ class OnnxRuntimeInstance implements BackendInstance {
     let results: InferenceSession.OnnxValueMapType;
     try {
       // Synchronous when the runner calls the binding directly (session-runner.ts).
-      const run = this.session.run(feeds, this.outputs.filter((o) => wanted.has(o.name)).map((o) => o.name));
+      const run = this.session.run(
+        feeds,
+        this.outputs.filter((o) => wanted.has(o.name)).map((o) => o.name),
+      );
       results = run instanceof Promise ? await run : run;
     } catch (err) {
       throw new ServerError('INTERNAL', `onnx runtime error: ${(err as Error).message}`);
@@ -139,8 +147,7 @@ class OnnxRuntimeInstance implements BackendInstance {
       // An optional input absent from every request is not fed; one present in only some cannot be batched.
       if (refs.length === 0) continue;
       if (refs.length !== requests.length) {
-        throw new ServerError('INVALID_ARG',
-          `model '${this.plan.model}': optional input '${spec.name}' is given by only some of the requests of a batch`);
+        throw new ServerError('INVALID_ARG', `model '${this.plan.model}': optional input '${spec.name}' is given by only some of the requests of a batch`);
       }
       feeds[spec.name] = this.gatherer.gather(spec, refs, arena);
     }
@@ -155,12 +162,7 @@ class OnnxRuntimeInstance implements BackendInstance {
     return wanted;
   }
 
-  private scatterOutputs(
-    requests: InferRequest[],
-    results: InferenceSession.OnnxValueMapType,
-    wanted: ReadonlySet<string>,
-    arena: Arena,
-  ): InferResponse[] {
+  private scatterOutputs(requests: InferRequest[], results: InferenceSession.OnnxValueMapType, wanted: ReadonlySet<string>, arena: Arena): InferResponse[] {
     const perRequest: TensorRef[][] = requests.map(() => []);
     const rows = this.batching ? requests.map((r) => r.batchSize) : null;
     const total = requests.reduce((n, r) => n + r.batchSize, 0);
@@ -172,9 +174,11 @@ class OnnxRuntimeInstance implements BackendInstance {
           throw new ServerError('INTERNAL', `model '${this.plan.model}': onnx runtime returned no output '${spec.name}'`);
         }
         if (rows !== null && Number(tensor.dims[0]) !== total) {
-          throw new ServerError('INTERNAL',
+          throw new ServerError(
+            'INTERNAL',
             `model '${this.plan.model}', output '${spec.name}': expected a batch dimension of ${total}, ` +
-            `the model produced shape [${tensor.dims.join(',')}]`);
+              `the model produced shape [${tensor.dims.join(',')}]`,
+          );
         }
         const include = requests.map((r) => r.requestedOutputs === null || r.requestedOutputs.includes(spec.name));
         const refs = scatterOutput(spec.name, spec.datatype, tensor, rows, include, spec.reportedItemShape, arena);

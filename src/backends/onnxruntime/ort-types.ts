@@ -9,8 +9,7 @@ import type { DataType } from '../../core/datatypes';
 
 /** Tensor type strings of onnxruntime-node (`Tensor.Type`) that nodetron uses. */
 export type OrtTensorType =
-  | 'bool' | 'uint8' | 'uint16' | 'uint32' | 'uint64' | 'int8' | 'int16' | 'int32' | 'int64'
-  | 'float16' | 'float32' | 'float64' | 'string';
+  'bool' | 'uint8' | 'uint16' | 'uint32' | 'uint64' | 'int8' | 'int16' | 'int32' | 'int64' | 'float16' | 'float32' | 'float64' | 'string';
 
 interface ElemType {
   /** onnx.proto enum name, for messages. */
@@ -46,9 +45,20 @@ const ONNX_ELEM_TYPES: Record<number, ElemType> = {
 };
 
 const DATATYPE_TO_ORT: Record<DataType, OrtTensorType | null> = {
-  BOOL: 'bool', UINT8: 'uint8', UINT16: 'uint16', UINT32: 'uint32', UINT64: 'uint64',
-  INT8: 'int8', INT16: 'int16', INT32: 'int32', INT64: 'int64',
-  FP16: 'float16', FP32: 'float32', FP64: 'float64', BYTES: 'string', BF16: null,
+  BOOL: 'bool',
+  UINT8: 'uint8',
+  UINT16: 'uint16',
+  UINT32: 'uint32',
+  UINT64: 'uint64',
+  INT8: 'int8',
+  INT16: 'int16',
+  INT32: 'int32',
+  INT64: 'int64',
+  FP16: 'float16',
+  FP32: 'float32',
+  FP64: 'float64',
+  BYTES: 'string',
+  BF16: null,
 };
 
 /** Triton datatype of an ONNX elem type; null when Triton has none. */

@@ -33,8 +33,7 @@ export function sessionOptionsFor(
     if (text === undefined) return undefined;
     const n = Number(text);
     if (text.trim() === '' || !Number.isInteger(n) || n < 0) {
-      throw new ServerError('INVALID_ARG',
-        `unable to load model '${config.name}': parameter '${key}' must be a non-negative integer, got '${text}'`);
+      throw new ServerError('INVALID_ARG', `unable to load model '${config.name}': parameter '${key}' must be a non-negative integer, got '${text}'`);
     }
     return n;
   };
@@ -44,8 +43,7 @@ export function sessionOptionsFor(
     const t = text.trim().toLowerCase();
     if (t === '1' || t === 'true') return true;
     if (t === '0' || t === 'false') return false;
-    throw new ServerError('INVALID_ARG',
-      `unable to load model '${config.name}': parameter '${key}' must be true/false or 1/0, got '${text}'`);
+    throw new ServerError('INVALID_ARG', `unable to load model '${config.name}': parameter '${key}' must be true/false or 1/0, got '${text}'`);
   };
 
   const instances = Math.max(1, args.instanceCountHint);
@@ -75,8 +73,7 @@ export function sessionOptionsFor(
 function executionMode(model: string, text: string | undefined): 'sequential' | 'parallel' {
   if (text === undefined || text.trim() === '0') return 'sequential';
   if (text.trim() === '1') return 'parallel';
-  throw new ServerError('INVALID_ARG',
-    `unable to load model '${model}': parameter 'execution_mode' must be 0 (sequential) or 1 (parallel), got '${text}'`);
+  throw new ServerError('INVALID_ARG', `unable to load model '${model}': parameter 'execution_mode' must be 0 (sequential) or 1 (parallel), got '${text}'`);
 }
 
 /** optimization.graph.level as Triton reads it: -1 basic, 1 extended, anything else all. */

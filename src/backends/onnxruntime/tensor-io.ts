@@ -53,7 +53,10 @@ export interface InputSpec {
 export class InputGatherer {
   private readonly scratch = new Map<string, ArrayBuffer>();
 
-  constructor(private readonly model: string, private readonly batching: boolean) {}
+  constructor(
+    private readonly model: string,
+    private readonly batching: boolean,
+  ) {}
 
   /** One tensor holding every request's `spec.name` input, stacked along the batch dim. */
   gather(spec: InputSpec, refs: TensorRef[], arena: Arena): Tensor {
@@ -84,8 +87,10 @@ export class InputGatherer {
 
   private checkCount(spec: InputSpec, count: number, dims: number[]): void {
     if (count !== elementCount(dims)) {
-      throw new ServerError('INVALID_ARG',
-        `input '${spec.name}' of model '${this.model}': the batch holds ${count} elements, expected ${elementCount(dims)} for shape [${dims.join(',')}]`);
+      throw new ServerError(
+        'INVALID_ARG',
+        `input '${spec.name}' of model '${this.model}': the batch holds ${count} elements, expected ${elementCount(dims)} for shape [${dims.join(',')}]`,
+      );
     }
   }
 
@@ -108,9 +113,15 @@ function resolveReshape(shape: number[], count: number): number[] {
 
 /** Appends the elements of a Triton-serialized BYTES tensor to `out` as UTF-8 strings. */
 export function decodeBytesTensor(bytes: Uint8Array, out: string[]): void {
-  decodeBytesElements(bytes, out, (what) => new ServerError('INVALID_ARG', what === 'length'
-    ? 'BYTES tensor data ends inside an element length'
-    : 'BYTES tensor element runs past the end of the tensor data'));
+  decodeBytesElements(
+    bytes,
+    out,
+    (what) =>
+      new ServerError(
+        'INVALID_ARG',
+        what === 'length' ? 'BYTES tensor data ends inside an element length' : 'BYTES tensor element runs past the end of the tensor data',
+      ),
+  );
 }
 
 /** Bytes Triton's BYTES serialization of these strings needs. */
@@ -137,8 +148,7 @@ export function scatterOutput(
 ): (TensorRef | null)[] {
   const dims = tensor.dims.map(Number);
   const itemDims = rows === null ? dims : dims.slice(1);
-  const shapeOf = (n: number): number[] =>
-    rows === null ? (itemShapeOverride ?? dims) : [n, ...(itemShapeOverride ?? itemDims)];
+  const shapeOf = (n: number): number[] => (rows === null ? (itemShapeOverride ?? dims) : [n, ...(itemShapeOverride ?? itemDims)]);
   const perRow = elementCount(itemDims);
   const refs: (TensorRef | null)[] = [];
   try {
@@ -151,9 +161,11 @@ export function scatterOutput(
         refs.push(null);
         continue;
       }
-      refs.push(datatype === 'BYTES'
-        ? writeStrings(name, tensor.data as string[], from, to, shapeOf(n), arena)
-        : writeFixed(name, datatype, tensor.data as Exclude<Tensor['data'], string[]>, from, to, shapeOf(n), arena));
+      refs.push(
+        datatype === 'BYTES'
+          ? writeStrings(name, tensor.data as string[], from, to, shapeOf(n), arena)
+          : writeFixed(name, datatype, tensor.data as Exclude<Tensor['data'], string[]>, from, to, shapeOf(n), arena),
+      );
     }
   } catch (err) {
     for (const r of refs) if (r !== null) arena.free(r);
@@ -162,9 +174,7 @@ export function scatterOutput(
   return refs;
 }
 
-function writeFixed(
-  name: string, datatype: DataType, data: ArrayBufferView, from: number, to: number, shape: number[], arena: Arena,
-): TensorRef {
+function writeFixed(name: string, datatype: DataType, data: ArrayBufferView, from: number, to: number, shape: number[], arena: Arena): TensorRef {
   const size = ELEMENT_SIZE[datatype];
   const byteSize = (to - from) * size;
   const src = new Uint8Array(data.buffer, data.byteOffset + from * size, byteSize);

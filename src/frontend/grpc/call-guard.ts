@@ -85,8 +85,10 @@ export function metadataSize(md: grpc.Metadata): { bytes: number; largest: strin
 }
 
 export function metadataTooLargeText(size: { bytes: number; largest: string; largestBytes: number }, limit: number): string {
-  return `received metadata size exceeds hard limit (${size.bytes} vs. ${limit}): request metadata (headers) is counted as ` +
-    `name + value + 32 bytes per entry, and the largest entry is '${size.largest}' (${size.largestBytes} bytes); send less metadata`;
+  return (
+    `received metadata size exceeds hard limit (${size.bytes} vs. ${limit}): request metadata (headers) is counted as ` +
+    `name + value + 32 bytes per entry, and the largest entry is '${size.largest}' (${size.largestBytes} bytes); send less metadata`
+  );
 }
 
 /** Where grpc-js's decoder stands: undefined when its shape is not the one this file knows. */
@@ -104,8 +106,8 @@ function decoderOf(call: grpc.ServerInterceptingCallInterface): DecoderView | un
   const d = (call as unknown as { decoder?: Partial<DecoderView> }).decoder;
   if (d === undefined || d === null) return undefined;
   const { readState, readSizeRemaining, readMessageSize, readMessageRemaining } = d;
-  if (typeof readState !== 'number' || typeof readSizeRemaining !== 'number' ||
-    typeof readMessageSize !== 'number' || typeof readMessageRemaining !== 'number') return undefined;
+  if (typeof readState !== 'number' || typeof readSizeRemaining !== 'number' || typeof readMessageSize !== 'number' || typeof readMessageRemaining !== 'number')
+    return undefined;
   return { readState, readSizeRemaining, readMessageSize, readMessageRemaining };
 }
 

@@ -104,19 +104,25 @@ export function controlHandlers(ctx: GrpcControlContext): grpc.UntypedServiceImp
       return { model_stats: control.modelStatistics(req.name === '' ? undefined : req.name, version === undefined ? undefined : Number(version)) };
     });
     out.LogSettings = unary(ctx, 'logging', (req: { settings: Record<string, LogValue> }) =>
-      logSettingsToGrpc(Object.keys(req.settings).length === 0 ? control.logSettings() : control.updateLogSettings(logBodyFromGrpc(req.settings))));
+      logSettingsToGrpc(Object.keys(req.settings).length === 0 ? control.logSettings() : control.updateLogSettings(logBodyFromGrpc(req.settings))),
+    );
     out.TraceSetting = unary(ctx, 'trace', (req: { settings: Record<string, { value: string[] }>; model_name: string }) => {
       const model = req.model_name === '' ? undefined : req.model_name;
-      return traceSettingsToGrpc(Object.keys(req.settings).length === 0
-        ? control.traceSettings(model)
-        : control.updateTraceSettings(model, traceBodyFromGrpc(req.settings)));
+      return traceSettingsToGrpc(
+        Object.keys(req.settings).length === 0 ? control.traceSettings(model) : control.updateTraceSettings(model, traceBodyFromGrpc(req.settings)),
+      );
     });
   }
   const repo = ctx.repository;
   if (repo !== undefined) {
     out.RepositoryIndex = unary(ctx, 'model-repository', async (req: { repository_name: string; ready: boolean }) => {
       checkRepositoryName(req.repository_name);
-      const models = (await repositoryIndex(repo, req.ready)).map((e) => ({ name: e.name, version: e.version ?? '', state: e.state ?? '', reason: e.reason ?? '' }));
+      const models = (await repositoryIndex(repo, req.ready)).map((e) => ({
+        name: e.name,
+        version: e.version ?? '',
+        state: e.state ?? '',
+        reason: e.reason ?? '',
+      }));
       return { models };
     });
     out.RepositoryModelLoad = unary(ctx, 'model-repository', async (req: RepositoryRequestMsg) => {

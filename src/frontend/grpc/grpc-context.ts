@@ -15,8 +15,7 @@ import type { ServerSnapshot } from '../../request/server-snapshot';
 import type { ShmRegistry } from '../shm-registry';
 
 export type RestrictedCategory =
-  | 'health' | 'metadata' | 'inference' | 'shared-memory' | 'model-config'
-  | 'model-repository' | 'statistics' | 'trace' | 'logging';
+  'health' | 'metadata' | 'inference' | 'shared-memory' | 'model-config' | 'model-repository' | 'statistics' | 'trace' | 'logging';
 
 /**
  * The main thread's control APIs (src/frontend/http/control-api.ts), typed by
@@ -108,7 +107,10 @@ export function unary<Req, Res>(
       checkRestricted(ctx, category, call.metadata);
       const result = fn(call.request, call);
       if (result instanceof Promise) {
-        result.then((r) => callback(null, r), (err: unknown) => callback(toStatus(err)));
+        result.then(
+          (r) => callback(null, r),
+          (err: unknown) => callback(toStatus(err)),
+        );
       } else {
         callback(null, result);
       }

@@ -175,7 +175,8 @@ export class GrpcFrontend {
     const delay = this.restarts.next();
     this.deps.log.error(
       `GRPC thread died: ${reason}\n${t.link.inflight.size} request(s) it had in flight fail with it ` +
-      `(their calls ended UNAVAILABLE); restarting it${delay > 0 ? ` in ${delay} ms` : ''}`);
+        `(their calls ended UNAVAILABLE); restarting it${delay > 0 ? ` in ${delay} ms` : ''}`,
+    );
     setTimeout(() => this.restart(), delay).unref();
   }
 

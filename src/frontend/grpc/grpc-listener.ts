@@ -46,8 +46,9 @@ export function grpcMessage(text: string): string {
 
 /** The gRPC status message of a call refused past the cap. */
 export function tooManyConnectionsText(open: number, max: number): string {
-  return `the server has too many open gRPC connections (${open}; --grpc-max-connections=${max}): ` +
-    'try again later, or send more calls over an open connection';
+  return (
+    `the server has too many open gRPC connections (${open}; --grpc-max-connections=${max}): ` + 'try again later, or send more calls over an open connection'
+  );
 }
 
 export class GrpcListener {
@@ -58,7 +59,10 @@ export class GrpcListener {
   private readonly logged = new Set<string>();
 
   /** `max`: --grpc-max-connections (0 = no bound). */
-  constructor(private readonly max: number, private readonly warn: (line: string) => void) {}
+  constructor(
+    private readonly max: number,
+    private readonly warn: (line: string) => void,
+  ) {}
 
   /** Listens on `address:port` (0: any free port) and serves what it accepts with `server`; resolves with the bound port. */
   listen(server: grpc.Server, credentials: grpc.ServerCredentials, tls: ListenerTls | undefined, address: string, port: number): Promise<number> {
@@ -104,19 +108,26 @@ export class GrpcListener {
     if (!this.logged.has(client)) {
       if (this.logged.size >= LOGGED_CLIENTS) this.logged.clear();
       this.logged.add(client);
-      this.warn(`refused gRPC connections from ${client}: ${this.open} are open, the most --grpc-max-connections allows; ` +
-        `their calls end UNAVAILABLE and they close within ${REFUSED_LINGER_MS} ms (said once per client)`);
+      this.warn(
+        `refused gRPC connections from ${client}: ${this.open} are open, the most --grpc-max-connections allows; ` +
+          `their calls end UNAVAILABLE and they close within ${REFUSED_LINGER_MS} ms (said once per client)`,
+      );
     }
     refuser.emit('connection', socket);
   }
 
   private makeRefuser(tls: ListenerTls | undefined): http2.Http2Server | http2.Http2SecureServer {
-    const refuser = tls === undefined
-      ? http2.createServer()
-      : http2.createSecureServer({
-        key: tls.key, cert: tls.cert, ...(tls.ca !== null ? { ca: tls.ca } : {}),
-        requestCert: tls.mutual, rejectUnauthorized: tls.mutual, handshakeTimeout: REFUSED_LINGER_MS,
-      });
+    const refuser =
+      tls === undefined
+        ? http2.createServer()
+        : http2.createSecureServer({
+            key: tls.key,
+            cert: tls.cert,
+            ...(tls.ca !== null ? { ca: tls.ca } : {}),
+            requestCert: tls.mutual,
+            rejectUnauthorized: tls.mutual,
+            handshakeTimeout: REFUSED_LINGER_MS,
+          });
     refuser.on('session', (session: http2.ServerHttp2Session) => {
       session.on('error', () => undefined);
       this.refusedSessions.add(session);
@@ -125,10 +136,15 @@ export class GrpcListener {
     });
     refuser.on('stream', (stream: http2.ServerHttp2Stream) => {
       stream.on('error', () => undefined);
-      stream.respond({
-        ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(UNAVAILABLE),
-        'grpc-message': grpcMessage(tooManyConnectionsText(this.open, this.max)),
-      }, { endStream: true });
+      stream.respond(
+        {
+          ':status': 200,
+          'content-type': 'application/grpc',
+          'grpc-status': String(UNAVAILABLE),
+          'grpc-message': grpcMessage(tooManyConnectionsText(this.open, this.max)),
+        },
+        { endStream: true },
+      );
     });
     // A TLS handshake that fails or times out: the socket is TLS's to destroy.
     refuser.on('tlsClientError', () => undefined);

@@ -26,8 +26,10 @@ import { GrpcListener, type ListenerTls } from './grpc-listener';
 const INT32_MAX = 2147483647;
 /** The health rpcs --auth-exempt-health lets through without a token (a load balancer's probes). */
 const HEALTH_PATHS: ReadonlySet<string> = new Set([
-  '/inference.GRPCInferenceService/ServerLive', '/inference.GRPCInferenceService/ServerReady',
-  '/grpc.health.v1.Health/Check', '/grpc.health.v1.Health/Watch',
+  '/inference.GRPCInferenceService/ServerLive',
+  '/inference.GRPCInferenceService/ServerReady',
+  '/grpc.health.v1.Health/Check',
+  '/grpc.health.v1.Health/Watch',
 ]);
 const INFER_PATHS = new Set(['/inference.GRPCInferenceService/ModelInfer', '/inference.GRPCInferenceService/ModelStreamInfer']);
 
@@ -140,14 +142,19 @@ export class GrpcServer {
         reject(err);
         return;
       }
-      this.listener.listen(this.server, credentials, tls, address, port).then((bound) => {
-        const level = this.ctx.options.grpcInferResponseCompressionLevel;
-        if (level !== 'none' && !this.accepted.watch(this.server)) {
-          process.emitWarning(`--grpc-infer-response-compression-level=${level}: this @grpc/grpc-js does not keep its http2 servers ` +
-            'where nodetron reads the clients\' grpc-accept-encoding, so inference responses go uncompressed');
-        }
-        resolve(bound);
-      }, (err: NodeJS.ErrnoException) => reject(listenError(err, address, port)));
+      this.listener.listen(this.server, credentials, tls, address, port).then(
+        (bound) => {
+          const level = this.ctx.options.grpcInferResponseCompressionLevel;
+          if (level !== 'none' && !this.accepted.watch(this.server)) {
+            process.emitWarning(
+              `--grpc-infer-response-compression-level=${level}: this @grpc/grpc-js does not keep its http2 servers ` +
+                "where nodetron reads the clients' grpc-accept-encoding, so inference responses go uncompressed",
+            );
+          }
+          resolve(bound);
+        },
+        (err: NodeJS.ErrnoException) => reject(listenError(err, address, port)),
+      );
     });
   }
 
@@ -179,10 +186,13 @@ export class GrpcServer {
   private armForce(at: number): void {
     this.forceAt = at;
     if (this.forceTimer !== undefined) clearTimeout(this.forceTimer);
-    this.forceTimer = setTimeout(() => {
-      this.server.forceShutdown();
-      this.settleStop?.(true);
-    }, Math.max(0, at - Date.now()));
+    this.forceTimer = setTimeout(
+      () => {
+        this.server.forceShutdown();
+        this.settleStop?.(true);
+      },
+      Math.max(0, at - Date.now()),
+    );
   }
 
   /** Closes the port and every connection now (a dying thread). */

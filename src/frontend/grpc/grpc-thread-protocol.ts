@@ -55,8 +55,7 @@ export interface ControlCall {
 }
 
 export type ControlAnswer =
-  | { t: 'control_answer'; id: number; ok: true; response: unknown }
-  | { t: 'control_answer'; id: number; ok: false; code: number; details: string };
+  { t: 'control_answer'; id: number; ok: true; response: unknown } | { t: 'control_answer'; id: number; ok: false; code: number; details: string };
 
 export type MainToGrpc =
   | { t: 'snapshot'; snapshot: ServerSnapshot }

@@ -49,7 +49,8 @@ const server = new GrpcServer(
     warn: (message: string) => post({ t: 'warn', message: `GRPC thread: ${message}` }),
     ...(data.accessLog === true ? { access: (entry: RefusedRequest) => post({ t: 'access', entry }) } : {}),
     ...(data.options.grpcHeaderForwardPattern !== undefined
-      ? { forward: forwardPatternRegExp('grpc-header-forward-pattern', data.options.grpcHeaderForwardPattern) } : {}),
+      ? { forward: forwardPatternRegExp('grpc-header-forward-pattern', data.options.grpcHeaderForwardPattern) }
+      : {}),
   },
   control.handlers(data.forwarded),
   data.faults?.includes('grpc-crash') === true,

@@ -154,7 +154,8 @@ export function toInferParameters(params: Record<string, ParamValue> | undefined
     const v = params[key];
     if (typeof v === 'boolean') out[key] = { bool_param: v };
     else if (typeof v === 'string') out[key] = { string_param: v };
-    else if (typeof v === 'bigint') out[key] = { int64_param: v.toString() }; // past 2^63: wraps, as a C++ cast to int64 does
+    else if (typeof v === 'bigint')
+      out[key] = { int64_param: v.toString() }; // past 2^63: wraps, as a C++ cast to int64 does
     else if (Number.isInteger(v)) out[key] = { int64_param: v };
     else out[key] = { double_param: v };
   }

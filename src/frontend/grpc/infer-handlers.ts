@@ -43,15 +43,22 @@ export function modelInferHandler(ctx: GrpcContext): grpc.handleUnaryCall<ReadRe
       checkRestricted(ctx, 'inference', call.metadata);
       // call-guard.ts answers a malformed unary request before it gets here; this is the backstop.
       if (call.request instanceof MalformedRequest) throw call.request.error();
-      const started = startInfer(ctx, call.request, false, (result) => {
-        if (!result.final) return; // non-decoupled models answer once, with the final response
-        if (!result.ok) return answer(fromErrorInfo(result.error));
-        try {
-          answer(undefined, encodeModelInferResponseBytes(result.response));
-        } catch (err) {
-          answer(err);
-        }
-      }, client, call.metadata);
+      const started = startInfer(
+        ctx,
+        call.request,
+        false,
+        (result) => {
+          if (!result.final) return; // non-decoupled models answer once, with the final response
+          if (!result.ok) return answer(fromErrorInfo(result.error));
+          try {
+            answer(undefined, encodeModelInferResponseBytes(result.response));
+          } catch (err) {
+            answer(err);
+          }
+        },
+        client,
+        call.metadata,
+      );
       // Also emitted once the answer is sent: the request is over then, and cancel() does nothing.
       call.on('cancelled', () => started.cancel());
     } catch (err) {

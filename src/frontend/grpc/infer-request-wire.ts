@@ -17,13 +17,7 @@
  * yields an empty InferParameter (protobufjs throws).
  * Field numbers: proto/grpc_service.proto.
  */
-import type {
-  InferInputTensorMsg,
-  InferParameterMsg,
-  InferRequestedOutputTensorMsg,
-  InferTensorContentsMsg,
-  ModelInferRequestMsg,
-} from './proto-types';
+import type { InferInputTensorMsg, InferParameterMsg, InferRequestedOutputTensorMsg, InferTensorContentsMsg, ModelInferRequestMsg } from './proto-types';
 import { writeElementLength } from '../../request/tensor-view';
 import { WIRE_FIXED32, WIRE_FIXED64, WIRE_LEN, WIRE_VARINT, WireReader, wrongWireType } from './wire-reader';
 

@@ -32,9 +32,7 @@ function* textMetadata(metadata: grpc.Metadata): Iterable<[string, string]> {
   }
 }
 
-export type InferResult =
-  | { ok: true; response: ModelInferResponseOut; final: boolean }
-  | { ok: false; error: ErrorInfo; final: boolean };
+export type InferResult = { ok: true; response: ModelInferResponseOut; final: boolean } | { ok: false; error: ErrorInfo; final: boolean };
 
 export interface StartedInfer {
   /** The call was cancelled or its deadline passed: main cancels the request (it still ends with its final result). */
@@ -77,7 +75,11 @@ export function startInfer(
   const request = admitRequest(ctx.arena, decoded, { model: view.name, version, latest, batchSize, arrivalNs });
   if (client !== undefined) request.client = client;
   const info: StartedInfer = {
-    cancel: () => undefined, decoupled: plan.decoupled, enableEmptyFinalResponse, modelName: view.name, modelVersion: String(version),
+    cancel: () => undefined,
+    decoupled: plan.decoupled,
+    enableEmptyFinalResponse,
+    modelName: view.name,
+    modelVersion: String(version),
   };
   let done = false;
 
@@ -131,7 +133,11 @@ export function startInfer(
  * `status`, for a refusal that is no ServerError). A no-op while the log is off.
  */
 export function reportRefused(
-  ctx: GrpcContext, client: string | undefined, msg: ModelInferRequestMsg | MalformedRequest | undefined, err: unknown, status?: number,
+  ctx: GrpcContext,
+  client: string | undefined,
+  msg: ModelInferRequestMsg | MalformedRequest | undefined,
+  err: unknown,
+  status?: number,
 ): void {
   if (ctx.access === undefined || client === undefined) return;
   let inBytes = 0;

@@ -59,7 +59,9 @@ export class MalformedRequest {
     return new MalformedRequest(
       `${prefix}unable to parse the ${type} message (${byteLength} bytes)${forModel}: ${reason}. ` +
         `Send a ${type} serialized from Triton's grpc_service.proto`,
-      id, model, byteLength,
+      id,
+      model,
+      byteLength,
     );
   }
 
@@ -68,7 +70,9 @@ export class MalformedRequest {
     return new MalformedRequest(
       `unable to decompress the ${type} message (${byteLength} bytes, grpc-encoding ${encoding}): ${reason}. ` +
         `Send it compressed with the encoding the call's grpc-encoding header names, or uncompressed (compressed flag 0)`,
-      '', '', byteLength,
+      '',
+      '',
+      byteLength,
     );
   }
 
@@ -78,13 +82,16 @@ export class MalformedRequest {
    * `received` of the `declared` body bytes.
    */
   static cutOff(type: string, prefixBytes: number, declared: number, received: number): MalformedRequest {
-    const what = prefixBytes < GRPC_PREFIX_BYTES
-      ? `inside the 5-byte gRPC prefix of a ${type} message (${prefixBytes} of its bytes came)`
-      : `inside a ${type} message: its gRPC prefix declares ${declared} bytes, ${received} came`;
+    const what =
+      prefixBytes < GRPC_PREFIX_BYTES
+        ? `inside the 5-byte gRPC prefix of a ${type} message (${prefixBytes} of its bytes came)`
+        : `inside a ${type} message: its gRPC prefix declares ${declared} bytes, ${received} came`;
     return new MalformedRequest(
       `the request stream ended ${what}. Send each message whole: the 5-byte prefix ` +
         '(compressed flag, then the length as 4 bytes big-endian) and then exactly that many bytes',
-      '', '', prefixBytes < GRPC_PREFIX_BYTES ? prefixBytes : received,
+      '',
+      '',
+      prefixBytes < GRPC_PREFIX_BYTES ? prefixBytes : received,
     );
   }
 

@@ -24,7 +24,10 @@ export class RingRoute {
   private nextKey = 1;
   private readonly pending = new Map<number, Pending>();
 
-  constructor(private readonly arena: Arena, private readonly toMain: RingWriter) {}
+  constructor(
+    private readonly arena: Arena,
+    private readonly toMain: RingWriter,
+  ) {}
 
   /** Requests sent whose final response has not come. */
   get inflight(): number {

@@ -26,9 +26,9 @@ export function varintSize(n: number): number {
 function int64Words(v: number | string): [number, number] {
   if (typeof v === 'number') {
     if (!Number.isSafeInteger(v)) throw new Error(`int64 value ${v} is not a safe integer`);
-    if (v >= 0) return [v % TWO_32 >>> 0, Math.floor(v / TWO_32) >>> 0];
+    if (v >= 0) return [(v % TWO_32) >>> 0, Math.floor(v / TWO_32) >>> 0];
     const m = -v;
-    const lo = m % TWO_32 >>> 0;
+    const lo = (m % TWO_32) >>> 0;
     const hi = Math.floor(m / TWO_32) >>> 0;
     const nlo = (~lo + 1) >>> 0;
     return [nlo, (~hi + (nlo === 0 ? 1 : 0)) >>> 0];

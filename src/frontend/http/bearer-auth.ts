@@ -15,7 +15,11 @@ import type { Reply, RequestHead } from './http-reply';
 export class BearerAuth {
   private readonly tokens: BearerTokens;
 
-  constructor(tokens: readonly string[], private readonly flag: string, private readonly exemptHealth: boolean) {
+  constructor(
+    tokens: readonly string[],
+    private readonly flag: string,
+    private readonly exemptHealth: boolean,
+  ) {
     this.tokens = new BearerTokens(tokens);
   }
 

@@ -20,10 +20,7 @@
 
 import { printable } from './request-head-parser';
 
-export type ChunkedStep =
-  | { kind: 'more'; used: number }
-  | { kind: 'done'; used: number }
-  | { kind: 'error'; message: string };
+export type ChunkedStep = { kind: 'more'; used: number } | { kind: 'done'; used: number } | { kind: 'error'; message: string };
 
 const MAX_SIZE_LINE = 1024;
 /**
@@ -47,7 +44,10 @@ export class ChunkedBody {
   private chunks = 0;
   private trailerBytes = 0;
 
-  constructor(private readonly maxChunks: number, private readonly onData: (bytes: Buffer) => void) {}
+  constructor(
+    private readonly maxChunks: number,
+    private readonly onData: (bytes: Buffer) => void,
+  ) {}
 
   feed(buf: Buffer, from: number): ChunkedStep {
     let at = from;
@@ -66,7 +66,10 @@ export class ChunkedBody {
           if (m === null) {
             const hex = /^[0-9a-fA-F]*/.exec(line)![0];
             if (hex === '') return { kind: 'error', message: `invalid chunk size '${printable(line)}': expected hexadecimal digits` };
-            return { kind: 'error', message: `invalid chunk extension in '${printable(line)}': expected ';name' or ';name=value' after the size (RFC 9112 §7.1.1)` };
+            return {
+              kind: 'error',
+              message: `invalid chunk extension in '${printable(line)}': expected ';name' or ';name=value' after the size (RFC 9112 §7.1.1)`,
+            };
           }
           const hex = m[1]!;
           if (hex.replace(/^0+/, '').length > MAX_SIZE_DIGITS) return { kind: 'error', message: `chunk size '${hex.slice(0, 40)}' is too large` };
@@ -116,7 +119,8 @@ export class ChunkedBody {
           if (this.trailerBytes > MAX_TRAILERS) return { kind: 'error', message: `trailer section larger than ${MAX_TRAILERS} bytes` };
           if (!empty) {
             const field = buf.toString('latin1', at, nl - 1);
-            if (!TRAILER_FIELD.test(field)) return { kind: 'error', message: `malformed trailer field '${printable(field)}': expected 'Name: value' without control characters` };
+            if (!TRAILER_FIELD.test(field))
+              return { kind: 'error', message: `malformed trailer field '${printable(field)}': expected 'Name: value' without control characters` };
           }
           at = nl + 1;
           if (empty) return { kind: 'done', used: at - from };

@@ -37,7 +37,10 @@ export class CodecPool {
   private closed = false;
 
   /** `offloadBytes` 0: never offload (everything inline, no pool thread ever). */
-  constructor(private readonly offloadBytes: number, private readonly workerData: CodecWorkerData) {}
+  constructor(
+    private readonly offloadBytes: number,
+    private readonly workerData: CodecWorkerData,
+  ) {}
 
   /** Whether a request body of this size and these headers is decoded in the pool. */
   offloadsDecode(bodyLength: number, contentEncoding: string, headerLength: string): boolean {

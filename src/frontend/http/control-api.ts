@@ -50,11 +50,16 @@ export class ControlApi {
     const snapshot = this.ctx.snapshot();
     const readyOf = (name: string): number[] => {
       const view = Object.prototype.hasOwnProperty.call(snapshot.models, name) ? snapshot.models[name] : undefined;
-      return (view?.versions ?? []).filter((v) => v.state === 'READY').map((v) => v.version).sort((a, b) => a - b);
+      return (view?.versions ?? [])
+        .filter((v) => v.state === 'READY')
+        .map((v) => v.version)
+        .sort((a, b) => a - b);
     };
     let pairs: [string, number][];
     if (model === undefined) {
-      pairs = Object.keys(snapshot.models).sort().flatMap((name) => readyOf(name).map((v): [string, number] => [name, v]));
+      pairs = Object.keys(snapshot.models)
+        .sort()
+        .flatMap((name) => readyOf(name).map((v): [string, number] => [name, v]));
     } else {
       const ready = readyOf(model);
       if (ready.length === 0) {
@@ -101,7 +106,12 @@ export class ControlApi {
     if (req.route.kind === 'nodetron_model_log' && this.ctx.modelLog !== undefined) {
       const { model, after } = req.route;
       if (!Object.prototype.hasOwnProperty.call(this.ctx.snapshot().models, model)) {
-        return { t: 'control_reply', id: req.id, status: 404, body: JSON.stringify({ error: `model '${model}' is not in the model repository: GET /v2/repository/index lists the models` }) };
+        return {
+          t: 'control_reply',
+          id: req.id,
+          status: 404,
+          body: JSON.stringify({ error: `model '${model}' is not in the model repository: GET /v2/repository/index lists the models` }),
+        };
       }
       return { t: 'control_reply', id: req.id, status: 200, body: JSON.stringify({ model, lines: this.ctx.modelLog(model, after) }) };
     }
@@ -119,7 +129,12 @@ export class ControlApi {
   /** The metrics text on the HTTP port; Triton's 'Metrics not enabled' hint when there is none. */
   private async metricsHttp(id: number): Promise<ControlReply> {
     if (this.ctx.metricsText === undefined) {
-      return { t: 'control_reply', id, status: 400, body: JSON.stringify({ error: 'metrics are off (--allow-metrics=false): start the server with --allow-metrics=true to see them here' }) };
+      return {
+        t: 'control_reply',
+        id,
+        status: 400,
+        body: JSON.stringify({ error: 'metrics are off (--allow-metrics=false): start the server with --allow-metrics=true to see them here' }),
+      };
     }
     try {
       return { t: 'control_reply', id, status: 200, body: await this.ctx.metricsText(), contentType: 'text/plain; version=0.0.4; charset=utf-8' };
@@ -152,4 +167,3 @@ export class ControlApi {
     if (view === undefined || !view.versions.some((v) => v.state === 'READY')) throw unknownTraceModel(model);
   }
 }
-

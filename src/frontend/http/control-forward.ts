@@ -11,7 +11,10 @@ export class ControlForwarder {
   private nextId = 1;
   private readonly waiting = new Map<number, Reply>();
 
-  constructor(private readonly post: (msg: ControlRequest) => void, private readonly maxInputSize: number) {}
+  constructor(
+    private readonly post: (msg: ControlRequest) => void,
+    private readonly maxInputSize: number,
+  ) {}
 
   handle(reply: Reply, head: RequestHead, route: ControlRoute): void {
     if (head.method !== 'POST') {

@@ -49,7 +49,8 @@ export function preflight(allowed: readonly string[], method: string, url: strin
   const cors = corsHeaders(allowed, origin);
   if (cors === undefined) {
     return {
-      status: 403, headers: {},
+      status: 403,
+      headers: {},
       error: `origin '${origin}' is not allowed to call this server; allowed by --http-cors-origin: ${allowed.join(', ')}`,
     };
   }

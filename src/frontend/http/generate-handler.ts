@@ -27,9 +27,9 @@ import { encodeGenerateResponse, errorJson, sseEvent } from './generate-response
 import { JSON_HEADERS, SSE_HEADERS, bodyTooLarge, readBody, type Reply, type ReplyStream, type RequestHead } from './http-reply';
 import { type InferHandler, sendError } from './infer-handler';
 
-
 /** Triton's text for a generate request whose model did not answer exactly once. */
-export const NOT_ONE_RESPONSE = 'generate expects model to produce exactly 1 response, use generate stream for model that generates various number of responses';
+export const NOT_ONE_RESPONSE =
+  'generate expects model to produce exactly 1 response, use generate stream for model that generates various number of responses';
 
 /** One generate request between its admission and its final response. */
 interface Exchange {

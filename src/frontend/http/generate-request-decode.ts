@@ -68,7 +68,9 @@ export function decodeGenerateRequest(body: Buffer, contentEncoding: string, pla
 
 function parameterValue(key: string, v: unknown): ParamValue {
   if (typeof v === 'string' || typeof v === 'boolean' || typeof v === 'bigint' || (typeof v === 'number' && Number.isFinite(v))) return v;
-  throw invalid(`parameter '${key}' has invalid type. It should be either 'int', 'bool', or 'string'. (It is ${jsonKind(v)}; a key of the generate request that names no model input is a request parameter.)`);
+  throw invalid(
+    `parameter '${key}' has invalid type. It should be either 'int', 'bool', or 'string'. (It is ${jsonKind(v)}; a key of the generate request that names no model input is a request parameter.)`,
+  );
 }
 
 /** One input from its key's value: a scalar is one element, an array its elements. */
@@ -77,7 +79,9 @@ function generateInput(input: PlanInput, value: unknown, plan: ValidationPlan, m
   const data = Array.isArray(value) ? value : [value];
   for (const v of data) {
     if (Array.isArray(v) || isObject(v) || v === null) {
-      throw invalid(`input '${name}' of model '${plan.modelName}' takes a value or a 1-D array of values in a generate request, got an array holding ${jsonKind(v)}`);
+      throw invalid(
+        `input '${name}' of model '${plan.modelName}' takes a value or a 1-D array of values in a generate request, got an array holding ${jsonKind(v)}`,
+      );
     }
   }
   const shape = generateShape(name, plan.maxBatchSize > 0 ? [-1, ...input.dims] : [...input.dims], data.length);

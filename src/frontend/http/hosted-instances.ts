@@ -70,22 +70,27 @@ const INLINE_STATS_RING_MS = 10;
 export class HostedInstances {
   private readonly byVersion = new Map<string, Hosted[]>();
 
-  constructor(private readonly arena: Arena, private readonly inbox: Inbox) {}
+  constructor(
+    private readonly arena: Arena,
+    private readonly inbox: Inbox,
+  ) {}
 
   /** main's `host_instance`: load the backend, probe it, then serve (or decline). */
   host(msg: HostInstanceMessage): void {
     const toMain = RingWriter.attach(msg.toMain, { deferBell: true });
     const send = (m: InstanceToMain): void => toMain.send(m);
     void this.load(msg)
-      .then((backend) => this.probe(backend, msg).then((probeUs) => {
-        if (probeUs > msg.maxUs) {
-          send({ t: 'declined', probeUs: Math.round(probeUs) });
-          return backend.finalize();
-        }
-        this.serve(msg, backend, toMain);
-        send({ t: 'ready', probeUs: Math.round(probeUs) });
-        return undefined;
-      }))
+      .then((backend) =>
+        this.probe(backend, msg).then((probeUs) => {
+          if (probeUs > msg.maxUs) {
+            send({ t: 'declined', probeUs: Math.round(probeUs) });
+            return backend.finalize();
+          }
+          this.serve(msg, backend, toMain);
+          send({ t: 'ready', probeUs: Math.round(probeUs) });
+          return undefined;
+        }),
+      )
       .catch((err: unknown) => send({ t: 'init_failed', error: toErrorInfo(err) }));
   }
 
@@ -110,8 +115,13 @@ export class HostedInstances {
         h.busy = false;
         const response = inlineResponse(h, request, outcome);
         const run: InlineMessage = {
-          t: 'inline', id: request.id, batchSize: request.batchSize, queueStartNs: request.arrivalNs,
-          endNs: nowNs(), ok: response.error === undefined, timings: outcome.timings,
+          t: 'inline',
+          id: request.id,
+          batchSize: request.batchSize,
+          queueStartNs: request.arrivalNs,
+          endNs: nowNs(),
+          ok: response.error === undefined,
+          timings: outcome.timings,
         };
         // Main needs it only when it reads statistics, and drains its rings first then (http-frontend.ts answerControl, grpc-frontend.ts, Observability.settle).
         h.toMain.sendLazy(run, INLINE_STATS_RING_MS);
@@ -126,14 +136,16 @@ export class HostedInstances {
   async closeAll(): Promise<void> {
     const all = [...this.byVersion.values()].flat();
     this.byVersion.clear();
-    await Promise.all(all.map(async (h) => {
-      this.inbox.remove(h.ring);
-      try {
-        await h.backend.finalize();
-      } catch {
-        // finalizing at exit: nothing left to tell
-      }
-    }));
+    await Promise.all(
+      all.map(async (h) => {
+        this.inbox.remove(h.ring);
+        try {
+          await h.backend.finalize();
+        } catch {
+          // finalizing at exit: nothing left to tell
+        }
+      }),
+    );
   }
 
   private load(msg: HostInstanceMessage): Promise<BackendInstance> {
@@ -157,8 +169,15 @@ export class HostedInstances {
         this.arena.bytes(offset, byteSize).fill(0);
       }
       const request: InferRequest = {
-        id: '', model: config.name, version: msg.args.version, latest: false, batchSize: Math.max(1, batch),
-        inputs, requestedOutputs: null, parameters: {}, arrivalNs: nowNs(),
+        id: '',
+        model: config.name,
+        version: msg.args.version,
+        latest: false,
+        batchSize: Math.max(1, batch),
+        inputs,
+        requestedOutputs: null,
+        parameters: {},
+        arrivalNs: nowNs(),
       };
       let under = 0;
       let over = 0;
@@ -189,9 +208,19 @@ export class HostedInstances {
   private serve(msg: HostInstanceMessage, backend: BackendInstance, toMain: RingWriter): void {
     const model = msg.args.config.name;
     const h: Hosted = {
-      name: msg.args.instanceName, model, key: versionKey(model, msg.args.version), backend,
-      gate: new Int32Array(msg.gate), toMain, ring: msg.toInstance, busy: false, queue: [], stopping: false,
-      oneATurn: msg.oneATurn, ranThisTurn: false, routes: new ReplyRoutes(this.arena, msg.peers, msg.peersPort),
+      name: msg.args.instanceName,
+      model,
+      key: versionKey(model, msg.args.version),
+      backend,
+      gate: new Int32Array(msg.gate),
+      toMain,
+      ring: msg.toInstance,
+      busy: false,
+      queue: [],
+      stopping: false,
+      oneATurn: msg.oneATurn,
+      ranThisTurn: false,
+      routes: new ReplyRoutes(this.arena, msg.peers, msg.peersPort),
     };
     let list = this.byVersion.get(h.key);
     if (list === undefined) this.byVersion.set(h.key, (list = []));
@@ -213,9 +242,11 @@ export class HostedInstances {
       void runBatch(h.backend, next.requests, this.arena).then((outcome) => {
         h.busy = false;
         if (outcome.responses !== undefined && next.replyTo !== undefined) h.routes.deliverAll(next.requests, outcome.responses, next.replyTo);
-        h.toMain.send(outcome.responses === undefined
-          ? { t: 'execute_failed', batchId: next.batchId, error: outcome.error!, timings: outcome.timings }
-          : { t: 'executed', batchId: next.batchId, responses: outcome.responses, timings: outcome.timings });
+        h.toMain.send(
+          outcome.responses === undefined
+            ? { t: 'execute_failed', batchId: next.batchId, error: outcome.error!, timings: outcome.timings }
+            : { t: 'executed', batchId: next.batchId, responses: outcome.responses, timings: outcome.timings },
+        );
         this.pump(h);
       });
       return;
@@ -231,7 +262,10 @@ export class HostedInstances {
     if (list!.length === 0) this.byVersion.delete(h.key);
     this.inbox.remove(h.ring);
     // The writer is not closed: that would drop the bell this turn still owes main.
-    void h.backend.finalize().catch(() => undefined).then(() => h.toMain.send({ t: 'stopped' }));
+    void h.backend
+      .finalize()
+      .catch(() => undefined)
+      .then(() => h.toMain.send({ t: 'stopped' }));
   }
 }
 

@@ -161,7 +161,10 @@ export class HttpConnection implements ReplySink {
     }
     if (this.body === undefined) {
       if (this.headSince >= 0 && now - this.headSince >= edge.headMs) {
-        return { reason: 'head', message: `request timed out: the request head did not arrive whole within ${edge.headMs} ms of its first byte (--http-header-timeout-ms)` };
+        return {
+          reason: 'head',
+          message: `request timed out: the request head did not arrive whole within ${edge.headMs} ms of its first byte (--http-header-timeout-ms)`,
+        };
       }
       return undefined;
     }
@@ -195,8 +198,12 @@ export class HttpConnection implements ReplySink {
   /** `buf` followed by `d`, in `spill`: in place when `buf` ends where spill's taken bytes do and there is room. */
   private append(buf: Buffer, d: Buffer): Buffer {
     const spill = this.spill;
-    if (spill !== undefined && buf.buffer === spill.buffer && buf.byteOffset + buf.length === spill.byteOffset + this.spillUsed
-      && this.spillUsed + d.length <= spill.length) {
+    if (
+      spill !== undefined &&
+      buf.buffer === spill.buffer &&
+      buf.byteOffset + buf.length === spill.byteOffset + this.spillUsed &&
+      this.spillUsed + d.length <= spill.length
+    ) {
       spill.set(d, this.spillUsed);
       this.spillUsed += d.length;
       return spill.subarray(buf.byteOffset - spill.byteOffset, this.spillUsed);
@@ -258,7 +265,8 @@ export class HttpConnection implements ReplySink {
     }
     if (this.closing && this.body === undefined) buf = undefined;
     this.buf = buf === undefined || at >= buf.length ? undefined : at === 0 ? buf : buf.subarray(at);
-    if (this.buf === undefined) this.spill = undefined; // nothing is gathered: the next read starts afresh
+    if (this.buf === undefined)
+      this.spill = undefined; // nothing is gathered: the next read starts afresh
     else if (this.body === undefined && this.headSince < 0) this.headSince = this.clock.now; // a pipelined head's start came with this read
   }
 
@@ -352,8 +360,10 @@ export class HttpConnection implements ReplySink {
 
   /** The client of a streamed answer stopped reading: close, which aborts (and so cancels) what it asked. */
   private overflow(buffered: number): void {
-    this.onOverflow(`closed the connection of ${this.client}: it stopped reading a streamed answer, and ${buffered} bytes of it waited `
-      + `(the bound is ${this.limits.maxStreamBuffered}); its requests are cancelled`);
+    this.onOverflow(
+      `closed the connection of ${this.client}: it stopped reading a streamed answer, and ${buffered} bytes of it waited ` +
+        `(the bound is ${this.limits.maxStreamBuffered}); its requests are cancelled`,
+    );
     this.socket.destroy();
   }
 

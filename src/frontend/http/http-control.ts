@@ -63,8 +63,18 @@ export interface HttpThreadData {
 export type ControlRoute = Extract<
   Route,
   {
-    kind: 'model_stats' | 'logging' | 'trace' | 'model_trace' | 'repository_index' | 'repository_load' | 'repository_unload' | 'shm'
-      | 'nodetron_metrics' | 'nodetron_status' | 'nodetron_model_log';
+    kind:
+      | 'model_stats'
+      | 'logging'
+      | 'trace'
+      | 'model_trace'
+      | 'repository_index'
+      | 'repository_load'
+      | 'repository_unload'
+      | 'shm'
+      | 'nodetron_metrics'
+      | 'nodetron_status'
+      | 'nodetron_model_log';
   }
 >;
 

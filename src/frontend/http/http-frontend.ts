@@ -87,7 +87,6 @@ interface HttpThread {
   fatal?: string;
 }
 
-
 export class HttpFrontend {
   private readonly threads: HttpThread[] = [];
   private socket: ListenSocket | undefined;
@@ -249,7 +248,14 @@ export class HttpFrontend {
     const worker = new Worker(path.join(__dirname, 'http-thread.js'), { workerData: data, name: `http-${index}`, resourceLimits: workerResourceLimits() });
     const host: InstanceHost = { index, threadId: worker.threadId, bell: fromMain.bell, post: (m, transfer) => worker.postMessage(m, transfer) };
     const t: HttpThread = {
-      index, worker, threadId: worker.threadId, toMain, fromMain, out: RingWriter.attach(fromMain), alive: true, inflight: new Map(),
+      index,
+      worker,
+      threadId: worker.threadId,
+      toMain,
+      fromMain,
+      out: RingWriter.attach(fromMain),
+      alive: true,
+      inflight: new Map(),
       replyPort: this.port.replies.addFrontend(worker.threadId, fromMain.bell, (notice) => worker.postMessage(notice satisfies MainToHttp)),
       host,
     };
@@ -299,7 +305,8 @@ export class HttpFrontend {
     const delay = this.restarts.next();
     this.opts.log?.error(
       `HTTP thread ${t.index} died: ${reason}\n${t.inflight.size} request(s) it had in flight fail with it ` +
-      `(their connections were reset); restarting it${delay > 0 ? ` in ${delay} ms` : ''}`);
+        `(their connections were reset); restarting it${delay > 0 ? ` in ${delay} ms` : ''}`,
+    );
     setTimeout(() => this.restart(t.index), delay).unref();
   }
 
@@ -309,13 +316,16 @@ export class HttpFrontend {
     this.threads[index] = t;
     const socket = this.socket!;
     const openai = this.openaiSocket;
-    socket.descriptors(1).then((fds) => this.listen(t, fds[0]))
+    socket
+      .descriptors(1)
+      .then((fds) => this.listen(t, fds[0]))
       .then(async () => {
         if (openai !== undefined) await this.listen(t, (await openai.descriptors(1))[0], true);
-      }).then(
-      () => this.opts.log?.info(`HTTP thread ${index} restarted, listening on port ${socket.port}`),
-      (err) => this.opts.log?.error(`HTTP thread ${index} could not listen again: ${toErrorInfo(err).message}`),
-    );
+      })
+      .then(
+        () => this.opts.log?.info(`HTTP thread ${index} restarted, listening on port ${socket.port}`),
+        (err) => this.opts.log?.error(`HTTP thread ${index} could not listen again: ${toErrorInfo(err).message}`),
+      );
   }
 
   private answerControl(m: ControlRequest): ControlReply | Promise<ControlReply> {

@@ -136,8 +136,12 @@ export class Reply {
     if (this.aborted || this.done) return;
     this.done = true;
     this.finish();
-    this.sink.deliver(this, this.headText(status, headers, typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength, close),
-      this.headOnly ? [] : [body], close);
+    this.sink.deliver(
+      this,
+      this.headText(status, headers, typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength, close),
+      this.headOnly ? [] : [body],
+      close,
+    );
   }
 
   /**
@@ -288,7 +292,11 @@ export function readBody(reply: Reply, head: RequestHead, limit: number, done: (
 
 /** The answer to a body over --http-max-input-size (readBody's `ok: false`); the connection closes after it. */
 export function bodyTooLarge(reply: Reply, size: number, limit: number): void {
-  reply.error(400, `request size of ${size} bytes exceeds the maximum allowed input size of ${limit} bytes. Use --http-max-input-size to increase the limit.`, true);
+  reply.error(
+    400,
+    `request size of ${size} bytes exceeds the maximum allowed input size of ${limit} bytes. Use --http-max-input-size to increase the limit.`,
+    true,
+  );
 }
 
 let dateText = '';

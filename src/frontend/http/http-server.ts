@@ -93,14 +93,24 @@ export class HttpServer {
     const perThread = this.edge.maxConnectionsPerThread;
     const mine = Atomics.load(slots, index);
     if (perThread > 0 && mine >= perThread) {
-      this.refuse(socket, `${mine} on this HTTP thread; --http-max-connections-per-thread=${perThread}`,
-        `this thread holds ${mine}, the most --http-max-connections-per-thread allows`);
+      this.refuse(
+        socket,
+        `${mine} on this HTTP thread; --http-max-connections-per-thread=${perThread}`,
+        `this thread holds ${mine}, the most --http-max-connections-per-thread allows`,
+      );
       return;
     }
     Atomics.add(slots, index, 1);
-    const c = new HttpConnection(socket, this.handler, this.limits, this.clock, (gone) => {
-      if (this.connections.delete(gone)) Atomics.sub(slots, index, 1);
-    }, this.warn);
+    const c = new HttpConnection(
+      socket,
+      this.handler,
+      this.limits,
+      this.clock,
+      (gone) => {
+        if (this.connections.delete(gone)) Atomics.sub(slots, index, 1);
+      },
+      this.warn,
+    );
     this.connections.add(c);
   }
 
@@ -114,11 +124,16 @@ export class HttpServer {
       error: `the server has too many open connections (${count}): try again later, or reuse a kept-alive connection`,
     });
     socket.on('error', () => undefined);
-    socket.end(`HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n`
-      + `Retry-After: 1\r\nConnection: close\r\n\r\n${body}`);
+    socket.end(
+      `HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `Retry-After: 1\r\nConnection: close\r\n\r\n${body}`,
+    );
     setTimeout(() => socket.destroy(), 2000).unref();
-    this.logOnce('connections', socket.remoteAddress ?? '', () =>
-      `refused connections from ${socket.remoteAddress}: ${logged}; answered 503 (said once per client)`);
+    this.logOnce(
+      'connections',
+      socket.remoteAddress ?? '',
+      () => `refused connections from ${socket.remoteAddress}: ${logged}; answered 503 (said once per client)`,
+    );
   }
 
   private logOnce(reason: string, client: string, message: () => string): void {

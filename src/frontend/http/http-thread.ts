@@ -49,14 +49,25 @@ const corsOrigins = data.corsOrigins ?? [];
 const consoleAssets = data.consolePath === undefined ? undefined : ConsoleAssets.load(data.consolePath);
 // Bearer tokens of each port (bearer-auth.ts); absent: no token asked.
 const httpAuth = data.authTokens === undefined ? undefined : new BearerAuth(data.authTokens, '--http-auth-token-file', data.authExemptHealth === true);
-const openaiAuth = data.openaiAuthTokens === undefined ? undefined
-  : new BearerAuth(data.openaiAuthTokens, data.openaiAuthFlag ?? '--http-auth-token-file', data.authExemptHealth === true);
+const openaiAuth =
+  data.openaiAuthTokens === undefined
+    ? undefined
+    : new BearerAuth(data.openaiAuthTokens, data.openaiAuthFlag ?? '--http-auth-token-file', data.authExemptHealth === true);
 const openApi = serverOpenApi({ name: data.serverName, version: data.serverVersion, extensions: data.extensions, restricted: data.restrictedApi ?? [] });
 const arena = Arena.attach(data.arena);
 const codec = new CodecPool(data.codecOffloadBytes, { index: data.index, arena: data.arena });
 const accessLog = data.accessLog === true ? (entry: RefusedRequest): void => post({ t: 'access', entry }) : undefined;
 const forwardPattern = data.headerForwardPattern === undefined ? undefined : forwardPatternRegExp('http-header-forward-pattern', data.headerForwardPattern);
-const infer = new InferHandler(arena, RingWriter.attach(data.toMain, { deferBell: true }), data.maxInputSize, data.maxJsonResponseSize, () => snapshot, codec, accessLog, forwardPattern);
+const infer = new InferHandler(
+  arena,
+  RingWriter.attach(data.toMain, { deferBell: true }),
+  data.maxInputSize,
+  data.maxJsonResponseSize,
+  () => snapshot,
+  codec,
+  accessLog,
+  forwardPattern,
+);
 const generate = new GenerateHandler(arena, infer, data.maxInputSize, data.maxJsonResponseSize, () => snapshot, forwardPattern, accessLog);
 const openai = new OpenAIHandler(arena, infer, data.maxInputSize, () => snapshot);
 const embeddings = new EmbeddingsHandler(arena, infer, data.maxInputSize, () => snapshot, openai.texts);
@@ -211,9 +222,15 @@ function routeOpenAI(reply: Reply, head: RequestHead): void {
       return reply.send(snapshot.ready && !snapshot.exiting ? 200 : 503, { 'Content-Type': 'text/plain' }, '');
     }
     const status = r.kind === 'method_not_allowed' ? 405 : 404;
-    sendOpenAIError(reply, new OpenAIError(status, status === 405
-      ? `${head.method} is not allowed on ${head.url}`
-      : `${head.url} is not served on the OpenAI port: it serves GET /v1/models, POST /v1/completions, POST /v1/chat/completions, POST /v1/embeddings and GET /health/ready (the KServe v2 API is on the HTTP port)`));
+    sendOpenAIError(
+      reply,
+      new OpenAIError(
+        status,
+        status === 405
+          ? `${head.method} is not allowed on ${head.url}`
+          : `${head.url} is not served on the OpenAI port: it serves GET /v1/models, POST /v1/completions, POST /v1/chat/completions, POST /v1/embeddings and GET /health/ready (the KServe v2 API is on the HTTP port)`,
+      ),
+    );
   } catch (err) {
     sendOpenAIError(reply, asOpenAIError(err));
   }

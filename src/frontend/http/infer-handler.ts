@@ -107,8 +107,15 @@ export class InferHandler {
     });
   }
 
-  private admit(reply: Reply, head: RequestHead, raw: Buffer, resolved: Resolved, arrivalNs: number,
-    client: string | undefined, refuse: (err: unknown) => void): void {
+  private admit(
+    reply: Reply,
+    head: RequestHead,
+    raw: Buffer,
+    resolved: Resolved,
+    arrivalNs: number,
+    client: string | undefined,
+    refuse: (err: unknown) => void,
+  ): void {
     const { view, version } = resolved;
     const plan = view.plan;
     if (!plan) throw new ServerError('UNAVAILABLE', `Request for unknown model: '${view.name}' version ${version} is not at ready state`);
@@ -152,12 +159,16 @@ export class InferHandler {
     // No hop: an idle instance hosted here runs it now (its client cannot be gone before the answer, so no cancel).
     const inline = this.hosted?.tryRun(request);
     if (inline !== undefined) {
-      inline.then((r) => this.onResponse(key, r, version), (err: unknown) => this.onResponse(key, failedInline(err), version));
+      inline.then(
+        (r) => this.onResponse(key, r, version),
+        (err: unknown) => this.onResponse(key, failedInline(err), version),
+      );
       return;
     }
     const msg: FrontendToMain = { t: 'infer', key, request };
     this.toMain.send(msg);
-    if (reply.aborted) this.onClientGone(key); // gone while the request was being admitted
+    if (reply.aborted)
+      this.onClientGone(key); // gone while the request was being admitted
     else reply.onAbort(() => this.onClientGone(key));
   }
 
@@ -270,7 +281,11 @@ export class InferHandler {
       return true;
     }
     // The pool reads the outputs in place: they are freed once it is done.
-    this.codec.encode(task).then(send).catch((err: unknown) => sendError(p.reply, err)).finally(() => this.release(p, response));
+    this.codec
+      .encode(task)
+      .then(send)
+      .catch((err: unknown) => sendError(p.reply, err))
+      .finally(() => this.release(p, response));
     return true;
   }
 }

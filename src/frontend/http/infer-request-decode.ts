@@ -218,9 +218,7 @@ function checkInputContentType(input: unknown): void {
   const hasShm = isObject(params) && params.shared_memory_region !== undefined;
   const count = Number(hasData) + Number(hasBinary) + Number(hasShm);
   if (count === 1) return;
-  let msg =
-    "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', " +
-    "'shared_memory_region' in 'parameters'. But";
+  let msg = "Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', " + "'shared_memory_region' in 'parameters'. But";
   if (count === 0) msg += ' no field is set';
   else msg += ` set${hasData ? " 'data'" : ''}${hasBinary ? " 'binary_data_size'" : ''}${hasShm ? " 'shared_memory_region'" : ''}`;
   throw invalid(msg);
@@ -296,9 +294,7 @@ function decodeInputs(
       if (binarySize === undefined) throw internal(`Unable to parse 'binary_data_size': ${NON.uint}`);
       const available = body.length - pos;
       if (binarySize > available) {
-        throw invalid(
-          `unexpected size for input '${name}', expecting ${binarySize - available} additional bytes for model '${model}'`,
-        );
+        throw invalid(`unexpected size for input '${name}', expecting ${binarySize - available} additional bytes for model '${model}'`);
       }
       data = binarySize === 0 ? EMPTY : body.subarray(pos, pos + binarySize);
       pos += binarySize;
@@ -335,9 +331,7 @@ function jsonInputData(input: JsonObject, name: string, datatype: string, shape:
   if (count === 0) return EMPTY; // empty tensor: `data` is not read
   // Overflow guards (≈ Triton's texts): element count, then bytes, within int64.
   if (count > INT64_MAX) {
-    throw invalid(
-      `shape ${dimsToString(shape)} of input '${name}' causes total element count to exceed maximum size of 9223372036854775807`,
-    );
+    throw invalid(`shape ${dimsToString(shape)} of input '${name}' causes total element count to exceed maximum size of 9223372036854775807`);
   }
   if (isDataType(datatype) && count * ELEMENT_SIZE[datatype] > INT64_MAX) {
     throw invalid(`byte size overflow for input '${name}'`);

@@ -64,10 +64,7 @@ export function jsonTensorBytes(name: string, datatype: string, data: unknown[],
     );
   }
   if (dt === 'FP16' || dt === 'BF16') {
-    throw new ServerError(
-      'INVALID_ARG',
-      `receiving ${dt} data via JSON is not supported. Please use the binary data format for input ${name}`,
-    );
+    throw new ServerError('INVALID_ARG', `receiving ${dt} data via JSON is not supported. Please use the binary data format for input ${name}`);
   }
   if (dt === undefined) throw new ServerError('INVALID_ARG', `invalid datatype for input ${name}. ${wireDataTypeHint(datatype)}`);
   if (strings !== undefined) return strings.data;
@@ -180,7 +177,8 @@ function fillFloat(arr: unknown[], out: Float32Array | Float64Array, depth: numb
     }
     if (cursor >= expected) throw tooMany();
     if (typeof v === 'number') out[cursor++] = v;
-    else if (typeof v === 'bigint') out[cursor++] = Number(v); // an int64/uint64 literal read as a double, as rapidjson's GetDouble does
+    else if (typeof v === 'bigint')
+      out[cursor++] = Number(v); // an int64/uint64 literal read as a double, as rapidjson's GetDouble does
     else throw internal("Unable to parse 'data': attempt to access JSON non-number as double");
   }
 }

@@ -56,7 +56,10 @@ export class ListenSocket {
    */
   private readonly given: RawHandle[] = [];
 
-  private constructor(private readonly spare: RawHandle, readonly port: number) {}
+  private constructor(
+    private readonly spare: RawHandle,
+    readonly port: number,
+  ) {}
 
   /** Bind and listen on `address:port` (0 = a free port). */
   static async open(address: string, port: number): Promise<ListenSocket> {
@@ -66,7 +69,12 @@ export class ListenSocket {
     const server = net.createServer((s) => s.destroy());
     await new Promise<void>((resolve, reject) => {
       server.once('error', (err: NodeJS.ErrnoException) => {
-        reject(new ServerError('UNAVAILABLE', err.code === 'EADDRINUSE' ? `Socket '${address}:${port}' already in use ` : `could not listen on '${address}:${port}': ${err.message}`));
+        reject(
+          new ServerError(
+            'UNAVAILABLE',
+            err.code === 'EADDRINUSE' ? `Socket '${address}:${port}' already in use ` : `could not listen on '${address}:${port}': ${err.message}`,
+          ),
+        );
       });
       server.listen({ host: address, port, backlog: 1024 }, () => resolve());
     });

@@ -33,7 +33,9 @@ function wireShape(t: Tensor, batched: boolean): number[] {
 
 function shapeSchema(shape: number[]): Json {
   return {
-    type: 'array', minItems: shape.length, maxItems: shape.length,
+    type: 'array',
+    minItems: shape.length,
+    maxItems: shape.length,
     prefixItems: shape.map((d) => (d < 0 ? { type: 'integer', minimum: 0 } : { const: d })),
     description: `[${shape.join(', ')}] (-1: any size)`,
   };
@@ -42,7 +44,8 @@ function shapeSchema(shape: number[]): Json {
 function tensorSchema(t: Tensor, batched: boolean): Json {
   const datatype = configTypeToDataType(t.data_type);
   return {
-    type: 'object', required: ['name', 'datatype', 'shape', 'data'],
+    type: 'object',
+    required: ['name', 'datatype', 'shape', 'data'],
     properties: {
       name: { const: t.name },
       datatype: { const: datatype },
@@ -67,12 +70,15 @@ export function modelOpenApi(config: ModelConfig, serverVersion: string, restric
   const inputs = (config.input ?? []) as Tensor[];
   const outputs = (config.output ?? []) as Tensor[];
   const request: Json = {
-    type: 'object', required: ['inputs'],
+    type: 'object',
+    required: ['inputs'],
     properties: {
       id: { type: 'string' },
       parameters: PARAMETERS_SCHEMA,
       inputs: {
-        type: 'array', minItems: inputs.filter((t) => t.optional !== true).length, maxItems: inputs.length,
+        type: 'array',
+        minItems: inputs.filter((t) => t.optional !== true).length,
+        maxItems: inputs.length,
         items: { oneOf: inputs.map((t, i) => ({ $ref: `#/components/schemas/${key('input', i, t)}` })) },
         // Every input that is not optional must be there.
         allOf: inputs.filter((t) => t.optional !== true).map((t) => ({ contains: { properties: { name: { const: t.name } }, required: ['name'] } })),
@@ -80,7 +86,8 @@ export function modelOpenApi(config: ModelConfig, serverVersion: string, restric
       outputs: {
         type: 'array',
         items: {
-          type: 'object', required: ['name'],
+          type: 'object',
+          required: ['name'],
           properties: { name: { enum: outputs.map((t) => t.name) }, parameters: PARAMETERS_SCHEMA },
         },
       },
@@ -88,7 +95,8 @@ export function modelOpenApi(config: ModelConfig, serverVersion: string, restric
     example: { inputs: inputs.filter((t) => t.optional !== true).map((t) => example(t, batched)) },
   };
   const response: Json = {
-    type: 'object', required: ['model_name', 'outputs'],
+    type: 'object',
+    required: ['model_name', 'outputs'],
     properties: {
       model_name: { const: config.name },
       model_version: { type: 'string' },
@@ -98,20 +106,33 @@ export function modelOpenApi(config: ModelConfig, serverVersion: string, restric
     },
   };
   const schemas: Json = { Error: ERROR_SCHEMA, InferenceRequest: request, InferenceResponse: response };
-  inputs.forEach((t, i) => { schemas[key('input', i, t)] = tensorSchema(t, batched); });
-  outputs.forEach((t, i) => { schemas[key('output', i, t)] = tensorSchema(t, batched); });
+  inputs.forEach((t, i) => {
+    schemas[key('input', i, t)] = tensorSchema(t, batched);
+  });
+  outputs.forEach((t, i) => {
+    schemas[key('output', i, t)] = tensorSchema(t, batched);
+  });
   const base = `/v2/models/${encodeURIComponent(config.name)}`;
-  const infer = (params: Json[]): Json => operation({
-    summary: `Inference on ${config.name}`, tag: config.name, category: 'inference',
-    body: { $ref: '#/components/schemas/InferenceRequest' }, ok: { $ref: '#/components/schemas/InferenceResponse' }, params,
-  }, restricted);
+  const infer = (params: Json[]): Json =>
+    operation(
+      {
+        summary: `Inference on ${config.name}`,
+        tag: config.name,
+        category: 'inference',
+        body: { $ref: '#/components/schemas/InferenceRequest' },
+        ok: { $ref: '#/components/schemas/InferenceResponse' },
+        params,
+      },
+      restricted,
+    );
   const components: Json = { schemas };
   const schemes = securitySchemes(restricted);
   if (schemes !== undefined) components.securitySchemes = schemes;
   return JSON.stringify({
     openapi: OPENAPI_VERSION,
     info: {
-      title: `${config.name}: inference`, version: serverVersion,
+      title: `${config.name}: inference`,
+      version: serverVersion,
       description: `Backend ${config.backend ?? config.platform ?? ''}; max_batch_size ${config.max_batch_size ?? 0}. From the model's config.`,
     },
     paths: {

@@ -25,11 +25,18 @@ export interface EmbeddingRequest {
 
 /** Whether a model takes the embedding contract: a BYTES `text_input` and an FP32 `embedding`. */
 export function isEmbeddingModel(plan: ValidationPlan): boolean {
-  return plan.inputs.some((i) => i.name === 'text_input' && i.datatype === 'BYTES') && plan.outputs.some((o) => o.name === 'embedding' && o.datatype === 'FP32');
+  return (
+    plan.inputs.some((i) => i.name === 'text_input' && i.datatype === 'BYTES') && plan.outputs.some((o) => o.name === 'embedding' && o.datatype === 'FP32')
+  );
 }
 
 export function notEmbeddingModel(model: string): OpenAIError {
-  return new OpenAIError(400, `The model '${model}' is not an embedding model: /v1/embeddings needs a BYTES input 'text_input' and an FP32 output 'embedding' (its vector); GET /v1/models lists the models, and /v1/completions serves the LLMs among them.`, 'model', 'model_not_embedding');
+  return new OpenAIError(
+    400,
+    `The model '${model}' is not an embedding model: /v1/embeddings needs a BYTES input 'text_input' and an FP32 output 'embedding' (its vector); GET /v1/models lists the models, and /v1/completions serves the LLMs among them.`,
+    'model',
+    'model_not_embedding',
+  );
 }
 
 export function parseEmbeddingRequest(body: Buffer): EmbeddingRequest {
@@ -37,7 +44,8 @@ export function parseEmbeddingRequest(body: Buffer): EmbeddingRequest {
   const req: EmbeddingRequest = { model: d.model, inputs: inputs(d.input), encoding: 'float' };
   const f = d.encoding_format;
   if (f !== undefined && f !== null) {
-    if (f !== 'float' && f !== 'base64') throw bad(`'encoding_format' must be "float" or "base64", got ${typeof f === 'string' ? JSON.stringify(f) : kind(f)}.`, 'encoding_format');
+    if (f !== 'float' && f !== 'base64')
+      throw bad(`'encoding_format' must be "float" or "base64", got ${typeof f === 'string' ? JSON.stringify(f) : kind(f)}.`, 'encoding_format');
     req.encoding = f;
   }
   const dims = d.dimensions;

@@ -51,14 +51,21 @@ export class EmbeddingsHandler {
 
   handle(reply: Reply, head: RequestHead): void {
     const arrivalNs = nowNs();
-    takeOpenAIRequest(reply, head, this.maxInputSize, this.texts, (body) => {
-      const req = parseEmbeddingRequest(body);
-      const resolved = lookupLoaded(this.snapshot(), req.model);
-      const plan = resolved.view.plan;
-      if (plan === undefined) throw new OpenAIError(503, `The model '${resolved.view.name}' is not ready.`, 'model');
-      if (!isEmbeddingModel(plan)) throw notEmbeddingModel(resolved.view.name);
-      return { req, resolved };
-    }, (req, resolved, text) => this.start(reply, req, resolved, text, arrivalNs));
+    takeOpenAIRequest(
+      reply,
+      head,
+      this.maxInputSize,
+      this.texts,
+      (body) => {
+        const req = parseEmbeddingRequest(body);
+        const resolved = lookupLoaded(this.snapshot(), req.model);
+        const plan = resolved.view.plan;
+        if (plan === undefined) throw new OpenAIError(503, `The model '${resolved.view.name}' is not ready.`, 'model');
+        if (!isEmbeddingModel(plan)) throw notEmbeddingModel(resolved.view.name);
+        return { req, resolved };
+      },
+      (req, resolved, text) => this.start(reply, req, resolved, text, arrivalNs),
+    );
   }
 
   private start(reply: Reply, req: EmbeddingRequest, resolved: Resolved, text: ModelText, arrivalNs: number): void {
@@ -73,7 +80,14 @@ export class EmbeddingsHandler {
     });
     const requests = admitAll(this.arena, planned, { model: view.name, version, latest, arrivalNs });
     const b: Batch = {
-      reply, req, model: view.name, vectors: requests.map(() => undefined), inputs: requests.map((r) => r.inputs), keys: [], open: requests.length, promptTokens,
+      reply,
+      req,
+      model: view.name,
+      vectors: requests.map(() => undefined),
+      inputs: requests.map((r) => r.inputs),
+      keys: [],
+      open: requests.length,
+      promptTokens,
     };
     requests.forEach((r, i) => b.keys.push(this.infer.submit(r, reply, (response) => this.onResponse(b, i, response))));
   }
@@ -104,7 +118,11 @@ export class EmbeddingsHandler {
     const v = new Float32Array(bytes.slice().buffer); // copied: the arena block is freed after this response
     const want = b.req.dimensions;
     if (want !== undefined && v.length !== want) {
-      throw new OpenAIError(400, `The model '${b.model}' does not support 'dimensions' = ${want}: it answered a vector of ${v.length} values; leave 'dimensions' out or ask the model's own size.`, 'dimensions');
+      throw new OpenAIError(
+        400,
+        `The model '${b.model}' does not support 'dimensions' = ${want}: it answered a vector of ${v.length} values; leave 'dimensions' out or ask the model's own size.`,
+        'dimensions',
+      );
     }
     b.vectors[i] = v;
   }
@@ -128,7 +146,12 @@ export class EmbeddingsHandler {
 function inputText(input: string | number[], i: number, text: ModelText, model: string): string {
   if (typeof input === 'string') return input;
   const s = text.decode(input);
-  if (s === undefined) throw new OpenAIError(400, `input[${i}] is token ids, but the model '${model}' has no tokenizer.json in its folder to read them with; send the input as text.`, 'input');
+  if (s === undefined)
+    throw new OpenAIError(
+      400,
+      `input[${i}] is token ids, but the model '${model}' has no tokenizer.json in its folder to read them with; send the input as text.`,
+      'input',
+    );
   return s;
 }
 

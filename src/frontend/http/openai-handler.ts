@@ -30,9 +30,19 @@ import { bytesText, llmRequest, takesLlmContract } from './openai-llm-request';
 import { ModelTexts, type ModelText } from './openai-model-text';
 import { OpenAIError, parseOpenAIRequest, type OpenAIRequest } from './openai-request';
 import {
-  chatBody, chunkEvent, completionBody, DONE_EVENT, errorBody, modelList, modelObject, sse, stopScan, usage, type FinishReason, type ResponseIds,
+  chatBody,
+  chunkEvent,
+  completionBody,
+  DONE_EVENT,
+  errorBody,
+  modelList,
+  modelObject,
+  sse,
+  stopScan,
+  usage,
+  type FinishReason,
+  type ResponseIds,
 } from './openai-response';
-
 
 /** One choice of a request: one request to the model, from admission to its final response. */
 interface Choice {
@@ -101,7 +111,16 @@ export class OpenAIHandler {
     const snap = this.snapshot();
     const now = Math.floor(Date.now() / 1000);
     if (model === undefined) {
-      reply.send(200, JSON_HEADERS, modelList(Object.keys(snap.models).filter((m) => servable(snap, m)).sort(), now));
+      reply.send(
+        200,
+        JSON_HEADERS,
+        modelList(
+          Object.keys(snap.models)
+            .filter((m) => servable(snap, m))
+            .sort(),
+          now,
+        ),
+      );
       return;
     }
     if (!servable(snap, model)) return sendOpenAIError(reply, unknownModel(model));
@@ -110,10 +129,17 @@ export class OpenAIHandler {
 
   handle(reply: Reply, head: RequestHead, kind: OpenAIRequest['kind']): void {
     const arrivalNs = nowNs();
-    takeOpenAIRequest(reply, head, this.maxInputSize, this.texts, (body) => {
-      const req = parseOpenAIRequest(body, kind);
-      return { req, resolved: lookupLoaded(this.snapshot(), req.model) };
-    }, (req, resolved, text) => this.start(reply, req, resolved, text, arrivalNs));
+    takeOpenAIRequest(
+      reply,
+      head,
+      this.maxInputSize,
+      this.texts,
+      (body) => {
+        const req = parseOpenAIRequest(body, kind);
+        return { req, resolved: lookupLoaded(this.snapshot(), req.model) };
+      },
+      (req, resolved, text) => this.start(reply, req, resolved, text, arrivalNs),
+    );
   }
 
   private start(reply: Reply, req: OpenAIRequest, resolved: Resolved, text: ModelText, arrivalNs: number): void {
@@ -122,14 +148,25 @@ export class OpenAIHandler {
     if (plan === undefined) throw new OpenAIError(503, `The model '${view.name}' is not ready.`, 'model');
     const prompts = req.prompts === undefined ? [text.renderChat(req.messages ?? [])] : req.prompts.map((p, i) => promptText(p, i, text, view.name));
     // Every choice is validated before any is admitted, so a bad one admits nothing.
-    const planned = prompts.flatMap((prompt) => Array.from({ length: req.n }, (_, j) => {
-      const decoded = llmRequest(plan, prompt, req, this.maxInputSize, j);
-      return { prompt, decoded, batchSize: validateRequest(plan, decoded).batchSize };
-    }));
+    const planned = prompts.flatMap((prompt) =>
+      Array.from({ length: req.n }, (_, j) => {
+        const decoded = llmRequest(plan, prompt, req, this.maxInputSize, j);
+        return { prompt, decoded, batchSize: validateRequest(plan, decoded).batchSize };
+      }),
+    );
     const requests = admitAll(this.arena, planned, { model: view.name, version, latest, arrivalNs });
     const ids: ResponseIds = { id: `${req.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: view.name };
     const choices = planned.map((p, index): Choice => ({
-      index, prompt: p.prompt, inputs: requests[index]!.inputs, key: 0, out: req.echo ? p.prompt : '', sent: 0, opened: false, stopped: false, done: false, failed: false,
+      index,
+      prompt: p.prompt,
+      inputs: requests[index]!.inputs,
+      key: 0,
+      out: req.echo ? p.prompt : '',
+      sent: 0,
+      opened: false,
+      stopped: false,
+      done: false,
+      failed: false,
     }));
     const x: Exchange = { reply, req, ids, text, prompts, choices, open: choices.length };
     for (const c of choices) c.key = this.infer.submit(requests[c.index]!, reply, (response) => this.onResponse(x, c, response));
@@ -211,7 +248,7 @@ export class OpenAIHandler {
 
   /** The tokens of a complete choice's generated text (`echo`'s prompt not counted), tokenized once. */
   private completionTokens(x: Exchange, c: Choice): number {
-    return c.tokens ??= x.text.count(x.req.echo ? c.out.slice(c.prompt.length) : c.out);
+    return (c.tokens ??= x.text.count(x.req.echo ? c.out.slice(c.prompt.length) : c.out));
   }
 
   /** Choice `c`'s text is complete: streaming, its rest and its finish chunk go; the last one answers the request. */
@@ -238,7 +275,7 @@ export class OpenAIHandler {
       x.reply.send(200, JSON_HEADERS, x.req.kind === 'chat' ? chatBody(x.ids, choices, u) : completionBody(x.ids, choices, u));
       return;
     }
-    const s = x.sse ??= x.reply.stream(200, SSE_HEADERS);
+    const s = (x.sse ??= x.reply.stream(200, SSE_HEADERS));
     if (x.req.includeUsage) s.write(chunkEvent(x.req.kind, x.ids, { usage: u }));
     s.end(DONE_EVENT);
   }
@@ -249,7 +286,11 @@ function promptText(p: string | number[], i: number, text: ModelText, model: str
   if (typeof p === 'string') return p;
   const decoded = text.decode(p);
   if (decoded === undefined) {
-    throw new OpenAIError(400, `'prompt'${i > 0 ? `[${i}]` : ''} is token ids, but the model '${model}' has no tokenizer.json in its folder to read them with; send the prompt as text.`, 'prompt');
+    throw new OpenAIError(
+      400,
+      `'prompt'${i > 0 ? `[${i}]` : ''} is token ids, but the model '${model}' has no tokenizer.json in its folder to read them with; send the prompt as text.`,
+      'prompt',
+    );
   }
   return decoded;
 }
@@ -262,8 +303,14 @@ function promptText(p: string | number[], i: number, text: ModelText, model: str
  * `start`, unless the client went away meanwhile; what `start` throws is
  * answered too.
  */
-export function takeOpenAIRequest<R>(reply: Reply, head: RequestHead, maxInputSize: number, texts: ModelTexts,
-  parse: (body: Buffer) => { req: R; resolved: Resolved }, start: (req: R, resolved: Resolved, text: ModelText) => void): void {
+export function takeOpenAIRequest<R>(
+  reply: Reply,
+  head: RequestHead,
+  maxInputSize: number,
+  texts: ModelTexts,
+  parse: (body: Buffer) => { req: R; resolved: Resolved },
+  start: (req: R, resolved: Resolved, text: ModelText) => void,
+): void {
   readBody(reply, head, maxInputSize, (r) => {
     if (!r.ok) {
       bodyTooLarge(reply, r.size, maxInputSize);
@@ -276,9 +323,12 @@ export function takeOpenAIRequest<R>(reply: Reply, head: RequestHead, maxInputSi
       return sendOpenAIError(reply, asOpenAIError(err));
     }
     const { req, resolved } = parsed;
-    texts.get(resolved.view.dir, resolved.view.name, resolved.view.loads).then((text) => {
-      if (!reply.aborted) start(req, resolved, text);
-    }).catch((err: unknown) => sendOpenAIError(reply, asOpenAIError(err)));
+    texts
+      .get(resolved.view.dir, resolved.view.name, resolved.view.loads)
+      .then((text) => {
+        if (!reply.aborted) start(req, resolved, text);
+      })
+      .catch((err: unknown) => sendOpenAIError(reply, asOpenAIError(err)));
   });
 }
 
@@ -291,7 +341,12 @@ export function lookupLoaded(snap: ServerSnapshot, model: string): Resolved {
 }
 
 export function unknownModel(model: string): OpenAIError {
-  return new OpenAIError(404, `The model '${model}' does not exist or is not loaded: GET /v1/models lists the models this server serves.`, 'model', 'model_not_found');
+  return new OpenAIError(
+    404,
+    `The model '${model}' does not exist or is not loaded: GET /v1/models lists the models this server serves.`,
+    'model',
+    'model_not_found',
+  );
 }
 
 /** Whether `/v1/models` lists the model: loaded, and it takes Triton's LLM contract or the embedding one. */

@@ -25,7 +25,11 @@ export function takesLlmContract(plan: ValidationPlan): boolean {
 export function llmRequest(plan: ValidationPlan, prompt: string, req: OpenAIRequest, maxInputSize: number, choice = 0): DecodedRequest {
   const byName = new Map(plan.inputs.map((i) => [i.name, i]));
   if (!takesLlmContract(plan)) {
-    throw new OpenAIError(400, `The model '${plan.modelName}' does not take Triton's LLM contract (a BYTES input 'text_input' and an output 'text_output'), which the /v1 routes need; use /v2/models/${plan.modelName}/infer instead.`, 'model');
+    throw new OpenAIError(
+      400,
+      `The model '${plan.modelName}' does not take Triton's LLM contract (a BYTES input 'text_input' and an output 'text_output'), which the /v1 routes need; use /v2/models/${plan.modelName}/infer instead.`,
+      'model',
+    );
   }
   const parameters = { ...req.parameters };
   if (choice > 0 && typeof parameters.seed === 'number') parameters.seed += choice;

@@ -59,7 +59,8 @@ export class ModelText {
       for (const k of ['bos_token', 'eos_token']) {
         const v = config[k];
         if (typeof v === 'string') tokens[k] = v;
-        else if (typeof v === 'object' && v !== null && typeof (v as { content?: unknown }).content === 'string') tokens[k] = (v as { content: string }).content;
+        else if (typeof v === 'object' && v !== null && typeof (v as { content?: unknown }).content === 'string')
+          tokens[k] = (v as { content: string }).content;
       }
     }
     const json = parseJson(tokenizerText, 'tokenizer.json', model);
@@ -132,7 +133,13 @@ function parseJson(text: string | undefined, file: string, model: string): Recor
 }
 
 function fileError(model: string, file: string, why: string): OpenAIError {
-  return new OpenAIError(500, `model '${model}': ${file} in its folder cannot be used (${why}); fix or remove the file and reload the model`, null, null, 'server_error');
+  return new OpenAIError(
+    500,
+    `model '${model}': ${file} in its folder cannot be used (${why}); fix or remove the file and reload the model`,
+    null,
+    null,
+    'server_error',
+  );
 }
 
 /** How long a model folder's files are taken as unchanged after they were last looked at (ms). */
@@ -208,9 +215,11 @@ export class ModelTexts {
 
 /** A folder's tokenizer_config.json and tokenizer.json as they are now: mtime and size each, or '-' when absent. */
 async function stampOf(dir: string): Promise<string> {
-  const parts = await Promise.all(['tokenizer_config.json', 'tokenizer.json'].map(async (f) => {
-    const st = await fs.stat(path.join(dir, f)).catch(() => undefined);
-    return st === undefined ? '-' : `${st.mtimeMs}:${st.size}`;
-  }));
+  const parts = await Promise.all(
+    ['tokenizer_config.json', 'tokenizer.json'].map(async (f) => {
+      const st = await fs.stat(path.join(dir, f)).catch(() => undefined);
+      return st === undefined ? '-' : `${st.mtimeMs}:${st.size}`;
+    }),
+  );
   return parts.join(' ');
 }

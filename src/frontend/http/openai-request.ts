@@ -123,7 +123,10 @@ export function parseOpenAIRequest(body: Buffer, which: OpenAIRequest['kind']): 
   }
   const choices = (req.prompts?.length ?? 1) * req.n;
   if (choices > MAX_CHOICES) {
-    throw bad(`${req.prompts!.length} prompts × n = ${req.n} asks for ${choices} choices; one request gives at most ${MAX_CHOICES}: send fewer prompts per request.`, 'prompt');
+    throw bad(
+      `${req.prompts!.length} prompts × n = ${req.n} asks for ${choices} choices; one request gives at most ${MAX_CHOICES}: send fewer prompts per request.`,
+      'prompt',
+    );
   }
   for (const k of NUMBER_PARAMS) {
     const v = d[k];
@@ -152,14 +155,20 @@ export function parseOpenAIRequest(body: Buffer, which: OpenAIRequest['kind']): 
 function refuseUnsupported(d: JsonObject, which: OpenAIRequest['kind']): void {
   const lp = d.logprobs;
   if (which === 'completion' ? lp !== undefined && lp !== null && lp !== 0 : lp === true) {
-    throw bad(`'logprobs' is not supported: Triton's LLM contract returns text only (text_output), not token log-probabilities; leave 'logprobs' out.`, 'logprobs');
+    throw bad(
+      `'logprobs' is not supported: Triton's LLM contract returns text only (text_output), not token log-probabilities; leave 'logprobs' out.`,
+      'logprobs',
+    );
   }
   if (which === 'chat' && d.top_logprobs !== undefined && d.top_logprobs !== null && d.top_logprobs !== 0) {
     throw bad(`'top_logprobs' is not supported: Triton's LLM contract returns text only, not token log-probabilities; leave it out.`, 'top_logprobs');
   }
   const tools = d.tools;
   if (which === 'chat' && Array.isArray(tools) && tools.length > 0 && d.tool_choice !== 'none') {
-    throw bad(`'tools' is not supported: this server has no tool-call parser, so the model's answer cannot become tool_calls; leave 'tools' out or set 'tool_choice' to "none".`, 'tools');
+    throw bad(
+      `'tools' is not supported: this server has no tool-call parser, so the model's answer cannot become tool_calls; leave 'tools' out or set 'tool_choice' to "none".`,
+      'tools',
+    );
   }
 }
 
@@ -201,7 +210,10 @@ export function notTextsOrTokenIds(v: unknown): string {
 function prompts(v: unknown): (string | number[])[] {
   const list = textsOrTokenIds(v);
   if (list !== undefined) return list;
-  throw bad(`'prompt' is required: a string, an array of strings, an array of token ids or an array of token-id arrays (none empty), got ${notTextsOrTokenIds(v)}.`, 'prompt');
+  throw bad(
+    `'prompt' is required: a string, an array of strings, an array of token ids or an array of token-id arrays (none empty), got ${notTextsOrTokenIds(v)}.`,
+    'prompt',
+  );
 }
 
 function isTokenId(t: unknown): boolean {
@@ -232,11 +244,13 @@ function content(v: unknown, param: string): string {
   if (v === undefined || v === null) return '';
   if (typeof v === 'string') return v;
   if (Array.isArray(v)) {
-    return v.map((part, j) => {
-      const p = part as JsonObject;
-      if (typeof part === 'object' && part !== null && p.type === 'text' && typeof p.text === 'string') return p.text;
-      throw bad(`'${param}[${j}]' must be a text part ({"type": "text", "text": ...}); this server takes text only.`, `${param}[${j}]`);
-    }).join('');
+    return v
+      .map((part, j) => {
+        const p = part as JsonObject;
+        if (typeof part === 'object' && part !== null && p.type === 'text' && typeof p.text === 'string') return p.text;
+        throw bad(`'${param}[${j}]' must be a text part ({"type": "text", "text": ...}); this server takes text only.`, `${param}[${j}]`);
+      })
+      .join('');
   }
   throw bad(`'${param}' must be a string or an array of text parts, got ${kind(v)}.`, param);
 }

@@ -47,15 +47,23 @@ export interface ChoiceText {
 
 export function completionBody(ids: ResponseIds, choices: readonly ChoiceText[], u: Usage): string {
   return JSON.stringify({
-    id: ids.id, object: 'text_completion', created: ids.created, model: ids.model,
-    choices: choices.map((c) => ({ index: c.index, text: c.text, logprobs: null, finish_reason: c.finish })), usage: u,
+    id: ids.id,
+    object: 'text_completion',
+    created: ids.created,
+    model: ids.model,
+    choices: choices.map((c) => ({ index: c.index, text: c.text, logprobs: null, finish_reason: c.finish })),
+    usage: u,
   });
 }
 
 export function chatBody(ids: ResponseIds, choices: readonly ChoiceText[], u: Usage): string {
   return JSON.stringify({
-    id: ids.id, object: 'chat.completion', created: ids.created, model: ids.model,
-    choices: choices.map((c) => ({ index: c.index, message: { role: 'assistant', content: c.text }, logprobs: null, finish_reason: c.finish })), usage: u,
+    id: ids.id,
+    object: 'chat.completion',
+    created: ids.created,
+    model: ids.model,
+    choices: choices.map((c) => ({ index: c.index, message: { role: 'assistant', content: c.text }, logprobs: null, finish_reason: c.finish })),
+    usage: u,
   });
 }
 
@@ -65,15 +73,24 @@ export function chatBody(ids: ResponseIds, choices: readonly ChoiceText[], u: Us
  * finish reason on the choice's last; with `usage` and no choices, the extra
  * last chunk of `stream_options.include_usage`.
  */
-export function chunkEvent(kind: 'completion' | 'chat', ids: ResponseIds,
-  c: { index?: number; text?: string; role?: boolean; finish?: FinishReason; usage?: Usage }): string {
+export function chunkEvent(
+  kind: 'completion' | 'chat',
+  ids: ResponseIds,
+  c: { index?: number; text?: string; role?: boolean; finish?: FinishReason; usage?: Usage },
+): string {
   const head = { id: ids.id, object: kind === 'chat' ? 'chat.completion.chunk' : 'text_completion', created: ids.created, model: ids.model };
   if (c.usage !== undefined) return sse(JSON.stringify({ ...head, choices: [], usage: c.usage }));
   const finish = c.finish ?? null;
   const index = c.index ?? 0;
-  const choice = kind === 'chat'
-    ? { index, delta: c.role === true ? { role: 'assistant', content: c.text ?? '' } : c.text === undefined ? {} : { content: c.text }, logprobs: null, finish_reason: finish }
-    : { index, text: c.text ?? '', logprobs: null, finish_reason: finish };
+  const choice =
+    kind === 'chat'
+      ? {
+          index,
+          delta: c.role === true ? { role: 'assistant', content: c.text ?? '' } : c.text === undefined ? {} : { content: c.text },
+          logprobs: null,
+          finish_reason: finish,
+        }
+      : { index, text: c.text ?? '', logprobs: null, finish_reason: finish };
   return sse(JSON.stringify({ ...head, choices: [choice] }));
 }
 

@@ -6,26 +6,33 @@
 import type { Json } from './openapi-parts';
 
 export const PARAMETERS_SCHEMA: Json = {
-  type: 'object', additionalProperties: { type: ['string', 'number', 'integer', 'boolean'] },
+  type: 'object',
+  additionalProperties: { type: ['string', 'number', 'integer', 'boolean'] },
 };
 
 /** Tensor data: flat (row-major) or nested arrays of numbers, booleans or strings (BYTES). */
 export const DATA_SCHEMA: Json = {
-  type: 'array', items: { anyOf: [{ type: ['number', 'boolean', 'string'] }, { type: 'array' }] },
+  type: 'array',
+  items: { anyOf: [{ type: ['number', 'boolean', 'string'] }, { type: 'array' }] },
 };
 
 export const INFER_REQUEST_SCHEMA: Json = {
-  type: 'object', required: ['inputs'],
+  type: 'object',
+  required: ['inputs'],
   properties: {
     id: { type: 'string' },
     parameters: PARAMETERS_SCHEMA,
     inputs: {
       type: 'array',
       items: {
-        type: 'object', required: ['name', 'shape', 'datatype'],
+        type: 'object',
+        required: ['name', 'shape', 'datatype'],
         properties: {
-          name: { type: 'string' }, shape: { type: 'array', items: { type: 'integer', minimum: 0 } },
-          datatype: { type: 'string' }, parameters: PARAMETERS_SCHEMA, data: DATA_SCHEMA,
+          name: { type: 'string' },
+          shape: { type: 'array', items: { type: 'integer', minimum: 0 } },
+          datatype: { type: 'string' },
+          parameters: PARAMETERS_SCHEMA,
+          data: DATA_SCHEMA,
         },
       },
     },
@@ -37,7 +44,8 @@ export const INFER_REQUEST_SCHEMA: Json = {
 };
 
 export const INFER_RESPONSE_SCHEMA: Json = {
-  type: 'object', required: ['model_name', 'outputs'],
+  type: 'object',
+  required: ['model_name', 'outputs'],
   properties: {
     model_name: { type: 'string' },
     model_version: { type: 'string' },
@@ -46,10 +54,14 @@ export const INFER_RESPONSE_SCHEMA: Json = {
     outputs: {
       type: 'array',
       items: {
-        type: 'object', required: ['name', 'shape', 'datatype'],
+        type: 'object',
+        required: ['name', 'shape', 'datatype'],
         properties: {
-          name: { type: 'string' }, shape: { type: 'array', items: { type: 'integer' } },
-          datatype: { type: 'string' }, parameters: PARAMETERS_SCHEMA, data: DATA_SCHEMA,
+          name: { type: 'string' },
+          shape: { type: 'array', items: { type: 'integer' } },
+          datatype: { type: 'string' },
+          parameters: PARAMETERS_SCHEMA,
+          data: DATA_SCHEMA,
         },
       },
     },

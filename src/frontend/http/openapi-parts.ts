@@ -13,7 +13,9 @@ export const OPENAPI_VERSION = '3.1.0';
 
 /** Triton's error body: every non-2xx answer of a KServe route. */
 export const ERROR_SCHEMA: Json = {
-  type: 'object', required: ['error'], properties: { error: { type: 'string', description: 'What is wrong and what to do.' } },
+  type: 'object',
+  required: ['error'],
+  properties: { error: { type: 'string', description: 'What is wrong and what to do.' } },
 };
 
 export const MODEL_PARAM: Json = { name: 'model', in: 'path', required: true, schema: { type: 'string' } };
@@ -48,13 +50,17 @@ export interface OperationSpec {
 
 /** One OpenAPI operation object. */
 export function operation(o: OperationSpec, groups: readonly RestrictedGroup[]): Json {
-  const ok = o.ok === 'empty'
-    ? { description: 'Yes (any other status: no).' }
-    : o.ok === 'text'
-      ? { description: 'OK', content: { 'text/plain': { schema: { type: 'string' } } } }
-      : o.ok === 'events'
-        ? { description: 'One `data: {...}` event per response of the model (an error as `data: {"error": ...}`)', content: { 'text/event-stream': { schema: { type: 'string' } } } }
-        : { description: 'OK', content: { 'application/json': { schema: o.ok } } };
+  const ok =
+    o.ok === 'empty'
+      ? { description: 'Yes (any other status: no).' }
+      : o.ok === 'text'
+        ? { description: 'OK', content: { 'text/plain': { schema: { type: 'string' } } } }
+        : o.ok === 'events'
+          ? {
+              description: 'One `data: {...}` event per response of the model (an error as `data: {"error": ...}`)',
+              content: { 'text/event-stream': { schema: { type: 'string' } } },
+            }
+          : { description: 'OK', content: { 'application/json': { schema: o.ok } } };
   const op: Json = {
     summary: o.summary,
     tags: [o.tag],

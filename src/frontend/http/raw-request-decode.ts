@@ -45,10 +45,7 @@ export function decodeRawRequest(body: Buffer, plan: ValidationPlan, maxInputSiz
   let data: Uint8Array = body;
   if (cfg.datatype === 'BYTES') {
     if (dynamicAxis !== -1 || fixedCount !== 1) {
-      throw new ServerError(
-        'INVALID_ARG',
-        `${rid}For BYTE datatype raw input '${cfg.name}', the model must have input shape [1]`,
-      );
+      throw new ServerError('INVALID_ARG', `${rid}For BYTE datatype raw input '${cfg.name}', the model must have input shape [1]`);
     }
     // The client sends the bare bytes; the server adds the element's length prefix.
     const withLength = Buffer.allocUnsafe(4 + body.length);

@@ -166,7 +166,7 @@ function parseLines(lines: string[], limits: HeadLimits): RequestHeadFields | He
     if (hasBadValueChar(value)) return bad(`malformed value of header '${name}': control characters are not allowed`);
     const key = name.toLowerCase();
     if (key === 'content-length' && ++lengths > 1) {
-      return bad('a request must have at most one Content-Length header: send the body\'s length once');
+      return bad("a request must have at most one Content-Length header: send the body's length once");
     }
     const had = headers.get(key);
     if (key === 'host' && had !== undefined) return bad('a request must have exactly one Host header (RFC 9112 §3.2), this one has several');

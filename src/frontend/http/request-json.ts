@@ -80,11 +80,21 @@ export function parseControlJson(body: string): unknown {
 }
 
 const ESCAPES: Record<number, string> = {
-  0x22: '"', 0x5c: '\\', 0x2f: '/', 0x62: '\b', 0x66: '\f', 0x6e: '\n', 0x72: '\r', 0x74: '\t',
+  0x22: '"',
+  0x5c: '\\',
+  0x2f: '/',
+  0x62: '\b',
+  0x66: '\f',
+  0x6e: '\n',
+  0x72: '\r',
+  0x74: '\t',
 };
 
 class ParseFailure {
-  constructor(readonly message: string, readonly offset: number) {}
+  constructor(
+    readonly message: string,
+    readonly offset: number,
+  ) {}
 }
 
 /** A container the parser is inside of; an object keeps the name of the member being read. */
@@ -351,7 +361,6 @@ class Parser {
     return c === 0x2e || c === 0x65 || c === 0x45;
   }
 }
-
 
 function fractionOrExponentIn(b: Buffer, from: number, to: number): boolean {
   for (let i = from; i < to; i++) {

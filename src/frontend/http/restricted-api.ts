@@ -9,16 +9,7 @@ import type { RestrictedGroup } from '../../cli-values';
 import { matchRoute } from './routes';
 import type { Route } from './routes';
 
-export type ApiCategory =
-  | 'health'
-  | 'metadata'
-  | 'inference'
-  | 'shared-memory'
-  | 'model-config'
-  | 'model-repository'
-  | 'statistics'
-  | 'trace'
-  | 'logging';
+export type ApiCategory = 'health' | 'metadata' | 'inference' | 'shared-memory' | 'model-config' | 'model-repository' | 'statistics' | 'trace' | 'logging';
 
 export function categoryOf(route: Route): ApiCategory | undefined {
   switch (route.kind) {
@@ -90,11 +81,17 @@ export function restrictedError(groups: readonly RestrictedGroup[], url: string,
  * `embedding`, `/v1/models` `model-repository`, `/health/ready` `health`. The message, or undefined
  * when the request may pass.
  */
-export function openaiRestricted(groups: readonly RestrictedGroup[], route: Route, health: boolean,
-  header: (name: string) => string): string | undefined {
+export function openaiRestricted(groups: readonly RestrictedGroup[], route: Route, health: boolean, header: (name: string) => string): string | undefined {
   if (groups.length === 0) return undefined;
-  const category = health ? 'health' : route.kind === 'openai_completions' ? 'inference' : route.kind === 'openai_embeddings' ? 'embedding'
-    : route.kind === 'openai_models' ? 'model-repository' : undefined;
+  const category = health
+    ? 'health'
+    : route.kind === 'openai_completions'
+      ? 'inference'
+      : route.kind === 'openai_embeddings'
+        ? 'embedding'
+        : route.kind === 'openai_models'
+          ? 'model-repository'
+          : undefined;
   if (category === undefined) return undefined;
   const group = groups.find((g) => g.apis.includes(category));
   if (group === undefined) return undefined;

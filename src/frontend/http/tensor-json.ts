@@ -34,10 +34,7 @@ function sizeMismatch(name: string): ServerError {
  */
 export function tensorDataJson(name: string, datatype: DataType, data: Uint8Array, count: number, budget = Number.POSITIVE_INFINITY): string | undefined {
   if (datatype === 'FP16' || datatype === 'BF16') {
-    throw new ServerError(
-      'INVALID_ARG',
-      `sending ${datatype} data via JSON is not supported. Please use the binary data format for output`,
-    );
+    throw new ServerError('INVALID_ARG', `sending ${datatype} data via JSON is not supported. Please use the binary data format for output`);
   }
   if (datatype === 'BYTES') return bytesJson(name, data, count, budget);
   if (data.byteLength !== count * ELEMENT_SIZE[datatype]) throw sizeMismatch(name);

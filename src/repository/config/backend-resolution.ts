@@ -70,12 +70,7 @@ export function defaultModelFilename(backend: string, platform: string): string 
  * default_model_filename filled in the way Triton fills them. Throws
  * INVALID_ARG when nothing determines a backend.
  */
-export function resolveBackend(
-  config: ModelConfig,
-  versionDirEntries: string[],
-  modelDirName: string,
-  opts: ResolveOptions = {},
-): ModelConfig {
+export function resolveBackend(config: ModelConfig, versionDirEntries: string[], modelDirName: string, opts: ResolveOptions = {}): ModelConfig {
   const c: ModelConfig = { ...config };
   c.name = c.name || modelDirName;
   c.platform = c.platform ?? '';
@@ -90,12 +85,7 @@ export function resolveBackend(
 }
 
 /** Triton's fill order: TensorFlow, TensorRT, ONNX Runtime, OpenVINO, PyTorch, Python, custom. */
-function fillBackendFields(
-  c: ModelConfig,
-  files: Set<string>,
-  modelDirName: string,
-  isDir: (entry: string) => boolean,
-): void {
+function fillBackendFields(c: ModelConfig, files: Set<string>, modelDirName: string, isDir: (entry: string) => boolean): void {
   // Detection from files only when neither platform nor model file is given.
   const canScan = (): boolean => c.platform === '' && c.default_model_filename === '';
   const hasFile = (f: string): boolean => files.has(f) && !isDir(f);

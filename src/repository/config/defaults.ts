@@ -45,11 +45,7 @@ export function scalarDefault(type: string, resolved: protobuf.ReflectionObject 
  * passes false because it completes each message as it closes it. Keys not
  * in the schema are kept, after the schema's.
  */
-export function completeMessage(
-  obj: Record<string, unknown>,
-  type: protobuf.Type,
-  recurse: boolean,
-): Record<string, unknown> {
+export function completeMessage(obj: Record<string, unknown>, type: protobuf.Type, recurse: boolean): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const field of type.fieldsArray) {
     const name = field.name;
@@ -75,8 +71,7 @@ export function completeMessage(
 function completeValue(value: unknown, field: protobuf.Field): unknown {
   if (!isMessageField(field)) return value;
   const sub = field.resolvedType as protobuf.Type;
-  const one = (v: unknown): unknown =>
-    v !== null && typeof v === 'object' ? completeMessage(v as Record<string, unknown>, sub, true) : v;
+  const one = (v: unknown): unknown => (v !== null && typeof v === 'object' ? completeMessage(v as Record<string, unknown>, sub, true) : v);
   if (field.map) {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value as Record<string, unknown>)) setOwn(out, k, one(v));

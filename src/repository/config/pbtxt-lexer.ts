@@ -32,8 +32,17 @@ export class LexError extends Error {
 
 const SYMBOLS = new Set(['{', '}', '<', '>', '[', ']', ':', ',', ';', '-']);
 const SIMPLE_ESCAPES: Record<string, number> = {
-  a: 0x07, b: 0x08, f: 0x0c, n: 0x0a, r: 0x0d, t: 0x09, v: 0x0b,
-  '\\': 0x5c, "'": 0x27, '"': 0x22, '?': 0x3f,
+  a: 0x07,
+  b: 0x08,
+  f: 0x0c,
+  n: 0x0a,
+  r: 0x0d,
+  t: 0x09,
+  v: 0x0b,
+  '\\': 0x5c,
+  "'": 0x27,
+  '"': 0x22,
+  '?': 0x3f,
 };
 
 const isDigit = (c: string): boolean => c >= '0' && c <= '9';

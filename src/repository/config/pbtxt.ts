@@ -142,10 +142,7 @@ class TextParser {
     if (field.partOf) {
       const other = oneofSet.get(field.partOf.name);
       if (other !== undefined && other !== name) {
-        this.fail(
-          nameTok,
-          `field '${name}' is specified along with field '${other}', another member of oneof '${field.partOf.name}'`,
-        );
+        this.fail(nameTok, `field '${name}' is specified along with field '${other}', another member of oneof '${field.partOf.name}'`);
       }
       oneofSet.set(field.partOf.name, name);
     }

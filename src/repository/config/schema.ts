@@ -18,10 +18,7 @@ let cachedRoot: protobuf.Root | undefined;
 export function protoDir(): string {
   let dir = __dirname;
   for (;;) {
-    if (
-      fs.existsSync(path.join(dir, 'package.json')) &&
-      fs.existsSync(path.join(dir, 'proto', 'model_config.proto'))
-    ) {
+    if (fs.existsSync(path.join(dir, 'package.json')) && fs.existsSync(path.join(dir, 'proto', 'model_config.proto'))) {
       return path.join(dir, 'proto');
     }
     const parent = path.dirname(dir);

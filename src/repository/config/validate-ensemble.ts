@@ -99,9 +99,7 @@ function buildGraph(m: string, steps: Step[]): Map<string, EnsembleTensor> {
     for (const tensorName of Object.values(outputMap)) {
       const existing = tensors.get(tensorName);
       if (existing?.isOutput) {
-        throw invalid(
-          `ensemble tensor '${tensorName}' can appear in an output map only once for ensemble '${m}' step ${idx}`,
-        );
+        throw invalid(`ensemble tensor '${tensorName}' can appear in an output map only once for ensemble '${m}' step ${idx}`);
       }
       const t = existing ?? get(tensorName, true);
       t.isOutput = true;

@@ -26,10 +26,7 @@ export function validateSequenceBatching(config: ModelConfig): void {
   const m = config.name;
   const sb = config.sequence_batching as Record<string, unknown>;
   if (config.response_cache?.enable) {
-    throw invalid(
-      `Response Cache does not currently support model ${m} with sequence batching scheduler. ` +
-        'Please disable the response cache.',
-    );
+    throw invalid(`Response Cache does not currently support model ${m} with sequence batching scheduler. ` + 'Please disable the response cache.');
   }
   const inputs = ((sb.control_input ?? []) as ControlInput[]).map((ci) => ({
     name: ci.name ?? '',
@@ -97,24 +94,15 @@ function checkControls(inputs: ControlInput[], m: string, kind: string, boolean:
       const given = counts.filter((n) => n !== 0).length;
       if (!boolean) {
         if (given > 0) {
-          throw invalid(
-            "sequence batching must not specify either 'int32_false_true', 'fp32_false_true' or " +
-              `'bool_false_true' for ${kind} for ${m}`,
-          );
+          throw invalid("sequence batching must not specify either 'int32_false_true', 'fp32_false_true' or " + `'bool_false_true' for ${kind} for ${m}`);
         }
         continue;
       }
       if (given === 0) {
-        throw invalid(
-          "sequence batching must specify either 'int32_false_true', 'fp32_false_true' or " +
-            `'bool_false_true' for ${kind} for ${m}`,
-        );
+        throw invalid("sequence batching must specify either 'int32_false_true', 'fp32_false_true' or " + `'bool_false_true' for ${kind} for ${m}`);
       }
       if (given > 1) {
-        throw invalid(
-          "sequence batching specifies more than one from 'int32_false_true', 'fp32_false_true' and " +
-            `'bool_false_true' for ${kind} for ${m}`,
-        );
+        throw invalid("sequence batching specifies more than one from 'int32_false_true', 'fp32_false_true' and " + `'bool_false_true' for ${kind} for ${m}`);
       }
       const listName = ['int32_false_true', 'fp32_false_true', 'bool_false_true'][counts.findIndex((n) => n !== 0)];
       if (counts.find((n) => n !== 0) !== 2) {

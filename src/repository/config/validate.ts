@@ -85,10 +85,7 @@ function validateModelLevel(config: ModelConfig): void {
     throw invalid(`ensemble scheduling must be set for ensemble ${m} whose platform is ensemble`);
   }
   if (config.model_transaction_policy?.decoupled && config.response_cache?.enable) {
-    throw invalid(
-      `Response Cache does not currently support model ${m} with 'decoupled' transaction policy. ` +
-        'Please disable the response cache.',
-    );
+    throw invalid(`Response Cache does not currently support model ${m} with 'decoupled' transaction policy. ` + 'Please disable the response cache.');
   }
   if (config.model_metrics) validateModelMetrics(config.model_metrics as { metric_control?: unknown[] });
 }
@@ -164,7 +161,10 @@ function validateModelIO(config: ModelConfig): void {
   }
   withModel(() => validateBatchIO(config));
   // Not a Triton check: two tensors with one name make requests ambiguous.
-  for (const [list, what] of [[config.input ?? [], 'input'], [config.output ?? [], 'output']] as const) {
+  for (const [list, what] of [
+    [config.input ?? [], 'input'],
+    [config.output ?? [], 'output'],
+  ] as const) {
     const seen = new Set<string>();
     for (const io of list) {
       if (seen.has(io.name)) throw invalid(`model ${what} '${io.name}' is specified more than once${suffix}`);
@@ -309,11 +309,7 @@ function validateInstanceGroups(config: ModelConfig): void {
  * has are ids 0..gpuCount-1 (nodetron treats every GPU it sees as meeting
  * the minimum compute capability).
  */
-export function validateConfigForGpus(
-  config: ModelConfig,
-  gpuCount: number,
-  minComputeCapability: number = MIN_COMPUTE_CAPABILITY,
-): void {
+export function validateConfigForGpus(config: ModelConfig, gpuCount: number, minComputeCapability: number = MIN_COMPUTE_CAPABILITY): void {
   if (config.ensemble_scheduling) return;
   const supported = Array.from({ length: Math.max(0, gpuCount) }, (_, i) => i);
   for (const g of config.instance_group ?? []) {

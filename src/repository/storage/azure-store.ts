@@ -12,8 +12,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  AnonymousCredential, BlobServiceClient, RestError, StorageSharedKeyCredential,
-  type ContainerClient, type StoragePipelineOptions,
+  AnonymousCredential,
+  BlobServiceClient,
+  RestError,
+  StorageSharedKeyCredential,
+  type ContainerClient,
+  type StoragePipelineOptions,
 } from '@azure/storage-blob';
 import type { ObjectStore, StoredObject } from './object-store';
 import { azureTarget, type AzureCredential, type AzureTarget, type Env } from './azure-target';
@@ -66,7 +70,11 @@ class AzureStore implements ObjectStore {
   readonly credentialSource: string;
   private readonly container: ContainerClient;
 
-  constructor(readonly url: string, private readonly target: AzureTarget, private readonly pageSize: number) {
+  constructor(
+    readonly url: string,
+    private readonly target: AzureTarget,
+    private readonly pageSize: number,
+  ) {
     this.credentialSource = target.credentialSource;
     this.container = serviceClient(target).getContainerClient(target.container);
   }
@@ -125,14 +133,16 @@ class AzureStore implements ObjectStore {
     if (timedOut || (status === undefined && isNetworkFailure(err))) {
       kind = 'unreachable';
       if (timedOut) detail = `no answer from the endpoint within ${(key === undefined ? LIST_IDLE_MS : DOWNLOAD_IDLE_MS) / 1000} s (${where})`;
-      hint = 'Check that the endpoint is reachable from here; to use another endpoint (Azurite, a sovereign cloud) set AZURE_STORAGE_BLOB_ENDPOINT or the credential entry\'s blob_endpoint.';
+      hint =
+        "Check that the endpoint is reachable from here; to use another endpoint (Azurite, a sovereign cloud) set AZURE_STORAGE_BLOB_ENDPOINT or the credential entry's blob_endpoint.";
     } else if (status === 404 && key !== undefined && code === 'BlobNotFound') {
       kind = 'object-gone';
       hint = 'The blob was listed but is gone now; it was probably deleted or replaced during the download. The next poll or load reads the listing again.';
     } else if (status === 404 || status === 401 || status === 403) {
       kind = status === 404 ? 'not-found' : 'denied';
       if (this.target.auth.kind === 'anonymous') {
-        hint = 'Check the container name in the path, or give a credential (AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY, AZURE_STORAGE_CONNECTION_STRING, or a TRITON_CLOUD_CREDENTIAL_PATH "as" entry): an anonymous client reads only public containers.';
+        hint =
+          'Check the container name in the path, or give a credential (AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY, AZURE_STORAGE_CONNECTION_STRING, or a TRITON_CLOUD_CREDENTIAL_PATH "as" entry): an anonymous client reads only public containers.';
       } else if (status === 404) {
         hint = 'Check the account and container names in the path, or create the container.';
       } else {
@@ -140,7 +150,7 @@ class AzureStore implements ObjectStore {
       }
     } else {
       kind = 'other';
-      hint = 'Check the storage account\'s state; the server keeps its last good models while a poll fails.';
+      hint = "Check the storage account's state; the server keeps its last good models while a poll fails.";
     }
     return storeFailure({ kind, url: this.url, doing, credentialSource: this.credentialSource, detail, hint });
   }

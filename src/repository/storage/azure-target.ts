@@ -43,10 +43,7 @@ export interface AzureCredential {
   readonly auth_type?: string;
 }
 
-export type AzureAuth =
-  | { kind: 'key'; account: string; key: string }
-  | { kind: 'connection-string'; value: string }
-  | { kind: 'anonymous' };
+export type AzureAuth = { kind: 'key'; account: string; key: string } | { kind: 'connection-string'; value: string } | { kind: 'anonymous' };
 
 export interface AzureTarget {
   account: string;
@@ -93,7 +90,10 @@ function endpointOf(url: string, endpoint: string, whence: string): string {
   try {
     parsed = new URL(endpoint);
   } catch {
-    throw invalid(url, `${whence} '${endpoint}' is not a URL; write the account's blob service URL, e.g. https://<account>.blob.core.windows.net or http://127.0.0.1:10000/<account>`);
+    throw invalid(
+      url,
+      `${whence} '${endpoint}' is not a URL; write the account's blob service URL, e.g. https://<account>.blob.core.windows.net or http://127.0.0.1:10000/<account>`,
+    );
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
     throw invalid(url, `${whence} '${endpoint}' must be an http:// or https:// URL`);
@@ -106,7 +106,10 @@ function fromConnectionString(url: string, cs: string, whence: string, fallbackA
   const account = parts.get('AccountName') ?? fallbackAccount;
   const blobEndpoint = parts.get('BlobEndpoint');
   if (!parts.has('AccountKey') && !parts.has('SharedAccessSignature') && !blobEndpoint) {
-    throw invalid(url, `${whence} has neither AccountKey=, SharedAccessSignature= nor BlobEndpoint=; copy the whole connection string from the storage account's "Access keys" page`);
+    throw invalid(
+      url,
+      `${whence} has neither AccountKey=, SharedAccessSignature= nor BlobEndpoint=; copy the whole connection string from the storage account's "Access keys" page`,
+    );
   }
   const protocol = parts.get('DefaultEndpointsProtocol') ?? 'https';
   const suffix = parts.get('EndpointSuffix') ?? 'core.windows.net';
@@ -144,10 +147,14 @@ function fromEnv(url: string, urlAccount: string, env: Env): Omit<AzureTarget, '
   const envAccount = env['AZURE_STORAGE_ACCOUNT'];
   const account = envAccount !== undefined && envAccount !== '' ? envAccount : urlAccount;
   const override = env['AZURE_STORAGE_BLOB_ENDPOINT'];
-  const serviceUrl = override !== undefined && override !== '' ? endpointOf(url, override, 'AZURE_STORAGE_BLOB_ENDPOINT') : `https://${account}${PUBLIC_SUFFIX}`;
+  const serviceUrl =
+    override !== undefined && override !== '' ? endpointOf(url, override, 'AZURE_STORAGE_BLOB_ENDPOINT') : `https://${account}${PUBLIC_SUFFIX}`;
   const key = env['AZURE_STORAGE_KEY'];
   if (key !== undefined && key !== '') {
-    const named = envAccount !== undefined && envAccount !== '' ? `AZURE_STORAGE_ACCOUNT=${account} and AZURE_STORAGE_KEY` : `AZURE_STORAGE_KEY (account ${account} from the path)`;
+    const named =
+      envAccount !== undefined && envAccount !== ''
+        ? `AZURE_STORAGE_ACCOUNT=${account} and AZURE_STORAGE_KEY`
+        : `AZURE_STORAGE_KEY (account ${account} from the path)`;
     return { account, serviceUrl, auth: { kind: 'key', account, key }, credentialSource: `environment ${named}` };
   }
   return {
@@ -167,8 +174,10 @@ const ENTRY_FIELDS = ['account_str', 'account_key', 'connection_string', 'blob_e
  */
 export function azureCredentialFromEntry(entry: unknown, source: string): AzureCredential {
   if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
-    throw new ServerError('INVALID_ARG',
-      `${source} is not an object: write it as { "account_str": "<account>", "account_key": "<key>" } or { "connection_string": "<connection string>" }`);
+    throw new ServerError(
+      'INVALID_ARG',
+      `${source} is not an object: write it as { "account_str": "<account>", "account_key": "<key>" } or { "connection_string": "<connection string>" }`,
+    );
   }
   const fields: Record<string, string> = {};
   for (const name of ENTRY_FIELDS) {

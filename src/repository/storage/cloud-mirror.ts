@@ -226,7 +226,10 @@ export class CloudMirror {
   }
 
   private localModels(): string[] {
-    return fs.readdirSync(this.dir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+    return fs
+      .readdirSync(this.dir, { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name);
   }
 
   private readManifest(): void {
@@ -251,7 +254,10 @@ export class CloudMirror {
 
 /** A readable, unique folder name for a root URL: `s3_bucket_path-1a2b3c4d`. */
 export function rootId(url: string): string {
-  const readable = url.replace(/^([a-z0-9]+):\/\//, '$1_').replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 80);
+  const readable = url
+    .replace(/^([a-z0-9]+):\/\//, '$1_')
+    .replace(/[^A-Za-z0-9._-]+/g, '_')
+    .slice(0, 80);
   return `${readable}-${crypto.createHash('sha256').update(url).digest('hex').slice(0, 8)}`;
 }
 
@@ -274,4 +280,3 @@ function claim(home: string): boolean {
   fs.writeFileSync(owner, String(process.pid));
   return true;
 }
-

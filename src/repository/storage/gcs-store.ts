@@ -38,8 +38,10 @@ export interface GcsCredential {
 /** The credential file's `gs` entry (as `credential-file.ts` matched it): Triton's form is a path. */
 export function gcsCredentialFromEntry(entry: unknown, source: string): GcsCredential {
   if (typeof entry !== 'string' || entry === '') {
-    throw new ServerError('INVALID_ARG',
-      `${source} is ${JSON.stringify(entry)}; a "gs" entry is the path of a service account JSON key file, e.g. "/etc/gcs/key.json"`);
+    throw new ServerError(
+      'INVALID_ARG',
+      `${source} is ${JSON.stringify(entry)}; a "gs" entry is the path of a service account JSON key file, e.g. "/etc/gcs/key.json"`,
+    );
   }
   return { source, path: entry };
 }
@@ -76,14 +78,18 @@ function readKeyFile(url: string, file: string, whence: string): { json: KeyFile
   try {
     json = JSON.parse(fs.readFileSync(file, 'utf8')) as KeyFile & Record<string, unknown>;
   } catch (err) {
-    throw new ServerError('INVALID_ARG',
+    throw new ServerError(
+      'INVALID_ARG',
       `cannot use the GCS credential for ${url}: ${whence} names '${file}', which is not a readable JSON key file (${firstLine(err)}). ` +
-      'Point it at a service account key (IAM > Service accounts > Keys > JSON) or an authorized-user file from `gcloud auth application-default login`.');
+        'Point it at a service account key (IAM > Service accounts > Keys > JSON) or an authorized-user file from `gcloud auth application-default login`.',
+    );
   }
   if (json.type !== 'service_account' && json.type !== 'authorized_user') {
-    throw new ServerError('INVALID_ARG',
+    throw new ServerError(
+      'INVALID_ARG',
       `cannot use the GCS credential for ${url}: '${file}' (${whence}) has type ${JSON.stringify(json.type)}; ` +
-      'expected "service_account" or "authorized_user".');
+        'expected "service_account" or "authorized_user".',
+    );
   }
   return { json, who: json.client_email !== undefined ? `service account ${json.client_email}` : json.type };
 }
@@ -101,7 +107,8 @@ function resolve(url: string, cred: GcsCredential | undefined, env: Readonly<Rec
   };
   if (emulator !== undefined && emulator !== '') base.apiEndpoint = emulator.replace(/\/+$/, '').replace(/\/storage\/v1$/, '');
   if (base.apiEndpoint !== undefined) {
-    const unused = cred !== undefined ? `; ${cred.source} is not used` : env['GOOGLE_APPLICATION_CREDENTIALS'] ? '; GOOGLE_APPLICATION_CREDENTIALS is not used' : '';
+    const unused =
+      cred !== undefined ? `; ${cred.source} is not used` : env['GOOGLE_APPLICATION_CREDENTIALS'] ? '; GOOGLE_APPLICATION_CREDENTIALS is not used' : '';
     return { options: base, credentialSource: `anonymous (STORAGE_EMULATOR_HOST=${emulator}${unused})` };
   }
   const keyPath = cred?.path ?? env['GOOGLE_APPLICATION_CREDENTIALS'];
@@ -113,7 +120,10 @@ function resolve(url: string, cred: GcsCredential | undefined, env: Readonly<Rec
       credentialSource: `${whence} (${keyPath}, ${who})`,
     };
   }
-  return { options: base, credentialSource: 'application default credentials (gcloud or the metadata server; no GOOGLE_APPLICATION_CREDENTIALS or credential entry)' };
+  return {
+    options: base,
+    credentialSource: 'application default credentials (gcloud or the metadata server; no GOOGLE_APPLICATION_CREDENTIALS or credential entry)',
+  };
 }
 
 interface GcsErrorLike {
@@ -167,7 +177,10 @@ class GcsStore implements ObjectStore {
   async download(key: string, file: string): Promise<void> {
     await fs.promises.mkdir(path.dirname(file), { recursive: true });
     try {
-      await this.fetcher.bucket(this.bucket).file(this.prefix + key).download({ destination: file, validation: 'crc32c' });
+      await this.fetcher
+        .bucket(this.bucket)
+        .file(this.prefix + key)
+        .download({ destination: file, validation: 'crc32c' });
     } catch (err) {
       await fs.promises.rm(file, { force: true });
       throw this.failure(`download '${key}'`, err, key);
@@ -180,7 +193,7 @@ class GcsStore implements ObjectStore {
 
   private failure(doing: string, err: unknown, key?: string): Error {
     const e = err as GcsErrorLike;
-    const status = typeof e.code === 'number' ? e.code : e.response?.status ?? e.status;
+    const status = typeof e.code === 'number' ? e.code : (e.response?.status ?? e.status);
     const oauth = e.response?.data?.error;
     const where = `bucket '${this.bucket}'`;
     let detail = `${status !== undefined ? `HTTP ${status}: ` : ''}${firstLine(err)} (${where})`;
@@ -201,16 +214,18 @@ class GcsStore implements ObjectStore {
       hint = 'Check the bucket name in the path.';
     } else if ((status === 401 || status === 403) && this.resolved.options.apiEndpoint !== undefined) {
       kind = 'denied';
-      hint = 'STORAGE_EMULATOR_HOST is set, so requests carry no credential: let that server serve the bucket to anonymous clients, or unset STORAGE_EMULATOR_HOST to use GOOGLE_APPLICATION_CREDENTIALS or a TRITON_CLOUD_CREDENTIAL_PATH "gs" entry.';
+      hint =
+        'STORAGE_EMULATOR_HOST is set, so requests carry no credential: let that server serve the bucket to anonymous clients, or unset STORAGE_EMULATOR_HOST to use GOOGLE_APPLICATION_CREDENTIALS or a TRITON_CLOUD_CREDENTIAL_PATH "gs" entry.';
     } else if (status === 401 || status === 403) {
       kind = 'denied';
-      hint = 'Give a credential that may list and read the bucket (roles/storage.objectViewer): GOOGLE_APPLICATION_CREDENTIALS or a TRITON_CLOUD_CREDENTIAL_PATH "gs" entry.';
+      hint =
+        'Give a credential that may list and read the bucket (roles/storage.objectViewer): GOOGLE_APPLICATION_CREDENTIALS or a TRITON_CLOUD_CREDENTIAL_PATH "gs" entry.';
     } else if (status === undefined && /default credentials/i.test(firstLine(err))) {
       kind = 'denied';
       hint = 'Set GOOGLE_APPLICATION_CREDENTIALS to a service account JSON key, or give a TRITON_CLOUD_CREDENTIAL_PATH "gs" entry.';
     } else {
       kind = 'other';
-      hint = 'Check the bucket\'s state; the server keeps its last good models while a poll fails.';
+      hint = "Check the bucket's state; the server keeps its last good models while a poll fails.";
     }
     return storeFailure({ kind, url: this.url, doing, credentialSource: this.credentialSource, detail, hint });
   }

@@ -25,14 +25,25 @@ export function s3CredentialFor(url: string, env: NodeJS.ProcessEnv = process.en
   if (match !== undefined) {
     const entry = match.entry;
     if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
-      throw new ServerError('INTERNAL', `${match.source} is not an object: an s3 credential is { "key_id": ..., "secret_key": ..., "region": ..., "session_token": ..., "profile": ... }.`);
+      throw new ServerError(
+        'INTERNAL',
+        `${match.source} is not an object: an s3 credential is { "key_id": ..., "secret_key": ..., "region": ..., "session_token": ..., "profile": ... }.`,
+      );
     }
     const e = entry as Record<string, unknown>;
     const text = (k: string): string => (typeof e[k] === 'string' ? (e[k] as string) : '');
     return pick(text('key_id'), text('secret_key'), text('session_token'), text('region'), text('profile'), match.source, false);
   }
   const v = (k: string): string => env[k] ?? '';
-  return pick(v('AWS_ACCESS_KEY_ID'), v('AWS_SECRET_ACCESS_KEY'), v('AWS_SESSION_TOKEN'), v('AWS_DEFAULT_REGION') || v('AWS_REGION'), v('AWS_PROFILE'), 'environment', true);
+  return pick(
+    v('AWS_ACCESS_KEY_ID'),
+    v('AWS_SECRET_ACCESS_KEY'),
+    v('AWS_SESSION_TOKEN'),
+    v('AWS_DEFAULT_REGION') || v('AWS_REGION'),
+    v('AWS_PROFILE'),
+    'environment',
+    true,
+  );
 }
 
 function pick(keyId: string, secret: string, token: string, region: string, profile: string, from: string, fromEnv: boolean): S3Credential {
@@ -44,7 +55,12 @@ function pick(keyId: string, secret: string, token: string, region: string, prof
   if (profile !== '') {
     return { profile, region: r, source: fromEnv ? `AWS profile '${profile}' (AWS_PROFILE)` : `${from} (AWS profile '${profile}')` };
   }
-  return { region: r, source: fromEnv ? "the AWS SDK's default credential chain (no AWS_ACCESS_KEY_ID with AWS_SECRET_ACCESS_KEY, no AWS_PROFILE)" : `${from} (no key_id with secret_key, no profile: the AWS SDK's default credential chain)` };
+  return {
+    region: r,
+    source: fromEnv
+      ? "the AWS SDK's default credential chain (no AWS_ACCESS_KEY_ID with AWS_SECRET_ACCESS_KEY, no AWS_PROFILE)"
+      : `${from} (no key_id with secret_key, no profile: the AWS SDK's default credential chain)`,
+  };
 }
 
 /** The first 4 characters of a key id, then an ellipsis. */

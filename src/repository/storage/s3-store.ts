@@ -116,28 +116,54 @@ export class S3Store implements ObjectStore {
     const bucket = `bucket '${this.where.bucket}'`;
     const f = { url: this.url, doing: what, credentialSource: this.credentialSource };
     if (name === 'NoSuchBucket' || (status === 404 && key === undefined)) {
-      return storeFailure({ ...f, kind: 'not-found', detail: `${bucket} not found at ${where} (${raw})`,
-        hint: `Check the bucket name in --model-repository, and the region (${where === 'AWS S3' ? 'AWS_DEFAULT_REGION' : 'the endpoint'}).` });
+      return storeFailure({
+        ...f,
+        kind: 'not-found',
+        detail: `${bucket} not found at ${where} (${raw})`,
+        hint: `Check the bucket name in --model-repository, and the region (${where === 'AWS S3' ? 'AWS_DEFAULT_REGION' : 'the endpoint'}).`,
+      });
     }
     if (name === 'NoSuchKey' || status === 404) {
-      return storeFailure({ ...f, kind: 'object-gone', detail: `the object is gone from ${bucket} at ${where} (${raw})`,
-        hint: 'It was removed after the listing; the next poll or load reads the listing again. Retry once the upload is complete.' });
+      return storeFailure({
+        ...f,
+        kind: 'object-gone',
+        detail: `the object is gone from ${bucket} at ${where} (${raw})`,
+        hint: 'It was removed after the listing; the next poll or load reads the listing again. Retry once the upload is complete.',
+      });
     }
     if (status === 403 || status === 401 || ACCESS_ERRORS.has(name)) {
-      return storeFailure({ ...f, kind: 'denied', lead: TRITON_CREDENTIAL_TEXT, detail: `access denied to ${bucket} at ${where} (${raw})`,
-        hint: 'Give that credential s3:ListBucket and s3:GetObject on the bucket, or set the right one (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or TRITON_CLOUD_CREDENTIAL_PATH).' });
+      return storeFailure({
+        ...f,
+        kind: 'denied',
+        lead: TRITON_CREDENTIAL_TEXT,
+        detail: `access denied to ${bucket} at ${where} (${raw})`,
+        hint: 'Give that credential s3:ListBucket and s3:GetObject on the bucket, or set the right one (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or TRITON_CLOUD_CREDENTIAL_PATH).',
+      });
     }
     if (name === 'CredentialsProviderError') {
-      return storeFailure({ ...f, kind: 'denied', lead: TRITON_CREDENTIAL_TEXT, detail: `no AWS credential found (${e.message ?? ''})`,
-        hint: 'Set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or TRITON_CLOUD_CREDENTIAL_PATH.' });
+      return storeFailure({
+        ...f,
+        kind: 'denied',
+        lead: TRITON_CREDENTIAL_TEXT,
+        detail: `no AWS credential found (${e.message ?? ''})`,
+        hint: 'Set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or TRITON_CLOUD_CREDENTIAL_PATH.',
+      });
     }
     if (isNetworkFailure(err)) {
       const code = e.code ?? name;
-      return storeFailure({ ...f, kind: 'unreachable', detail: `${where} is unreachable (${code}${e.message ? `: ${e.message}` : ''}) after ${MAX_ATTEMPTS} attempts`,
-        hint: 'Check the host and port in --model-repository and that the server is up.' });
+      return storeFailure({
+        ...f,
+        kind: 'unreachable',
+        detail: `${where} is unreachable (${code}${e.message ? `: ${e.message}` : ''}) after ${MAX_ATTEMPTS} attempts`,
+        hint: 'Check the host and port in --model-repository and that the server is up.',
+      });
     }
-    return storeFailure({ ...f, kind: 'other', detail: `${raw} (${bucket} at ${where})`,
-      hint: 'Check the bucket\'s state; the server keeps its last good models while a poll fails.' });
+    return storeFailure({
+      ...f,
+      kind: 'other',
+      detail: `${raw} (${bucket} at ${where})`,
+      hint: "Check the bucket's state; the server keeps its last good models while a poll fails.",
+    });
   }
 }
 

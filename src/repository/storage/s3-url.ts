@@ -29,17 +29,26 @@ export function parseS3Url(url: string): S3Location {
   }
   const parts = rest.split('/').filter((p) => p !== '');
   if (parts.length === 0) {
-    throw new ServerError('INVALID_ARG', `Invalid bucket name: '${rest}' in ${url}. Write s3://<bucket>/<path>, or s3://<host>:<port>/<bucket>/<path> for an S3-compatible server.`);
+    throw new ServerError(
+      'INVALID_ARG',
+      `Invalid bucket name: '${rest}' in ${url}. Write s3://<bucket>/<path>, or s3://<host>:<port>/<bucket>/<path> for an S3-compatible server.`,
+    );
   }
   const hostPort = HOST_PORT.exec(parts[0]);
   if (hostPort) {
     if (parts.length < 2) {
-      throw new ServerError('INVALID_ARG', `No bucket name found in path: ${url}. After the endpoint ${parts[0]} write the bucket: s3://${parts[0]}/<bucket>/<path>.`);
+      throw new ServerError(
+        'INVALID_ARG',
+        `No bucket name found in path: ${url}. After the endpoint ${parts[0]} write the bucket: s3://${parts[0]}/<bucket>/<path>.`,
+      );
     }
     return { endpoint: `${protocol}://${hostPort[1]}:${hostPort[2]}`, bucket: parts[1], prefix: parts.slice(2).join('/') };
   }
   if (scheme) {
-    throw new ServerError('INVALID_ARG', `${url} names ${protocol}:// without a port: an S3-compatible endpoint is written s3://${protocol}://<host>:<port>/<bucket>/<path>.`);
+    throw new ServerError(
+      'INVALID_ARG',
+      `${url} names ${protocol}:// without a port: an S3-compatible endpoint is written s3://${protocol}://<host>:<port>/<bucket>/<path>.`,
+    );
   }
   return { bucket: parts[0], prefix: parts.slice(1).join('/') };
 }

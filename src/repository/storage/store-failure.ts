@@ -57,14 +57,28 @@ export function storeFailure(f: StoreFailure): ServerError {
 
 /** Node's network error codes that mean the endpoint did not answer at all (every provider's one list). */
 const UNREACHABLE_CODES = new Set([
-  'ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH',
-  'EPIPE', 'ECONNABORTED', 'UND_ERR_CONNECT_TIMEOUT', 'ABORT_ERR', 'TimeoutError', 'AbortError',
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  'ECONNABORTED',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'ABORT_ERR',
+  'TimeoutError',
+  'AbortError',
 ]);
 
 /** Whether an SDK error (or its cause) is a network failure rather than an answer. */
 export function isNetworkFailure(err: unknown): boolean {
-  for (let e = err as { code?: unknown; name?: unknown; cause?: unknown; errno?: unknown } | undefined, depth = 0;
-    e !== undefined && e !== null && depth < 5; e = e.cause as typeof e, depth++) {
+  for (
+    let e = err as { code?: unknown; name?: unknown; cause?: unknown; errno?: unknown } | undefined, depth = 0;
+    e !== undefined && e !== null && depth < 5;
+    e = e.cause as typeof e, depth++
+  ) {
     if (typeof e.code === 'string' && UNREACHABLE_CODES.has(e.code)) return true;
     if (typeof e.name === 'string' && UNREACHABLE_CODES.has(e.name)) return true;
   }
