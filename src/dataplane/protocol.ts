@@ -126,6 +126,18 @@ export interface StopMessage {
   t: 'stop';
 }
 
+/**
+ * Request `index` of batch `batchId`, sent and not yet answered, was
+ * cancelled: if the batch has not started, that request is answered
+ * CANCELLED without running (InferResponse.skipped), as Triton checks
+ * cancellation again just before it hands a batch to the backend.
+ */
+export interface CancelInBatchMessage {
+  t: 'cancel_in_batch';
+  batchId: number;
+  index: number;
+}
+
 export interface ReadyMessage {
   t: 'ready';
   /** A hosted instance's probe run, µs (hosted-instance.ts logs where it runs). */
@@ -184,5 +196,5 @@ export interface InlineMessage {
   timings: ExecuteTimings;
 }
 
-export type MainToInstance = ExecuteMessage | PeersMessage | StopMessage;
+export type MainToInstance = ExecuteMessage | PeersMessage | StopMessage | CancelInBatchMessage;
 export type InstanceToMain = ReadyMessage | InitFailedMessage | ExecutedMessage | ExecuteFailedMessage | StoppedMessage | DeclinedMessage | InlineMessage;

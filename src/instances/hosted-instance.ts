@@ -116,6 +116,16 @@ export class HostedInstance implements ModelInstance, InlineRuns {
     );
   }
 
+  /** A request of a batch sent here was cancelled: the host leaves it unrun if its batch has not started (frontend/http/hosted-instances.ts). */
+  cancel(request: InferRequest): void {
+    if (this.fallback !== undefined) {
+      this.fallback.cancel?.(request);
+      return;
+    }
+    const at = this.pending.locate(request);
+    if (at !== undefined) this.out?.send({ t: 'cancel_in_batch', ...at } satisfies MainToInstance);
+  }
+
   stop(): Promise<void> {
     this.stopping ??= new Promise<void>((resolve) => {
       this.setOpen(false);

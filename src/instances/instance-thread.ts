@@ -1,6 +1,7 @@
 /**
  * Entry of an instance worker thread: load the backend instance, then run
- * batches one at a time as they arrive on the ring. Between executions the
+ * batches one at a time as they arrive on the ring (a request of a batch
+ * cancelled before the batch starts is answered CANCELLED, not run). Between executions the
  * thread sleeps on its doorbell (it has nothing else to do).
  */
 import { workerData } from 'node:worker_threads';
@@ -11,7 +12,7 @@ import type { ExecuteMessage, InstanceToMain, MainToInstance } from '../dataplan
 import { ReplyRoutes } from '../dataplane/reply-routes';
 import { Inbox, RingWriter } from '../dataplane/ring';
 import { nameThisThread } from '../dataplane/thread-name';
-import { runBatch } from './instance-runner';
+import { runBatchWithout, takeCancels } from './instance-runner';
 import type { InstanceThreadData } from './worker-instance';
 
 const data = workerData as InstanceThreadData;
@@ -59,14 +60,17 @@ async function main(): Promise<void> {
         replies.refresh();
         continue;
       }
-      await execute(backend, msg);
+      if (msg.t === 'cancel_in_batch') continue; // its batch already ran
+      // Cancels that came while the previous batch ran are in the ring: read them before this one starts.
+      inbox.drain();
+      await execute(backend, msg, takeCancels(queue, msg.batchId));
     }
   }
 }
 
-async function execute(backend: BackendInstance, msg: ExecuteMessage): Promise<void> {
+async function execute(backend: BackendInstance, msg: ExecuteMessage, cancelled: ReadonlySet<number>): Promise<void> {
   const { batchId, requests, replyTo } = msg;
-  const outcome = await runBatch(backend, requests, arena);
+  const outcome = await runBatchWithout(backend, requests, cancelled, arena);
   if (outcome.responses === undefined) {
     send({ t: 'execute_failed', batchId, error: outcome.error!, timings: outcome.timings });
     return;

@@ -48,6 +48,15 @@ export class PendingBatches {
     p.resolve(result);
   }
 
+  /** Where `request` is among the batches still waiting: its batchId and index, or undefined. */
+  locate(request: InferRequest): { batchId: number; index: number } | undefined {
+    for (const [batchId, p] of this.pending) {
+      const index = p.requests.indexOf(request);
+      if (index >= 0) return { batchId, index };
+    }
+    return undefined;
+  }
+
   /** Every batch still waiting fails with `err`. */
   failAll(err: ServerError): void {
     for (const p of this.pending.values()) p.resolve(failedResult(p.requests, err));

@@ -97,6 +97,12 @@ export class WorkerInstance implements ModelInstance {
     });
   }
 
+  /** A request of a batch sent here was cancelled: the thread leaves it unrun if its batch has not started (instance-runner.ts). */
+  cancel(request: InferRequest): void {
+    const at = this.pending.locate(request);
+    if (at !== undefined) this.link?.out.send({ t: 'cancel_in_batch', ...at } satisfies MainToInstance);
+  }
+
   stop(): Promise<void> {
     this.stopping ??= new Promise<void>((resolve) => {
       this.onStopped = resolve;

@@ -140,3 +140,43 @@ test(
     assert.equal(arena.usedBytes(), baseline);
   },
 );
+
+test('a request cancelled while its batch waits at the instance thread is answered CANCELLED without running; the rest of the batch runs', async () => {
+  const port = new MainPort();
+  port.start();
+  const arena = Arena.create({ initialBytes: 1 << 20 });
+  const args = {
+    config: { name: 'm' } as ModelConfig,
+    modelDir: '',
+    version: 1,
+    modelPath: '',
+    instanceName: 'm_0',
+    kind: 'KIND_CPU',
+    deviceId: 0,
+    backendConfig: {},
+    instanceCountHint: 1,
+  } satisfies BackendInstanceArgs;
+  const inst = await WorkerInstance.start(port, arena, path.join(__dirname, 'fixtures', 'crashing-backend.js'), args);
+  try {
+    const running = inst.execute([request('sleep')]);
+    const never = request('never');
+    const waiting = inst.execute([never, request('b')]);
+    inst.cancel(never);
+    inst.cancel(request('not-sent')); // names no batch: nothing happens
+    const [first, second] = await Promise.all([running, waiting]);
+    assert.equal(first.responses[0]!.error, undefined);
+    assert.equal(second.responses[0]!.skipped, true, 'left unrun');
+    assert.equal(second.responses[0]!.error?.code, 'CANCELLED');
+    assert.match(second.responses[0]!.error!.message, /was cancelled before it ran/);
+    assert.equal(second.responses[1]!.error, undefined, 'the rest of its batch ran');
+    // A cancel that reaches a batch already running changes nothing.
+    const again = request('sleep');
+    const run = inst.execute([again]);
+    await new Promise((r) => setTimeout(r, 50));
+    inst.cancel(again);
+    assert.equal((await run).responses[0]!.skipped, undefined);
+  } finally {
+    await inst.stop();
+    port.stop();
+  }
+});

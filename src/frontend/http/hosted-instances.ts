@@ -21,7 +21,7 @@ import type { Arena } from '../../dataplane/arena';
 import type { HostInstanceMessage } from '../../dataplane/instance-hosts';
 import type { ExecuteMessage, InlineMessage, InstanceToMain, MainToInstance } from '../../dataplane/protocol';
 import { type Inbox, RingWriter } from '../../dataplane/ring';
-import { runBatch, type BatchOutcome } from '../../instances/instance-runner';
+import { runBatch, runBatchWithout, type BatchOutcome } from '../../instances/instance-runner';
 import { ReplyRoutes } from '../../dataplane/reply-routes';
 import { releaseOutputs } from '../../request/admit-request';
 
@@ -37,6 +37,8 @@ interface Hosted {
   busy: boolean;
   /** Batches main sent that wait for the running one. */
   queue: ExecuteMessage[];
+  /** Requests of waiting batches that were cancelled (`cancel_in_batch`), by batchId: answered CANCELLED, not run. */
+  cancels: Map<number, Set<number>>;
   /** `stop` came: finalize once idle. */
   stopping: boolean;
   /** HostInstanceMessage.oneATurn. */
@@ -217,6 +219,7 @@ export class HostedInstances {
       ring: msg.toInstance,
       busy: false,
       queue: [],
+      cancels: new Map(),
       stopping: false,
       oneATurn: msg.oneATurn,
       ranThisTurn: false,
@@ -227,7 +230,14 @@ export class HostedInstances {
     list.push(h);
     this.inbox.add(msg.toInstance, (m: MainToInstance) => {
       if (m.t === 'execute') h.queue.push(m);
-      else if (m.t === 'stop') h.stopping = true;
+      else if (m.t === 'cancel_in_batch') {
+        // Only a batch that has not started yet can leave a request unrun.
+        if (h.queue.some((b) => b.batchId === m.batchId)) {
+          let set = h.cancels.get(m.batchId);
+          if (set === undefined) h.cancels.set(m.batchId, (set = new Set()));
+          set.add(m.index);
+        }
+      } else if (m.t === 'stop') h.stopping = true;
       else if (m.t === 'peers') h.routes.refresh();
       this.pump(h);
     });
@@ -239,7 +249,9 @@ export class HostedInstances {
     const next = h.queue.shift();
     if (next !== undefined) {
       h.busy = true;
-      void runBatch(h.backend, next.requests, this.arena).then((outcome) => {
+      const cancelled = h.cancels.get(next.batchId) ?? new Set<number>();
+      h.cancels.delete(next.batchId);
+      void runBatchWithout(h.backend, next.requests, cancelled, this.arena).then((outcome) => {
         h.busy = false;
         if (outcome.responses !== undefined && next.replyTo !== undefined) h.routes.deliverAll(next.requests, outcome.responses, next.replyTo);
         h.toMain.send(
