@@ -20,12 +20,9 @@ const request = (id: string): InferRequest => ({
   arrivalNs: 0,
 });
 
-test('a worker instance whose thread dies fails that batch, is restarted and serves again; stop ends it', async () => {
-  const port = new MainPort();
-  port.start();
-  const arena = Arena.create({ initialBytes: 1 << 20 });
-  const logged: string[] = [];
-  const args = {
+/** The args of instance m_0 of model 'm' on the test backends (fixtures/*-backend.ts). */
+function instanceArgs(): BackendInstanceArgs {
+  return {
     config: { name: 'm' } as ModelConfig,
     modelDir: '',
     version: 1,
@@ -35,7 +32,15 @@ test('a worker instance whose thread dies fails that batch, is restarted and ser
     deviceId: 0,
     backendConfig: {},
     instanceCountHint: 1,
-  } satisfies BackendInstanceArgs;
+  };
+}
+
+test('a worker instance whose thread dies fails that batch, is restarted and serves again; stop ends it', async () => {
+  const port = new MainPort();
+  port.start();
+  const arena = Arena.create({ initialBytes: 1 << 20 });
+  const logged: string[] = [];
+  const args = instanceArgs();
   const inst = await WorkerInstance.start(port, arena, path.join(__dirname, 'fixtures', 'crashing-backend.js'), args, {
     info: (m) => logged.push(`I ${m}`),
     error: (m) => logged.push(`E ${m}`),
@@ -86,17 +91,7 @@ test(
     port.start();
     const arena = Arena.create({ initialBytes: 1 << 20 });
     const baseline = arena.usedBytes();
-    const args = {
-      config: { name: 'm' } as ModelConfig,
-      modelDir: '',
-      version: 1,
-      modelPath: '',
-      instanceName: 'm_0',
-      kind: 'KIND_CPU',
-      deviceId: 0,
-      backendConfig: {},
-      instanceCountHint: 1,
-    } satisfies BackendInstanceArgs;
+    const args = instanceArgs();
     const inst = await WorkerInstance.start(port, arena, path.join(__dirname, 'fixtures', 'allocating-backend.js'), args, {
       info: () => undefined,
       error: () => undefined,
@@ -145,17 +140,7 @@ test('a request cancelled while its batch waits at the instance thread is answer
   const port = new MainPort();
   port.start();
   const arena = Arena.create({ initialBytes: 1 << 20 });
-  const args = {
-    config: { name: 'm' } as ModelConfig,
-    modelDir: '',
-    version: 1,
-    modelPath: '',
-    instanceName: 'm_0',
-    kind: 'KIND_CPU',
-    deviceId: 0,
-    backendConfig: {},
-    instanceCountHint: 1,
-  } satisfies BackendInstanceArgs;
+  const args = instanceArgs();
   const inst = await WorkerInstance.start(port, arena, path.join(__dirname, 'fixtures', 'crashing-backend.js'), args);
   try {
     const running = inst.execute([request('sleep')]);
