@@ -12,7 +12,7 @@
  * 4. Google's application default credentials (gcloud's file, then the
  *    metadata server). Triton falls back to anonymous after the metadata
  *    server; nodetron does not, so a public bucket needs a key too
- *    (README "Not done yet").
+ *    (docs/not-done-yet.md).
  * A key file (1, 2) is read and checked when the store opens, so a wrong
  * path fails at once with its name. With STORAGE_EMULATOR_HOST set no key
  * is read or sent (the client's token exchange would go to Google).
