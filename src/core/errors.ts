@@ -97,3 +97,8 @@ export const CODE_WORDS: Record<ErrorCode, string> = {
 export function requestIdPrefix(id: string): string {
   return `[request id: ${id === '' ? '<id_unknown>' : id}] `;
 }
+
+/** Triton's text for a port another process holds (its HTTP, gRPC and metrics servers say it alike), trailing space included. */
+export function socketInUseText(hostPort: string): string {
+  return `Socket '${hostPort}' already in use `;
+}

@@ -6,7 +6,7 @@
  */
 import http from 'node:http';
 import type net from 'node:net';
-import { ServerError } from '../core/errors';
+import { ServerError, socketInUseText } from '../core/errors';
 
 export class MetricsServer {
   private server: http.Server | undefined;
@@ -21,7 +21,7 @@ export class MetricsServer {
     this.server = server;
     return new Promise((resolve, reject) => {
       server.once('error', (err: NodeJS.ErrnoException) => {
-        reject(new ServerError('UNAVAILABLE', err.code === 'EADDRINUSE' ? `Socket '${address}:${port}' already in use ` : err.message));
+        reject(new ServerError('UNAVAILABLE', err.code === 'EADDRINUSE' ? socketInUseText(`${address}:${port}`) : err.message));
       });
       server.listen(port, address, () => resolve((server.address() as net.AddressInfo).port));
     });

@@ -7,6 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { infer } from '../../src/client/kserve-http-client';
@@ -233,4 +234,25 @@ test('SIGTERM during load: every request gets an answer (200, or 503 Server exit
     'requests admitted before the signal are answered',
   );
   assert.equal(await exited, 0);
+});
+
+test("a port another process holds stops the start with Triton's text, for the HTTP, gRPC and metrics ports alike", async () => {
+  const held = net.createServer();
+  await new Promise<void>((resolve) => held.listen(0, '0.0.0.0', resolve));
+  const port = (held.address() as net.AddressInfo).port;
+  try {
+    const base = [`--model-repository=${MODEL_REPOSITORY}`, '--model-control-mode=explicit'];
+    const cases: [string[], RegExp][] = [
+      [[`--http-port=${port}`], new RegExp(`failed to start HTTP service: Socket '0\\.0\\.0\\.0:${port}' already in use `)],
+      [['--allow-grpc=true', `--grpc-port=${port}`], new RegExp(`failed to start GRPC service: Socket '0\\.0\\.0\\.0:${port}' already in use `)],
+      [['--metrics-address=0.0.0.0', `--metrics-port=${port}`], new RegExp(`Socket '0\\.0\\.0\\.0:${port}' already in use `)],
+    ];
+    for (const [args, text] of cases) {
+      const r = await runToExit([...base, ...args]);
+      assert.equal(r.code, 1, r.output.slice(-1000));
+      assert.match(r.output, text);
+    }
+  } finally {
+    held.close();
+  }
 });

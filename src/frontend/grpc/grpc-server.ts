@@ -11,7 +11,7 @@
 import fs from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import type { ServerOptions } from '../../cli-options';
-import { ServerError } from '../../core/errors';
+import { ServerError, socketInUseText } from '../../core/errors';
 import { MAX_METADATA_BYTES, callGuard } from './call-guard';
 import { AcceptedEncodings } from './response-compression';
 import type { GrpcContext } from './grpc-context';
@@ -205,7 +205,7 @@ export class GrpcServer {
 
 /** Triton's text for a port in use (as HTTP's, listen-socket.ts), else node's. */
 function listenError(err: NodeJS.ErrnoException, address: string, port: number): Error {
-  if (err.code === 'EADDRINUSE') return new ServerError('UNAVAILABLE', `Socket '${bindAddress(address, port)}' already in use `);
+  if (err.code === 'EADDRINUSE') return new ServerError('UNAVAILABLE', socketInUseText(bindAddress(address, port)));
   return err;
 }
 

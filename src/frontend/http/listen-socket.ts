@@ -14,7 +14,7 @@
  */
 import { spawn } from 'node:child_process';
 import net from 'node:net';
-import { ServerError } from '../../core/errors';
+import { ServerError, socketInUseText } from '../../core/errors';
 
 /** A TCP handle object (node's internal wrap) as it comes over IPC: its descriptor and close. */
 interface RawHandle {
@@ -72,7 +72,7 @@ export class ListenSocket {
         reject(
           new ServerError(
             'UNAVAILABLE',
-            err.code === 'EADDRINUSE' ? `Socket '${address}:${port}' already in use ` : `could not listen on '${address}:${port}': ${err.message}`,
+            err.code === 'EADDRINUSE' ? socketInUseText(`${address}:${port}`) : `could not listen on '${address}:${port}': ${err.message}`,
           ),
         );
       });
