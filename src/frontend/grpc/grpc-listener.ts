@@ -19,11 +19,10 @@
 import http2 from 'node:http2';
 import net from 'node:net';
 import type * as grpc from '@grpc/grpc-js';
+import { OncePerClient } from '../once-per-client';
 
 /** How long a connection past the cap lives: long enough to answer its first calls with the reason. */
 export const REFUSED_LINGER_MS = 1000;
-/** Client addresses remembered for once-per-client logging before the memory starts over. */
-const LOGGED_CLIENTS = 1024;
 const UNAVAILABLE = 14;
 
 /** The port's TLS settings (--grpc-use-ssl), for the refuser; undefined: plain TCP. */
@@ -56,7 +55,7 @@ export class GrpcListener {
   private refuser: http2.Http2Server | http2.Http2SecureServer | undefined;
   private readonly refusedSessions = new Set<http2.ServerHttp2Session>();
   private open = 0;
-  private readonly logged = new Set<string>();
+  private readonly logged = new OncePerClient();
 
   /** `max`: --grpc-max-connections (0 = no bound). */
   constructor(
@@ -105,9 +104,7 @@ export class GrpcListener {
 
   private refuse(socket: net.Socket, refuser: net.Server): void {
     const client = socket.remoteAddress ?? '';
-    if (!this.logged.has(client)) {
-      if (this.logged.size >= LOGGED_CLIENTS) this.logged.clear();
-      this.logged.add(client);
+    if (this.logged.first('connections', client)) {
       this.warn(
         `refused gRPC connections from ${client}: ${this.open} are open, the most --grpc-max-connections allows; ` +
           `their calls end UNAVAILABLE and they close within ${REFUSED_LINGER_MS} ms (said once per client)`,

@@ -15,6 +15,7 @@ import net from 'node:net';
 import { type ConnectionLimits, HttpConnection, type RequestHandler } from './http-connection';
 import { DEFAULT_HEAD_LIMITS } from './request-head-parser';
 import { DEFAULT_HTTP_EDGE, type HttpEdgeLimits } from '../../server-options';
+import { OncePerClient } from '../once-per-client';
 
 /** 4 MiB of a stream waiting for its client: thousands of events of any LLM (a token's event is some 100-200 bytes). */
 export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = { ...DEFAULT_HEAD_LIMITS, maxPipelined: 32, maxChunks: 100_000, maxStreamBuffered: 4 << 20 };
@@ -25,9 +26,6 @@ export interface ConnectionCount {
   index: number;
 }
 
-/** Client addresses a refusal was logged for (once each); forgotten in one go when this many. */
-const LOGGED_CLIENTS = 1000;
-
 export class HttpServer {
   private readonly connections = new Set<HttpConnection>();
   private server: net.Server | undefined;
@@ -35,7 +33,7 @@ export class HttpServer {
   private readonly clock = { now: Date.now() };
   private readonly sweeper: NodeJS.Timeout;
 
-  private readonly logged = new Map<string, Set<string>>();
+  private readonly logged = new OncePerClient();
   private readonly count: ConnectionCount;
 
   constructor(
@@ -137,12 +135,7 @@ export class HttpServer {
   }
 
   private logOnce(reason: string, client: string, message: () => string): void {
-    let seen = this.logged.get(reason);
-    if (seen === undefined) this.logged.set(reason, (seen = new Set()));
-    if (seen.has(client)) return;
-    if (seen.size >= LOGGED_CLIENTS) seen.clear();
-    seen.add(client);
-    this.warn(message());
+    if (this.logged.first(reason, client)) this.warn(message());
   }
 
   private sweep(): void {
