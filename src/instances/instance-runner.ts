@@ -41,16 +41,19 @@ export async function runBatchWithout(backend: BackendInstance, requests: InferR
 }
 
 /** The indexes of batch `batchId` that `cancel_in_batch` messages in `queue` name; those messages leave the queue. */
-export function takeCancels(queue: MainToInstance[], batchId: number): Set<number> {
-  const cancelled = new Set<number>();
+export function takeCancels(queue: MainToInstance[], batchId: number): ReadonlySet<number> {
+  let cancelled: Set<number> | undefined;
   for (let i = queue.length - 1; i >= 0; i--) {
     const m = queue[i]!;
     if (m.t !== 'cancel_in_batch' || m.batchId !== batchId) continue;
-    cancelled.add(m.index);
+    (cancelled ??= new Set()).add(m.index);
     queue.splice(i, 1);
   }
-  return cancelled;
+  return cancelled ?? NONE_CANCELLED;
 }
+
+/** A batch none of whose requests was cancelled (the common case: nothing is allocated for it). */
+export const NONE_CANCELLED: ReadonlySet<number> = new Set();
 
 /** Never rejects: a throwing backend becomes `error`. */
 export async function runBatch(backend: BackendInstance, requests: InferRequest[], arena: Arena): Promise<BatchOutcome> {

@@ -54,7 +54,7 @@ export interface GrpcContext extends GrpcCallContext {
   /** --grpc-header-forward-pattern (core/forward-pattern.ts); absent: no metadata is forwarded. */
   forward?: RegExp;
   /** A line for the server's log at warning level (the gRPC thread posts it to main). */
-  warn?: (line: string) => void;
+  warn: (line: string) => void;
 }
 
 /** The main thread's context for the control rpcs the gRPC thread forwards (control-answer.ts). */

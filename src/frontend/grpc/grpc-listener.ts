@@ -79,11 +79,6 @@ export class GrpcListener {
     });
   }
 
-  /** Client connections open now (refused ones not counted). */
-  get connections(): number {
-    return this.open;
-  }
-
   /** Stops accepting connections and ends the refused ones; the open ones are grpc-js's to close (tryShutdown / forceShutdown). */
   stopListening(): void {
     this.socketServer?.close();

@@ -101,7 +101,7 @@ export class GrpcServer {
   constructor(deps: Omit<GrpcContext, 'stopping'>, forwarded: grpc.UntypedServiceImplementation, testCrash = false) {
     const protos = loadProtos();
     this.ctx = { ...deps, stopping: () => this.stopping };
-    const listener = new GrpcListener(deps.options.grpcMaxConnections, deps.warn ?? ((line) => process.emitWarning(line)));
+    const listener = new GrpcListener(deps.options.grpcMaxConnections, deps.warn);
     this.listener = listener;
     const level = deps.options.grpcInferResponseCompressionLevel;
     const guard = callGuard({

@@ -21,7 +21,7 @@ import type { Arena } from '../../dataplane/arena';
 import type { HostInstanceMessage } from '../../dataplane/instance-hosts';
 import type { ExecuteMessage, InlineMessage, InstanceToMain, MainToInstance } from '../../dataplane/protocol';
 import { type Inbox, RingWriter } from '../../dataplane/ring';
-import { runBatch, runBatchWithout, type BatchOutcome } from '../../instances/instance-runner';
+import { NONE_CANCELLED, runBatch, runBatchWithout, type BatchOutcome } from '../../instances/instance-runner';
 import { ReplyRoutes } from '../../dataplane/reply-routes';
 import { releaseOutputs } from '../../request/admit-request';
 
@@ -249,7 +249,7 @@ export class HostedInstances {
     const next = h.queue.shift();
     if (next !== undefined) {
       h.busy = true;
-      const cancelled = h.cancels.get(next.batchId) ?? new Set<number>();
+      const cancelled = h.cancels.get(next.batchId) ?? NONE_CANCELLED;
       h.cancels.delete(next.batchId);
       void runBatchWithout(h.backend, next.requests, cancelled, this.arena).then((outcome) => {
         h.busy = false;
