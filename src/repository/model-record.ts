@@ -49,6 +49,11 @@ export interface ModelRecord<V extends VersionRecord = VersionLifecycle> {
 
 export const DUPLICATE_REASON = 'model appears in two or more repositories';
 
+/** A load runs and no version exists yet (its config is being read, or a slow step such as an environment build runs): LOADING. */
+function loadingFirstVersion(m: ModelRecord<VersionRecord>): boolean {
+  return m.versions.size === 0 && (m.preparing !== undefined || m.configuring === true);
+}
+
 export interface IndexEntry {
   name: string;
   version?: string;
@@ -96,7 +101,7 @@ export function indexEntries(
       if (!readyOnly) out.push({ name });
       continue;
     }
-    if (record.versions.size === 0 && (record.preparing !== undefined || record.configuring === true)) {
+    if (loadingFirstVersion(record)) {
       if (!readyOnly) out.push(record.preparing !== undefined ? { name, state: 'LOADING', reason: record.preparing } : { name, state: 'LOADING' });
       continue;
     }
@@ -131,7 +136,7 @@ export function tableRows(records: ReadonlyMap<string, ModelRecord<VersionRecord
       rows.push({ model: name, version: '-', status: `UNAVAILABLE: ${DUPLICATE_REASON}` });
       continue;
     }
-    if (m.versions.size === 0 && (m.preparing !== undefined || m.configuring === true)) {
+    if (loadingFirstVersion(m)) {
       rows.push({ model: name, version: '-', status: m.preparing !== undefined ? `LOADING: ${m.preparing}` : 'LOADING' });
       continue;
     }
