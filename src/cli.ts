@@ -21,6 +21,17 @@ async function main(): Promise<void> {
     const { perfMain } = require('./perf/cli') as typeof import('./perf/cli');
     process.exit(await perfMain(process.argv.slice(3)));
   }
+  // `nodetron tune -m <model> ...`: measure candidate configs on a server and write the fastest (src/tune/).
+  if (process.argv[2] === 'tune') {
+    const { tuneMain } = require('./tune/tune-cli') as typeof import('./tune/tune-cli');
+    process.exit(
+      await tuneMain(process.argv.slice(3), {
+        stdout: (text) => fs.writeSync(1, text),
+        stderr: (text) => fs.writeSync(2, text),
+        tty: process.stderr.isTTY === true,
+      }),
+    );
+  }
   // `nodetron lint <repository>`: what the server would say about it, without serving (src/lint/).
   if (process.argv[2] === 'lint') {
     const { lintMain } = require('./lint/lint-cli') as typeof import('./lint/lint-cli');

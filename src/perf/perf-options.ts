@@ -63,7 +63,7 @@ export interface PerfOptions {
   help: boolean;
 }
 
-type Kind = 'string' | 'int' | 'float' | 'flag';
+export type Kind = 'string' | 'int' | 'float' | 'flag';
 interface Spec {
   key: string;
   kind: Kind;
@@ -163,7 +163,7 @@ export const PERF_USAGE = `Usage: nodetron perf -m <model> [options]
   --shared-memory none             only none: system and cuda shared memory are not supported yet
 `;
 
-function parseNumber(flag: string, kind: Kind, text: string): number {
+export function parseNumber(flag: string, kind: Kind, text: string): number {
   const ok = kind === 'int' ? /^[+-]?\d+$/.test(text) : text.trim() !== '' && Number.isFinite(Number(text));
   if (!ok) throw new PerfUsageError(`${flag}: expected ${kind === 'int' ? 'an integer' : 'a number'}, got '${text}'`);
   return Number(text);

@@ -35,7 +35,7 @@ export function httpRequestBytes(o: PerfOptions, tensors: PerfTensor[]): Buffer 
   return buildHttpRequest(`${host}:${port}`, modelPath(o), headers, body);
 }
 
-async function httpTransport(o: PerfOptions, tensors: PerfTensor[]): Promise<Transport> {
+export async function httpTransport(o: PerfOptions, tensors: PerfTensor[]): Promise<Transport> {
   const { host, port } = splitUrl(o.url);
   const request = httpRequestBytes(o, tensors);
   const conns: HttpConn[] = [];
