@@ -91,7 +91,11 @@ export async function runStep(pool: SenderPool, spec: StepSpec, stats: (() => Pr
     }
     const r = rec;
     r.latencies.push(Number(process.hrtime.bigint() - t0) / 1000);
-    if (!ok) r.errors++;
+    if (!ok) {
+      r.errors++;
+      // A send that fails at once (a dead connection) must not starve the event loop: the window timers run on it.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
   };
 
   let loops: Promise<void>;

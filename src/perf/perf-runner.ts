@@ -45,9 +45,18 @@ export async function httpTransport(o: PerfOptions, tensors: PerfTensor[]): Prom
   if (first.status !== 200) throw new Error(`first inference failed: HTTP ${first.status} ${first.body?.toString('utf8').slice(0, 500) ?? ''}`);
   return {
     open: async () => {
-      const c = await HttpConn.open(host, port);
+      let c = await HttpConn.open(host, port);
       conns.push(c);
-      return { send: async () => (await c.send(request)).status === 200 };
+      return {
+        send: async () => {
+          // A connection the server closed while it idled (between steps, or while tune reloads a model) is opened again.
+          if (c.closed) {
+            c = await HttpConn.open(host, port);
+            conns.push(c);
+          }
+          return (await c.send(request)).status === 200;
+        },
+      };
     },
     close: () => conns.forEach((c) => c.close()),
   };

@@ -43,6 +43,11 @@ export abstract class SocketConn<R, P extends Waiting<R>> {
     socket.on('close', () => fail(this.closedError ?? new Error('connection closed by the server')));
   }
 
+  /** The socket failed or closed (the server ends keep-alive connections idle past its timeout). */
+  get closed(): boolean {
+    return this.closedError !== undefined;
+  }
+
   close(): void {
     this.closedError ??= new Error('closed');
     this.socket.destroy();

@@ -14,6 +14,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { parsePerfOptions } from '../../src/perf/perf-options';
+import { httpTransport } from '../../src/perf/perf-runner';
 import { parseModelConfigText } from '../../src/repository/config/pbtxt';
 import { MODEL_REPOSITORY, REPO_ROOT, startServer, type ServerProcess } from './server-process';
 
@@ -176,7 +178,8 @@ describe('models tune refuses, on a running server (-u)', () => {
     copy(path.join(FIXTURES, 'sequence_models/running_sum'), 'running_sum');
     copy(path.join(FIXTURES, 'python_models/repeat'), 'repeat');
     copy(path.join(FIXTURES, 'python_models/init_fail'), 'init_fail');
-    server = await startServer([`--model-repository=${repo}`, '--model-control-mode=explicit']);
+    // A short keep-alive timeout, so the test below sees the server close idle connections.
+    server = await startServer([`--model-repository=${repo}`, '--model-control-mode=explicit', '--http-keepalive-timeout-ms=300']);
   });
   after(async () => {
     await server.stop();
@@ -200,6 +203,22 @@ describe('models tune refuses, on a running server (-u)', () => {
       assert.equal(r.out, '');
     });
   }
+
+  test("perf's engine opens a connection again after the server closed it idle (tune's sweeps leave some idle)", async () => {
+    const load = await fetch(`${server.url}/v2/repository/models/simple/load`, { method: 'POST', body: '{}' });
+    assert.equal(load.status, 200);
+    const o = parsePerfOptions(['-m', 'simple', '-u', `127.0.0.1:${server.port}`]);
+    const input = { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], values: new Array<number>(16).fill(1), bytes: Buffer.alloc(64) };
+    const transport = await httpTransport(o, [input, { ...input, name: 'INPUT1' }]);
+    try {
+      const sender = await transport.open();
+      assert.equal(await sender.send(), true);
+      await new Promise((r) => setTimeout(r, 1500)); // past the 300 ms keep-alive timeout (checked about every 250 ms)
+      assert.equal(await sender.send(), true, 'the send after the server closed the idle connection succeeds');
+    } finally {
+      transport.close();
+    }
+  });
 
   test('no server at -u: says so and what to do', async () => {
     const r = await tune(['-m', 'simple', '-u', '127.0.0.1:1']);
