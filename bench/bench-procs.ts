@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { processTreeCpuSeconds } from '../src/tune/process-cpu';
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -108,20 +109,9 @@ export function treeRssMb(pid: number): number {
   return mb;
 }
 
-/** CPU seconds (user + system, all threads) used so far by a process and its descendants. */
+/** CPU seconds (user + system, all threads) used so far by a process and its descendants; 0 once it exited. */
 export function treeCpuSeconds(pid: number): number {
-  const hz = 100; // USER_HZ on Linux
-  let ticks = 0;
-  for (const p of processTree(pid)) {
-    try {
-      const stat = fs.readFileSync(`/proc/${p}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(f[11]) + Number(f[12]); // utime, stime (fields 14 and 15)
-    } catch {
-      // exited meanwhile
-    }
-  }
-  return ticks / hz;
+  return processTreeCpuSeconds(pid) ?? 0;
 }
 
 export function hasWrk(): boolean {

@@ -50,10 +50,34 @@ export interface TuneProgress {
 
 export class TuneRefused extends Error {}
 
-interface Measurer {
+/** The load's connections and the model's statistics, kept across the configs (a reload keeps the HTTP connections). */
+export interface Measurer {
   pool: SenderPool;
   probe: ModelProbe;
   transport: Transport;
+}
+
+/** Requests built once from the model's metadata (perf's inputs: --input-data, --shape, -b), checked by a first inference. */
+export async function openMeasurer(o: TuneOptions, server: TuneServer, maxBatchSize: number): Promise<Measurer> {
+  const perf = parsePerfOptions([
+    '-m',
+    o.model,
+    '-u',
+    server.address,
+    '-b',
+    String(o.batchSize),
+    '--input-data',
+    o.inputData,
+    ...[...o.shapes].flatMap(([name, dims]) => ['--shape', `${name}:${dims.join(',')}`]),
+  ]);
+  const probe = httpProbe(server.base, o.model, '');
+  try {
+    const transport = await httpTransport(perf, buildTensors(await probe.inputs(), maxBatchSize, perf));
+    return { pool: new SenderPool(transport), probe, transport };
+  } catch (err) {
+    probe.close();
+    throw err;
+  }
 }
 
 const mean = (xs: number[]): number => (xs.length === 0 ? 0 : xs.reduce((a, b) => a + b, 0) / xs.length);
@@ -75,21 +99,8 @@ export async function runTune(o: TuneOptions, server: TuneServer, fileConfig: Mo
   const model = describeModel(served, o.batchSize);
   const base = fileConfig ?? served;
 
-  const perf = parsePerfOptions([
-    '-m',
-    o.model,
-    '-u',
-    server.address,
-    '-b',
-    String(o.batchSize),
-    '--input-data',
-    o.inputData,
-    ...[...o.shapes].flatMap(([name, dims]) => ['--shape', `${name}:${dims.join(',')}`]),
-  ]);
-  const probe = httpProbe(server.base, o.model, '');
-  const tensors = buildTensors(await probe.inputs(), model.maxBatchLimit, perf);
-  const transport = await httpTransport(perf, tensors);
-  const m: Measurer = { pool: new SenderPool(transport), probe, transport };
+  const m = await openMeasurer(o, server, model.maxBatchLimit);
+  const { transport, probe } = m;
 
   const trials: Trial[] = [];
   const tried = new Set<string>();
@@ -232,7 +243,8 @@ async function measureAgain(o: TuneOptions, server: TuneServer, m: Measurer, bas
   t.again.push((await measurePoint(o, server, m, p.concurrency)).throughput);
 }
 
-async function measurePoint(o: TuneOptions, server: TuneServer, m: Measurer, concurrency: number): Promise<Point> {
+/** One point: a closed loop at `concurrency` until three windows agree (or --max-trials), with the server's CPU over those windows. */
+export async function measurePoint(o: TuneOptions, server: TuneServer, m: Measurer, concurrency: number): Promise<Point> {
   const windows: Window[] = [];
   const cpu: (number | undefined)[] = [];
   const r: StepResult = await runStep(
