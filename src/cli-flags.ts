@@ -143,6 +143,7 @@ export const FLAGS: readonly FlagSpec[] = [
   f('grpc-max-concurrent-streams', 'int'),
   f('grpc-max-connection-idle', 'int'),
   f('grpc-max-connections', 'int'),
+  f('grpc-reflection', 'bool'),
   f('python-env-cache-dir', 'string', '<path>'),
   f('python-env-pip-args', 'string', '<args>'),
   f('python-env-build-timeout-secs', 'int'),

@@ -352,6 +352,12 @@ export const FLAG_DOCS: Readonly<Record<string, FlagDoc>> = {
       'being served; 0 = no bound.',
     '10000',
   ),
+  'grpc-reflection': d(
+    "nodetron's own",
+    'Serve gRPC server reflection (grpc.reflection.v1 and v1alpha), so grpcurl and other tools list and describe ' +
+      'inference.GRPCInferenceService without the proto files; behind --grpc-auth-token-file when that is set.',
+    'true',
+  ),
   'max-queued-requests': d(
     "nodetron's own",
     'Most inference requests clients may have in the server at once ' +

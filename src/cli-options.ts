@@ -206,6 +206,7 @@ export function parseServerOptions(argv: string[]): ServerOptions {
     ...(grpcAuthTokens !== undefined ? { grpcAuthTokens } : {}),
     ...(openaiAuthTokens !== undefined ? { openaiAuthTokens } : {}),
     authExemptHealth: r.bool('auth-exempt-health', false),
+    grpcReflection: r.bool('grpc-reflection', true),
     httpMaxJsonResponseSize,
     httpCodecOffloadBytes,
     inlineExecutionMaxUs,

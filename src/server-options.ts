@@ -74,6 +74,8 @@ export interface ServerOptions {
   openaiAuthTokens?: string[];
   /** --auth-exempt-health: the health checks need no token. */
   authExemptHealth: boolean;
+  /** nodetron's own --grpc-reflection: the gRPC server reflection service (grpc.reflection.v1 and v1alpha), so grpcurl needs no proto files. */
+  grpcReflection: boolean;
   /** nodetron's own deadlines and caps of the HTTP edge (--http-header-timeout-ms and the rest). */
   httpEdge: HttpEdgeLimits;
   /** nodetron's own --http-max-json-response-size: the most JSON text of one HTTP inference response (infer-response-encode.ts). */

@@ -61,6 +61,7 @@ test('defaults equal tritonserver defaults (§6)', () => {
     httpMaxInputSize: 67108864,
     httpEdge: { requestMs: 10000, headMs: 30000, bodyMinRate: 4096, idleMs: 65000, maxConnections: 10000, maxConnectionsPerThread: 0 },
     authExemptHealth: false,
+    grpcReflection: true,
     httpMaxJsonResponseSize: 268435456,
     httpCodecOffloadBytes: 65536,
     inlineExecutionMaxUs: 500,

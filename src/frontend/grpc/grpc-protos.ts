@@ -27,6 +27,8 @@ export interface Protos {
   health: grpc.ServiceDefinition;
   /** Each method path's request message type name ('/inference.GRPCInferenceService/ModelInfer' → 'ModelInferRequest'). */
   requestTypes: ReadonlyMap<string, string>;
+  /** Both protos as proto-loader read them: what gRPC server reflection describes. */
+  definition: protoLoader.PackageDefinition;
 }
 
 let cached: Protos | undefined;
@@ -66,6 +68,7 @@ export function loadProtos(): Protos {
     inference: inference as grpc.ServiceDefinition,
     health: tolerant(pkg['grpc.health.v1.Health'] as grpc.ServiceDefinition),
     requestTypes,
+    definition: pkg,
   };
   return cached;
 }

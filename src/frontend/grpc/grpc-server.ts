@@ -10,6 +10,7 @@
  */
 import fs from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
+import { ReflectionService } from '@grpc/reflection';
 import type { ServerOptions } from '../../cli-options';
 import { ServerError, socketInUseText } from '../../core/errors';
 import { MAX_METADATA_BYTES, callGuard } from './call-guard';
@@ -128,6 +129,8 @@ export class GrpcServer {
       ModelStreamInfer: modelStreamInferHandler(this.ctx, registry),
     });
     this.server.addService(protos.health, grpcHealthHandlers(this.ctx));
+    // grpcurl list / describe without the proto files; the guard's bearer tokens cover it as any other call.
+    if (deps.options.grpcReflection) new ReflectionService(protos.definition).addToServer(this.server);
   }
 
   /** Binds `address:port` (0 = any free port) and resolves with the bound port. */
