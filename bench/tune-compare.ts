@@ -57,11 +57,15 @@ async function main(): Promise<void> {
     const tuned: Tuned[] = [];
     for (const m of models) {
       const t0 = Date.now();
-      const r = spawnSync(process.execPath, [CLI, 'tune', '-m', m, '--model-repository', repo, '--budget-minutes', budget, '--format', 'json', ...(MODEL_ARGS[m] ?? [])], {
-        encoding: 'utf8',
-        stdio: ['ignore', 'pipe', 'inherit'],
-        maxBuffer: 64 << 20,
-      });
+      const r = spawnSync(
+        process.execPath,
+        [CLI, 'tune', '-m', m, '--model-repository', repo, '--budget-minutes', budget, '--format', 'json', ...(MODEL_ARGS[m] ?? [])],
+        {
+          encoding: 'utf8',
+          stdio: ['ignore', 'pipe', 'inherit'],
+          maxBuffer: 64 << 20,
+        },
+      );
       if (r.status !== 0) throw new Error(`tune ${m} failed (${r.status})`);
       const j = JSON.parse(r.stdout) as Record<string, any>;
       const conc = (t: any): number => t.points[t.chosen_point].concurrency as number;
@@ -122,7 +126,9 @@ async function main(): Promise<void> {
     console.log(
       `\nshipped vs tuned, ${os.availableParallelism()} cores, tune --budget-minutes ${budget} each, ${rounds} rounds in turned order (ABBA) of 1000 ms windows (medians; each round in brackets)\n`,
     );
-    console.log('| model | shipped | tuned | shipped req/s | tuned req/s | tuned/shipped | p99 ms shipped / tuned | server CPU us/req shipped / tuned | tune took, verdict |');
+    console.log(
+      '| model | shipped | tuned | shipped req/s | tuned req/s | tuned/shipped | p99 ms shipped / tuned | server CPU us/req shipped / tuned | tune took, verdict |',
+    );
     console.log('|---|---|---|---|---|---|---|---|---|');
     for (const r of rows) console.log(r);
   } finally {
