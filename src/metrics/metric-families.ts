@@ -28,6 +28,20 @@ export interface ModelFamilies {
   firstResponse?: Histogram<ModelLabel>;
   /** nodetron's own, beside firstResponse (same switch, decoupled models only): the gaps between a request's data responses. */
   interResponse?: Histogram<ModelLabel>;
+  /**
+   * nodetron's latency histograms in seconds (latency_histograms, on by
+   * default; buckets from histogram_buckets); the two response ones have
+   * series only for decoupled models.
+   */
+  latency?: {
+    request: Histogram<ModelLabel>;
+    queue: Histogram<ModelLabel>;
+    computeInput: Histogram<ModelLabel>;
+    computeInfer: Histogram<ModelLabel>;
+    computeOutput: Histogram<ModelLabel>;
+    firstResponse: Histogram<ModelLabel>;
+    interResponse: Histogram<ModelLabel>;
+  };
   /** Present with summary_latencies=true. */
   summaries?: {
     request: Summary<ModelLabel>;
@@ -74,6 +88,8 @@ export class MetricFamilies {
         maxAgeSeconds: 60,
         ageBuckets: 5,
       });
+    const histogram = (name: string, help: string): Histogram<ModelLabel> =>
+      new Histogram({ name, help, labelNames: ['model', 'version'], buckets: settings.histogramBuckets, registers });
     // Registration order is Triton's (protocol.md §5.3).
     this.model = {
       requestSuccess: counter('nv_inference_request_success', 'Number of successful inference requests, all batch sizes'),
@@ -130,6 +146,32 @@ export class MetricFamilies {
             buckets: INTER_RESPONSE_BUCKETS,
             registers,
           })
+        : undefined,
+      latency: settings.latencyHistograms
+        ? {
+            request: histogram(
+              'nodetron_inference_request_duration_seconds',
+              'Inference request duration in seconds, from admission to the final response (successful requests, includes cached requests)',
+            ),
+            queue: histogram(
+              'nodetron_inference_queue_duration_seconds',
+              'Inference queuing duration in seconds (successful requests; a cache hit counts with no wait)',
+            ),
+            computeInput: histogram('nodetron_inference_compute_input_duration_seconds', 'Compute input duration in seconds (successful requests that ran)'),
+            computeInfer: histogram(
+              'nodetron_inference_compute_infer_duration_seconds',
+              'Compute inference duration in seconds (successful requests that ran)',
+            ),
+            computeOutput: histogram('nodetron_inference_compute_output_duration_seconds', 'Compute output duration in seconds (successful requests that ran)'),
+            firstResponse: histogram(
+              'nodetron_inference_first_response_duration_seconds',
+              'Duration from request to first response in seconds (decoupled models: time to first token)',
+            ),
+            interResponse: histogram(
+              'nodetron_inference_inter_response_duration_seconds',
+              'Duration between consecutive data responses of a decoupled request in seconds (inter-token latency)',
+            ),
+          }
         : undefined,
       summaries:
         settings.summaryLatencies && settings.summaryQuantiles.length > 0

@@ -4,8 +4,9 @@
  * bound once at load. Counters and gauges are not touched per request at all:
  * they are brought up to the ModelStatistics numbers (one source for both
  * /metrics and /v2/models/<m>/stats) when /metrics is scraped. Only the
- * opt-in summaries and histogram observe per request, through their bound
- * children. The two response histograms (first response, inter-response)
+ * histograms (nodetron's latency ones, on by default; Triton's opt-in
+ * first-response one) and the opt-in summaries observe per request,
+ * through their bound children. The two response histograms (first response, inter-response)
  * have series only for a decoupled model, as Triton shows
  * nv_inference_first_response_histogram_ms only for those: a non-decoupled
  * model's first response is its only one, already in the request counters.
@@ -57,6 +58,16 @@ export class ModelMetricReporter {
   private readonly summaries: { request: Observer; queue: Observer; computeInput: Observer; computeInfer: Observer; computeOutput: Observer } | null;
   private readonly firstResponse: Observer | null;
   private readonly interResponse: Observer | null;
+  /** The latency histograms' children (seconds); the two response ones null for a model that is not decoupled. */
+  private readonly latency: {
+    request: Observer;
+    queue: Observer;
+    computeInput: Observer;
+    computeInfer: Observer;
+    computeOutput: Observer;
+    firstResponse: Observer | null;
+    interResponse: Observer | null;
+  } | null;
   /** True when requestDone has per-request work to do. */
   readonly observes: boolean;
   /** True when responseDone has per-response work to do (histograms on, decoupled model). */
@@ -87,11 +98,27 @@ export class ModelMetricReporter {
       : null;
     this.firstResponse = f.firstResponse && decoupled ? f.firstResponse.labels(this.labels) : null;
     this.interResponse = f.interResponse && decoupled ? f.interResponse.labels(this.labels) : null;
+    const h = f.latency;
+    this.latency = h
+      ? {
+          request: h.request.labels(this.labels),
+          queue: h.queue.labels(this.labels),
+          computeInput: h.computeInput.labels(this.labels),
+          computeInfer: h.computeInfer.labels(this.labels),
+          computeOutput: h.computeOutput.labels(this.labels),
+          firstResponse: decoupled ? h.firstResponse.labels(this.labels) : null,
+          interResponse: decoupled ? h.interResponse.labels(this.labels) : null,
+        }
+      : null;
     // A summary shows its _sum/_count from load on; a histogram too.
     if (this.firstResponse !== null) f.firstResponse!.zero(this.labels);
     if (this.interResponse !== null) f.interResponse!.zero(this.labels);
-    this.observes = this.summaries !== null;
-    this.observesResponses = this.firstResponse !== null;
+    if (h) {
+      for (const x of [h.request, h.queue, h.computeInput, h.computeInfer, h.computeOutput]) x.zero(this.labels);
+      if (decoupled) for (const x of [h.firstResponse, h.interResponse]) x.zero(this.labels);
+    }
+    this.observes = this.summaries !== null || this.latency !== null;
+    this.observesResponses = this.firstResponse !== null || this.latency?.firstResponse != null;
   }
 
   setLoadDuration(secs: number): void {
@@ -101,14 +128,35 @@ export class ModelMetricReporter {
   /** Hot path (only when `observes`): one successful request that ran. */
   observe(s: RequestDoneStats): void {
     if (!s.success) return;
+    const request = Math.max(0, s.endNs - s.queueStartNs);
+    const ran = s.computeStartNs !== 0;
+    const queue = Math.max(0, s.computeStartNs - s.queueStartNs);
+    const input = Math.max(0, s.computeInputEndNs - s.computeStartNs);
+    const infer = Math.max(0, s.computeInferEndNs - s.computeInputEndNs);
+    const output = Math.max(0, s.computeEndNs - s.computeInferEndNs);
     const m = this.summaries;
-    if (m === null) return;
-    m.request.observe(Math.max(0, s.endNs - s.queueStartNs) / 1000);
-    if (s.computeStartNs === 0) return;
-    m.queue.observe(Math.max(0, s.computeStartNs - s.queueStartNs) / 1000);
-    m.computeInput.observe(Math.max(0, s.computeInputEndNs - s.computeStartNs) / 1000);
-    m.computeInfer.observe(Math.max(0, s.computeInferEndNs - s.computeInputEndNs) / 1000);
-    m.computeOutput.observe(Math.max(0, s.computeEndNs - s.computeInferEndNs) / 1000);
+    if (m !== null) {
+      m.request.observe(request / 1000);
+      if (ran) {
+        m.queue.observe(queue / 1000);
+        m.computeInput.observe(input / 1000);
+        m.computeInfer.observe(infer / 1000);
+        m.computeOutput.observe(output / 1000);
+      }
+    }
+    const h = this.latency;
+    if (h !== null) {
+      h.request.observe(request / 1e9);
+      if (ran) {
+        h.queue.observe(queue / 1e9);
+        h.computeInput.observe(input / 1e9);
+        h.computeInfer.observe(infer / 1e9);
+        h.computeOutput.observe(output / 1e9);
+      } else if (s.cacheHit === true) {
+        // As the statistics count it: a cache hit is in queue with no wait (queue.count == success.count).
+        h.queue.observe(0);
+      }
+    }
   }
 
   /**
@@ -121,8 +169,15 @@ export class ModelMetricReporter {
    */
   observeResponse(index: number, kind: ResponseKind, sinceQueueStartNs: number, sincePreviousNs: number): void {
     if (index === 0) {
-      if (kind !== 'cancel') this.firstResponse!.observe(Math.max(0, sinceQueueStartNs) / 1e6);
-    } else if (kind === 'success') this.interResponse!.observe(Math.max(0, sincePreviousNs) / 1e6);
+      if (kind === 'cancel') return;
+      const ns = Math.max(0, sinceQueueStartNs);
+      this.firstResponse?.observe(ns / 1e6);
+      this.latency?.firstResponse?.observe(ns / 1e9);
+    } else if (kind === 'success') {
+      const ns = Math.max(0, sincePreviousNs);
+      this.interResponse?.observe(ns / 1e6);
+      this.latency?.interResponse?.observe(ns / 1e9);
+    }
   }
 
   /** Before a scrape: counters up to the statistics, the pending gauge to `pending`. */
@@ -166,6 +221,7 @@ export class ModelMetricReporter {
     if (f.summaries) for (const s of Object.values(f.summaries)) s.remove(this.labels);
     f.firstResponse?.remove(this.labels);
     f.interResponse?.remove(this.labels);
+    if (f.latency) for (const x of Object.values(f.latency)) x.remove(this.labels);
     if (f.cache) for (const c of Object.values(f.cache)) c.remove(this.labels);
   }
 }

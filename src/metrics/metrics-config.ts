@@ -17,7 +17,16 @@ export interface MetricsSettings {
   /** The `*_summary_us` summaries. */
   summaryLatencies: boolean;
   summaryQuantiles: Quantile[];
+  /** nodetron's own latency histograms in seconds (`nodetron_inference_*_duration_seconds`), on by default. */
+  latencyHistograms: boolean;
+  /** Their bucket bounds, in seconds (`histogram_buckets`). */
+  histogramBuckets: number[];
 }
+
+/** 0.1 ms to 60 s: the range from a tiny model's queue time to an LLM's whole answer. */
+export const DEFAULT_LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+const KEYS = ['counter_latencies', 'histogram_latencies', 'summary_latencies', 'summary_quantiles', 'latency_histograms', 'histogram_buckets'];
 
 export const DEFAULT_QUANTILES = '0.5:0.05,0.9:0.01,0.95:0.001,0.99:0.001,0.999:0.001';
 
@@ -36,13 +45,30 @@ export function resolveMetricsSettings(config: Record<string, string>): { settin
     histogramLatencies: bool('histogram_latencies', false),
     summaryLatencies: bool('summary_latencies', false),
     summaryQuantiles: parseQuantiles(config['summary_quantiles'] ?? DEFAULT_QUANTILES, warnings),
+    latencyHistograms: bool('latency_histograms', true),
+    histogramBuckets: config['histogram_buckets'] === undefined ? DEFAULT_LATENCY_BUCKETS : parseBuckets(config['histogram_buckets'], warnings),
   };
   for (const key of Object.keys(config)) {
-    if (!['counter_latencies', 'histogram_latencies', 'summary_latencies', 'summary_quantiles'].includes(key)) {
+    if (!KEYS.includes(key)) {
       warnings.push(`unknown metrics config setting '${key}' is ignored`);
     }
   }
   return { settings, warnings };
+}
+
+/** `histogram_buckets=0.001,0.01,0.1`: ascending positive bounds in seconds; anything else is reported and the defaults kept. */
+export function parseBuckets(text: string, warnings: string[]): number[] {
+  const parts = text.split(',').map((p) => p.trim());
+  const values = parts.map(Number);
+  const bad = parts.findIndex((p, i) => p === '' || !Number.isFinite(values[i]) || values[i]! <= 0 || (i > 0 && values[i]! <= values[i - 1]!));
+  if (bad >= 0) {
+    warnings.push(
+      `invalid value for metrics config 'histogram_buckets': '${text}' (at '${parts[bad]}'), expected ascending positive bucket bounds in seconds ` +
+        `separated by commas, e.g. 0.001,0.01,0.1,1; using the defaults`,
+    );
+    return DEFAULT_LATENCY_BUCKETS;
+  }
+  return values;
 }
 
 /** `<quantile>:<error>,...`; an invalid pair is reported and skipped. */

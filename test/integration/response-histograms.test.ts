@@ -6,6 +6,8 @@
  * with curl -N on generate_stream and over gRPC ModelStreamInfer, and absent
  * for the ONNX `simple`, which is
  * not decoupled (Triton shows the histogram for decoupled models only).
+ * Also nodetron's latency histograms in seconds (on by default), held
+ * against the statistics extension's counts and nanoseconds.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -177,4 +179,54 @@ test('a gRPC ModelStreamInfer stream of 3 words: one first response, two gaps', 
   const gapsMs = inter.sum! - before.inter.sum!;
   assert.ok(firstMs + gapsMs >= 150 + 2 * 70, `first response ${firstMs} ms + gaps ${gapsMs} ms, the model waited 150 + 2 x 70`);
   assert.ok(gapsMs < 2 * 70 + SLACK_MS, `gaps sum to ${gapsMs} ms, the model waited 2 x 70`);
+});
+
+test("nodetron's latency histograms (seconds, on by default) match the statistics extension's totals", async () => {
+  const tensors = [
+    { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, (_, i) => i) },
+    { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, () => 1) },
+  ];
+  for (let i = 0; i < 20; i++) assert.equal((await infer(server.url, 'simple', tensors)).status, 200);
+  const stats = (await (await fetch(`${server.url}/v2/models/simple/stats`)).json()) as {
+    model_stats: { inference_stats: Record<string, { count: number; ns: number }> }[];
+  };
+  const s = stats.model_stats[0]!.inference_stats;
+  const pairs: [string, string][] = [
+    ['request', 'success'],
+    ['queue', 'queue'],
+    ['compute_input', 'compute_input'],
+    ['compute_infer', 'compute_infer'],
+    ['compute_output', 'compute_output'],
+  ];
+  for (const [family, stat] of pairs) {
+    const h = await histogram(`nodetron_inference_${family}_duration_seconds`, 'simple');
+    assert.ok(s[stat]!.count >= 20, `${stat} count ${s[stat]!.count}`);
+    assert.equal(h.count, s[stat]!.count, `${family}: _count is the statistics' ${stat} count`);
+    // Seconds summed as floats against integer nanoseconds: within a nanosecond per request.
+    assert.ok(Math.abs(h.sum! * 1e9 - s[stat]!.ns) <= h.count!, `${family}: _sum ${h.sum} s vs ${s[stat]!.ns} ns`);
+    assert.equal(h.le.get('+Inf'), h.count);
+    const bounds = [...h.le.keys()];
+    assert.equal(bounds[0], '0.0001', 'buckets from 0.1 ms');
+    assert.equal(bounds[bounds.length - 2], '60', 'to 60 s');
+    const counts = [...h.le.values()];
+    assert.deepEqual(
+      counts,
+      [...counts].sort((a, b) => a - b),
+      `${family}: buckets are cumulative`,
+    );
+  }
+});
+
+test("the seconds response histograms see the same responses as Triton's ms one", async () => {
+  const ms = { first: await histogram(FIRST, 'mock_llm'), inter: await histogram(INTER, 'mock_llm') };
+  const sec = {
+    first: await histogram('nodetron_inference_first_response_duration_seconds', 'mock_llm'),
+    inter: await histogram('nodetron_inference_inter_response_duration_seconds', 'mock_llm'),
+  };
+  assert.ok(ms.first.count! >= 3, 'the streams above were counted');
+  assert.equal(sec.first.count, ms.first.count);
+  assert.equal(sec.inter.count, ms.inter.count);
+  assert.ok(Math.abs(sec.first.sum! * 1000 - ms.first.sum!) < 1e-6 * ms.first.count!, `${sec.first.sum} s vs ${ms.first.sum} ms`);
+  assert.ok(Math.abs(sec.inter.sum! * 1000 - ms.inter.sum!) < 1e-6 * ms.inter.count!);
+  assert.equal((await histogram('nodetron_inference_first_response_duration_seconds', 'simple')).count, undefined, 'not decoupled: no series');
 });

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { parseMeminfo, parseProcStat, utilization } from '../../src/metrics/cpu-metrics';
 import { MetricFamilies } from '../../src/metrics/metric-families';
 import { ModelMetricReporter } from '../../src/metrics/metric-reporter';
-import { resolveMetricsSettings } from '../../src/metrics/metrics-config';
+import { DEFAULT_LATENCY_BUCKETS, resolveMetricsSettings } from '../../src/metrics/metrics-config';
 import { ModelStatistics } from '../../src/metrics/model-statistics';
 import type { RequestDoneStats } from '../../src/scheduler/scheduler-hooks';
 
@@ -33,8 +33,21 @@ const CONFIGS: { name: string; config: Record<string, string>; present: string[]
   {
     name: 'defaults',
     config: {},
-    present: ['nv_inference_request_duration_us', 'nv_inference_compute_output_duration_us'],
-    absent: ['nv_inference_request_summary_us', 'nv_inference_first_response_histogram_ms'],
+    present: [
+      'nv_inference_request_duration_us',
+      'nv_inference_compute_output_duration_us',
+      'nodetron_inference_request_duration_seconds',
+      'nodetron_inference_queue_duration_seconds',
+      'nodetron_inference_compute_infer_duration_seconds',
+    ],
+    // Not decoupled: no response histograms.
+    absent: ['nv_inference_request_summary_us', 'nv_inference_first_response_histogram_ms', 'nodetron_inference_first_response_duration_seconds'],
+  },
+  {
+    name: 'latency_histograms=false',
+    config: { latency_histograms: 'false' },
+    present: ['nv_inference_request_duration_us'],
+    absent: ['nodetron_inference_request_duration_seconds', 'nodetron_inference_queue_duration_seconds'],
   },
   {
     name: 'counter_latencies=false',
@@ -159,14 +172,52 @@ for (const c of RESPONSES) {
   });
 }
 
+test('latency histograms: seconds, the buckets given, the same requests as the statistics', async () => {
+  const families = new MetricFamilies(resolveMetricsSettings({ histogram_buckets: '0.00001,0.0001' }).settings, false);
+  const reporter = new ModelMetricReporter(families, 'm', 2);
+  const stats = new ModelStatistics();
+  // Request 20 us and 50 us; queue 3 us and 2 us; compute input 1 us, infer 4 us, output 2 us each.
+  const requests = [done(0, 3000, 20_000), done(1000, 3000, 51_000), { ...done(0, 0, 5000), success: false }];
+  for (const s of requests) {
+    if (stats.requestDone(s) && reporter.observes) reporter.observe(s);
+  }
+  const m = series(await families.text());
+  const h = (name: string, suffix: string): number | undefined => m.get(`nodetron_inference_${name}_duration_seconds_${suffix}{${L}}`);
+  const le = (name: string, bound: string): number | undefined => m.get(`nodetron_inference_${name}_duration_seconds_bucket{le="${bound}",${L}}`);
+  assert.equal(h('request', 'count'), stats.success.count, 'one observation per successful request, as the statistics count');
+  assert.ok(Math.abs(h('request', 'sum')! - stats.success.ns / 1e9) < 1e-12, `sum ${h('request', 'sum')} vs ${stats.success.ns} ns`);
+  assert.equal(le('request', '0.00001'), 0);
+  assert.equal(le('request', '0.0001'), 2);
+  assert.equal(le('request', '+Inf'), 2);
+  assert.ok(Math.abs(h('queue', 'sum')! - stats.queue.ns / 1e9) < 1e-12);
+  assert.ok(Math.abs(h('compute_infer', 'sum')! - 8e-6) < 1e-12);
+  assert.equal(h('compute_output', 'count'), 2);
+});
+
+test('response latency histograms (seconds) for a decoupled model, by default', async () => {
+  const families = new MetricFamilies(resolveMetricsSettings({}).settings, false);
+  const reporter = new ModelMetricReporter(families, 'm', 2, true);
+  assert.ok(reporter.observesResponses);
+  reporter.observeResponse(0, 'success', 2_000_000, 2_000_000);
+  reporter.observeResponse(1, 'success', 7_000_000, 5_000_000);
+  reporter.observeResponse(2, 'empty', 7_500_000, 500_000);
+  const m = series(await families.text());
+  assert.equal(m.get(`nodetron_inference_first_response_duration_seconds_count{${L}}`), 1);
+  assert.equal(m.get(`nodetron_inference_first_response_duration_seconds_sum{${L}}`), 0.002);
+  assert.equal(m.get(`nodetron_inference_inter_response_duration_seconds_count{${L}}`), 1, 'only data responses are gaps');
+  assert.equal(m.get(`nodetron_inference_inter_response_duration_seconds_bucket{le="0.005",${L}}`), 1);
+  assert.equal(m.get(`nv_inference_first_response_histogram_ms_count{${L}}`), undefined, "Triton's own stays behind histogram_latencies");
+});
+
 test('response histograms are off without histogram_latencies, and for a model that is not decoupled', () => {
-  const off = new MetricFamilies(resolveMetricsSettings({}).settings, false);
+  const off = new MetricFamilies(resolveMetricsSettings({ latency_histograms: 'false' }).settings, false);
   assert.equal(new ModelMetricReporter(off, 'm', 1, true).observesResponses, false);
   const on = new MetricFamilies(resolveMetricsSettings({ histogram_latencies: 'true' }).settings, false);
   assert.equal(new ModelMetricReporter(on, 'm', 1, false).observesResponses, false);
 });
 
-test('counters come before gauges; labels sorted by name', async () => {
+test('counters, gauges, histograms, summaries in that order; labels sorted by name', async () => {
+  const ORDER = ['counter', 'gauge', 'histogram', 'summary'];
   const families = new MetricFamilies(resolveMetricsSettings({}).settings, false);
   new ModelMetricReporter(families, 'm', 1).setLoadDuration(0.5);
   const text = await families.text();
@@ -176,7 +227,7 @@ test('counters come before gauges; labels sorted by name', async () => {
     .map((l) => l.split(' ')[3]);
   assert.deepEqual(
     types,
-    [...types].sort((a, b) => ['counter', 'gauge'].indexOf(a!) - ['counter', 'gauge'].indexOf(b!)),
+    [...types].sort((a, b) => ORDER.indexOf(a!) - ORDER.indexOf(b!)),
   );
   assert.match(text, /^nv_inference_request_failure\{model="m",reason="OTHER",version="1"\} 0$/m);
   assert.match(text, /^nv_model_load_duration_secs\{model="m",version="1"\} 0\.5$/m);
@@ -197,6 +248,11 @@ const SETTINGS: [Record<string, string>, Partial<ReturnType<typeof resolveMetric
     2,
   ],
   [{ unknown_thing: '1' }, {}, 1],
+  [{}, { latencyHistograms: true, histogramBuckets: DEFAULT_LATENCY_BUCKETS }, 0],
+  [{ latency_histograms: 'false', histogram_buckets: '0.001, 0.01,1' }, { latencyHistograms: false, histogramBuckets: [0.001, 0.01, 1] }, 0],
+  [{ histogram_buckets: '0.01,0.001' }, { histogramBuckets: DEFAULT_LATENCY_BUCKETS }, 1],
+  [{ histogram_buckets: '0.001,,1' }, { histogramBuckets: DEFAULT_LATENCY_BUCKETS }, 1],
+  [{ histogram_buckets: '-1' }, { histogramBuckets: DEFAULT_LATENCY_BUCKETS }, 1],
 ];
 
 for (const [config, expected, warnings] of SETTINGS) {
