@@ -31,7 +31,8 @@ function clock(ms: number): string {
   return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
 }
 
-function progressFor(io: TuneIo, budgetMs: number): TuneProgress {
+/** The progress bar (a terminal) or a line per config (anything else), on stderr. */
+export function progressFor(io: TuneIo, budgetMs: number): TuneProgress {
   const start = Date.now();
   const bar = (): string => {
     const f = Math.min(1, (Date.now() - start) / budgetMs);

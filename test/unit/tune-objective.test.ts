@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { choosePoint, sweepDone, verdict, type Point, type Trial } from '../../src/tune/tune-objective';
+import { progressFor } from '../../src/tune/tune-cli';
 import { candidateLabel, type Candidate } from '../../src/tune/tune-space';
 
 const pt = (concurrency: number, throughput: number, p99Ms: number, extra: Partial<Point> = {}): Point => ({
@@ -36,7 +37,7 @@ for (const c of sweeps) {
 }
 
 const cand = (instances: number): Candidate => ({ instances, maxBatch: 0, batching: undefined, intraOp: undefined, interOp: undefined });
-const trial = (instances: number, throughputs: number[], noisePct = 2): Trial => ({
+const trialOf = (instances: number, throughputs: number[], noisePct = 2): Trial => ({
   candidate: cand(instances),
   points: [pt(4, throughputs[0]!, 2, { noisePct })],
   error: undefined,
@@ -48,30 +49,36 @@ const trial = (instances: number, throughputs: number[], noisePct = 2): Trial =>
 const verdicts: { name: string; shipped: Trial; best: Trial | undefined; shippedIsBest: boolean; text: RegExp }[] = [
   {
     name: 'the best is the shipped one',
-    shipped: trial(1, [1000]),
+    shipped: trialOf(1, [1000]),
     best: undefined,
     shippedIsBest: true,
     text: /^the shipped config is the best one measured$/,
   },
-  { name: 'clearly faster', shipped: trial(1, [1000, 1010]), best: trial(2, [1500, 1480]), shippedIsBest: false, text: /^instances=2 is best: \+48\.3% over/ },
+  {
+    name: 'clearly faster',
+    shipped: trialOf(1, [1000, 1010]),
+    best: trialOf(2, [1500, 1480]),
+    shippedIsBest: false,
+    text: /^instances=2 is best: \+48\.3% over/,
+  },
   {
     name: 'faster by less than the noise of its samples',
-    shipped: trial(1, [1000, 1000]),
-    best: trial(2, [1200, 1000]),
+    shipped: trialOf(1, [1000, 1000]),
+    best: trialOf(2, [1200, 1000]),
     shippedIsBest: true,
     text: /^the shipped config is best: the fastest other one \(instances=2\) was \+10\.0%, within the noise of 18\.2%$/,
   },
   {
     name: 'faster by less than 3%, whatever the windows say',
-    shipped: trial(1, [1000, 1000], 0),
-    best: trial(2, [1020, 1020], 0),
+    shipped: trialOf(1, [1000, 1000], 0),
+    best: trialOf(2, [1020, 1020], 0),
     shippedIsBest: true,
     text: /within the noise of 3\.0%/,
   },
   {
     name: 'the shipped config had no qualifying point',
-    shipped: { ...trial(1, [1000]), chosen: -1 },
-    best: trial(2, [900]),
+    shipped: { ...trialOf(1, [1000]), chosen: -1 },
+    best: trialOf(2, [900]),
     shippedIsBest: false,
     text: /no point that qualified/,
   },
@@ -85,3 +92,21 @@ for (const c of verdicts) {
     assert.match(v.text, c.text);
   });
 }
+
+test('progress: a bar on a terminal (config, concurrency, elapsed, left), a line per config elsewhere', () => {
+  const trial: Trial = { ...trialOf(2, [1234.5]), seconds: 3 };
+  const run = (tty: boolean): string => {
+    let err = '';
+    const p = progressFor({ stdout: () => undefined, stderr: (t) => (err += t), tty }, 60_000);
+    p.start(18);
+    p.point(2, 18, 'instances=2', 8);
+    p.trial(trial, 2, 18);
+    return err;
+  };
+  const bar = run(true);
+  assert.match(bar, /\r\x1b\[K\[-{20}\] 0:00 elapsed, 1:00 left config 3\/18: instances=2, concurrency 8/);
+  assert.match(bar, /\r\x1b\[Kconfig 3\/18 instances=2: 1234\.5 infer\/s at concurrency 4, p99 2\.000 ms\n/);
+  const lines = run(false);
+  assert.doesNotMatch(lines, /\r|\x1b/);
+  assert.match(lines, /^tune: config 3\/18 instances=2: 1234\.5 infer\/s at concurrency 4, p99 2\.000 ms$/m);
+});
