@@ -116,6 +116,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     directResponses: () => port.replies.delivered,
     settle: () => port.settle(),
   });
+  observability.watchModels({ versions: () => repo.versionStates() });
   observability.addExposition(() => customMetrics.text());
   // --log-access: one line per client request, from the frontends' route and the scheduler hooks.
   const access = options.logAccess ? new AccessLog(log) : undefined;

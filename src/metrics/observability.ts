@@ -11,6 +11,7 @@ import type { Logger } from '../logging/logger';
 import { Tracer } from '../tracing/tracer';
 import { CpuMetricsPoller } from './cpu-metrics';
 import { registerDataplaneMetrics, type DataplaneSource } from './dataplane-metrics';
+import { registerModelStateMetrics, registerThreadCpuMetrics, type ModelStateSource } from './server-state-metrics';
 import { MetricFamilies } from './metric-families';
 import { resolveMetricsSettings } from './metrics-config';
 import { MetricsServer } from './metrics-server';
@@ -39,8 +40,14 @@ export class Observability {
       this.families = new MetricFamilies(settings, options.allowCpuMetrics);
       this.summaries = settings.summaryLatencies && settings.summaryQuantiles.length > 0;
       registerDataplaneMetrics(this.families.registry, dataplane);
+      registerThreadCpuMetrics(this.families.registry);
     }
     this.telemetry = new Telemetry(log, this.tracer, this.families);
+  }
+
+  /** The repository's view of its versions (readiness, instances, restarts), read at each scrape; the repository is made after telemetry. */
+  watchModels(source: ModelStateSource): void {
+    if (this.families) registerModelStateMetrics(this.families.registry, source);
   }
 
   /** More exposition text, after nodetron's own families (custom metrics of models). */

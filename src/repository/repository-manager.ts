@@ -277,6 +277,11 @@ export class RepositoryManager {
     return tallies.instanceHealth(this.models);
   }
 
+  /** Each version's readiness, instances and restarts, for /metrics. */
+  versionStates(): tallies.VersionState[] {
+    return tallies.versionStates(this.models);
+  }
+
   /** Versions with a loaded build (serving or draining): Triton's "live models" at shutdown. */
   liveCount(): number {
     return tallies.liveCount(this.models);

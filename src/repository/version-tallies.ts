@@ -38,6 +38,37 @@ export function instanceHealth(models: Records): { model: string; version: numbe
   return out;
 }
 
+/** A version as /metrics shows it (nodetron_model_ready, _instances, nodetron_instance_restarts_total). */
+export interface VersionState {
+  model: string;
+  /** '' for a model whose load failed before any version (its config, say). */
+  version: string;
+  ready: boolean;
+  /** Instances of the serving build (0 unless READY or draining; an ensemble has none). */
+  instances: number;
+  /** Deaths of its instances that began a restart (Python stubs, instance threads). */
+  restarts: number;
+}
+
+/** Every version that was loaded or tried, and every model that failed before it had one; read at each scrape. */
+export function versionStates(models: Records): VersionState[] {
+  const out: VersionState[] = [];
+  for (const m of models.values()) {
+    if (m.versions.size === 0 && m.noVersionReason !== undefined) out.push({ model: m.name, version: '', ready: false, instances: 0, restarts: 0 });
+    for (const v of m.versions.values()) {
+      const health = v.instanceHealth();
+      out.push({
+        model: m.name,
+        version: String(v.version),
+        ready: v.readiness.state === 'READY',
+        instances: health.length,
+        restarts: health.reduce((n, h) => n + h.restarts, 0),
+      });
+    }
+  }
+  return out;
+}
+
 /** Versions with a loaded build (serving or draining): Triton's "live models" at shutdown. */
 export function liveCount(models: Records): number {
   let n = 0;
