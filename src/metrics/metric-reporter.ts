@@ -128,35 +128,10 @@ export class ModelMetricReporter {
   /** Hot path (only when `observes`): one successful request that ran. */
   observe(s: RequestDoneStats): void {
     if (!s.success) return;
-    const request = Math.max(0, s.endNs - s.queueStartNs);
-    const ran = s.computeStartNs !== 0;
-    const queue = Math.max(0, s.computeStartNs - s.queueStartNs);
-    const input = Math.max(0, s.computeInputEndNs - s.computeStartNs);
-    const infer = Math.max(0, s.computeInferEndNs - s.computeInputEndNs);
-    const output = Math.max(0, s.computeEndNs - s.computeInferEndNs);
-    const m = this.summaries;
-    if (m !== null) {
-      m.request.observe(request / 1000);
-      if (ran) {
-        m.queue.observe(queue / 1000);
-        m.computeInput.observe(input / 1000);
-        m.computeInfer.observe(infer / 1000);
-        m.computeOutput.observe(output / 1000);
-      }
-    }
+    if (this.summaries !== null) observeTimes(this.summaries, s, 1000);
     const h = this.latency;
-    if (h !== null) {
-      h.request.observe(request / 1e9);
-      if (ran) {
-        h.queue.observe(queue / 1e9);
-        h.computeInput.observe(input / 1e9);
-        h.computeInfer.observe(infer / 1e9);
-        h.computeOutput.observe(output / 1e9);
-      } else if (s.cacheHit === true) {
-        // As the statistics count it: a cache hit is in queue with no wait (queue.count == success.count).
-        h.queue.observe(0);
-      }
-    }
+    // As the statistics count it: a cache hit is in queue with no wait (queue.count == success.count).
+    if (h !== null && !observeTimes(h, s, 1e9) && s.cacheHit === true) h.queue.observe(0);
   }
 
   /**
@@ -227,6 +202,21 @@ export class ModelMetricReporter {
 }
 
 const us = (ns: number): number => Math.floor(ns / 1000);
+
+/** The request's time and, when it ran, its queue and compute phases, in units of `nsPerUnit` (µs for the summaries, s for the histograms); returns whether it ran. */
+function observeTimes(
+  o: Record<'request' | 'queue' | 'computeInput' | 'computeInfer' | 'computeOutput', Observer>,
+  s: RequestDoneStats,
+  nsPerUnit: number,
+): boolean {
+  o.request.observe(Math.max(0, s.endNs - s.queueStartNs) / nsPerUnit);
+  if (s.computeStartNs === 0) return false;
+  o.queue.observe(Math.max(0, s.computeStartNs - s.queueStartNs) / nsPerUnit);
+  o.computeInput.observe(Math.max(0, s.computeInputEndNs - s.computeStartNs) / nsPerUnit);
+  o.computeInfer.observe(Math.max(0, s.computeInferEndNs - s.computeInputEndNs) / nsPerUnit);
+  o.computeOutput.observe(Math.max(0, s.computeEndNs - s.computeInferEndNs) / nsPerUnit);
+  return true;
+}
 
 function bump<L extends string>(
   c: { inc(labels: Partial<Record<L, string>>, value: number): void },

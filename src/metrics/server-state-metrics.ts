@@ -15,6 +15,7 @@
  */
 import fs from 'node:fs';
 import { Counter, Gauge, type Registry } from 'prom-client';
+import { parseProcStat } from '../core/proc-stat';
 
 export interface ModelStateSource {
   versions(): { model: string; version: string; ready: boolean; instances: number; restarts: number }[];
@@ -66,14 +67,8 @@ export function threadCpuSeconds(taskDir = '/proc/self/task'): Map<string, numbe
   }
   for (const tid of tids) {
     try {
-      const stat = fs.readFileSync(`${taskDir}/${tid}/stat`, 'utf8');
-      const open = stat.indexOf('(');
-      const close = stat.lastIndexOf(')');
-      const name = stat.slice(open + 1, close);
-      const f = stat.slice(close + 2).split(' ');
-      // utime and stime (fields 14 and 15), in clock ticks of 10 ms.
-      const seconds = (Number(f[11]) + Number(f[12])) / 100;
-      out.set(name, (out.get(name) ?? 0) + seconds);
+      const { name, cpuSeconds } = parseProcStat(fs.readFileSync(`${taskDir}/${tid}/stat`, 'utf8'));
+      out.set(name, (out.get(name) ?? 0) + cpuSeconds);
     } catch {
       // the thread ended meanwhile
     }

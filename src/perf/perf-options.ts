@@ -210,22 +210,40 @@ function oneOf<T extends string>(flag: string, value: string, allowed: readonly 
   return value as T;
 }
 
-export function parsePerfOptions(argv: string[]): PerfOptions {
-  const raw = new Map<string, string | number | boolean>();
-  const shapes = new Map<string, number[]>();
-  const extraInputs: Record<string, unknown> = {};
+/**
+ * The flags of `argv` in order, each with its value (`--flag=value`,
+ * `--flag value`, `-f value`; none for a switch). An unknown flag or a
+ * missing value is a PerfUsageError. `nodetron tune` reads its argv with it too.
+ */
+export function* flagsOf<S extends { key: string; kind: Kind }>(
+  argv: string[],
+  specs: Record<string, S>,
+): Generator<{ flag: string; spec: S; value: string | undefined }> {
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const eq = arg.startsWith('--') ? arg.indexOf('=') : -1;
     const flag = eq > 0 ? arg.slice(0, eq) : arg;
-    const spec = SPECS[flag];
+    const spec = specs[flag];
     if (spec === undefined) throw new PerfUsageError(`unknown option '${flag}'`);
     if (spec.kind === 'flag') {
-      raw.set(spec.key, true);
+      yield { flag, spec, value: undefined };
       continue;
     }
     const value: string | undefined = eq > 0 ? arg.slice(eq + 1) : argv[++i];
     if (value === undefined) throw new PerfUsageError(`${flag}: missing value`);
+    yield { flag, spec, value };
+  }
+}
+
+export function parsePerfOptions(argv: string[]): PerfOptions {
+  const raw = new Map<string, string | number | boolean>();
+  const shapes = new Map<string, number[]>();
+  const extraInputs: Record<string, unknown> = {};
+  for (const { flag, spec, value } of flagsOf(argv, SPECS)) {
+    if (value === undefined) {
+      raw.set(spec.key, true);
+      continue;
+    }
     if (spec.key === 'extraInputs') {
       const at = value.indexOf(':');
       if (at <= 0) throw new PerfUsageError(`--extra-inputs: expected NAME:VALUE, got '${value}'`);

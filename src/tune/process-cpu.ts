@@ -4,16 +4,7 @@
  * in the tree, in clock ticks of 10 ms. undefined where /proc is not there.
  */
 import fs from 'node:fs';
-
-const TICKS_PER_SECOND = 100;
-
-function ticksOf(pid: number): number {
-  // The command name (field 2) may hold spaces and parentheses: count fields from the last ')'.
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // rest[0] is field 3 (state); utime and stime are fields 14 and 15.
-  return Number(rest[11]) + Number(rest[12]);
-}
+import { parseProcStat } from '../core/proc-stat';
 
 function childrenOf(pid: number): number[] {
   const out: number[] = [];
@@ -35,7 +26,7 @@ function childrenOf(pid: number): number[] {
 
 export function processTreeCpuSeconds(pid: number): number | undefined {
   if (!fs.existsSync(`/proc/${pid}/stat`)) return undefined;
-  let ticks = 0;
+  let seconds = 0;
   const todo = [pid];
   const seen = new Set<number>();
   while (todo.length > 0) {
@@ -43,11 +34,11 @@ export function processTreeCpuSeconds(pid: number): number | undefined {
     if (seen.has(p)) continue;
     seen.add(p);
     try {
-      ticks += ticksOf(p);
+      seconds += parseProcStat(fs.readFileSync(`/proc/${p}/stat`, 'utf8')).cpuSeconds;
     } catch {
       continue; // exited meanwhile
     }
     todo.push(...childrenOf(p));
   }
-  return ticks / TICKS_PER_SECOND;
+  return seconds;
 }

@@ -5,7 +5,7 @@
  * inputs in perf's spelling (`--input-data`, `--shape`, `-b`). Pure: argv in,
  * options or a TuneUsageError out.
  */
-import { parseNumber, parseShape, type Kind } from '../perf/perf-options';
+import { flagsOf, parseNumber, parseShape, PerfUsageError, type Kind } from '../perf/perf-options';
 
 export class TuneUsageError extends Error {}
 
@@ -103,36 +103,19 @@ export function parseTuneOptions(argv: string[]): TuneOptions {
   const raw = new Map<string, string | number | boolean>();
   const shapes = new Map<string, number[]>();
   const serverArgs: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    const eq = arg.startsWith('--') ? arg.indexOf('=') : -1;
-    const flag = eq > 0 ? arg.slice(0, eq) : arg;
-    const spec = SPECS[flag];
-    if (spec === undefined) throw new TuneUsageError(`unknown option '${flag}'`);
-    if (spec.kind === 'flag') {
-      raw.set(spec.key, true);
-      continue;
-    }
-    const value: string | undefined = eq > 0 ? arg.slice(eq + 1) : argv[++i];
-    if (value === undefined) throw new TuneUsageError(`${flag}: missing value`);
-    if (spec.key === 'shape') {
-      try {
+  try {
+    for (const { flag, spec, value } of flagsOf(argv, SPECS)) {
+      if (value === undefined) raw.set(spec.key, true);
+      else if (spec.key === 'shape') {
         const [name, dims] = parseShape(value);
         shapes.set(name, dims);
-      } catch (err) {
-        throw new TuneUsageError((err as Error).message);
-      }
-      continue;
+      } else if (spec.key === 'serverArg') serverArgs.push(value);
+      else raw.set(spec.key, spec.kind === 'string' ? value : parseNumber(flag, spec.kind, value));
     }
-    if (spec.key === 'serverArg') {
-      serverArgs.push(value);
-      continue;
-    }
-    try {
-      raw.set(spec.key, spec.kind === 'string' ? value : parseNumber(flag, spec.kind, value));
-    } catch (err) {
-      throw new TuneUsageError((err as Error).message);
-    }
+  } catch (err) {
+    // perf's parsing pieces say what is wrong in perf's error type; the text is the same here.
+    if (err instanceof PerfUsageError) throw new TuneUsageError(err.message);
+    throw err;
   }
   const help = raw.get('help') === true;
   const model = raw.get('model') as string | undefined;

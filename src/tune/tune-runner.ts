@@ -127,35 +127,30 @@ export async function runTune(o: TuneOptions, server: TuneServer, fileConfig: Mo
     return t;
   };
 
-  let ended: TuneResult['ended'] = 'searched every candidate and neighbour';
+  /** Measures the candidates in turn while the budget fits them; returns how many it left. */
+  const measureAll = async (list: Candidate[]): Promise<number> => {
+    for (let i = 0; i < list.length; i++) {
+      if (!fits()) return list.length - i;
+      await measure(list[i]!);
+    }
+    return 0;
+  };
+
   let left = 0;
   try {
     const shipped = await measure(grid[0]!);
-    for (let i = 1; i < grid.length; i++) {
-      if (!fits()) {
-        ended = 'budget';
-        left = grid.length - i;
-        break;
-      }
-      await measure(grid[i]!);
-    }
+    left = await measureAll(grid.slice(1));
     // Refine: all single changes around the best, again around a new best, until none is better.
-    while (ended !== 'budget') {
+    while (left === 0) {
       const best = bestTrial(trials);
       if (best === undefined) break;
       const next = neighbours(best.candidate, model, cores, tried);
       if (next.length === 0) break;
       total += next.length;
-      for (let i = 0; i < next.length; i++) {
-        if (!fits()) {
-          ended = 'budget';
-          left = next.length - i;
-          break;
-        }
-        await measure(next[i]!);
-      }
+      left = await measureAll(next);
       if (bestTrial(trials) === best) break;
     }
+    const ended: TuneResult['ended'] = left > 0 ? 'budget' : 'searched every candidate and neighbour';
 
     const best = bestTrial(trials);
     if (best !== undefined && best !== shipped && shipped.chosen >= 0) {
